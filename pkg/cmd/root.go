@@ -1,0 +1,79 @@
+// Package cmd builds the kubectl-finalize command tree. It is the cobra layer only: each
+// command lives in its own package as Options with Complete, Validate and Run, and calls
+// domain packages that never see cobra.
+package cmd
+
+import (
+	"flag"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/completion"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/version"
+)
+
+const long = `Find objects stuck in Terminating, explain why, and remove only the finalizers
+whose purpose is verifiably done.
+
+A finalizer protects something outside the object: a cloud database, a load balancer,
+a volume. Removing it blindly can leave that behind. kubectl finalize finds every object
+that is being deleted and still carries finalizers, names who is expected to remove each
+one, diagnoses why it has not, and removes a finalizer only with a guarded, audited patch.
+
+Exit status:
+  0  done
+  1  runtime error (the API server is unreachable, a removal failed)
+  2  invalid invocation, flags or policy
+  3  finished, but some resource types could not be discovered or listed
+  4  reconcile refused to act: the planned removals exceed --max-removals`
+
+// NewCmdFinalize returns the root command.
+func NewCmdFinalize(streams genericiooptions.IOStreams) *cobra.Command {
+	f := util.NewFactory()
+	cmd := &cobra.Command{
+		Use:           "kubectl-finalize",
+		Short:         "Find objects stuck in Terminating and remove verified finalizers",
+		Long:          long,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          util.NoArgs,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl finalize"},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cmd.Help()
+		},
+	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return util.UsageErrorf(c, "%v", err)
+	})
+	f.AddFlags(cmd.PersistentFlags())
+	addKlogFlags(cmd.PersistentFlags())
+	util.RegisterConfigFlagCompletion(cmd, f)
+
+	cmd.AddCommand(
+		version.NewCmdVersion(streams),
+		completion.NewCmdCompletion(streams),
+	)
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	return cmd
+}
+
+// addKlogFlags exposes klog's -v only: the other klog flags are for daemons.
+func addKlogFlags(fs *pflag.FlagSet) {
+	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(gofs)
+	gofs.VisitAll(func(gf *flag.Flag) {
+		pf := pflag.PFlagFromGoFlag(gf)
+		if pf.Name != "v" {
+			pf.Hidden = true
+		} else {
+			pf.Usage = "Number for the log level verbosity: 1 discovery problems, 2 phase timings, 4 requests, 6 and up payloads."
+		}
+		pf.Name = strings.ReplaceAll(pf.Name, "_", "-")
+		fs.AddFlag(pf)
+	})
+}

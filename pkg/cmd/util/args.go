@@ -1,0 +1,26 @@
+package util
+
+import (
+	"github.com/spf13/cobra"
+)
+
+// NoArgs rejects positional arguments as an invalid invocation (exit code 2).
+func NoArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if cmd.HasSubCommands() {
+		return UsageErrorf(cmd, "unknown command %q for %q", args[0], cmd.CommandPath())
+	}
+	return UsageErrorf(cmd, "unexpected argument %q", args[0])
+}
+
+// ExactArgs requires n positional arguments.
+func ExactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return UsageErrorf(cmd, "exactly %d argument (%s) is required, got %d", n, what, len(args))
+		}
+		return nil
+	}
+}

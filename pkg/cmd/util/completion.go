@@ -1,0 +1,47 @@
+package util
+
+import (
+	"context"
+	"strings"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RegisterConfigFlagCompletion completes -n/--namespace from the cluster and --context
+// and --cluster from the kubeconfig.
+func RegisterConfigFlagCompletion(cmd *cobra.Command, f *Factory) {
+	_ = cmd.RegisterFlagCompletionFunc("namespace", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		client, err := f.KubeClient()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		list, err := client.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var names []string
+		for _, ns := range list.Items {
+			if strings.HasPrefix(ns.Name, toComplete) {
+				names = append(names, ns.Name)
+			}
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
+	kubeconfigNames := func(pick func(name string) bool) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			raw, err := f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveError
+			}
+			var names []string
+			for name := range raw.Contexts {
+				if pick(name) && strings.HasPrefix(name, toComplete) {
+					names = append(names, name)
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		}
+	}
+	_ = cmd.RegisterFlagCompletionFunc("context", kubeconfigNames(func(string) bool { return true }))
+}

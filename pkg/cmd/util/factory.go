@@ -1,0 +1,154 @@
+// Package util holds what the commands share: clients built from the kubectl flags,
+// exit codes, the error renderer, and printing helpers. It is part of the cobra layer.
+package util
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/version"
+)
+
+// Flag names shared by several commands.
+const (
+	FlagQPS   = "qps"
+	FlagBurst = "burst"
+)
+
+// Client-side rate limits. client-go's 5/10 would throttle a scan of a large cluster on
+// the client; the server protects itself with API Priority and Fairness.
+const (
+	DefaultQPS   = 100
+	DefaultBurst = 200
+)
+
+// Factory builds every client from the standard kubectl flags, so --kubeconfig,
+// --context, --as, --request-timeout and the rate limits apply to all of them.
+// Discovery is fresh for each run and cached in memory only: a stale disk cache could hide
+// a CRD installed a minute ago, and with it the objects that block a namespace.
+type Factory struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	QPS         float32
+	Burst       int
+
+	mu        sync.Mutex
+	config    *rest.Config
+	discovery discovery.CachedDiscoveryInterface
+	mapper    meta.RESTMapper
+}
+
+// NewFactory returns a Factory with kubectl's flags and raised rate limits.
+func NewFactory() *Factory {
+	return &Factory{
+		ConfigFlags: genericclioptions.NewConfigFlags(true),
+		QPS:         DefaultQPS,
+		Burst:       DefaultBurst,
+	}
+}
+
+// AddFlags adds the kubectl flags and the rate limits to fs.
+func (f *Factory) AddFlags(fs *pflag.FlagSet) {
+	f.ConfigFlags.AddFlags(fs)
+	fs.Float32Var(&f.QPS, FlagQPS, f.QPS, "Maximum queries per second to the API server from this client.")
+	fs.IntVar(&f.Burst, FlagBurst, f.Burst, "Maximum burst of queries to the API server from this client.")
+}
+
+// RESTConfig is the client configuration every client shares.
+func (f *Factory) RESTConfig() (*rest.Config, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.config != nil {
+		return rest.CopyConfig(f.config), nil
+	}
+	cfg, err := f.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS = f.QPS
+	cfg.Burst = f.Burst
+	cfg.UserAgent = version.UserAgent()
+	f.config = cfg
+	return rest.CopyConfig(cfg), nil
+}
+
+// Namespace returns the namespace from -n or the kubeconfig context, and whether it was
+// given explicitly on the command line.
+func (f *Factory) Namespace() (string, bool, error) {
+	if f.ConfigFlags.Namespace != nil && *f.ConfigFlags.Namespace != "" {
+		return *f.ConfigFlags.Namespace, true, nil
+	}
+	ns, _, err := f.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	return ns, false, err
+}
+
+// KubeClient returns a typed client.
+func (f *Factory) KubeClient() (kubernetes.Interface, error) {
+	cfg, err := f.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// MetadataClient returns a client that lists and reads PartialObjectMetadata only.
+// Warnings are dropped: a scan touches every API and would repeat each deprecation notice.
+func (f *Factory) MetadataClient() (metadata.Interface, error) {
+	cfg, err := f.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.WarningHandler = rest.NoWarnings{}
+	return metadata.NewForConfig(cfg)
+}
+
+// DiscoveryClient returns a discovery client cached in memory for this run.
+func (f *Factory) DiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	f.mu.Lock()
+	if f.discovery != nil {
+		defer f.mu.Unlock()
+		return f.discovery, nil
+	}
+	f.mu.Unlock()
+	cfg, err := f.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.WarningHandler = rest.NoWarnings{}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating discovery client: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.discovery == nil {
+		f.discovery = memory.NewMemCacheClient(dc)
+	}
+	return f.discovery, nil
+}
+
+// RESTMapper resolves kubectl-style resource arguments (plurals, singulars, kinds and
+// short names) from the same discovery data as the rest of the run.
+func (f *Factory) RESTMapper() (meta.RESTMapper, error) {
+	dc, err := f.DiscoveryClient()
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mapper == nil {
+		deferred := restmapper.NewDeferredDiscoveryRESTMapper(dc)
+		f.mapper = restmapper.NewShortcutExpander(deferred, dc, nil)
+	}
+	return f.mapper, nil
+}
