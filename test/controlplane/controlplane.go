@@ -242,7 +242,7 @@ func (cp *ControlPlane) waitReady(ctx context.Context, p *process, ready func() 
 			if logHas(p.logPath, "address already in use") {
 				return false, fmt.Errorf("%s exited: %w", p.name, errPortInUse)
 			}
-			return false, fmt.Errorf("%s exited before it was ready (%v); its log is %s", p.name, werr, p.logPath)
+			return false, fmt.Errorf("%s exited before it was ready; its log is %s: %w", p.name, p.logPath, werr)
 		}
 		return ready(), nil
 	})

@@ -80,21 +80,23 @@ func (s *Seeder) EnsureCRD(ctx context.Context, crd CRD) error {
 		return fmt.Errorf("creating CRD %s: %w", crd.Name(), err)
 	}
 	// Established is not enough: discovery and the REST endpoint lag it slightly.
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := s.Dynamic.Resource(crd.GVR()).List(ctx, metav1.ListOptions{Limit: 1})
-		if err != nil {
-			return false, nil
+	served := func(ctx context.Context) bool {
+		if _, err := s.Dynamic.Resource(crd.GVR()).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return false
 		}
 		resources, err := s.Kube.Discovery().ServerResourcesForGroupVersion(crd.GVR().GroupVersion().String())
 		if err != nil {
-			return false, nil
+			return false
 		}
-		for _, r := range resources.APIResources {
-			if r.Name == crd.Plural {
-				return true, nil
+		for i := range resources.APIResources {
+			if resources.APIResources[i].Name == crd.Plural {
+				return true
 			}
 		}
-		return false, nil
+		return false
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return served(ctx), nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for CRD %s to be served: %w", crd.Name(), err)

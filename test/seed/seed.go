@@ -74,11 +74,11 @@ type Scenario struct {
 
 // Field managers that play the parts of people and controllers in the seeds.
 const (
-	ManagerKubectl        = "kubectl-client-side-apply"
-	ManagerWidgetOperator = "widget-operator"
-	ManagerGadgetOperator = "gadget-controller"
-	ManagerLBOperator     = "lb-operator"
-	ManagerConfigExporter = "config-exporter"
+	ManagerKubectl          = "kubectl-client-side-apply"
+	ManagerDatabaseOperator = "database-operator"
+	ManagerGadgetOperator   = "gadget-controller"
+	ManagerLBOperator       = "lb-operator"
+	ManagerConfigExporter   = "config-exporter"
 )
 
 var (
@@ -111,13 +111,14 @@ func (s *Seeder) logf(format string, args ...any) {
 	}
 }
 
-// WidgetCRD is the namespaced CRD of an operator that the seeds "uninstall".
-func (s *Seeder) WidgetCRD() CRD {
-	return CRD{Group: s.Group("widgets"), Kind: "Widget", Plural: "widgets", Singular: "widget", Short: []string{"wdg"}, Versions: []string{"v1"}}
+// DatabaseCRD is the namespaced CRD of an operator that the seeds "uninstall".
+func (s *Seeder) DatabaseCRD() CRD {
+	return CRD{Group: s.Group("db"), Kind: "Database", Plural: "databases", Singular: "database", Short: []string{"mdb"}, Versions: []string{"v1"}}
 }
 
-// WidgetFinalizer is the finalizer the widget operator puts on its widgets.
-func (s *Seeder) WidgetFinalizer() string { return s.WidgetCRD().Group + "/cleanup" }
+// DatabaseFinalizer is the finalizer the database operator puts on its databases: it
+// deletes the cloud database before the object may go.
+func (s *Seeder) DatabaseFinalizer() string { return s.DatabaseCRD().Group + "/finalizer" }
 
 // Namespace creates a namespace (kept if it exists).
 func (s *Seeder) Namespace(ctx context.Context, name string) error {
@@ -174,10 +175,7 @@ func (s *Seeder) WaitTerminating(ctx context.Context, objs ...Object) error {
 		r := s.resource(o)
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			u, err := r.Get(ctx, o.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			return u.GetDeletionTimestamp() != nil, nil
+			return err == nil && u.GetDeletionTimestamp() != nil, nil
 		})
 		if err != nil {
 			return fmt.Errorf("waiting for %s to be terminating: %w", o, err)
@@ -186,58 +184,59 @@ func (s *Seeder) WaitTerminating(ctx context.Context, objs ...Object) error {
 	return nil
 }
 
-func (s *Seeder) createUnstructured(ctx context.Context, gvr schema.GroupVersionResource, u *unstructured.Unstructured, manager string) error {
+// createUnstructured creates u as a user with kubectl would.
+func (s *Seeder) createUnstructured(ctx context.Context, gvr schema.GroupVersionResource, u *unstructured.Unstructured) error {
 	var r dynamic.ResourceInterface = s.Dynamic.Resource(gvr)
 	if ns := u.GetNamespace(); ns != "" {
 		r = s.Dynamic.Resource(gvr).Namespace(ns)
 	}
-	if _, err := r.Create(ctx, u, metav1.CreateOptions{FieldManager: manager}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := r.Create(ctx, u, metav1.CreateOptions{FieldManager: ManagerKubectl}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating %s %s/%s: %w", gvr.GroupResource(), u.GetNamespace(), u.GetName(), err)
 	}
 	return nil
 }
 
-// Widget creates a widget as a user would (kubectl apply), then lets the operator add its
-// finalizer and write its status.
-func (s *Seeder) Widget(ctx context.Context, ns, name string) (Object, error) {
-	crd := s.WidgetCRD()
+// Database creates a database as a user would (kubectl apply), then lets the operator add
+// its finalizer and write its status.
+func (s *Seeder) Database(ctx context.Context, ns, name string) (Object, error) {
+	crd := s.DatabaseCRD()
 	if err := s.EnsureCRD(ctx, crd); err != nil {
 		return Object{}, err
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": crd.Group + "/v1",
-		"kind":       "Widget",
+		"kind":       "Database",
 		"metadata":   map[string]any{"namespace": ns, "name": name, "labels": map[string]any{"app": "orders"}},
 		"spec":       map[string]any{"engine": "postgres", "size": "large"},
 	}}
-	if err := s.createUnstructured(ctx, crd.GVR(), u, ManagerKubectl); err != nil {
+	if err := s.createUnstructured(ctx, crd.GVR(), u); err != nil {
 		return Object{}, err
 	}
-	o := Object{Resource: crd.GVR(), Namespace: ns, Name: name, Finalizers: []string{s.WidgetFinalizer()}}
-	if err := s.AddFinalizer(ctx, o, s.WidgetFinalizer(), ManagerWidgetOperator); err != nil {
+	o := Object{Resource: crd.GVR(), Namespace: ns, Name: name, Finalizers: []string{s.DatabaseFinalizer()}}
+	if err := s.AddFinalizer(ctx, o, s.DatabaseFinalizer(), ManagerDatabaseOperator); err != nil {
 		return Object{}, err
 	}
 	status := []byte(`{"status":{"phase":"Ready","instanceID":"db-` + name + `"}}`)
-	if _, err := s.Dynamic.Resource(crd.GVR()).Namespace(ns).Patch(ctx, name, types.MergePatchType, status, metav1.PatchOptions{FieldManager: ManagerWidgetOperator}, "status"); err != nil {
-		return Object{}, fmt.Errorf("writing the status of widget %s/%s: %w", ns, name, err)
+	if _, err := s.Dynamic.Resource(crd.GVR()).Namespace(ns).Patch(ctx, name, types.MergePatchType, status, metav1.PatchOptions{FieldManager: ManagerDatabaseOperator}, "status"); err != nil {
+		return Object{}, fmt.Errorf("writing the status of database %s/%s: %w", ns, name, err)
 	}
 	return o, nil
 }
 
-// OrphanedOperator: the widget operator was uninstalled, then its namespace deleted. The
-// widget waits forever for a controller that is gone, and the namespace waits for the
-// widget.
+// OrphanedOperator seeds an uninstalled operator: the database operator is gone, then
+// its namespace is deleted. The database waits forever for a controller that is gone, and
+// the namespace waits for the database.
 func (s *Seeder) OrphanedOperator(ctx context.Context) (Scenario, error) {
 	ns := s.Name("orphaned-operator")
 	if err := s.Namespace(ctx, ns); err != nil {
 		return Scenario{}, err
 	}
-	w, err := s.Widget(ctx, ns, "orders-db")
+	w, err := s.Database(ctx, ns, "orders-db")
 	if err != nil {
 		return Scenario{}, err
 	}
 	nsObj := Object{Resource: gvrNamespaces, Name: ns, Finalizers: []string{"kubernetes"}}
-	// The namespace controller would delete the widget; deleting it here makes the end
+	// The namespace controller would delete the database; deleting it here makes the end
 	// state the same with or without kube-controller-manager.
 	for _, o := range []Object{w, nsObj} {
 		if err := s.Delete(ctx, o, nil); err != nil {
@@ -249,7 +248,7 @@ func (s *Seeder) OrphanedOperator(ctx context.Context) (Scenario, error) {
 	}
 	return Scenario{
 		Name:        "orphaned-operator",
-		Description: fmt.Sprintf("namespace %s waits for widget orders-db, whose operator was uninstalled", ns),
+		Description: fmt.Sprintf("namespace %s waits for database orders-db, whose operator was uninstalled", ns),
 		Stuck:       []Object{w, nsObj},
 	}, nil
 }
@@ -257,7 +256,7 @@ func (s *Seeder) OrphanedOperator(ctx context.Context) (Scenario, error) {
 // MetricsAPIService is the APIService the UnavailableAPIService scenario registers.
 func (s *Seeder) MetricsAPIService() string { return "v1beta1." + s.Group("metrics") }
 
-// UnavailableAPIService: an aggregated API whose service is missing. The namespace
+// UnavailableAPIService seeds an aggregated API whose service is missing. The namespace
 // controller cannot tell whether a namespace still holds its objects, so every deleted
 // namespace stays Terminating.
 func (s *Seeder) UnavailableAPIService(ctx context.Context) (Scenario, error) {
@@ -275,7 +274,7 @@ func (s *Seeder) UnavailableAPIService(ctx context.Context) (Scenario, error) {
 			"service":               map[string]any{"namespace": "kube-system", "name": s.Name("metrics-server")},
 		},
 	}}
-	if err := s.createUnstructured(ctx, gvrAPIService, apisvc, ManagerKubectl); err != nil {
+	if err := s.createUnstructured(ctx, gvrAPIService, apisvc); err != nil {
 		return Scenario{}, err
 	}
 	ns := s.Name("metrics-consumer")
@@ -300,7 +299,7 @@ func (s *Seeder) UnavailableAPIService(ctx context.Context) (Scenario, error) {
 	}, nil
 }
 
-// PVCInUse: a claim deleted while a scheduled pod still mounts it.
+// PVCInUse seeds a claim deleted while a scheduled pod still mounts it.
 func (s *Seeder) PVCInUse(ctx context.Context) (Scenario, error) {
 	ns := s.Name("storage")
 	if err := s.Namespace(ctx, ns); err != nil {
@@ -356,8 +355,8 @@ func (s *Seeder) claimWithPod(ctx context.Context, ns, claimName, podName string
 // ConfigExporterFinalizer is the finalizer of a controller that exports ConfigMaps.
 func (s *Seeder) ConfigExporterFinalizer() string { return s.Group("config-exporter") + "/export" }
 
-// ForegroundDeletion: a Deployment deleted in the foreground waits for a dependent
-// ConfigMap that a dead exporter controller still holds.
+// ForegroundDeletion seeds a Deployment deleted in the foreground: it waits for a
+// dependent ConfigMap that a dead exporter controller still holds.
 func (s *Seeder) ForegroundDeletion(ctx context.Context) (Scenario, error) {
 	ns := s.Name("foreground")
 	if err := s.Namespace(ctx, ns); err != nil {
@@ -417,10 +416,10 @@ func (s *Seeder) ForegroundDeletion(ctx context.Context) (Scenario, error) {
 
 // GadgetCRD is a CRD the CRDWaitingOnInstances scenario deletes.
 func (s *Seeder) GadgetCRD() CRD {
-	return CRD{Group: s.Group("gadgets"), Kind: "Gadget", Plural: "gadgets", Singular: "gadget", Versions: []string{"v1"}}
+	return CRD{Group: s.Group("toys"), Kind: "Gadget", Plural: "gadgets", Singular: "gadget", Versions: []string{"v1"}}
 }
 
-// CRDWaitingOnInstances: a CRD deleted while one of its instances holds a finalizer.
+// CRDWaitingOnInstances seeds a CRD deleted while one of its instances holds a finalizer.
 func (s *Seeder) CRDWaitingOnInstances(ctx context.Context) (Scenario, error) {
 	crd := s.GadgetCRD()
 	if err := s.EnsureCRD(ctx, crd); err != nil {
@@ -435,7 +434,7 @@ func (s *Seeder) CRDWaitingOnInstances(ctx context.Context) (Scenario, error) {
 		"metadata": map[string]any{"namespace": ns, "name": "gadget-1"},
 		"spec":     map[string]any{"color": "blue"},
 	}}
-	if err := s.createUnstructured(ctx, crd.GVR(), u, ManagerKubectl); err != nil {
+	if err := s.createUnstructured(ctx, crd.GVR(), u); err != nil {
 		return Scenario{}, err
 	}
 	fin := crd.Group + "/teardown"
@@ -458,14 +457,14 @@ func (s *Seeder) CRDWaitingOnInstances(ctx context.Context) (Scenario, error) {
 	}, nil
 }
 
-// ClusterWidgetCRD is a cluster-scoped CRD.
-func (s *Seeder) ClusterWidgetCRD() CRD {
+// LoadBalancerCRD is a cluster-scoped CRD.
+func (s *Seeder) LoadBalancerCRD() CRD {
 	return CRD{Group: s.Group("lb"), Kind: "LoadBalancer", Plural: "loadbalancers", Singular: "loadbalancer", Short: []string{"clb"}, Cluster: true, Versions: []string{"v1"}}
 }
 
-// ClusterScoped: a cluster-scoped custom resource whose operator is gone.
+// ClusterScoped seeds a cluster-scoped custom resource whose operator is gone.
 func (s *Seeder) ClusterScoped(ctx context.Context) (Scenario, error) {
-	crd := s.ClusterWidgetCRD()
+	crd := s.LoadBalancerCRD()
 	if err := s.EnsureCRD(ctx, crd); err != nil {
 		return Scenario{}, err
 	}
@@ -475,7 +474,7 @@ func (s *Seeder) ClusterScoped(ctx context.Context) (Scenario, error) {
 		"metadata": map[string]any{"name": name},
 		"spec":     map[string]any{"ports": []any{int64(443)}},
 	}}
-	if err := s.createUnstructured(ctx, crd.GVR(), u, ManagerKubectl); err != nil {
+	if err := s.createUnstructured(ctx, crd.GVR(), u); err != nil {
 		return Scenario{}, err
 	}
 	fin := crd.Group + "/release"
@@ -496,7 +495,7 @@ func (s *Seeder) ClusterScoped(ctx context.Context) (Scenario, error) {
 	}, nil
 }
 
-// Healthy: objects that carry finalizers but are not being deleted. No tool may list
+// Healthy seeds objects that carry finalizers but are not being deleted. No tool may list
 // them as stuck.
 func (s *Seeder) Healthy(ctx context.Context) (Scenario, error) {
 	ns := s.Name("healthy")
@@ -511,7 +510,7 @@ func (s *Seeder) Healthy(ctx context.Context) (Scenario, error) {
 	if err := s.AddFinalizer(ctx, cmObj, s.ConfigExporterFinalizer(), ManagerConfigExporter); err != nil {
 		return Scenario{}, err
 	}
-	w, err := s.Widget(ctx, ns, "live-db")
+	w, err := s.Database(ctx, ns, "live-db")
 	if err != nil {
 		return Scenario{}, err
 	}
@@ -521,7 +520,7 @@ func (s *Seeder) Healthy(ctx context.Context) (Scenario, error) {
 	}
 	return Scenario{
 		Name:        "healthy",
-		Description: fmt.Sprintf("namespace %s: a configmap, a widget and a claim in use, all with finalizers, none deleted", ns),
+		Description: fmt.Sprintf("namespace %s: a configmap, a database and a claim in use, all with finalizers, none deleted", ns),
 		Healthy:     []Object{cmObj, w, claim, {Resource: gvrNamespaces, Name: ns}},
 	}, nil
 }

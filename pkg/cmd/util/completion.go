@@ -21,9 +21,9 @@ func RegisterConfigFlagCompletion(cmd *cobra.Command, f *Factory) {
 			return nil, cobra.ShellCompDirectiveError
 		}
 		var names []string
-		for _, ns := range list.Items {
-			if strings.HasPrefix(ns.Name, toComplete) {
-				names = append(names, ns.Name)
+		for i := range list.Items {
+			if name := list.Items[i].Name; strings.HasPrefix(name, toComplete) {
+				names = append(names, name)
 			}
 		}
 		return names, cobra.ShellCompDirectiveNoFileComp

@@ -59,6 +59,8 @@ func NewFactory() *Factory {
 // AddFlags adds the kubectl flags and the rate limits to fs.
 func (f *Factory) AddFlags(fs *pflag.FlagSet) {
 	f.ConfigFlags.AddFlags(fs)
+	// Discovery is never cached on disk (see Factory), so the flag would do nothing.
+	_ = fs.MarkHidden("cache-dir")
 	fs.Float32Var(&f.QPS, FlagQPS, f.QPS, "Maximum queries per second to the API server from this client.")
 	fs.IntVar(&f.Burst, FlagBurst, f.Burst, "Maximum burst of queries to the API server from this client.")
 }
