@@ -49,7 +49,7 @@ func buildPlugin(dir string) error {
 		"-ldflags", "-X github.com/kubectl-finalize/kubectl-finalize/pkg/version.version="+testVersion,
 		"github.com/kubectl-finalize/kubectl-finalize/cmd/kubectl-finalize")
 	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building kubectl-finalize: %v\n%s", err, out)
+		return fmt.Errorf("building kubectl-finalize: %w\n%s", err, out)
 	}
 	script, err := os.ReadFile("../../completion/kubectl_complete-finalize")
 	if err != nil {
