@@ -70,8 +70,13 @@ lint: ## golangci-lint (pinned in hack/tools/go.mod).
 fmt: ## Format the code.
 	$(GOTOOLS) golangci-lint fmt ./...
 
+.PHONY: generate
+generate: ## Generate deepcopy functions of the API types.
+	$(GOTOOLS) deepcopy-gen --output-file zz_generated.deepcopy.go --go-header-file /dev/null ./pkg/apis/...
+
 .PHONY: docs
 docs: ## Generate the command reference in docs/reference.
+	rm -rf docs/reference
 	go run ./hack/docgen docs/reference
 
 .PHONY: verify
@@ -81,6 +86,7 @@ verify: ## Fail if go.mod, formatting or generated docs are out of date.
 	cd hack/tools && go mod tidy -diff
 	cd hack/k8s-bins && go mod tidy -diff
 	go vet ./...
+	@$(MAKE) --no-print-directory generate && git diff --exit-code -- pkg/apis || { echo "generated code is stale: run make generate"; exit 1; }
 	@tmp=$$(mktemp -d) && go run ./hack/docgen $$tmp && diff -ru docs/reference $$tmp || { echo "docs/reference is stale: run make docs"; exit 1; }
 
 ##@ Demo

@@ -1,0 +1,80 @@
+package owner
+
+import (
+	"fmt"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
+)
+
+// Entry is one well-known finalizer.
+type Entry struct {
+	// Finalizer is the exact name or a glob ("external-attacher/*").
+	Finalizer string
+	// Owner is the controller expected to remove the finalizer.
+	Owner string
+	// Project is who ships that controller.
+	Project string
+	// System finalizers belong to Kubernetes itself.
+	System bool
+	// Purpose is what must happen before the finalizer may go.
+	Purpose string
+	// Source is where upstream defines the finalizer.
+	Source string
+
+	pattern glob.Pattern
+}
+
+// Catalog finds the entry of a finalizer: exact names first, then globs in order.
+type Catalog struct {
+	exact map[string]*Entry
+	globs []*Entry
+}
+
+// NewCatalog builds a catalogue. Duplicate exact names are an error.
+func NewCatalog(entries []Entry) (*Catalog, error) {
+	c := &Catalog{exact: map[string]*Entry{}}
+	for i := range entries {
+		e := entries[i]
+		p, err := glob.Compile(e.Finalizer)
+		if err != nil {
+			return nil, fmt.Errorf("catalogue entry %d: %w", i, err)
+		}
+		e.pattern = p
+		if p.Literal() {
+			if _, dup := c.exact[e.Finalizer]; dup {
+				return nil, fmt.Errorf("catalogue entry %q is listed twice", e.Finalizer)
+			}
+			c.exact[e.Finalizer] = &e
+			continue
+		}
+		c.globs = append(c.globs, &e)
+	}
+	return c, nil
+}
+
+// Builtin returns the catalogue of well-known finalizers.
+func Builtin() *Catalog { return builtinCatalog }
+
+var builtinCatalog = func() *Catalog {
+	c, err := NewCatalog(builtin)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+// Lookup returns the entry for a finalizer.
+func (c *Catalog) Lookup(finalizer string) (*Entry, bool) {
+	if e, ok := c.exact[finalizer]; ok {
+		return e, true
+	}
+	for _, e := range c.globs {
+		if e.pattern.Match(finalizer) {
+			return e, true
+		}
+	}
+	return nil, false
+}
+
+// Len is the number of entries.
+func (c *Catalog) Len() int { return len(c.exact) + len(c.globs) }

@@ -1,0 +1,97 @@
+package owner
+
+import (
+	"encoding/json"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
+)
+
+// genericManagers are field managers that apply manifests for a person or a pipeline. A
+// finalizer they wrote came from a manifest: they added it, but nobody expects them to
+// remove it.
+var genericManagers = mustSet(
+	"kubectl", "kubectl-*", // kubectl-client-side-apply, kubectl-edit, kubectl-patch, ...
+	"helm", "helm-controller", // Helm, Flux's helm-controller
+	"kustomize-controller", "gotk-sync-manager", // Flux
+	"argocd-controller", "argocd-application-controller", "argocd-server", // Argo CD
+	"kapp", "kapp-controller", // Carvel
+	"fleet-agent",              // Rancher Fleet
+	"Terraform", "terraform-*", // Terraform's kubernetes provider
+	"pulumi-kubernetes*", // Pulumi
+	"skaffold", "tilt", "k9s",
+	"before-first-apply", // server-side apply's migration placeholder
+	"Go-http-client",     // a Go client that did not name itself
+	"kubectl-finalize",
+)
+
+func mustSet(patterns ...string) glob.Set {
+	s, err := glob.CompileSet(patterns)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// IsGenericManager reports whether manager applies manifests for people or pipelines
+// rather than acting as a controller.
+func IsGenericManager(manager string) bool {
+	return genericManagers.Match(manager)
+}
+
+// Writers returns the field managers whose managed fields hold the finalizer name in
+// field ("metadata.finalizers" or "spec.finalizers"), in managedFields order.
+func Writers(managed []metav1.ManagedFieldsEntry, field, name string) []string {
+	path := make([]string, 0, 2)
+	for _, p := range strings.Split(field, ".") {
+		path = append(path, "f:"+p)
+	}
+	value, err := json.Marshal(name)
+	if err != nil {
+		return nil
+	}
+	key := "v:" + string(value)
+	var writers []string
+	for i := range managed {
+		e := &managed[i]
+		if e.FieldsV1 == nil || e.Manager == "" {
+			continue
+		}
+		if holds(e.FieldsV1.GetRawBytes(), path, key) && !contains(writers, e.Manager) {
+			writers = append(writers, e.Manager)
+		}
+	}
+	return writers
+}
+
+// holds walks the fieldsV1 tree along path and reports whether key is a member there.
+func holds(raw []byte, path []string, key string) bool {
+	for _, p := range path {
+		var node map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &node); err != nil {
+			return false
+		}
+		next, ok := node[p]
+		if !ok {
+			return false
+		}
+		raw = next
+	}
+	var leaf map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &leaf); err != nil {
+		return false
+	}
+	_, ok := leaf[key]
+	return ok
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

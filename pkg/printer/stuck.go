@@ -1,0 +1,98 @@
+package printer
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+)
+
+// none is what kubectl prints for an absent value.
+const none = "<none>"
+
+// StuckTableOptions choose the columns of the stuck-object table.
+type StuckTableOptions struct {
+	Wide      bool
+	NoHeaders bool
+}
+
+// StuckTable prints NAMESPACE, RESOURCE, AGE (how long terminating), FINALIZERS and
+// OWNER, and with Wide also DELETED, UID and CAUSE.
+func StuckTable(w io.Writer, list *finalizev1alpha1.StuckObjectList, opts StuckTableOptions) error {
+	headers := []string{"namespace", "resource", "age", "finalizers", "owner"}
+	if opts.Wide {
+		headers = append(headers, "deleted", "uid", "cause")
+	}
+	rows := make([][]string, 0, len(list.Items))
+	for i := range list.Items {
+		o := &list.Items[i]
+		row := []string{
+			o.Target.Namespace,
+			ResourceName(o.Target),
+			duration.HumanDuration(time.Duration(o.TerminatingSeconds) * time.Second),
+			finalizerNames(o.Finalizers),
+			owners(o.Finalizers),
+		}
+		if opts.Wide {
+			cause := none
+			if o.Cause != nil {
+				cause = o.Cause.Reason
+			}
+			row = append(row, o.DeletionTimestamp.UTC().Format(time.RFC3339), string(o.Target.UID), cause)
+		}
+		rows = append(rows, row)
+	}
+	return Table(w, headers, rows, opts.NoHeaders)
+}
+
+// StuckNames prints one "resource.group/name" per object, as kubectl's -o name does.
+func StuckNames(w io.Writer, list *finalizev1alpha1.StuckObjectList) error {
+	for i := range list.Items {
+		if _, err := fmt.Fprintln(w, ResourceName(list.Items[i].Target)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ResourceName is "resource.group/name": "configmaps/cfg", "deployments.apps/web".
+func ResourceName(ref finalizev1alpha1.ObjectReference) string {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return ref.Resource + "/" + ref.Name
+	}
+	return gv.WithResource(ref.Resource).GroupResource().String() + "/" + ref.Name
+}
+
+func finalizerNames(fs []finalizev1alpha1.Finalizer) string {
+	names := make([]string, 0, len(fs))
+	for _, f := range fs {
+		names = append(names, f.Name)
+	}
+	return strings.Join(names, ",")
+}
+
+// owners lists the owner of each finalizer in the same order, each owner once.
+func owners(fs []finalizev1alpha1.Finalizer) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range fs {
+		o := f.Owner
+		switch {
+		case o == "":
+			o = "<unknown>"
+		case f.OwnerSource == finalizev1alpha1.OwnerSourceAPIGroup:
+			o += " (api group)"
+		}
+		if !seen[o] {
+			seen[o] = true
+			out = append(out, o)
+		}
+	}
+	return strings.Join(out, ",")
+}

@@ -1,0 +1,456 @@
+package scan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/klog/v2"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
+)
+
+// Defaults for Options.
+const (
+	DefaultConcurrency = 8
+	DefaultChunkSize   = 500
+	// maxListAttempts bounds how often one type is listed again from the start after its
+	// continue token expired mid-pagination.
+	maxListAttempts = 3
+)
+
+// lastApplied can hold a whole copy of the object; a scan keeps metadata, not objects.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// Options select what a scan looks at.
+type Options struct {
+	// Resources, if not empty, limits the scan to these types.
+	Resources []schema.GroupResource
+	// Namespace, if set, limits the scan to namespaced objects in it and to the namespace
+	// object itself. Empty scans the whole cluster.
+	Namespace string
+	// LabelSelector is passed to every list.
+	LabelSelector string
+	// OlderThan keeps objects terminating for at least this long.
+	OlderThan time.Duration
+	// Finalizers keeps objects with at least one finalizer that matches.
+	Finalizers glob.Set
+	// Concurrency is how many resource types are listed at once.
+	Concurrency int
+	// ChunkSize is the page size of every list; 0 lists each type in one request.
+	ChunkSize int64
+	// Progress, if set, is called (never concurrently) as types finish.
+	Progress func(Progress)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Progress reports how far a scan is.
+type Progress struct {
+	TypesDone, TypesTotal int
+	ObjectsSeen           int64
+	Stuck                 int
+}
+
+// Object is one stuck object: its metadata (managedFields and ownerReferences included),
+// the finalizers it carries, and for a namespace, the namespace itself.
+type Object struct {
+	Resource Resource
+	Meta     metav1.ObjectMeta
+	// Namespace is set when the object is a namespace: spec.finalizers and the namespace
+	// controller's conditions live there.
+	Namespace *corev1.Namespace
+	// Finalizers holds name and field of each finalizer; owners are filled in later.
+	Finalizers []finalizev1alpha1.Finalizer
+}
+
+// Ref is the reference to the object, uid included.
+func (o *Object) Ref() finalizev1alpha1.ObjectReference {
+	return finalizev1alpha1.ObjectReference{
+		APIVersion: o.Resource.GroupVersion().String(),
+		Kind:       o.Resource.Kind,
+		Resource:   o.Resource.Resource,
+		Namespace:  o.Meta.Namespace,
+		Name:       o.Meta.Name,
+		UID:        o.Meta.UID,
+	}
+}
+
+// Terminating is how long the object has been terminating at now.
+func (o *Object) Terminating(now time.Time) time.Duration {
+	d := now.Sub(o.Meta.DeletionTimestamp.Time)
+	if d < 0 { // the server's clock is ahead of ours
+		return 0
+	}
+	return d
+}
+
+// Stuck converts the object to the API type.
+func (o *Object) Stuck(now time.Time) finalizev1alpha1.StuckObject {
+	return finalizev1alpha1.StuckObject{
+		Target:             o.Ref(),
+		DeletionTimestamp:  *o.Meta.DeletionTimestamp,
+		TerminatingSeconds: int64(o.Terminating(now) / time.Second),
+		Finalizers:         append([]finalizev1alpha1.Finalizer(nil), o.Finalizers...),
+	}
+}
+
+// Result is what a scan found.
+type Result struct {
+	// Objects are the stuck objects, longest-terminating first.
+	Objects []*Object
+	// Incomplete lists what could not be discovered or listed.
+	Incomplete []finalizev1alpha1.IncompleteResource
+	// Resources are the types that were listed.
+	Resources []Resource
+	// Groups are the API groups the cluster serves.
+	Groups []string
+	// ManagerActivity is the latest managedFields time of each field manager across every
+	// object listed, stuck or not: a controller that wrote nothing since an object's
+	// deletion began is a suspect.
+	ManagerActivity map[string]time.Time
+	// ObjectsSeen counts every object listed.
+	ObjectsSeen int64
+	// Now is the time the scan measured ages against.
+	Now time.Time
+}
+
+// Scanner lists through these clients.
+type Scanner struct {
+	Discovery discovery.DiscoveryInterface
+	Metadata  metadata.Interface
+	Kube      kubernetes.Interface
+}
+
+// Scan finds the stuck objects. It fails only when it can read nothing at all: when
+// discovery itself fails, or every resource type fails to list. Anything less is reported
+// in Result.Incomplete.
+func (s *Scanner) Scan(ctx context.Context, opts Options) (*Result, error) {
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	started := time.Now()
+	d, err := discover(s.Discovery)
+	if err != nil {
+		return nil, err
+	}
+	klog.V(2).InfoS("Discovery done", "resourceTypes", len(d.resources), "failedGroupVersions", len(d.incomplete), "duration", time.Since(started))
+
+	res := &Result{Incomplete: relevantFailures(d.incomplete, opts), Groups: d.groups, ManagerActivity: map[string]time.Time{}, Now: now()}
+	res.Resources = selectResources(d.resources, opts)
+
+	st := &state{res: res, opts: opts, total: len(res.Resources)}
+	listStart := time.Now()
+	sem := make(chan struct{}, opts.Concurrency)
+	var wg sync.WaitGroup
+	for _, r := range res.Resources {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			st.done(r, s.listResource(ctx, r, opts, res.Now))
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	klog.V(2).InfoS("Listing done", "resourceTypes", len(res.Resources), "objects", res.ObjectsSeen, "stuck", len(res.Objects), "duration", time.Since(listStart))
+	if len(res.Resources) > 0 && st.succeeded == 0 {
+		return nil, fmt.Errorf("could not list any resource type: %w", st.firstErr)
+	}
+	sortObjects(res.Objects)
+	sortIncomplete(res.Incomplete)
+	return res, nil
+}
+
+// selectResources applies the type and namespace filters.
+func selectResources(all []Resource, opts Options) []Resource {
+	want := map[schema.GroupResource]bool{}
+	for _, gr := range opts.Resources {
+		want[gr] = true
+	}
+	var out []Resource
+	for _, r := range all {
+		if len(want) > 0 && !want[r.GroupResource()] {
+			continue
+		}
+		// A namespaced scan still looks at the namespace itself: a stuck namespace is
+		// the first thing to know about it.
+		if opts.Namespace != "" && !r.Namespaced && !r.IsNamespaces() {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// relevantFailures drops discovery failures that cannot hide what was asked for: when
+// types are named, only a failure in one of their groups can.
+func relevantFailures(failed []finalizev1alpha1.IncompleteResource, opts Options) []finalizev1alpha1.IncompleteResource {
+	if len(opts.Resources) == 0 {
+		return failed
+	}
+	groups := map[string]bool{}
+	for _, gr := range opts.Resources {
+		groups[gr.Group] = true
+	}
+	var out []finalizev1alpha1.IncompleteResource
+	for _, in := range failed {
+		if gv, err := schema.ParseGroupVersion(in.GroupVersion); err != nil || groups[gv.Group] {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// state gathers the results of the concurrent listings.
+type state struct {
+	mu        sync.Mutex
+	res       *Result
+	opts      Options
+	total     int
+	finished  int
+	succeeded int
+	firstErr  error
+}
+
+// typeResult is what listing one type produced.
+type typeResult struct {
+	objects  []*Object
+	seen     int64
+	activity map[string]time.Time
+	err      error
+}
+
+func (st *state) done(r Resource, tr typeResult) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.finished++
+	st.res.ObjectsSeen += tr.seen
+	for m, t := range tr.activity {
+		if t.After(st.res.ManagerActivity[m]) {
+			st.res.ManagerActivity[m] = t
+		}
+	}
+	switch {
+	case tr.err == nil:
+		st.succeeded++
+		st.res.Objects = append(st.res.Objects, tr.objects...)
+	case errors.Is(tr.err, context.Canceled) || errors.Is(tr.err, context.DeadlineExceeded):
+	default:
+		if st.firstErr == nil {
+			st.firstErr = tr.err
+		}
+		reason := finalizev1alpha1.ReasonListFailed
+		if apierrors.IsForbidden(tr.err) {
+			reason = finalizev1alpha1.ReasonForbidden
+		}
+		klog.V(1).InfoS("Listing failed", "resource", r.String(), "err", tr.err)
+		st.res.Incomplete = append(st.res.Incomplete, finalizev1alpha1.IncompleteResource{
+			GroupVersion: r.GroupVersion().String(),
+			Resource:     r.Resource,
+			Reason:       reason,
+			Message:      tr.err.Error(),
+		})
+	}
+	if st.opts.Progress != nil {
+		st.opts.Progress(Progress{TypesDone: st.finished, TypesTotal: st.total, ObjectsSeen: st.res.ObjectsSeen, Stuck: len(st.res.Objects)})
+	}
+}
+
+// listResource lists one type completely. A continue token that expires mid-pagination
+// (410 Gone) means the pages so far may not fit the next ones: the type is listed again
+// from the start, a bounded number of times.
+func (s *Scanner) listResource(ctx context.Context, r Resource, opts Options, now time.Time) typeResult {
+	var tr typeResult
+	for attempt := 1; ; attempt++ {
+		tr = typeResult{activity: map[string]time.Time{}}
+		tr.err = s.listPages(ctx, r, opts, now, &tr)
+		if tr.err == nil || !expired(tr.err) || attempt == maxListAttempts {
+			break
+		}
+		klog.V(1).InfoS("Continue token expired, listing the type again", "resource", r.String(), "attempt", attempt+1)
+	}
+	if tr.err != nil && expired(tr.err) {
+		tr.err = fmt.Errorf("the list kept expiring after %d attempts: %w", maxListAttempts, tr.err)
+	}
+	return tr
+}
+
+func expired(err error) bool {
+	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+}
+
+func (s *Scanner) listPages(ctx context.Context, r Resource, opts Options, now time.Time, tr *typeResult) error {
+	lo := metav1.ListOptions{Limit: opts.ChunkSize, LabelSelector: opts.LabelSelector}
+	if r.IsNamespaces() {
+		return s.listNamespaces(ctx, opts, lo, now, tr)
+	}
+	client := s.Metadata.Resource(r.GroupVersionResource)
+	var lister metadata.ResourceInterface = client
+	if r.Namespaced && opts.Namespace != "" {
+		lister = client.Namespace(opts.Namespace)
+	}
+	for {
+		klog.V(4).InfoS("Listing", "resource", r.String(), "continue", lo.Continue != "")
+		page, err := lister.List(ctx, lo)
+		if err != nil {
+			return err
+		}
+		for i := range page.Items {
+			meta := &page.Items[i].ObjectMeta
+			tr.observe(meta)
+			if !stuck(meta, nil) || !keep(meta, nil, opts, now) {
+				continue
+			}
+			tr.objects = append(tr.objects, newObject(r, meta, nil))
+		}
+		if page.Continue == "" {
+			return nil
+		}
+		lo.Continue = page.Continue
+	}
+}
+
+// listNamespaces lists namespaces with the typed client: their own finalizers are in
+// spec.finalizers and their deletion progress in status.conditions.
+func (s *Scanner) listNamespaces(ctx context.Context, opts Options, lo metav1.ListOptions, now time.Time, tr *typeResult) error {
+	r := Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("namespaces"), Kind: "Namespace"}
+	visit := func(ns *corev1.Namespace) {
+		tr.observe(&ns.ObjectMeta)
+		if stuck(&ns.ObjectMeta, ns) && keep(&ns.ObjectMeta, ns, opts, now) {
+			tr.objects = append(tr.objects, newObject(r, &ns.ObjectMeta, ns))
+		}
+	}
+	if opts.Namespace != "" {
+		ns, err := s.Kube.CoreV1().Namespaces().Get(ctx, opts.Namespace, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		visit(ns)
+		return nil
+	}
+	for {
+		page, err := s.Kube.CoreV1().Namespaces().List(ctx, lo)
+		if err != nil {
+			return err
+		}
+		for i := range page.Items {
+			visit(&page.Items[i])
+		}
+		if page.Continue == "" {
+			return nil
+		}
+		lo.Continue = page.Continue
+	}
+}
+
+// observe counts an object and notes when its field managers last wrote.
+func (tr *typeResult) observe(meta *metav1.ObjectMeta) {
+	tr.seen++
+	for i := range meta.ManagedFields {
+		e := &meta.ManagedFields[i]
+		if e.Time != nil && e.Time.After(tr.activity[e.Manager]) {
+			tr.activity[e.Manager] = e.Time.Time
+		}
+	}
+}
+
+// stuck reports whether an object is being deleted and still has finalizers.
+func stuck(meta *metav1.ObjectMeta, ns *corev1.Namespace) bool {
+	if meta.DeletionTimestamp == nil {
+		return false
+	}
+	return len(meta.Finalizers) > 0 || (ns != nil && len(ns.Spec.Finalizers) > 0)
+}
+
+// keep applies the age and finalizer filters.
+func keep(meta *metav1.ObjectMeta, ns *corev1.Namespace, opts Options, now time.Time) bool {
+	if opts.OlderThan > 0 && now.Sub(meta.DeletionTimestamp.Time) < opts.OlderThan {
+		return false
+	}
+	if len(opts.Finalizers) == 0 {
+		return true
+	}
+	for _, f := range meta.Finalizers {
+		if opts.Finalizers.Match(f) {
+			return true
+		}
+	}
+	if ns != nil {
+		for _, f := range ns.Spec.Finalizers {
+			if opts.Finalizers.Match(string(f)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// newObject copies what the scan keeps of a stuck object, so the page it came from can be
+// freed.
+func newObject(r Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace) *Object {
+	o := &Object{Resource: r, Meta: *meta.DeepCopy()}
+	delete(o.Meta.Annotations, lastApplied)
+	for _, f := range o.Meta.Finalizers {
+		o.Finalizers = append(o.Finalizers, finalizev1alpha1.Finalizer{Name: f, Field: finalizev1alpha1.FieldMetadataFinalizers})
+	}
+	if ns != nil {
+		o.Namespace = ns.DeepCopy()
+		delete(o.Namespace.Annotations, lastApplied)
+		for _, f := range ns.Spec.Finalizers {
+			o.Finalizers = append(o.Finalizers, finalizev1alpha1.Finalizer{Name: string(f), Field: finalizev1alpha1.FieldSpecFinalizers})
+		}
+	}
+	return o
+}
+
+// sortObjects orders longest-terminating first, then by type, namespace and name.
+func sortObjects(objs []*Object) {
+	sort.SliceStable(objs, func(i, j int) bool {
+		a, b := objs[i], objs[j]
+		if !a.Meta.DeletionTimestamp.Equal(b.Meta.DeletionTimestamp) {
+			return a.Meta.DeletionTimestamp.Before(b.Meta.DeletionTimestamp)
+		}
+		if a.Resource.String() != b.Resource.String() {
+			return a.Resource.String() < b.Resource.String()
+		}
+		if a.Meta.Namespace != b.Meta.Namespace {
+			return a.Meta.Namespace < b.Meta.Namespace
+		}
+		return a.Meta.Name < b.Meta.Name
+	})
+}
+
+// List converts the result to the API type `scan -o json` prints.
+func (r *Result) List() *finalizev1alpha1.StuckObjectList {
+	list := &finalizev1alpha1.StuckObjectList{
+		TypeMeta:   metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "StuckObjectList"},
+		Items:      make([]finalizev1alpha1.StuckObject, 0, len(r.Objects)),
+		Incomplete: append([]finalizev1alpha1.IncompleteResource{}, r.Incomplete...),
+	}
+	for _, o := range r.Objects {
+		list.Items = append(list.Items, o.Stuck(r.Now))
+	}
+	return list
+}
