@@ -325,6 +325,9 @@ func (s *Scanner) listPages(ctx context.Context, r Resource, opts Options, now t
 		if page.Continue == "" {
 			return nil
 		}
+		if page.Continue == lo.Continue {
+			return fmt.Errorf("the server returned the same continue token twice; listing %s would never end", r)
+		}
 		lo.Continue = page.Continue
 	}
 }
