@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/completion"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/doctor"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/scan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/version"
@@ -57,6 +58,7 @@ func NewCmdFinalize(streams genericiooptions.IOStreams) *cobra.Command {
 
 	cmd.AddCommand(
 		scan.NewCmdScan(f, streams),
+		doctor.NewCmdDoctor(f, streams),
 		version.NewCmdVersion(streams),
 		completion.NewCmdCompletion(streams),
 	)

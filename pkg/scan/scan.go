@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -54,6 +55,8 @@ type Options struct {
 	Progress func(Progress)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Index, if set, gathers the Index while listing, for the doctor.
+	Index bool
 }
 
 // Progress reports how far a scan is.
@@ -124,6 +127,8 @@ type Result struct {
 	ObjectsSeen int64
 	// Now is the time the scan measured ages against.
 	Now time.Time
+	// Index is set when Options.Index was; Counts is always filled.
+	Index *Index
 }
 
 // Scanner lists through these clients.
@@ -151,7 +156,10 @@ func (s *Scanner) Scan(ctx context.Context, opts Options) (*Result, error) {
 	}
 	klog.V(2).InfoS("Discovery done", "resourceTypes", len(d.resources), "failedGroupVersions", len(d.incomplete), "duration", time.Since(started))
 
-	res := &Result{Incomplete: relevantFailures(d.incomplete, opts), Groups: d.groups, ManagerActivity: map[string]time.Time{}, Now: now()}
+	res := &Result{
+		Incomplete: relevantFailures(d.incomplete, opts), Groups: d.groups, ManagerActivity: map[string]time.Time{}, Now: now(),
+		Index: &Index{Dependents: map[types.UID][]Dependent{}, Counts: map[schema.GroupResource]int64{}, NamespaceLabels: map[string]map[string]string{}},
+	}
 	res.Resources = selectResources(d.resources, opts)
 
 	st := &state{res: res, opts: opts, total: len(res.Resources)}
@@ -177,6 +185,7 @@ func (s *Scanner) Scan(ctx context.Context, opts Options) (*Result, error) {
 	}
 	sortObjects(res.Objects)
 	sortIncomplete(res.Incomplete)
+	res.Index.keepStuckOwners(res.Objects)
 	return res, nil
 }
 
@@ -236,6 +245,7 @@ type typeResult struct {
 	objects  []*Object
 	seen     int64
 	activity map[string]time.Time
+	index    *indexer
 	err      error
 }
 
@@ -244,6 +254,9 @@ func (st *state) done(r Resource, tr typeResult) {
 	defer st.mu.Unlock()
 	st.finished++
 	st.res.ObjectsSeen += tr.seen
+	if tr.err == nil {
+		st.res.Index.merge(r, tr.seen, tr.index)
+	}
 	for m, t := range tr.activity {
 		if t.After(st.res.ManagerActivity[m]) {
 			st.res.ManagerActivity[m] = t
@@ -282,6 +295,9 @@ func (s *Scanner) listResource(ctx context.Context, r Resource, opts Options, no
 	var tr typeResult
 	for attempt := 1; ; attempt++ {
 		tr = typeResult{activity: map[string]time.Time{}}
+		if opts.Index {
+			tr.index = newIndexer()
+		}
 		tr.err = s.listPages(ctx, r, opts, now, &tr)
 		if tr.err == nil || !expired(tr.err) || attempt == maxListAttempts {
 			break
@@ -317,6 +333,7 @@ func (s *Scanner) listPages(ctx context.Context, r Resource, opts Options, now t
 		for i := range page.Items {
 			meta := &page.Items[i].ObjectMeta
 			tr.observe(meta)
+			tr.index.observe(r, meta, nil)
 			if !stuck(meta, nil) || !keep(meta, nil, opts, now) {
 				continue
 			}
@@ -338,6 +355,7 @@ func (s *Scanner) listNamespaces(ctx context.Context, opts Options, lo metav1.Li
 	r := Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("namespaces"), Kind: "Namespace"}
 	visit := func(ns *corev1.Namespace) {
 		tr.observe(&ns.ObjectMeta)
+		tr.index.observe(r, &ns.ObjectMeta, ns)
 		if stuck(&ns.ObjectMeta, ns) && keep(&ns.ObjectMeta, ns, opts, now) {
 			tr.objects = append(tr.objects, newObject(r, &ns.ObjectMeta, ns))
 		}

@@ -2,21 +2,17 @@
 package scan
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
@@ -30,7 +26,9 @@ longest-terminating first. AGE is how long an object has been terminating; OWNER
 is expected to remove each finalizer: a known controller, the field manager that added
 it, or the controller of the API group it names.
 
-Only metadata is listed, in pages of --chunk-size, --concurrency types at a time.
+Only metadata is listed, in pages of --chunk-size, --concurrency types at a time. With
+-o wide, json or yaml, each object also carries its cause, as "kubectl finalize doctor"
+diagnoses it (a few more reads).
 
 If a resource type cannot be discovered or listed (an unavailable APIService, a type
 you may not list), the scan goes on, warns on stderr, lists it under "incomplete" in
@@ -152,7 +150,7 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 			if typ == "" {
 				continue
 			}
-			gr, err := ResolveType(mapper, typ)
+			gr, err := util.ResolveType(mapper, typ)
 			if err != nil {
 				return util.UsageError(err)
 			}
@@ -182,7 +180,7 @@ func (o *Options) Validate(cmd *cobra.Command) error {
 
 // Run scans and prints.
 func (o *Options) Run(cmd *cobra.Command) error {
-	res, err := Scan(cmd, o.factory, o.ErrOut, scan.Options{
+	opts := scan.Options{
 		Resources:     o.resources,
 		Namespace:     o.namespace,
 		LabelSelector: o.Selector,
@@ -190,15 +188,26 @@ func (o *Options) Run(cmd *cobra.Command) error {
 		Finalizers:    o.finalizers,
 		Concurrency:   o.Concurrency,
 		ChunkSize:     o.ChunkSize,
-	})
-	if err != nil {
-		return err
 	}
-	list := res.List()
+	var list *finalizev1alpha1.StuckObjectList
+	if o.PrintFlags.OutputFormat == "" || o.PrintFlags.Name() {
+		res, err := util.Scan(cmd.Context(), o.factory, o.ErrOut, opts)
+		if err != nil {
+			return err
+		}
+		list = res.List()
+	} else {
+		// Wide and machine-readable output carry each object's cause.
+		rep, err := util.Diagnose(cmd.Context(), o.factory, o.ErrOut, opts)
+		if err != nil {
+			return err
+		}
+		list = rep.List()
+	}
 	if err := o.print(list); err != nil {
 		return err
 	}
-	return IncompleteWarning(o.ErrOut, list.Incomplete)
+	return util.IncompleteWarning(o.ErrOut, list.Incomplete)
 }
 
 func (o *Options) print(list *finalizev1alpha1.StuckObjectList) error {
@@ -219,74 +228,4 @@ func (o *Options) print(list *finalizev1alpha1.StuckObjectList) error {
 	default:
 		return o.PrintFlags.PrintObject(list, o.Out)
 	}
-}
-
-// Scan runs a scan with a progress line on a terminal, and names the owner of every
-// finalizer. doctor, remove and reconcile scan through it too.
-func Scan(cmd *cobra.Command, f *util.Factory, errOut io.Writer, opts scan.Options) (*scan.Result, error) {
-	dc, err := f.DiscoveryClient()
-	if err != nil {
-		return nil, err
-	}
-	mc, err := f.MetadataClient()
-	if err != nil {
-		return nil, err
-	}
-	kc, err := f.KubeClient()
-	if err != nil {
-		return nil, err
-	}
-	progress := util.NewProgress(errOut)
-	opts.Progress = func(p scan.Progress) {
-		progress.Update(fmt.Sprintf("scanning: %d/%d resource types, %d objects, %d stuck", p.TypesDone, p.TypesTotal, p.ObjectsSeen, p.Stuck), p.TypesDone == p.TypesTotal)
-	}
-	s := &scan.Scanner{Discovery: dc, Metadata: mc, Kube: kc}
-	res, err := s.Scan(cmd.Context(), opts)
-	progress.Done()
-	if err != nil {
-		return nil, err
-	}
-	owner.NewResolver(owner.Builtin(), res.Groups).Annotate(res.Objects)
-	return res, nil
-}
-
-// IncompleteWarning warns on w about what could not be read and returns the error that
-// makes the command exit with status 3, or nil when nothing is missing.
-func IncompleteWarning(w io.Writer, incomplete []finalizev1alpha1.IncompleteResource) error {
-	if len(incomplete) == 0 {
-		return nil
-	}
-	fmt.Fprintf(w, "Warning: the scan is incomplete; objects of these types may be stuck too:\n")
-	for _, in := range incomplete {
-		what := in.GroupVersion
-		if in.Resource != "" {
-			what = schema.FromAPIVersionAndKind(in.GroupVersion, "").GroupVersion().WithResource(in.Resource).GroupResource().String()
-		}
-		fmt.Fprintf(w, "  %s: %s: %s\n", what, in.Reason, in.Message)
-	}
-	return util.IncompleteError(errors.New("the scan is incomplete"))
-}
-
-// ResolveType resolves a kubectl type argument (plural, singular, kind or short name,
-// optionally with version and group) to its group and resource.
-func ResolveType(mapper meta.RESTMapper, arg string) (schema.GroupResource, error) {
-	fullySpecified, gr := schema.ParseResourceArg(arg)
-	if fullySpecified != nil {
-		if r, err := mapper.ResourceFor(*fullySpecified); err == nil {
-			return r.GroupResource(), nil
-		}
-	}
-	if r, err := mapper.ResourceFor(gr.WithVersion("")); err == nil {
-		return r.GroupResource(), nil
-	}
-	gvk, gk := schema.ParseKindArg(arg)
-	if gvk != nil {
-		if m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			return m.Resource.GroupResource(), nil
-		}
-	}
-	if m, err := mapper.RESTMapping(gk); err == nil {
-		return m.Resource.GroupResource(), nil
-	}
-	return schema.GroupResource{}, fmt.Errorf("the server doesn't have a resource type %q", arg)
 }

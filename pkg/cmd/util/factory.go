@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -153,4 +154,13 @@ func (f *Factory) RESTMapper() (meta.RESTMapper, error) {
 		f.mapper = restmapper.NewShortcutExpander(deferred, dc, nil)
 	}
 	return f.mapper, nil
+}
+
+// DynamicClient returns a dynamic client.
+func (f *Factory) DynamicClient() (dynamic.Interface, error) {
+	cfg, err := f.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return dynamic.NewForConfig(cfg)
 }

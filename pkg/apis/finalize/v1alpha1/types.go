@@ -92,8 +92,74 @@ type Finalizer struct {
 
 // Cause is why an object is stuck.
 type Cause struct {
+	// Reason is one of the Reason* constants: part of the contract.
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
+	// NextStep is the next safe thing to do.
+	NextStep string `json:"nextStep,omitempty"`
+	// Blockers are what the object waits for: pods, an APIService, a webhook, or other
+	// stuck objects (Stuck set), whose own causes are in the same list.
+	Blockers []Blocker `json:"blockers,omitempty"`
+}
+
+// Causes the doctor recognises. The names are part of the JSON contract.
+const (
+	ReasonAPIServiceUnavailable        = "APIServiceUnavailable"
+	ReasonNamespaceContentRemaining    = "NamespaceContentRemaining"
+	ReasonNamespaceFinalizersRemaining = "NamespaceFinalizersRemaining"
+	ReasonPodsUsingClaim               = "PodsUsingClaim"
+	ReasonClaimStillBound              = "ClaimStillBound"
+	ReasonDependentsRemaining          = "DependentsRemaining"
+	ReasonInstancesRemaining           = "InstancesRemaining"
+	ReasonControllerInactive           = "ControllerInactive"
+	ReasonControllerFailing            = "ControllerFailing"
+	ReasonWebhookBlocking              = "WebhookBlocking"
+	ReasonProgressing                  = "Progressing"
+	ReasonUnknown                      = "Unknown"
+)
+
+// Blocker is something a stuck object waits for.
+type Blocker struct {
+	Target ObjectReference `json:"target"`
+	// Stuck blockers are stuck objects themselves; their causes are diagnosed too.
+	Stuck   bool   `json:"stuck,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Diagnosis is what `doctor` prints: every stuck object with its cause, and the root
+// causes that explain them, each said once.
+type Diagnosis struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Target is the object `doctor TYPE/NAME` was asked about. Items then hold it and
+	// everything it waits for; without a target, every stuck object.
+	Target     *ObjectReference     `json:"target,omitempty"`
+	RootCauses []RootCause          `json:"rootCauses"`
+	Items      []StuckObject        `json:"items"`
+	Incomplete []IncompleteResource `json:"incomplete"`
+}
+
+// RootCause is one reason many objects may be stuck for: an unavailable APIService, an
+// inactive controller, a pod that holds a claim.
+type RootCause struct {
+	Reason   string  `json:"reason"`
+	Subject  Subject `json:"subject"`
+	Message  string  `json:"message"`
+	NextStep string  `json:"nextStep"`
+	// Objects are the stuck objects this root cause explains, directly or through the
+	// objects they wait for.
+	Objects []ObjectReference `json:"objects"`
+}
+
+// Subject is what a root cause is about.
+type Subject struct {
+	// Kind is a Kubernetes kind (APIService, Pod, ValidatingWebhookConfiguration, ...),
+	// or Controller for a controller known only by its name.
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
 }
 
 // IncompleteResource is a resource type, or a whole group version, that could not be read.

@@ -1,0 +1,299 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+)
+
+// Doctor diagnoses the objects of a scan.
+type Doctor struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	Catalog *owner.Catalog
+	// NamespaceGrace is how long a namespace may go without deletion conditions before
+	// the namespace controller is said to be inactive; zero means DefaultNamespaceGrace.
+	NamespaceGrace time.Duration
+}
+
+// Report is the diagnosis of every object of a scan.
+type Report struct {
+	Result *scan.Result
+	// Roots are the root causes, the ones that explain most objects first.
+	Roots []*Root
+	// Warnings name the reads that failed and what the diagnosis could not check.
+	Warnings []string
+
+	causes map[types.UID]*finalizev1alpha1.Cause
+	roots  map[types.UID][]*Root
+	waits  map[types.UID][]*scan.Object
+}
+
+// Root is one root cause and the objects it explains.
+type Root struct {
+	finalizev1alpha1.RootCause
+	objects []*scan.Object
+}
+
+// StuckObjects are the stuck objects the root cause explains.
+func (r *Root) StuckObjects() []*scan.Object { return r.objects }
+
+// finding is one reason an object is stuck: a root cause itself, or the stuck objects it
+// waits for (whose roots then explain it), or both.
+type finding struct {
+	reason, message, next string
+	blockers              []finalizev1alpha1.Blocker
+	root                  *rootSpec
+	waitsOn               []*scan.Object
+}
+
+type rootSpec struct {
+	reason        string
+	subject       finalizev1alpha1.Subject
+	message, next string
+}
+
+func (r *rootSpec) key() string {
+	return r.reason + "\x00" + r.subject.Kind + "\x00" + r.subject.Namespace + "\x00" + r.subject.Name
+}
+
+// priority orders the causes of one object: what blocks everyone first, what the
+// operator can act on next, and "not proven yet" last.
+var priority = map[string]int{
+	finalizev1alpha1.ReasonAPIServiceUnavailable:        0,
+	finalizev1alpha1.ReasonWebhookBlocking:              1,
+	finalizev1alpha1.ReasonNamespaceContentRemaining:    2,
+	finalizev1alpha1.ReasonNamespaceFinalizersRemaining: 2,
+	finalizev1alpha1.ReasonDependentsRemaining:          2,
+	finalizev1alpha1.ReasonInstancesRemaining:           2,
+	finalizev1alpha1.ReasonPodsUsingClaim:               2,
+	finalizev1alpha1.ReasonClaimStillBound:              2,
+	finalizev1alpha1.ReasonControllerFailing:            3,
+	finalizev1alpha1.ReasonControllerInactive:           4,
+	finalizev1alpha1.ReasonProgressing:                  5,
+	finalizev1alpha1.ReasonUnknown:                      6,
+}
+
+// Diagnose explains every object of res. res must come from a scan with Options.Index.
+func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) *Report {
+	catalog := d.Catalog
+	if catalog == nil {
+		catalog = owner.Builtin()
+	}
+	grace := d.NamespaceGrace
+	if grace == 0 {
+		grace = DefaultNamespaceGrace
+	}
+	dg := &diagnoser{f: newFacts(ctx, d.Kube, d.Dynamic, res), catalog: catalog, namespaceGrace: grace}
+	rep := &Report{
+		Result: res,
+		causes: map[types.UID]*finalizev1alpha1.Cause{},
+		roots:  map[types.UID][]*Root{},
+		waits:  map[types.UID][]*scan.Object{},
+	}
+	leaves := map[types.UID][]*rootSpec{}
+	for _, o := range res.Objects {
+		findings := dg.diagnose(o)
+		rep.causes[o.Meta.UID] = merge(findings)
+		for _, fd := range findings {
+			if fd.root != nil {
+				leaves[o.Meta.UID] = append(leaves[o.Meta.UID], fd.root)
+			}
+			rep.waits[o.Meta.UID] = append(rep.waits[o.Meta.UID], fd.waitsOn...)
+		}
+	}
+	rep.gatherRoots(leaves)
+	rep.Warnings = dg.f.warnings
+	return rep
+}
+
+// merge turns the findings of one object into its cause.
+func merge(findings []finding) *finalizev1alpha1.Cause {
+	sort.SliceStable(findings, func(i, j int) bool { return priority[findings[i].reason] < priority[findings[j].reason] })
+	top := findings[0]
+	c := &finalizev1alpha1.Cause{Reason: top.reason, Message: top.message, NextStep: top.next}
+	var also []string
+	seen := map[string]bool{}
+	for _, fd := range findings {
+		for _, b := range fd.blockers {
+			k := b.Target.Kind + "/" + b.Target.Namespace + "/" + b.Target.Name
+			if !seen[k] {
+				seen[k] = true
+				c.Blockers = append(c.Blockers, b)
+			}
+		}
+		if fd.message != top.message && !contains(also, fd.message) {
+			also = append(also, fd.message)
+		}
+	}
+	if len(also) > 0 {
+		c.Message += "; also: " + strings.Join(also, "; ")
+	}
+	return c
+}
+
+// gatherRoots follows what each object waits for down to root causes, and groups the
+// objects by root cause.
+func (rep *Report) gatherRoots(leaves map[types.UID][]*rootSpec) {
+	byKey := map[string]*Root{}
+	rootOf := func(spec *rootSpec) *Root {
+		r, ok := byKey[spec.key()]
+		if !ok {
+			r = &Root{RootCause: finalizev1alpha1.RootCause{Reason: spec.reason, Subject: spec.subject, Message: spec.message, NextStep: spec.next}}
+			byKey[spec.key()] = r
+		}
+		return r
+	}
+	var walk func(uid types.UID, visiting map[types.UID]bool) []*rootSpec
+	walk = func(uid types.UID, visiting map[types.UID]bool) []*rootSpec {
+		if visiting[uid] {
+			return nil // a cycle of objects waiting for each other adds nothing
+		}
+		visiting[uid] = true
+		defer delete(visiting, uid)
+		specs := append([]*rootSpec(nil), leaves[uid]...)
+		for _, w := range rep.waits[uid] {
+			specs = append(specs, walk(w.Meta.UID, visiting)...)
+		}
+		return specs
+	}
+	for _, o := range rep.Result.Objects {
+		specs := walk(o.Meta.UID, map[types.UID]bool{})
+		if len(specs) == 0 {
+			specs = []*rootSpec{{
+				reason:  finalizev1alpha1.ReasonUnknown,
+				subject: finalizev1alpha1.Subject{Kind: o.Resource.Kind, Namespace: o.Meta.Namespace, Name: o.Meta.Name},
+				message: "the objects it waits for wait for it in turn",
+				next:    "inspect the objects in the cycle one by one",
+			}}
+		}
+		seen := map[*Root]bool{}
+		for _, s := range specs {
+			r := rootOf(s)
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
+			r.objects = append(r.objects, o)
+			r.Objects = append(r.Objects, o.Ref())
+			rep.roots[o.Meta.UID] = append(rep.roots[o.Meta.UID], r)
+		}
+	}
+	for _, r := range byKey {
+		rep.Roots = append(rep.Roots, r)
+	}
+	sort.Slice(rep.Roots, func(i, j int) bool {
+		a, b := rep.Roots[i], rep.Roots[j]
+		if len(a.objects) != len(b.objects) {
+			return len(a.objects) > len(b.objects)
+		}
+		if priority[a.Reason] != priority[b.Reason] {
+			return priority[a.Reason] < priority[b.Reason]
+		}
+		return a.Subject.Kind+a.Subject.Namespace+a.Subject.Name < b.Subject.Kind+b.Subject.Namespace+b.Subject.Name
+	})
+}
+
+// Cause is the diagnosis of o.
+func (rep *Report) Cause(o *scan.Object) *finalizev1alpha1.Cause { return rep.causes[o.Meta.UID] }
+
+// RootsOf are the root causes that explain o.
+func (rep *Report) RootsOf(o *scan.Object) []*Root { return rep.roots[o.Meta.UID] }
+
+// WaitsOn are the stuck objects o waits for.
+func (rep *Report) WaitsOn(o *scan.Object) []*scan.Object { return rep.waits[o.Meta.UID] }
+
+// List is the scan's list with every cause filled in.
+func (rep *Report) List() *finalizev1alpha1.StuckObjectList {
+	list := rep.Result.List()
+	for i := range list.Items {
+		list.Items[i].Cause = rep.causes[rep.Result.Objects[i].Meta.UID]
+	}
+	return list
+}
+
+// Diagnosis is what `doctor` prints: for target, the target and everything it waits for,
+// and only the root causes that explain it; without a target, everything.
+func (rep *Report) Diagnosis(target *scan.Object) *finalizev1alpha1.Diagnosis {
+	out := &finalizev1alpha1.Diagnosis{
+		TypeMeta:   rep.Result.List().TypeMeta,
+		RootCauses: []finalizev1alpha1.RootCause{},
+		Items:      []finalizev1alpha1.StuckObject{},
+		Incomplete: append([]finalizev1alpha1.IncompleteResource{}, rep.Result.Incomplete...),
+	}
+	out.Kind = "Diagnosis"
+	objs := rep.Result.Objects
+	roots := rep.Roots
+	if target != nil {
+		ref := target.Ref()
+		out.Target = &ref
+		objs = rep.closure(target)
+		roots = rep.roots[target.Meta.UID]
+	}
+	for _, o := range objs {
+		so := o.Stuck(rep.Result.Now)
+		so.Cause = rep.causes[o.Meta.UID]
+		out.Items = append(out.Items, so)
+	}
+	for _, r := range roots {
+		out.RootCauses = append(out.RootCauses, r.RootCause)
+	}
+	return out
+}
+
+// closure is o and every stuck object it waits for, transitively, o first.
+func (rep *Report) closure(o *scan.Object) []*scan.Object {
+	seen := map[types.UID]bool{}
+	var out []*scan.Object
+	var visit func(*scan.Object)
+	visit = func(x *scan.Object) {
+		if seen[x.Meta.UID] {
+			return
+		}
+		seen[x.Meta.UID] = true
+		out = append(out, x)
+		for _, w := range rep.waits[x.Meta.UID] {
+			visit(w)
+		}
+	}
+	visit(o)
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// describeRef names an object the way kubectl does: "configmaps/web-config in ns".
+func describeRef(ref finalizev1alpha1.ObjectReference) string {
+	gr := ref.Resource
+	if g := groupOf(ref.APIVersion); g != "" {
+		gr += "." + g
+	}
+	if ref.Namespace == "" {
+		return fmt.Sprintf("%s/%s", gr, ref.Name)
+	}
+	return fmt.Sprintf("%s/%s -n %s", gr, ref.Name, ref.Namespace)
+}
+
+func groupOf(apiVersion string) string {
+	if i := strings.Index(apiVersion, "/"); i >= 0 {
+		return apiVersion[:i]
+	}
+	return ""
+}

@@ -1,0 +1,171 @@
+package printer
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+)
+
+// maxObjectsPerRoot bounds the objects listed under one root cause; -o json lists all.
+const maxObjectsPerRoot = 20
+
+// ObjectName is "resource.group/name -n namespace", the way kubectl is typed.
+func ObjectName(ref finalizev1alpha1.ObjectReference) string {
+	s := ResourceName(ref)
+	if ref.Namespace != "" {
+		s += " -n " + ref.Namespace
+	}
+	return s
+}
+
+func age(seconds int64) string {
+	return duration.HumanDuration(time.Duration(seconds) * time.Second)
+}
+
+// RootCauses prints a diagnosis grouped by root cause: each root cause once, with the
+// objects it explains and the next safe step.
+func RootCauses(w io.Writer, d *finalizev1alpha1.Diagnosis) error {
+	items := map[types.UID]*finalizev1alpha1.StuckObject{}
+	namespaces := sets.New[string]()
+	for i := range d.Items {
+		items[d.Items[i].Target.UID] = &d.Items[i]
+		if ns := d.Items[i].Target.Namespace; ns != "" {
+			namespaces.Insert(ns)
+		} else if d.Items[i].Target.Resource == "namespaces" && d.Items[i].Target.APIVersion == "v1" {
+			namespaces.Insert(d.Items[i].Target.Name)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s in %s, explained by %s.\n", plural(len(d.Items), "stuck object"), plural(namespaces.Len(), "namespace"), plural(len(d.RootCauses), "root cause"))
+	for i := range d.RootCauses {
+		r := &d.RootCauses[i]
+		fmt.Fprintf(&b, "\n%d. %s: %s %s\n", i+1, r.Reason, r.Subject.Kind, subjectName(r.Subject))
+		fmt.Fprintf(&b, "   %s\n", r.Message)
+		verb := "wait"
+		if len(r.Objects) == 1 {
+			verb = "waits"
+		}
+		fmt.Fprintf(&b, "   %s %s on it:\n", plural(len(r.Objects), "object"), verb)
+		for j, ref := range r.Objects {
+			if j == maxObjectsPerRoot {
+				fmt.Fprintf(&b, "     ... and %d more (-o json lists them all)\n", len(r.Objects)-j)
+				break
+			}
+			o := items[ref.UID]
+			if o == nil {
+				fmt.Fprintf(&b, "     %s\n", ObjectName(ref))
+				continue
+			}
+			fmt.Fprintf(&b, "     %s  (terminating for %s)\n", ObjectName(ref), age(o.TerminatingSeconds))
+			if o.Cause != nil && o.Cause.Reason == r.Reason {
+				fmt.Fprintf(&b, "       %s\n", o.Cause.Message)
+			}
+		}
+		fmt.Fprintf(&b, "   Next: %s\n", r.NextStep)
+	}
+	if len(d.Items) > 0 {
+		b.WriteString("\nThe whole chain behind one object: kubectl finalize doctor TYPE/NAME\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func subjectName(s finalizev1alpha1.Subject) string {
+	if s.Namespace != "" {
+		return s.Namespace + "/" + s.Name
+	}
+	return s.Name
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// Tree prints why the target of a diagnosis is stuck: its finalizers, its cause and next
+// step, and below it what it waits for, recursively.
+func Tree(w io.Writer, d *finalizev1alpha1.Diagnosis) error {
+	items := map[types.UID]*finalizev1alpha1.StuckObject{}
+	for i := range d.Items {
+		items[d.Items[i].Target.UID] = &d.Items[i]
+	}
+	if len(d.Items) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	tree(&b, items, &d.Items[0], "", "", sets.New[types.UID]())
+	if len(d.RootCauses) > 0 {
+		b.WriteString("\nRoot causes:\n")
+		for i := range d.RootCauses {
+			r := &d.RootCauses[i]
+			fmt.Fprintf(&b, "  %s: %s %s: %s\n    Next: %s\n", r.Reason, r.Subject.Kind, subjectName(r.Subject), r.Message, r.NextStep)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// tree writes one object: first is the prefix of its own line, rest of the lines below.
+func tree(b *strings.Builder, items map[types.UID]*finalizev1alpha1.StuckObject, o *finalizev1alpha1.StuckObject, first, rest string, seen sets.Set[types.UID]) {
+	fmt.Fprintf(b, "%s%s  (terminating for %s)\n", first, ObjectName(o.Target), age(o.TerminatingSeconds))
+	if seen.Has(o.Target.UID) {
+		fmt.Fprintf(b, "%s  (shown above)\n", rest)
+		return
+	}
+	seen.Insert(o.Target.UID)
+	var fins []string
+	for _, f := range o.Finalizers {
+		desc := f.Name
+		switch {
+		case f.Owner != "":
+			desc += " (owner: " + f.Owner
+			if f.AddedBy != "" && f.AddedBy != f.Owner {
+				desc += ", added by " + f.AddedBy
+			}
+			desc += ")"
+		case f.AddedBy != "":
+			desc += " (owner unknown, added by " + f.AddedBy + ")"
+		}
+		fins = append(fins, desc)
+	}
+	var children []finalizev1alpha1.Blocker
+	if o.Cause != nil {
+		children = o.Cause.Blockers
+	}
+	bar := "│ "
+	if len(children) == 0 {
+		bar = "  "
+	}
+	fmt.Fprintf(b, "%s%sfinalizers: %s\n", rest, bar, strings.Join(fins, ", "))
+	if o.Cause != nil {
+		fmt.Fprintf(b, "%s%s%s: %s\n", rest, bar, o.Cause.Reason, o.Cause.Message)
+		if o.Cause.NextStep != "" {
+			fmt.Fprintf(b, "%s%snext: %s\n", rest, bar, o.Cause.NextStep)
+		}
+	}
+	for i, c := range children {
+		last := i == len(children)-1
+		branch, indent := "├── ", "│   "
+		if last {
+			branch, indent = "└── ", "    "
+		}
+		if child := items[c.Target.UID]; c.Stuck && child != nil {
+			tree(b, items, child, rest+branch, rest+indent, seen)
+			continue
+		}
+		line := c.Target.Kind + " " + subjectName(finalizev1alpha1.Subject{Namespace: c.Target.Namespace, Name: c.Target.Name})
+		if c.Message != "" {
+			line += ": " + c.Message
+		}
+		fmt.Fprintf(b, "%s%s%s\n", rest, branch, line)
+	}
+}

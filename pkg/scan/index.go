@@ -1,0 +1,111 @@
+package scan
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Index is what the doctor needs to know about objects that are not stuck, gathered while
+// they are listed anyway, so that diagnosing never lists the whole cluster a second time.
+// It grows with the number of objects, never with their size.
+type Index struct {
+	// Dependents maps the uid of each stuck object to the objects whose ownerReferences
+	// name it: what a foreground deletion waits for, what an orphaning must release.
+	Dependents map[types.UID][]Dependent
+	// Workloads are the Deployments, StatefulSets and DaemonSets of the cluster, by name:
+	// where a controller that owns a finalizer may run.
+	Workloads []Workload
+	// Counts is how many objects of each type exist (the instances a CRD waits for).
+	Counts map[schema.GroupResource]int64
+	// NamespaceLabels holds the labels of every namespace, for webhook selectors.
+	NamespaceLabels map[string]map[string]string
+}
+
+// Dependent is an object that names an owner.
+type Dependent struct {
+	Resource  Resource
+	Namespace string
+	Name      string
+	UID       types.UID
+	// BlockOwnerDeletion dependents hold a foreground deletion of their owner.
+	BlockOwnerDeletion bool
+	// Deleting dependents have a deletionTimestamp.
+	Deleting bool
+}
+
+// Workload is a Deployment, StatefulSet or DaemonSet.
+type Workload struct {
+	Kind      string
+	Namespace string
+	Name      string
+	// AppName is the app.kubernetes.io/name label, often the controller's name.
+	AppName string
+}
+
+var workloadKinds = map[schema.GroupResource]string{
+	{Group: "apps", Resource: "deployments"}:  "Deployment",
+	{Group: "apps", Resource: "statefulsets"}: "StatefulSet",
+	{Group: "apps", Resource: "daemonsets"}:   "DaemonSet",
+}
+
+// indexer collects the index of one resource type.
+type indexer struct {
+	owners    map[types.UID][]Dependent
+	workloads []Workload
+	nsLabels  map[string]map[string]string
+}
+
+func newIndexer() *indexer {
+	return &indexer{owners: map[types.UID][]Dependent{}, nsLabels: map[string]map[string]string{}}
+}
+
+func (ix *indexer) observe(r Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace) {
+	if ix == nil {
+		return
+	}
+	for i := range meta.OwnerReferences {
+		ref := &meta.OwnerReferences[i]
+		ix.owners[ref.UID] = append(ix.owners[ref.UID], Dependent{
+			Resource: r, Namespace: meta.Namespace, Name: meta.Name, UID: meta.UID,
+			BlockOwnerDeletion: ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion,
+			Deleting:           meta.DeletionTimestamp != nil,
+		})
+	}
+	if kind, ok := workloadKinds[r.GroupResource()]; ok {
+		ix.workloads = append(ix.workloads, Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, AppName: meta.Labels["app.kubernetes.io/name"]})
+	}
+	if ns != nil && len(ns.Labels) > 0 {
+		ix.nsLabels[ns.Name] = ns.Labels
+	}
+}
+
+// merge adds one type's index into the result's.
+func (idx *Index) merge(r Resource, seen int64, ix *indexer) {
+	idx.Counts[r.GroupResource()] += seen
+	if ix == nil {
+		return
+	}
+	for uid, deps := range ix.owners {
+		idx.Dependents[uid] = append(idx.Dependents[uid], deps...)
+	}
+	idx.Workloads = append(idx.Workloads, ix.workloads...)
+	for ns, l := range ix.nsLabels {
+		idx.NamespaceLabels[ns] = l
+	}
+}
+
+// keepStuckOwners drops dependents of objects that are not stuck: only those explain
+// anything.
+func (idx *Index) keepStuckOwners(objs []*Object) {
+	stuck := make(map[types.UID]bool, len(objs))
+	for _, o := range objs {
+		stuck[o.Meta.UID] = true
+	}
+	for uid := range idx.Dependents {
+		if !stuck[uid] {
+			delete(idx.Dependents, uid)
+		}
+	}
+}
