@@ -84,6 +84,7 @@ const (
 var (
 	gvrNamespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	gvrConfigMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	gvrPVs        = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
 	gvrPVCs       = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
 	gvrDeploys    = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	gvrAPIService = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
@@ -196,9 +197,14 @@ func (s *Seeder) createUnstructured(ctx context.Context, gvr schema.GroupVersion
 	return nil
 }
 
-// Database creates a database as a user would (kubectl apply), then lets the operator add
-// its finalizer and write its status.
+// Database creates a database as a user would (kubectl apply), then lets the database
+// operator add its finalizer and write its status.
 func (s *Seeder) Database(ctx context.Context, ns, name string) (Object, error) {
+	return s.databaseAs(ctx, ns, name, ManagerDatabaseOperator)
+}
+
+// databaseAs creates a database whose finalizer and status come from operator.
+func (s *Seeder) databaseAs(ctx context.Context, ns, name, operator string) (Object, error) {
 	crd := s.DatabaseCRD()
 	if err := s.EnsureCRD(ctx, crd); err != nil {
 		return Object{}, err
@@ -213,11 +219,11 @@ func (s *Seeder) Database(ctx context.Context, ns, name string) (Object, error) 
 		return Object{}, err
 	}
 	o := Object{Resource: crd.GVR(), Namespace: ns, Name: name, Finalizers: []string{s.DatabaseFinalizer()}}
-	if err := s.AddFinalizer(ctx, o, s.DatabaseFinalizer(), ManagerDatabaseOperator); err != nil {
+	if err := s.AddFinalizer(ctx, o, s.DatabaseFinalizer(), operator); err != nil {
 		return Object{}, err
 	}
 	status := []byte(`{"status":{"phase":"Ready","instanceID":"db-` + name + `"}}`)
-	if _, err := s.Dynamic.Resource(crd.GVR()).Namespace(ns).Patch(ctx, name, types.MergePatchType, status, metav1.PatchOptions{FieldManager: ManagerDatabaseOperator}, "status"); err != nil {
+	if _, err := s.Dynamic.Resource(crd.GVR()).Namespace(ns).Patch(ctx, name, types.MergePatchType, status, metav1.PatchOptions{FieldManager: operator}, "status"); err != nil {
 		return Object{}, fmt.Errorf("writing the status of database %s/%s: %w", ns, name, err)
 	}
 	return o, nil
@@ -534,6 +540,11 @@ func (s *Seeder) All(ctx context.Context) ([]Scenario, error) {
 		s.ForegroundDeletion,
 		s.CRDWaitingOnInstances,
 		s.ClusterScoped,
+		s.BoundVolume,
+		s.WebhookBlocking,
+		s.FailingController,
+		s.BusyController,
+		s.UnownedFinalizer,
 		s.UnavailableAPIService,
 	}
 	var out []Scenario

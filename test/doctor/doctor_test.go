@@ -1,0 +1,273 @@
+package doctor
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
+	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
+)
+
+func must(t *testing.T) func(seed.Scenario, error) seed.Scenario {
+	return func(sc seed.Scenario, err error) seed.Scenario {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+}
+
+// waitCondition waits until the namespace controller reports typ on namespace ns.
+func waitCondition(t *testing.T, plane *controlplane.ControlPlane, ns string, typ corev1.NamespaceConditionType) {
+	t.Helper()
+	c := plane.Kube(t)
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == typ && cond.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("namespace %s never got condition %s: %v", ns, typ, err)
+	}
+}
+
+// TestEveryCauseWithTheControllers diagnoses, with kube-controller-manager running, one
+// scenario per cause, and the chain namespace → custom resource → controller gone.
+func TestEveryCauseWithTheControllers(t *testing.T) {
+	cp.RequireControllerManager(t)
+	ctx := t.Context()
+	s, err := seed.New(cp.Config, "dr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphaned := must(t)(s.OrphanedOperator(ctx))
+	pvc := must(t)(s.PVCInUse(ctx))
+	fg := must(t)(s.ForegroundDeletion(ctx))
+	crd := must(t)(s.CRDWaitingOnInstances(ctx))
+	pv := must(t)(s.BoundVolume(ctx))
+	hook := must(t)(s.WebhookBlocking(ctx))
+	t.Cleanup(func() {
+		_ = cp.Kube(t).AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), s.GuardWebhook(), metav1.DeleteOptions{})
+	})
+	failing := must(t)(s.FailingController(ctx))
+	busy := must(t)(s.BusyController(ctx))
+	unowned := must(t)(s.UnownedFinalizer(ctx))
+	lb := must(t)(s.ClusterScoped(ctx))
+	// lb-operator is "installed" but never becomes ready: no kubelet runs its pod.
+	ops := s.Name("ops")
+	if err := s.Namespace(ctx, ops); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app.kubernetes.io/name": seed.ManagerLBOperator}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ops, Name: "lb-operator-controller-manager", Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "example.com/lb-operator:v1"}}}},
+		},
+	}
+	if _, err := cp.Kube(t).AppsV1().Deployments(ops).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The namespace controller reports on the namespace after its fixed 5 s delay.
+	waitCondition(t, cp, orphaned.Stuck[1].Name, corev1.NamespaceFinalizersRemaining)
+
+	rep := diagnose(t, cp, 0)
+	db, ns := orphaned.Stuck[0], orphaned.Stuck[1]
+
+	wantCause(t, rep, db, finalizev1alpha1.ReasonControllerInactive, "database-operator has written nothing since the deletion began",
+		"no Deployment, StatefulSet or DaemonSet named database-operator", "kubectl finalize remove databases."+s.Group("db")+"/orders-db -n "+db.Namespace+" --finalizer "+s.DatabaseFinalizer())
+	nsCause := wantCause(t, rep, ns, finalizev1alpha1.ReasonNamespaceFinalizersRemaining, "Some content in the namespace has finalizers remaining: "+s.DatabaseFinalizer()+" in 1 resource instances")
+	if len(nsCause.Blockers) != 1 || !nsCause.Blockers[0].Stuck || nsCause.Blockers[0].Target.Name != "orders-db" {
+		t.Errorf("the namespace's blockers %+v, want the stuck database", nsCause.Blockers)
+	}
+	// The chain: the namespace is explained by the database's root cause.
+	wantRoot(t, rep, finalizev1alpha1.ReasonControllerInactive, finalizev1alpha1.Subject{Kind: "Controller", Name: "database-operator"}, db, ns)
+
+	claimCause := wantCause(t, rep, pvc.Stuck[0], finalizev1alpha1.ReasonPodsUsingClaim, "db-0 (Pending on node node-a)")
+	if len(claimCause.Blockers) != 1 || claimCause.Blockers[0].Target.Kind != "Pod" || claimCause.Blockers[0].Target.Name != "db-0" {
+		t.Errorf("claim blockers %+v", claimCause.Blockers)
+	}
+	wantRoot(t, rep, finalizev1alpha1.ReasonPodsUsingClaim, finalizev1alpha1.Subject{Kind: "Pod", Namespace: pvc.Stuck[0].Namespace, Name: "db-0"}, pvc.Stuck[0])
+
+	wantCause(t, rep, fg.Stuck[0], finalizev1alpha1.ReasonDependentsRemaining, "1 dependent with blockOwnerDeletion: configmaps/web-config -n "+fg.Stuck[0].Namespace+" (stuck)")
+	wantCause(t, rep, fg.Stuck[1], finalizev1alpha1.ReasonControllerInactive, "config-exporter has written nothing")
+	wantRoot(t, rep, finalizev1alpha1.ReasonControllerInactive, finalizev1alpha1.Subject{Kind: "Controller", Name: "config-exporter"}, fg.Stuck[0], fg.Stuck[1])
+
+	wantCause(t, rep, crd.Stuck[0], finalizev1alpha1.ReasonInstancesRemaining, "1 instance of the CRD stuck", "InstanceDeletionInProgress")
+	wantRoot(t, rep, finalizev1alpha1.ReasonControllerInactive, finalizev1alpha1.Subject{Kind: "Controller", Name: "gadget-controller"}, crd.Stuck[0], crd.Stuck[1])
+
+	wantCause(t, rep, pv.Stuck[0], finalizev1alpha1.ReasonClaimStillBound, "still bound to claim "+s.Name("volumes")+"/archive")
+
+	hookCause := wantCause(t, rep, hook.Stuck[0], finalizev1alpha1.ReasonWebhookBlocking, "ValidatingWebhookConfiguration "+s.GuardWebhook(), "service "+s.Name("guarded")+"/guard does not exist")
+	if len(hookCause.Blockers) == 0 || hookCause.Blockers[0].Target.Kind != "ValidatingWebhookConfiguration" {
+		t.Errorf("webhook blockers %+v", hookCause.Blockers)
+	}
+
+	wantCause(t, rep, failing.Stuck[0], finalizev1alpha1.ReasonControllerFailing, "billing-operator reports CleanupFailed: deleting cloud database billing-db: 403 AccessDenied", "(7 times")
+	// A busy controller is not called stuck.
+	wantCause(t, rep, busy.Stuck[0], finalizev1alpha1.ReasonProgressing, "analytics-operator is active", "stuck is not proven yet")
+	wantCause(t, rep, unowned.Stuck[0], finalizev1alpha1.ReasonUnknown, "nothing tells who should remove cleanup.mystery-vendor.example/final")
+	wantCause(t, rep, lb.Stuck[0], finalizev1alpha1.ReasonControllerInactive, "Deployment "+ops+"/lb-operator-controller-manager has 0/1 ready replicas")
+}
+
+// TestWithoutTheControllers: without kube-controller-manager, nothing processes a deleted
+// namespace, an orphaning deletion or an unused claim.
+func TestWithoutTheControllers(t *testing.T) {
+	cp.RequireNoControllerManager(t)
+	ctx := t.Context()
+	c := cp.Kube(t)
+	ns := cp.Namespace(t)
+	if err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	orphanNS := cp.Namespace(t)
+	if _, err := c.CoreV1().ConfigMaps(orphanNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "parent"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CoreV1().ConfigMaps(orphanNS).Delete(ctx, "parent", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)}); err != nil {
+		t.Fatal(err)
+	}
+	// An unused claim: only the pvc-protection controller would release it.
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "unused"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To(""),
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resourceQuantity("1Gi")}}},
+	}
+	if _, err := c.CoreV1().PersistentVolumeClaims(orphanNS).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CoreV1().PersistentVolumeClaims(orphanNS).Delete(ctx, "unused", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	rep := diagnose(t, cp, time.Second)
+	gvr := func(r string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Version: "v1", Resource: r}
+	}
+	wantCause(t, rep, seed.Object{Resource: gvr("namespaces"), Name: ns}, finalizev1alpha1.ReasonControllerInactive, "no deletion conditions", "namespace controller of kube-controller-manager has not processed")
+	wantCause(t, rep, seed.Object{Resource: gvr("configmaps"), Namespace: orphanNS, Name: "parent"}, finalizev1alpha1.ReasonControllerInactive, "propagationPolicy Orphan", "the garbage collector")
+	wantCause(t, rep, seed.Object{Resource: gvr("persistentvolumeclaims"), Namespace: orphanNS, Name: "unused"}, finalizev1alpha1.ReasonControllerInactive, "no scheduled pod references the claim")
+	wantRoot(t, rep, finalizev1alpha1.ReasonControllerInactive, finalizev1alpha1.Subject{Kind: "Controller", Name: "namespace controller (kube-controller-manager)"}, seed.Object{Resource: gvr("namespaces"), Name: ns})
+}
+
+// TestAnUnavailableAPIService runs on a control plane of its own: an unavailable
+// APIService stops every namespace deletion of the cluster.
+func TestAnUnavailableAPIService(t *testing.T) {
+	ctx := t.Context()
+	plane, err := controlplane.Start(ctx, controlplane.Options{Controllers: controlplane.DefaultControllers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plane.Stop()
+	s, err := seed.New(plane.Config, "as")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := must(t)(s.UnavailableAPIService(ctx))
+	ns := sc.Stuck[0]
+	waitCondition(t, plane, ns.Name, corev1.NamespaceDeletionDiscoveryFailure)
+	// A deletion that needs the garbage collector to orphan a dependent.
+	c := plane.Kube(t)
+	other := s.Name("gc")
+	if err := s.Namespace(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	parent, err := c.CoreV1().ConfigMaps(other).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "parent"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "child", OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "parent", UID: parent.UID}}}}
+	if _, err := c.CoreV1().ConfigMaps(other).Create(ctx, child, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rep := diagnose(t, plane, 0)
+	apisvc := s.MetricsAPIService()
+	c1 := wantCause(t, rep, ns, finalizev1alpha1.ReasonAPIServiceUnavailable, "APIService "+apisvc+" is unavailable", "kubectl delete apiservice "+apisvc)
+	if len(c1.Blockers) != 1 || c1.Blockers[0].Target.Kind != "APIService" || c1.Blockers[0].Target.Name != apisvc {
+		t.Errorf("blockers %+v, want the APIService", c1.Blockers)
+	}
+	wantRoot(t, rep, finalizev1alpha1.ReasonAPIServiceUnavailable, finalizev1alpha1.Subject{Kind: "APIService", Name: apisvc}, ns)
+
+	// Through the command: grouped text, exit 3 because discovery is incomplete.
+	r := cli.Run(t, plane.AdminKubeconfig, "doctor")
+	if r.Code != 3 || !strings.Contains(r.Stdout, "1. APIServiceUnavailable: APIService "+apisvc) || !strings.Contains(r.Stdout, "namespaces/"+ns.Name) {
+		t.Errorf("doctor: code %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+func TestDoctorCommand(t *testing.T) {
+	cp.RequireControllerManager(t)
+	ctx := t.Context()
+	s, err := seed.New(cp.Config, "cmd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphaned := must(t)(s.OrphanedOperator(ctx))
+	ns := orphaned.Stuck[1].Name
+	waitCondition(t, cp, ns, corev1.NamespaceFinalizersRemaining)
+
+	// A tree for the namespace: its content and the root cause under it.
+	r := cli.Run(t, cp.AdminKubeconfig, "doctor", "ns/"+ns)
+	for _, want := range []string{
+		"namespaces/" + ns + "  (terminating for ",
+		"NamespaceFinalizersRemaining: Some content in the namespace has finalizers remaining",
+		"└── databases." + s.Group("db") + "/orders-db -n " + ns,
+		"ControllerInactive: database-operator has written nothing",
+		"Root causes:\n  ControllerInactive: Controller database-operator",
+	} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("doctor ns/%s lacks %q:\n%s", ns, want, r.Stdout)
+		}
+	}
+	if r.Code != 0 {
+		t.Errorf("code %d: %s", r.Code, r.Stderr)
+	}
+	// TYPE NAME works as well as TYPE/NAME; -o json is a Diagnosis.
+	r = cli.Run(t, cp.AdminKubeconfig, "doctor", "database", "orders-db", "-n", ns, "-o", "json")
+	var d finalizev1alpha1.Diagnosis
+	if err := json.Unmarshal([]byte(r.Stdout), &d); err != nil || r.Code != 0 {
+		t.Fatalf("doctor -o json: %v, code %d\n%s", err, r.Code, r.Stderr)
+	}
+	if d.Kind != "Diagnosis" || d.Target == nil || d.Target.Name != "orders-db" || len(d.Items) != 1 || d.Items[0].Cause.Reason != finalizev1alpha1.ReasonControllerInactive || len(d.RootCauses) != 1 {
+		t.Errorf("diagnosis %+v", d)
+	}
+	// An object that is not stuck, and one that does not exist.
+	r = cli.Run(t, cp.AdminKubeconfig, "doctor", "ns/default")
+	if r.Code != 0 || r.Stdout != "namespaces/default is not being deleted.\n" {
+		t.Errorf("not stuck: %d %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+	r = cli.Run(t, cp.AdminKubeconfig, "doctor", "configmap/nope", "-n", "default")
+	if r.Code != 1 || r.Stderr != "Error from server (NotFound): configmaps \"nope\" not found\n" {
+		t.Errorf("missing: %d %q", r.Code, r.Stderr)
+	}
+	r = cli.Run(t, cp.AdminKubeconfig, "doctor", "orders-db")
+	if r.Code != 2 || !strings.Contains(r.Stderr, `"orders-db" is not TYPE/NAME`) {
+		t.Errorf("bad argument: %d %q", r.Code, r.Stderr)
+	}
+	// scan -o wide fills CAUSE.
+	r = cli.Run(t, cp.AdminKubeconfig, "scan", "-n", ns, "-o", "wide")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "CAUSE") || !strings.Contains(r.Stdout, "ControllerInactive") || !strings.Contains(r.Stdout, "NamespaceFinalizersRemaining") {
+		t.Errorf("scan -o wide: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}

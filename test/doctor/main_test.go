@@ -1,0 +1,115 @@
+// Package doctor tests `kubectl finalize doctor` and pkg/doctor against a real control
+// plane, with and without kube-controller-manager.
+package doctor
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	os.Exit(controlplane.RunMain(m, controlplane.Options{}, &cp))
+}
+
+// diagnose scans the cluster of plane as the doctor command does and diagnoses it.
+func diagnose(t *testing.T, plane *controlplane.ControlPlane, namespaceGrace time.Duration) *doctor.Report {
+	t.Helper()
+	s := &scan.Scanner{
+		Discovery: discovery.NewDiscoveryClientForConfigOrDie(plane.Config),
+		Metadata:  metadata.NewForConfigOrDie(plane.Config),
+		Kube:      kubernetes.NewForConfigOrDie(plane.Config),
+	}
+	res, err := s.Scan(t.Context(), scan.Options{Index: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner.NewResolver(owner.Builtin(), res.Groups).Annotate(res.Objects)
+	d := &doctor.Doctor{Kube: kubernetes.NewForConfigOrDie(plane.Config), Dynamic: dynamic.NewForConfigOrDie(plane.Config), NamespaceGrace: namespaceGrace}
+	rep := d.Diagnose(t.Context(), res)
+	for _, w := range rep.Warnings {
+		t.Logf("doctor warning: %s", w)
+	}
+	return rep
+}
+
+// find returns the stuck object o of a scenario.
+func find(t *testing.T, rep *doctor.Report, o seed.Object) *scan.Object {
+	t.Helper()
+	for _, s := range rep.Result.Objects {
+		if s.Resource.GroupResource() == o.Resource.GroupResource() && s.Meta.Namespace == o.Namespace && s.Meta.Name == o.Name {
+			return s
+		}
+	}
+	t.Fatalf("%s is not among the stuck objects", o)
+	return nil
+}
+
+// wantCause checks the reason of o and that its message says each of says.
+func wantCause(t *testing.T, rep *doctor.Report, o seed.Object, reason string, says ...string) *finalizev1alpha1.Cause {
+	t.Helper()
+	c := rep.Cause(find(t, rep, o))
+	if c == nil {
+		t.Fatalf("%s has no cause", o)
+	}
+	if c.Reason != reason {
+		t.Errorf("%s: reason %s (%s), want %s", o, c.Reason, c.Message, reason)
+	}
+	for _, s := range says {
+		if !strings.Contains(c.Message, s) && !strings.Contains(c.NextStep, s) {
+			t.Errorf("%s: cause %q / next %q does not say %q", o, c.Message, c.NextStep, s)
+		}
+	}
+	if c.NextStep == "" {
+		t.Errorf("%s: no next step", o)
+	}
+	return c
+}
+
+// wantRoot checks that a root cause with reason and subject explains each of objs.
+func wantRoot(t *testing.T, rep *doctor.Report, reason string, subject finalizev1alpha1.Subject, objs ...seed.Object) {
+	t.Helper()
+	for _, r := range rep.Roots {
+		if r.Reason != reason || r.Subject != subject {
+			continue
+		}
+		for _, o := range objs {
+			found := false
+			for _, ref := range r.Objects {
+				if ref.Name == o.Name && ref.Namespace == o.Namespace && ref.Resource == o.Resource.Resource {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("root cause %s %+v does not explain %s; it explains %+v", reason, subject, o, r.Objects)
+			}
+		}
+		return
+	}
+	var have []string
+	for _, r := range rep.Roots {
+		have = append(have, r.Reason+" "+r.Subject.Kind+"/"+r.Subject.Name)
+	}
+	t.Errorf("no root cause %s %+v among %q", reason, subject, have)
+}
+
+func resourceQuantity(s string) *resource.Quantity {
+	q := resource.MustParse(s)
+	return &q
+}
