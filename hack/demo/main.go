@@ -87,6 +87,9 @@ Try:
   kubectl finalize scan                           # every stuck object, longest first
   kubectl finalize scan -o wide
   kubectl finalize scan -o json | jq '.items[].target.name'
+  kubectl finalize doctor                         # why, grouped by root cause
+  kubectl finalize doctor ns/orphaned-operator    # the chain behind one namespace
+  kubectl finalize doctor pvc/data -n storage
 
 Stop it with: make demo-down
 `, dir, kubeconfig, filepath.Dir(kubectl))
