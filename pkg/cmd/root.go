@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/completion"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/doctor"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/remove"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/scan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/version"
@@ -59,6 +60,7 @@ func NewCmdFinalize(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(
 		scan.NewCmdScan(f, streams),
 		doctor.NewCmdDoctor(f, streams),
+		remove.NewCmdRemove(f, streams),
 		version.NewCmdVersion(streams),
 		completion.NewCmdCompletion(streams),
 	)

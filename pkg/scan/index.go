@@ -21,18 +21,56 @@ type Index struct {
 	Counts map[schema.GroupResource]int64
 	// NamespaceLabels holds the labels of every namespace, for webhook selectors.
 	NamespaceLabels map[string]map[string]string
+	// Content is what each namespace being deleted still holds.
+	Content map[string]*NamespaceContent
 }
 
-// Dependent is an object that names an owner.
-type Dependent struct {
+// ObjectRef names an object the index saw.
+type ObjectRef struct {
 	Resource  Resource
 	Namespace string
 	Name      string
 	UID       types.UID
+	// Deleting objects have a deletionTimestamp.
+	Deleting bool
+}
+
+// Dependent is an object that names an owner.
+type Dependent struct {
+	ObjectRef
 	// BlockOwnerDeletion dependents hold a foreground deletion of their owner.
 	BlockOwnerDeletion bool
-	// Deleting dependents have a deletionTimestamp.
-	Deleting bool
+}
+
+// NamespaceContent is what a namespace being deleted still holds.
+type NamespaceContent struct {
+	Count  int64
+	ByType map[string]int64
+	// Sample names some of the objects, at most maxContentSample.
+	Sample []ObjectRef
+}
+
+// maxContentSample bounds the objects of a namespace the index names.
+const maxContentSample = 10
+
+func (c *NamespaceContent) add(ref ObjectRef) {
+	c.Count++
+	c.ByType[ref.Resource.String()]++
+	if len(c.Sample) < maxContentSample {
+		c.Sample = append(c.Sample, ref)
+	}
+}
+
+func (c *NamespaceContent) merge(o *NamespaceContent) {
+	c.Count += o.Count
+	for t, n := range o.ByType {
+		c.ByType[t] += n
+	}
+	for _, ref := range o.Sample {
+		if len(c.Sample) < maxContentSample {
+			c.Sample = append(c.Sample, ref)
+		}
+	}
 }
 
 // Workload is a Deployment, StatefulSet or DaemonSet.
@@ -55,29 +93,48 @@ type indexer struct {
 	owners    map[types.UID][]Dependent
 	workloads []Workload
 	nsLabels  map[string]map[string]string
+	// terminating are the namespaces being deleted, known before other types are listed.
+	terminating map[string]bool
+	content     map[string]*NamespaceContent
+	// deleting are the namespaces with a deletionTimestamp seen by this indexer.
+	deleting []string
 }
 
-func newIndexer() *indexer {
-	return &indexer{owners: map[types.UID][]Dependent{}, nsLabels: map[string]map[string]string{}}
+func newIndexer(terminating map[string]bool) *indexer {
+	return &indexer{
+		owners: map[types.UID][]Dependent{}, nsLabels: map[string]map[string]string{},
+		terminating: terminating, content: map[string]*NamespaceContent{},
+	}
 }
 
 func (ix *indexer) observe(r Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace) {
 	if ix == nil {
 		return
 	}
+	self := ObjectRef{Resource: r, Namespace: meta.Namespace, Name: meta.Name, UID: meta.UID, Deleting: meta.DeletionTimestamp != nil}
 	for i := range meta.OwnerReferences {
 		ref := &meta.OwnerReferences[i]
 		ix.owners[ref.UID] = append(ix.owners[ref.UID], Dependent{
-			Resource: r, Namespace: meta.Namespace, Name: meta.Name, UID: meta.UID,
+			ObjectRef:          self,
 			BlockOwnerDeletion: ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion,
-			Deleting:           meta.DeletionTimestamp != nil,
 		})
+	}
+	if meta.Namespace != "" && ix.terminating[meta.Namespace] {
+		c := ix.content[meta.Namespace]
+		if c == nil {
+			c = &NamespaceContent{ByType: map[string]int64{}}
+			ix.content[meta.Namespace] = c
+		}
+		c.add(self)
 	}
 	if kind, ok := workloadKinds[r.GroupResource()]; ok {
 		ix.workloads = append(ix.workloads, Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, AppName: meta.Labels["app.kubernetes.io/name"]})
 	}
 	if ns != nil && len(ns.Labels) > 0 {
 		ix.nsLabels[ns.Name] = ns.Labels
+	}
+	if ns != nil && ns.DeletionTimestamp != nil {
+		ix.deleting = append(ix.deleting, ns.Name)
 	}
 }
 
@@ -93,6 +150,12 @@ func (idx *Index) merge(r Resource, seen int64, ix *indexer) {
 	idx.Workloads = append(idx.Workloads, ix.workloads...)
 	for ns, l := range ix.nsLabels {
 		idx.NamespaceLabels[ns] = l
+	}
+	for ns, c := range ix.content {
+		if idx.Content[ns] == nil {
+			idx.Content[ns] = &NamespaceContent{ByType: map[string]int64{}}
+		}
+		idx.Content[ns].merge(c)
 	}
 }
 

@@ -158,21 +158,43 @@ func (s *Scanner) Scan(ctx context.Context, opts Options) (*Result, error) {
 
 	res := &Result{
 		Incomplete: relevantFailures(d.incomplete, opts), Groups: d.groups, ManagerActivity: map[string]time.Time{}, Now: now(),
-		Index: &Index{Dependents: map[types.UID][]Dependent{}, Counts: map[schema.GroupResource]int64{}, NamespaceLabels: map[string]map[string]string{}},
+		Index: &Index{
+			Dependents: map[types.UID][]Dependent{}, Counts: map[schema.GroupResource]int64{},
+			NamespaceLabels: map[string]map[string]string{}, Content: map[string]*NamespaceContent{},
+		},
 	}
 	res.Resources = selectResources(d.resources, opts)
 
 	st := &state{res: res, opts: opts, total: len(res.Resources)}
 	listStart := time.Now()
+	rest := res.Resources
+	terminating := map[string]bool{}
+	if opts.Index {
+		// Namespaces first: the index then records what terminating namespaces hold.
+		for i, r := range rest {
+			if !r.IsNamespaces() {
+				continue
+			}
+			tr := s.listResource(ctx, r, opts, res.Now, nil)
+			if tr.index != nil {
+				for _, name := range tr.index.deleting {
+					terminating[name] = true
+				}
+			}
+			st.done(r, tr)
+			rest = append(append([]Resource{}, rest[:i]...), rest[i+1:]...)
+			break
+		}
+	}
 	sem := make(chan struct{}, opts.Concurrency)
 	var wg sync.WaitGroup
-	for _, r := range res.Resources {
+	for _, r := range rest {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			st.done(r, s.listResource(ctx, r, opts, res.Now))
+			st.done(r, s.listResource(ctx, r, opts, res.Now, terminating))
 		}()
 	}
 	wg.Wait()
@@ -291,12 +313,12 @@ func (st *state) done(r Resource, tr typeResult) {
 // listResource lists one type completely. A continue token that expires mid-pagination
 // (410 Gone) means the pages so far may not fit the next ones: the type is listed again
 // from the start, a bounded number of times.
-func (s *Scanner) listResource(ctx context.Context, r Resource, opts Options, now time.Time) typeResult {
+func (s *Scanner) listResource(ctx context.Context, r Resource, opts Options, now time.Time, terminating map[string]bool) typeResult {
 	var tr typeResult
 	for attempt := 1; ; attempt++ {
 		tr = typeResult{activity: map[string]time.Time{}}
 		if opts.Index {
-			tr.index = newIndexer()
+			tr.index = newIndexer(terminating)
 		}
 		tr.err = s.listPages(ctx, r, opts, now, &tr)
 		if tr.err == nil || !expired(tr.err) || attempt == maxListAttempts {
@@ -426,6 +448,11 @@ func keep(meta *metav1.ObjectMeta, ns *corev1.Namespace, opts Options, now time.
 		}
 	}
 	return false
+}
+
+// NewObject makes an Object of metadata read outside a scan (ns is set for namespaces).
+func NewObject(r Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace) *Object {
+	return newObject(r, meta, ns)
 }
 
 // newObject copies what the scan keeps of a stuck object, so the page it came from can be

@@ -148,6 +148,12 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 
 var errPortInUse = errors.New("address already in use")
 
+// Client rate limits of the configurations the control plane hands out.
+const (
+	testQPS   = 1000
+	testBurst = 2000
+)
+
 func (cp *ControlPlane) startEtcdAndAPIServer(ctx context.Context) error {
 	ports, err := freePorts(3)
 	if err != nil {
@@ -401,6 +407,7 @@ func (cp *ControlPlane) ServiceAccountConfig(ctx context.Context, namespace, nam
 		Host:            cp.apiURL,
 		BearerToken:     tr.Status.Token,
 		TLSClientConfig: rest.TLSClientConfig{CAData: cp.pki.caPEM},
+		QPS:             testQPS, Burst: testBurst,
 	}, nil
 }
 
@@ -416,6 +423,8 @@ func (cp *ControlPlane) clientCertConfig(user string, groups ...string) (*rest.C
 			CertData: cert,
 			KeyData:  key,
 		},
+		// Tests are not to wait on client-go's default 5 requests a second.
+		QPS: testQPS, Burst: testBurst,
 	}, nil
 }
 

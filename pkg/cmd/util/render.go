@@ -24,8 +24,9 @@ func PrintError(w io.Writer, err error) {
 		return
 	}
 	var agg utilerrors.Aggregate
-	if errors.As(err, &agg) && len(agg.Errors()) > 1 {
-		for _, e := range agg.Errors() {
+	if errors.As(err, &agg) {
+		// One line per error, each rendered on its own (an API error keeps its form).
+		for _, e := range utilerrors.Flatten(agg).Errors() {
 			fmt.Fprintln(w, StandardErrorMessage(e))
 		}
 		return

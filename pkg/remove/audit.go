@@ -1,0 +1,150 @@
+package remove
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+)
+
+// Event reasons of removals.
+const (
+	// ReasonRemoved is the reason of an Event for a removal a provider verified.
+	ReasonRemoved = "FinalizerRemoved"
+	// ReasonForceRemoved is the reason of an Event for a removal forced without
+	// verification.
+	ReasonForceRemoved = "FinalizerForceRemoved"
+	// maxNote is the API server's limit on an Event's note.
+	maxNote = 1024
+)
+
+// WhoAmI asks the API server who the client is (SelfSubjectReview), for the audit.
+func WhoAmI(ctx context.Context, kube kubernetes.Interface) (string, error) {
+	r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
+	}
+	return r.Status.UserInfo.Username, nil
+}
+
+// Record is one audit line: JSON, one per removal.
+type Record struct {
+	Time      time.Time                        `json:"time"`
+	User      string                           `json:"user"`
+	Action    string                           `json:"action"`
+	Target    finalizev1alpha1.ObjectReference `json:"target"`
+	Finalizer string                           `json:"finalizer"`
+	Field     string                           `json:"field"`
+	Verified  bool                             `json:"verified"`
+	Rule      string                           `json:"rule,omitempty"`
+	Evidence  string                           `json:"evidence,omitempty"`
+	Reason    string                           `json:"reason,omitempty"`
+	Result    Result                           `json:"result,omitempty"`
+	Deleted   bool                             `json:"deleted"`
+	Remaining []string                         `json:"remaining"`
+	Backup    string                           `json:"backup,omitempty"`
+	Event     string                           `json:"event,omitempty"`
+	Error     string                           `json:"error,omitempty"`
+}
+
+// Auditor records removals: an Event on the object and a JSON line.
+type Auditor struct {
+	Kube kubernetes.Interface
+	User string
+	// Instance identifies this run in Events (reportingInstance).
+	Instance string
+	Log      io.Writer
+	mu       sync.Mutex
+}
+
+// Line writes rec as one JSON line.
+func (a *Auditor) Line(rec *Record) error {
+	if rec.Remaining == nil {
+		rec.Remaining = []string{}
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, err := a.Log.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("writing the audit line: %w", err)
+	}
+	if f, ok := a.Log.(*os.File); ok && f != os.Stderr && f != os.Stdout {
+		return f.Sync()
+	}
+	return nil
+}
+
+// Event records a removal as an events.k8s.io/v1 Event regarding the object. A
+// terminating namespace refuses new Events, and cluster-scoped objects have no namespace:
+// the Event then goes to "default", still regarding the object. It returns the
+// Event's namespace/name.
+func (a *Auditor) Event(ctx context.Context, t Target, rec *Record) (string, error) {
+	note := fmt.Sprintf("Removed finalizer %s", t.Finalizer)
+	switch {
+	case rec.Verified:
+		note += fmt.Sprintf(", verified by rule %s: %s", rec.Rule, rec.Evidence)
+	default:
+		note += fmt.Sprintf(", unverified, forced with reason: %s", rec.Reason)
+	}
+	note += fmt.Sprintf("; by %s", rec.User)
+	if len(note) > maxNote {
+		note = note[:maxNote-3] + "..."
+	}
+	ev := &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", safeName(t.Name), time.Now().UnixNano())},
+		EventTime:           metav1.NowMicro(),
+		ReportingController: FieldManager,
+		ReportingInstance:   a.Instance,
+		Action:              "RemoveFinalizer",
+		Reason:              rec.Action,
+		Note:                note,
+		Type:                corev1.EventTypeNormal,
+		Regarding: corev1.ObjectReference{
+			APIVersion: t.Resource.GroupVersion().String(), Kind: t.Resource.Kind,
+			Namespace: t.Namespace, Name: t.Name, UID: t.UID,
+		},
+	}
+	if !rec.Verified {
+		ev.Type = corev1.EventTypeWarning
+	}
+	ns := t.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	ev.Namespace = ns
+	created, err := a.Kube.EventsV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{})
+	if err != nil && ns != metav1.NamespaceDefault && (apierrors.IsForbidden(err) || apierrors.IsNotFound(err)) {
+		// "unable to create new content in namespace X because it is being terminated"
+		ev.Namespace = metav1.NamespaceDefault
+		created, err = a.Kube.EventsV1().Events(metav1.NamespaceDefault).Create(ctx, ev, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return "", fmt.Errorf("recording an Event about the removal of %s: %w", t.String(), err)
+	}
+	return created.Namespace + "/" + created.Name, nil
+}
+
+// safeName turns an object name into the start of an Event name.
+func safeName(name string) string {
+	name = strings.ToLower(name)
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return strings.Trim(name, ".-")
+}

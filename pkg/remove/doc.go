@@ -1,0 +1,10 @@
+// Package remove is the only code of kubectl-finalize that writes finalizers.
+//
+// It removes one named finalizer from one object at a time, and every write is guarded:
+// a finalizer in metadata.finalizers goes with a JSON patch that tests the object's uid
+// and the finalizer's value at its index before removing that index; a namespace's
+// spec.finalizers entry goes through the /finalize subresource with the resourceVersion
+// just read as precondition. A conflict or a failed test means the object changed: it is
+// read again and the decision made again, never retried blind. A new uid means a
+// namesake was re-created, and is refused.
+package remove

@@ -1,0 +1,303 @@
+package remove
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/klog/v2"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+)
+
+// FieldManager names kubectl-finalize in managedFields and audit logs.
+const FieldManager = "kubectl-finalize"
+
+// DefaultMaxAttempts bounds how often a removal is decided again after the object
+// changed under it.
+const DefaultMaxAttempts = 5
+
+// DryRun is kubectl's --dry-run.
+type DryRun string
+
+// The --dry-run strategies.
+const (
+	DryRunNone   DryRun = "none"
+	DryRunClient DryRun = "client"
+	DryRunServer DryRun = "server"
+)
+
+// Target is one finalizer of one object, and the uid of the object the decision to remove
+// it was made about.
+type Target struct {
+	Resource  scan.Resource
+	Namespace string
+	Name      string
+	UID       types.UID
+	Finalizer string
+	// Field is metadata.finalizers or spec.finalizers (namespaces only).
+	Field string
+}
+
+// Ref is the object's reference.
+func (t *Target) Ref() finalizev1alpha1.ObjectReference {
+	return finalizev1alpha1.ObjectReference{
+		APIVersion: t.Resource.GroupVersion().String(), Kind: t.Resource.Kind, Resource: t.Resource.Resource,
+		Namespace: t.Namespace, Name: t.Name, UID: t.UID,
+	}
+}
+
+// String names the target in errors: "finalizer F of resource.group ns/name".
+func (t *Target) String() string {
+	return fmt.Sprintf("finalizer %s of %s", t.Finalizer, objectName(t.Resource, t.Namespace, t.Name))
+}
+
+func objectName(r scan.Resource, namespace, name string) string {
+	if namespace == "" {
+		return r.String() + " " + name
+	}
+	return r.String() + " " + namespace + "/" + name
+}
+
+// Result of one removal.
+type Result string
+
+// Results.
+const (
+	// Removed: this write removed the finalizer.
+	Removed Result = "Removed"
+	// WouldRemove: a dry run; nothing changed.
+	WouldRemove Result = "WouldRemove"
+	// AlreadyRemoved: someone else removed it first; nothing to do.
+	AlreadyRemoved Result = "AlreadyRemoved"
+	// ObjectGone: the object no longer exists.
+	ObjectGone Result = "ObjectGone"
+)
+
+// Outcome is what a removal did and what the object looks like after it.
+type Outcome struct {
+	Result Result
+	// Deleted: after the removal the object is gone.
+	Deleted bool
+	// Remaining are the finalizers still on the object, metadata and spec.
+	Remaining []string
+	// Attempts is how many times the removal was decided.
+	Attempts int
+}
+
+// ErrUIDChanged means the object was deleted and a namesake created: the decision was
+// about another object.
+var ErrUIDChanged = errors.New("the object was replaced by a namesake with another uid")
+
+// Remover performs guarded removals.
+type Remover struct {
+	Metadata metadata.Interface
+	Kube     kubernetes.Interface
+	// MaxAttempts bounds re-decisions; zero means DefaultMaxAttempts.
+	MaxAttempts int
+	// BeforeWrite, if set, runs between the read and the write of every attempt. Tests
+	// use it to race a removal exactly where a race matters.
+	BeforeWrite func(attempt int)
+}
+
+// Remove removes one finalizer. With DryRunClient it only reads; with DryRunServer the
+// write is sent with dryRun=All, so admission (webhooks included) runs and nothing changes.
+func (r *Remover) Remove(ctx context.Context, t Target, dry DryRun) (Outcome, error) {
+	attempts := r.MaxAttempts
+	if attempts <= 0 {
+		attempts = DefaultMaxAttempts
+	}
+	if t.UID == "" {
+		return Outcome{}, fmt.Errorf("%s: refusing to remove a finalizer without the uid of the object it was decided for", t.String())
+	}
+	var lastErr error
+	for attempt := 1; attempt <= attempts; attempt++ {
+		var (
+			out   Outcome
+			again bool
+			err   error
+		)
+		if t.Field == finalizev1alpha1.FieldSpecFinalizers {
+			out, again, err = r.removeSpec(ctx, t, dry, attempt)
+		} else {
+			out, again, err = r.removeMetadata(ctx, t, dry, attempt)
+		}
+		out.Attempts = attempt
+		if !again {
+			return out, err
+		}
+		klog.V(2).InfoS("The object changed under the removal; deciding again", "target", t.String(), "attempt", attempt, "err", err)
+		lastErr = err
+	}
+	return Outcome{Attempts: attempts}, fmt.Errorf("%s: gave up after %d attempts, the object kept changing: %w", t.String(), attempts, lastErr)
+}
+
+func (r *Remover) metadataResource(t Target) metadata.ResourceInterface {
+	c := r.Metadata.Resource(t.Resource.GroupVersionResource)
+	if t.Namespace != "" {
+		return c.Namespace(t.Namespace)
+	}
+	return c
+}
+
+// removeMetadata makes one attempt; again reports that the object changed and the
+// removal must be decided anew.
+func (r *Remover) removeMetadata(ctx context.Context, t Target, dry DryRun, attempt int) (Outcome, bool, error) {
+	res := r.metadataResource(t)
+	cur, err := res.Get(ctx, t.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return Outcome{Result: ObjectGone, Deleted: true}, false, nil
+	}
+	if err != nil {
+		return Outcome{}, false, fmt.Errorf("reading %s: %w", objectName(t.Resource, t.Namespace, t.Name), err)
+	}
+	if cur.UID != t.UID {
+		return Outcome{}, false, fmt.Errorf("%s: %w (uid %s, expected %s): nothing was removed", t.String(), ErrUIDChanged, cur.UID, t.UID)
+	}
+	idx := slices.Index(cur.Finalizers, t.Finalizer)
+	if idx < 0 {
+		return Outcome{Result: AlreadyRemoved, Remaining: cur.Finalizers}, false, nil
+	}
+	if dry == DryRunClient {
+		return Outcome{Result: WouldRemove, Remaining: slices.Delete(slices.Clone(cur.Finalizers), idx, idx+1)}, false, nil
+	}
+	patch, err := Patch(t.UID, idx, t.Finalizer)
+	if err != nil {
+		return Outcome{}, false, err
+	}
+	if r.BeforeWrite != nil {
+		r.BeforeWrite(attempt)
+	}
+	opts := metav1.PatchOptions{FieldManager: FieldManager}
+	if dry == DryRunServer {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	after, err := res.Patch(ctx, t.Name, types.JSONPatchType, patch, opts)
+	switch {
+	case err == nil:
+		if dry == DryRunServer {
+			return Outcome{Result: WouldRemove, Remaining: after.Finalizers}, false, nil
+		}
+		return Outcome{Result: Removed}, false, nil
+	case apierrors.IsConflict(err), apierrors.IsInvalid(err), apierrors.IsNotFound(err):
+		// A failed test (422), a conflict (409) or a vanished object: look again.
+		return Outcome{}, true, err
+	}
+	return Outcome{}, false, writeError(t, "patch", err)
+}
+
+// Patch is the guarded JSON patch that removes finalizer at index idx of the object with
+// uid: it fails, changing nothing, unless the object is still that one and the finalizer
+// is still at that index.
+func Patch(uid types.UID, idx int, finalizer string) ([]byte, error) {
+	path := fmt.Sprintf("/metadata/finalizers/%d", idx)
+	return json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": uid},
+		{"op": "test", "path": path, "value": finalizer},
+		{"op": "remove", "path": path},
+	})
+}
+
+// removeSpec removes a namespace's spec.finalizers entry through /finalize, guarded by
+// the resourceVersion it read.
+func (r *Remover) removeSpec(ctx context.Context, t Target, dry DryRun, attempt int) (Outcome, bool, error) {
+	ns, err := r.Kube.CoreV1().Namespaces().Get(ctx, t.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return Outcome{Result: ObjectGone, Deleted: true}, false, nil
+	}
+	if err != nil {
+		return Outcome{}, false, fmt.Errorf("reading namespace %s: %w", t.Name, err)
+	}
+	if ns.UID != t.UID {
+		return Outcome{}, false, fmt.Errorf("%s: %w (uid %s, expected %s): nothing was removed", t.String(), ErrUIDChanged, ns.UID, t.UID)
+	}
+	idx := slices.Index(ns.Spec.Finalizers, corev1.FinalizerName(t.Finalizer))
+	if idx < 0 {
+		return Outcome{Result: AlreadyRemoved, Remaining: allFinalizers(&ns.ObjectMeta, ns)}, false, nil
+	}
+	ns.Spec.Finalizers = slices.Delete(ns.Spec.Finalizers, idx, idx+1)
+	if dry == DryRunClient {
+		return Outcome{Result: WouldRemove, Remaining: allFinalizers(&ns.ObjectMeta, ns)}, false, nil
+	}
+	if r.BeforeWrite != nil {
+		r.BeforeWrite(attempt)
+	}
+	opts := metav1.UpdateOptions{FieldManager: FieldManager}
+	if dry == DryRunServer {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	// ns carries the resourceVersion just read: the precondition of the update.
+	after, err := r.Kube.CoreV1().Namespaces().Finalize(ctx, ns, opts)
+	switch {
+	case err == nil:
+		if dry == DryRunServer {
+			return Outcome{Result: WouldRemove, Remaining: allFinalizers(&after.ObjectMeta, after)}, false, nil
+		}
+		return Outcome{Result: Removed}, false, nil
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		return Outcome{}, true, err
+	}
+	return Outcome{}, false, writeError(t, "update", err)
+}
+
+func allFinalizers(meta *metav1.ObjectMeta, ns *corev1.Namespace) []string {
+	out := slices.Clone(meta.Finalizers)
+	if ns != nil {
+		for _, f := range ns.Spec.Finalizers {
+			out = append(out, string(f))
+		}
+	}
+	return out
+}
+
+// writeError explains a failed write: the permission that is missing, or the webhook
+// that refused.
+func writeError(t Target, verb string, err error) error {
+	resource := t.Resource.String()
+	if t.Field == finalizev1alpha1.FieldSpecFinalizers {
+		resource = "namespaces/finalize"
+	}
+	where := ""
+	if t.Namespace != "" {
+		where = fmt.Sprintf(" in namespace %q", t.Namespace)
+	}
+	switch {
+	case apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "admission webhook"):
+		return fmt.Errorf("%s: you may not %s %q%s; ask for RBAC permission to %s %s: %w", t.String(), verb, resource, where, verb, resource, err)
+	case strings.Contains(err.Error(), "failed calling webhook") || strings.Contains(err.Error(), "admission webhook"):
+		return fmt.Errorf("%s: an admission webhook refused the write (run kubectl finalize doctor to see which, and why): %w", t.String(), err)
+	}
+	return fmt.Errorf("%s: %w", t.String(), err)
+}
+
+// Observe reads the object after a removal: gone, or the finalizers it still has.
+func (r *Remover) Observe(ctx context.Context, t Target) (deleted bool, remaining []string, err error) {
+	if t.Resource.IsNamespaces() {
+		ns, err := r.Kube.CoreV1().Namespaces().Get(ctx, t.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && ns.UID != t.UID) {
+			return true, nil, nil
+		}
+		if err != nil {
+			return false, nil, err
+		}
+		return false, allFinalizers(&ns.ObjectMeta, ns), nil
+	}
+	cur, err := r.metadataResource(t).Get(ctx, t.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && cur.UID != t.UID) {
+		return true, nil, nil
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	return false, cur.Finalizers, nil
+}

@@ -1,0 +1,54 @@
+package e2e
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// onTerminal runs kubectl-finalize on a pseudo-terminal (script(1)) and types input.
+func onTerminal(t *testing.T, input string, args ...string) string {
+	t.Helper()
+	line := filepath.Join(binDir, "kubectl-finalize") + " --kubeconfig " + cp.AdminKubeconfig
+	for _, a := range args {
+		line += " '" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	cmd := exec.CommandContext(t.Context(), "script", "-qec", line, "/dev/null")
+	cmd.Stdin = strings.NewReader(input)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	_ = cmd.Run()
+	return out.String()
+}
+
+// TestRemoveAsksOnATerminal: the question defaults to No; "y" removes.
+func TestRemoveAsksOnATerminal(t *testing.T) {
+	ctx := t.Context()
+	ns := cp.Namespace(t)
+	c := cp.Kube(t).CoreV1().ConfigMaps(ns)
+	if _, err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Finalizers: []string{"a.example.com/x"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, "cfg", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"remove", "configmap/cfg", "-n", ns, "--finalizer", "a.example.com/x", "--force-unverified", "--reason", "INC-7"}
+	for _, answer := range []string{"\n", "n\n", "nope\n"} {
+		out := onTerminal(t, answer, args...)
+		if !strings.Contains(out, "Remove 1 finalizer from 1 object? [y/N]: ") || !strings.Contains(out, "Nothing was removed.") {
+			t.Errorf("answer %q: %q", answer, out)
+		}
+	}
+	if cm, err := c.Get(ctx, "cfg", metav1.GetOptions{}); err != nil || len(cm.Finalizers) != 1 {
+		t.Fatalf("declining must keep the finalizer: %v %v", cm, err)
+	}
+	out := onTerminal(t, "y\n", args...)
+	if !strings.Contains(out, "configmaps/cfg -n "+ns+": finalizer a.example.com/x removed; the object is gone") {
+		t.Errorf("answer y: %q", out)
+	}
+}
