@@ -252,14 +252,7 @@ func (d *diagnoser) namespace(o *scan.Object) []finding {
 			fd.blockers = append(fd.blockers, stuckBlocker(c, ""))
 		}
 		if len(children) == 0 {
-			// Content remains, but none of it is stuck where this scan could see it.
-			why := "objects remain that are being deleted without finalizers"
-			if failedTrue {
-				why = "the namespace controller failed to delete some content: " + failed.Message
-			} else if len(d.f.res.Incomplete) > 0 {
-				why = "the remaining objects are of types this scan could not list (see incomplete)"
-			}
-			fd.root = &rootSpec{reason: fd.reason, subject: subjectOf(o), message: why, next: "kubectl api-resources --verbs=list --namespaced -o name | xargs -n1 kubectl get -n " + o.Meta.Name + " --ignore-not-found"}
+			d.contentWithoutFinalizers(o, &fd, failedTrue, failed.Message)
 		}
 		fs = append(fs, fd)
 	}
@@ -280,6 +273,52 @@ func (d *diagnoser) namespace(o *scan.Object) []finding {
 		msg = "the deletion began " + duration.HumanDuration(terminating) + " ago; the namespace controller acts after a few seconds"
 	}
 	return []finding{progressing(o, msg, nsOwner)}
+}
+
+// contentWithoutFinalizers explains a namespace whose remaining content is not stuck on
+// finalizers: objects in graceful deletion (pods wait for their kubelet), content the
+// controller failed to delete, or types the scan could not list.
+func (d *diagnoser) contentWithoutFinalizers(o *scan.Object, fd *finding, failedTrue bool, failedMsg string) {
+	why := "objects remain that are being deleted without finalizers"
+	next := "list what remains: kubectl api-resources --verbs=list --namespaced -o name | xargs -n1 kubectl get -n " + o.Meta.Name + " --ignore-not-found"
+	var content *scan.NamespaceContent
+	if d.f.res.Index != nil {
+		content = d.f.res.Index.Content[o.Meta.Name]
+	}
+	switch {
+	case content != nil && content.Count > 0:
+		var names []string
+		pods := false
+		for _, ref := range content.Sample {
+			state := "not deleted yet"
+			if ref.Deleting {
+				state = "being deleted"
+				pods = pods || (ref.Resource.Group == "" && ref.Resource.Resource == "pods")
+			}
+			names = append(names, fmt.Sprintf("%s/%s (%s)", ref.Resource, ref.Name, state))
+			r := ref.Resource
+			target := finalizev1alpha1.ObjectReference{APIVersion: r.GroupVersion().String(), Kind: r.Kind, Resource: r.Resource, Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
+			fd.blockers = append(fd.blockers, finalizev1alpha1.Blocker{Target: target, Message: state})
+		}
+		if int64(len(names)) < content.Count {
+			names = append(names, fmt.Sprintf("and %d more", content.Count-int64(len(names))))
+		}
+		verb := "remain"
+		if content.Count == 1 {
+			verb = "remains"
+		}
+		why = fmt.Sprintf("%s without finalizers %s: %s", plural(int(content.Count), "object"), verb, strings.Join(names, ", "))
+		if pods {
+			next = fmt.Sprintf("pods being deleted wait for the kubelet of their node; if that node is gone for good, delete them at once: kubectl delete pods -n %s --all --grace-period=0 --force", o.Meta.Name)
+		}
+	case failedTrue:
+		why = "the namespace controller failed to delete some content: " + failedMsg
+	case len(d.f.res.Incomplete) > 0:
+		why = "the remaining objects are of types this scan could not list (see incomplete)"
+	}
+	fd.message += "; " + why
+	fd.next = next
+	fd.root = &rootSpec{reason: fd.reason, subject: subjectOf(o), message: why, next: next}
 }
 
 func progressing(o *scan.Object, msg, who string) finding {

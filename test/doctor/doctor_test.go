@@ -271,3 +271,38 @@ func TestDoctorCommand(t *testing.T) {
 		t.Errorf("scan -o wide: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// TestContentWithoutFinalizers: the namespace controller deletes a pod gracefully, and
+// without a kubelet the pod never goes. Nothing is stuck on a finalizer, yet the namespace
+// cannot finish: NamespaceContentRemaining, naming the pod.
+func TestContentWithoutFinalizers(t *testing.T) {
+	cp.RequireControllerManager(t)
+	ctx := t.Context()
+	c := cp.Kube(t)
+	ns := cp.Namespace(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0"},
+		Spec: corev1.PodSpec{NodeName: "node-gone", TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers: []corev1.Container{{Name: "web", Image: "nginx:1.29"}}},
+	}
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Once the pod's grace period is over, the controller reports that it failed to
+	// delete it (NamespaceContentRemaining stays False: the pod has no finalizer).
+	waitCondition(t, cp, ns, corev1.NamespaceDeletionContentFailure)
+	rep := diagnose(t, cp, 0)
+	nsObj := seed.Object{Resource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, Name: ns}
+	cause := wantCause(t, rep, nsObj, finalizev1alpha1.ReasonNamespaceContentRemaining,
+		"unexpected items still remain in namespace: "+ns+" for gvr: /v1, Resource=pods", "1 object without finalizers remains: pods/web-0 (being deleted)",
+		"pods being deleted wait for the kubelet of their node")
+	if len(cause.Blockers) != 1 || cause.Blockers[0].Target.Kind != "Pod" || cause.Blockers[0].Stuck {
+		t.Errorf("blockers %+v, want the pod", cause.Blockers)
+	}
+	wantRoot(t, rep, finalizev1alpha1.ReasonNamespaceContentRemaining, finalizev1alpha1.Subject{Kind: "Namespace", Name: ns}, nsObj)
+	// Let the namespace go.
+	_ = c.CoreV1().Pods(ns).Delete(context.Background(), "web-0", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+}
