@@ -63,7 +63,6 @@ type targetRef struct {
 	Resource  schema.GroupVersionResource
 	Namespace string
 	Name      string
-	arg       string
 }
 
 // NewOptions returns the options with their defaults.
@@ -119,33 +118,15 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	gr, err := util.ResolveType(mapper, typ)
+	r, err := util.ResolveResource(mapper, typ)
 	if err != nil {
 		return util.UsageError(err)
 	}
-	gvr, err := mapper.ResourceFor(gr.WithVersion(""))
-	if err != nil {
-		return util.UsageError(err)
-	}
-	mapping, err := mapper.RESTMapping(schema.GroupKind{Group: gvr.Group, Kind: mustKind(mapper, gvr)}, gvr.Version)
-	if err != nil {
-		return err
-	}
-	o.target = &targetRef{Resource: gvr, Name: name, arg: typ + "/" + name}
-	if mapping.Scope.Name() == "namespace" {
+	o.target = &targetRef{Resource: r.GroupVersionResource, Name: name}
+	if r.Namespaced {
 		o.target.Namespace = o.namespace
 	}
 	return nil
-}
-
-func mustKind(mapper interface {
-	KindFor(schema.GroupVersionResource) (schema.GroupVersionKind, error)
-}, gvr schema.GroupVersionResource) string {
-	gvk, err := mapper.KindFor(gvr)
-	if err != nil {
-		return ""
-	}
-	return gvk.Kind
 }
 
 // Validate rejects output formats the doctor has no use for.

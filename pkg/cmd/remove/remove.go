@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -208,7 +207,7 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 		}
 	}
 	for _, p := range pairs {
-		r, err := resolve(mapper, p.typ)
+		r, err := util.ResolveResource(mapper, p.typ)
 		if err != nil {
 			return util.UsageError(err)
 		}
@@ -219,26 +218,6 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 		o.targets = append(o.targets, t)
 	}
 	return nil
-}
-
-func resolve(mapper meta.RESTMapper, typ string) (scan.Resource, error) {
-	gr, err := util.ResolveType(mapper, typ)
-	if err != nil {
-		return scan.Resource{}, err
-	}
-	gvr, err := mapper.ResourceFor(gr.WithVersion(""))
-	if err != nil {
-		return scan.Resource{}, err
-	}
-	gvk, err := mapper.KindFor(gvr)
-	if err != nil {
-		return scan.Resource{}, err
-	}
-	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return scan.Resource{}, err
-	}
-	return scan.Resource{GroupVersionResource: gvr, Kind: gvk.Kind, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, nil
 }
 
 // Validate rejects bad flag combinations.

@@ -107,3 +107,25 @@ func Diagnose(ctx context.Context, f *Factory, errOut io.Writer, opts scan.Optio
 	}
 	return rep, nil
 }
+
+// ResolveResource resolves a kubectl type argument to the resource a command works on:
+// its preferred version, kind and scope.
+func ResolveResource(mapper meta.RESTMapper, typ string) (scan.Resource, error) {
+	gr, err := ResolveType(mapper, typ)
+	if err != nil {
+		return scan.Resource{}, err
+	}
+	gvr, err := mapper.ResourceFor(gr.WithVersion(""))
+	if err != nil {
+		return scan.Resource{}, err
+	}
+	gvk, err := mapper.KindFor(gvr)
+	if err != nil {
+		return scan.Resource{}, err
+	}
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return scan.Resource{}, err
+	}
+	return scan.Resource{GroupVersionResource: gvr, Kind: gvk.Kind, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, nil
+}
