@@ -58,7 +58,7 @@ test-update: ## Refresh golden files.
 
 .PHONY: bench
 bench: ## Benchmarks, side by side (time, API requests, bytes, peak RSS).
-	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -run='^$$' -bench=. -benchtime=1x -timeout 60m ./...
+	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -run='^$$' -bench=. -benchtime=3x -timeout 60m ./pkg/... ./test/bench/...
 
 ##@ Quality
 
