@@ -82,7 +82,7 @@ The demo cluster runs (etcd, kube-apiserver, kube-controller-manager); logs are 
   export PATH=%[3]s:$PWD/bin:$PATH      # kubectl v1.36.3 and kubectl-finalize
 
 Try:
-  kubectl get namespaces                          # three of them are Terminating
+  kubectl get namespaces                          # two of them are Terminating
   kubectl get databases,pvc,deploy,cm -A          # stuck objects among healthy ones
   kubectl finalize scan                           # every stuck object, longest first
   kubectl finalize scan -o wide
