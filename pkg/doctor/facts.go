@@ -27,7 +27,8 @@ var (
 	crdGVR        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
-// facts holds what the doctor read, each thing read at most once.
+// facts holds what the doctor read, each thing read at most once. One diagnosis uses it
+// from one goroutine.
 type facts struct {
 	ctx  context.Context
 	kube kubernetes.Interface
@@ -38,7 +39,6 @@ type facts struct {
 	byUID       map[types.UID]*scan.Object
 	byNamespace map[string][]*scan.Object
 
-	mu       sync.Mutex
 	warnings []string
 
 	apiServicesOnce sync.Once
@@ -73,8 +73,6 @@ func newFacts(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interf
 // warnf records a read that failed; the report prints it once.
 func (f *facts) warnf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	for _, w := range f.warnings {
 		if w == msg {
 			return
@@ -151,12 +149,9 @@ type serviceState struct {
 }
 
 func (f *facts) service(key types.NamespacedName) *serviceState {
-	f.mu.Lock()
 	if s, ok := f.services[key]; ok {
-		f.mu.Unlock()
 		return s
 	}
-	f.mu.Unlock()
 	s := &serviceState{}
 	if _, err := f.kube.CoreV1().Services(key.Namespace).Get(f.ctx, key.Name, metav1.GetOptions{}); err == nil {
 		s.Exists = true
@@ -175,9 +170,7 @@ func (f *facts) service(key types.NamespacedName) *serviceState {
 	} else if !apierrors.IsNotFound(err) {
 		s.Err = err
 	}
-	f.mu.Lock()
 	f.services[key] = s
-	f.mu.Unlock()
 	return s
 }
 
