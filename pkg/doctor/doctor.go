@@ -3,10 +3,12 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -132,7 +134,7 @@ func merge(findings []finding) *finalizev1alpha1.Cause {
 				c.Blockers = append(c.Blockers, b)
 			}
 		}
-		if fd.message != top.message && !contains(also, fd.message) {
+		if fd.message != top.message && !slices.Contains(also, fd.message) {
 			also = append(also, fd.message)
 		}
 	}
@@ -226,12 +228,11 @@ func (rep *Report) List() *finalizev1alpha1.StuckObjectList {
 // and only the root causes that explain it; without a target, everything.
 func (rep *Report) Diagnosis(target *scan.Object) *finalizev1alpha1.Diagnosis {
 	out := &finalizev1alpha1.Diagnosis{
-		TypeMeta:   rep.Result.List().TypeMeta,
+		TypeMeta:   metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "Diagnosis"},
 		RootCauses: []finalizev1alpha1.RootCause{},
 		Items:      []finalizev1alpha1.StuckObject{},
 		Incomplete: append([]finalizev1alpha1.IncompleteResource{}, rep.Result.Incomplete...),
 	}
-	out.Kind = "Diagnosis"
 	objs := rep.Result.Objects
 	roots := rep.Roots
 	if target != nil {
@@ -268,15 +269,6 @@ func (rep *Report) closure(o *scan.Object) []*scan.Object {
 	}
 	visit(o)
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // describeRef names an object the way kubectl does: "configmaps/web-config in ns".

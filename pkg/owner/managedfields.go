@@ -2,6 +2,7 @@ package owner
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,7 +60,7 @@ func Writers(managed []metav1.ManagedFieldsEntry, field, name string) []string {
 		if e.FieldsV1 == nil || e.Manager == "" {
 			continue
 		}
-		if holds(e.FieldsV1.GetRawBytes(), path, key) && !contains(writers, e.Manager) {
+		if holds(e.FieldsV1.GetRawBytes(), path, key) && !slices.Contains(writers, e.Manager) {
 			writers = append(writers, e.Manager)
 		}
 	}
@@ -85,13 +86,4 @@ func holds(raw []byte, path []string, key string) bool {
 	}
 	_, ok := leaf[key]
 	return ok
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -43,7 +43,7 @@ func RootCauses(w io.Writer, d *finalizev1alpha1.Diagnosis) error {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s in %s, explained by %s.\n", plural(len(d.Items), "stuck object"), plural(namespaces.Len(), "namespace"), plural(len(d.RootCauses), "root cause"))
+	fmt.Fprintf(&b, "%s in %s, explained by %s.\n", Plural(len(d.Items), "stuck object"), Plural(namespaces.Len(), "namespace"), Plural(len(d.RootCauses), "root cause"))
 	for i := range d.RootCauses {
 		r := &d.RootCauses[i]
 		fmt.Fprintf(&b, "\n%d. %s: %s %s\n", i+1, r.Reason, r.Subject.Kind, subjectName(r.Subject))
@@ -52,7 +52,7 @@ func RootCauses(w io.Writer, d *finalizev1alpha1.Diagnosis) error {
 		if len(r.Objects) == 1 {
 			verb = "waits"
 		}
-		fmt.Fprintf(&b, "   %s %s on it:\n", plural(len(r.Objects), "object"), verb)
+		fmt.Fprintf(&b, "   %s %s on it:\n", Plural(len(r.Objects), "object"), verb)
 		for j, ref := range r.Objects {
 			if j == maxObjectsPerRoot {
 				fmt.Fprintf(&b, "     ... and %d more (-o json lists them all)\n", len(r.Objects)-j)
@@ -84,7 +84,8 @@ func subjectName(s finalizev1alpha1.Subject) string {
 	return s.Name
 }
 
-func plural(n int, noun string) string {
+// Plural is "1 object", "2 objects".
+func Plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}

@@ -375,7 +375,7 @@ func (o *Options) preview(plan *remove.Plan) error {
 	case remove.DryRunServer:
 		suffix = " (server dry run)"
 	}
-	fmt.Fprintf(o.ErrOut, "About to remove %s from %s%s:\n", plural(len(plan.Actions), "finalizer"), plural(plan.Objects(), "object"), suffix)
+	fmt.Fprintf(o.ErrOut, "About to remove %s from %s%s:\n", printer.Plural(len(plan.Actions), "finalizer"), printer.Plural(plan.Objects(), "object"), suffix)
 	rows := make([][]string, 0, len(plan.Actions))
 	for _, a := range plan.Actions {
 		cause := "<not diagnosed>"
@@ -395,19 +395,12 @@ func (o *Options) preview(plan *remove.Plan) error {
 	return printer.Table(o.ErrOut, []string{"object", "finalizer", "owner", "cause", "verification"}, rows, false)
 }
 
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
 // confirm asks on a terminal; default No. Without a terminal it refuses.
 func (o *Options) confirm(plan *remove.Plan) (bool, error) {
 	if !o.isTerminal() {
 		return false, util.UsageError(errors.New("refusing to remove finalizers without confirmation: stdin is not a terminal; pass --yes to confirm"))
 	}
-	fmt.Fprintf(o.ErrOut, "Remove %s from %s? [y/N]: ", plural(len(plan.Actions), "finalizer"), plural(plan.Objects(), "object"))
+	fmt.Fprintf(o.ErrOut, "Remove %s from %s? [y/N]: ", printer.Plural(len(plan.Actions), "finalizer"), printer.Plural(plan.Objects(), "object"))
 	answer, err := bufio.NewReader(o.In).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return false, err
