@@ -2,7 +2,7 @@ package doctor
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"slices"
 	"sort"
 	"strings"
@@ -18,76 +18,44 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
-// Doctor diagnoses the objects of a scan.
-type Doctor struct {
-	Kube    kubernetes.Interface
-	Dynamic dynamic.Interface
+// Options tune a diagnosis; the zero value is the default.
+type Options struct {
+	// Catalog names well-known finalizers; nil means owner.Builtin().
 	Catalog *owner.Catalog
 	// NamespaceGrace is how long a namespace may go without deletion conditions before
 	// the namespace controller is said to be inactive; zero means DefaultNamespaceGrace.
 	NamespaceGrace time.Duration
 }
 
+// Doctor diagnoses the objects of a scan.
+type Doctor struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	Options
+}
+
+// ErrNoIndex means a diagnosis was asked of a scan made without its index: without it the
+// doctor cannot see dependents, namespace content or workloads, and would be wrong.
+var ErrNoIndex = errors.New("the doctor needs the scan's index of dependents, namespace content and workloads: scan with Options.Index")
+
 // Report is the diagnosis of every object of a scan.
 type Report struct {
 	Result *scan.Result
 	// Roots are the root causes, the ones that explain most objects first.
-	Roots []*Root
+	Roots []*finalizev1alpha1.RootCause
 	// Warnings name the reads that failed and what the diagnosis could not check.
 	Warnings []string
 
 	causes map[types.UID]*finalizev1alpha1.Cause
-	roots  map[types.UID][]*Root
+	roots  map[types.UID][]*finalizev1alpha1.RootCause
 	waits  map[types.UID][]*scan.Object
 }
 
-// Root is one root cause and the objects it explains.
-type Root struct {
-	finalizev1alpha1.RootCause
-	objects []*scan.Object
-}
-
-// StuckObjects are the stuck objects the root cause explains.
-func (r *Root) StuckObjects() []*scan.Object { return r.objects }
-
-// finding is one reason an object is stuck: a root cause itself, or the stuck objects it
-// waits for (whose roots then explain it), or both.
-type finding struct {
-	reason, message, next string
-	blockers              []finalizev1alpha1.Blocker
-	root                  *rootSpec
-	waitsOn               []*scan.Object
-}
-
-type rootSpec struct {
-	reason        string
-	subject       finalizev1alpha1.Subject
-	message, next string
-}
-
-func (r *rootSpec) key() string {
-	return r.reason + "\x00" + r.subject.Kind + "\x00" + r.subject.Namespace + "\x00" + r.subject.Name
-}
-
-// priority orders the causes of one object: what blocks everyone first, what the
-// operator can act on next, and "not proven yet" last.
-var priority = map[string]int{
-	finalizev1alpha1.ReasonAPIServiceUnavailable:        0,
-	finalizev1alpha1.ReasonWebhookBlocking:              1,
-	finalizev1alpha1.ReasonNamespaceContentRemaining:    2,
-	finalizev1alpha1.ReasonNamespaceFinalizersRemaining: 2,
-	finalizev1alpha1.ReasonDependentsRemaining:          2,
-	finalizev1alpha1.ReasonInstancesRemaining:           2,
-	finalizev1alpha1.ReasonPodsUsingClaim:               2,
-	finalizev1alpha1.ReasonClaimStillBound:              2,
-	finalizev1alpha1.ReasonControllerFailing:            3,
-	finalizev1alpha1.ReasonControllerInactive:           4,
-	finalizev1alpha1.ReasonProgressing:                  5,
-	finalizev1alpha1.ReasonUnknown:                      6,
-}
-
-// Diagnose explains every object of res. res must come from a scan with Options.Index.
-func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) *Report {
+// Diagnose explains every object of res, which must come from a scan with Options.Index.
+func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error) {
+	if res.Index == nil {
+		return nil, ErrNoIndex
+	}
 	catalog := d.Catalog
 	if catalog == nil {
 		catalog = owner.Builtin()
@@ -100,7 +68,7 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) *Report {
 	rep := &Report{
 		Result: res,
 		causes: map[types.UID]*finalizev1alpha1.Cause{},
-		roots:  map[types.UID][]*Root{},
+		roots:  map[types.UID][]*finalizev1alpha1.RootCause{},
 		waits:  map[types.UID][]*scan.Object{},
 	}
 	leaves := map[types.UID][]*rootSpec{}
@@ -116,7 +84,7 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) *Report {
 	}
 	rep.gatherRoots(leaves)
 	rep.Warnings = dg.f.warnings
-	return rep
+	return rep, nil
 }
 
 // merge turns the findings of one object into its cause.
@@ -147,11 +115,11 @@ func merge(findings []finding) *finalizev1alpha1.Cause {
 // gatherRoots follows what each object waits for down to root causes, and groups the
 // objects by root cause.
 func (rep *Report) gatherRoots(leaves map[types.UID][]*rootSpec) {
-	byKey := map[string]*Root{}
-	rootOf := func(spec *rootSpec) *Root {
+	byKey := map[string]*finalizev1alpha1.RootCause{}
+	rootOf := func(spec *rootSpec) *finalizev1alpha1.RootCause {
 		r, ok := byKey[spec.key()]
 		if !ok {
-			r = &Root{RootCause: finalizev1alpha1.RootCause{Reason: spec.reason, Subject: spec.subject, Message: spec.message, NextStep: spec.next}}
+			r = &finalizev1alpha1.RootCause{Reason: spec.reason, Subject: spec.subject, Message: spec.message, NextStep: spec.next}
 			byKey[spec.key()] = r
 		}
 		return r
@@ -174,19 +142,18 @@ func (rep *Report) gatherRoots(leaves map[types.UID][]*rootSpec) {
 		if len(specs) == 0 {
 			specs = []*rootSpec{{
 				reason:  finalizev1alpha1.ReasonUnknown,
-				subject: finalizev1alpha1.Subject{Kind: o.Resource.Kind, Namespace: o.Meta.Namespace, Name: o.Meta.Name},
+				subject: subjectOf(o),
 				message: "the objects it waits for wait for it in turn",
 				next:    "inspect the objects in the cycle one by one",
 			}}
 		}
-		seen := map[*Root]bool{}
+		seen := map[*finalizev1alpha1.RootCause]bool{}
 		for _, s := range specs {
 			r := rootOf(s)
 			if seen[r] {
 				continue
 			}
 			seen[r] = true
-			r.objects = append(r.objects, o)
 			r.Objects = append(r.Objects, o.Ref())
 			rep.roots[o.Meta.UID] = append(rep.roots[o.Meta.UID], r)
 		}
@@ -196,8 +163,8 @@ func (rep *Report) gatherRoots(leaves map[types.UID][]*rootSpec) {
 	}
 	sort.Slice(rep.Roots, func(i, j int) bool {
 		a, b := rep.Roots[i], rep.Roots[j]
-		if len(a.objects) != len(b.objects) {
-			return len(a.objects) > len(b.objects)
+		if len(a.Objects) != len(b.Objects) {
+			return len(a.Objects) > len(b.Objects)
 		}
 		if priority[a.Reason] != priority[b.Reason] {
 			return priority[a.Reason] < priority[b.Reason]
@@ -208,12 +175,6 @@ func (rep *Report) gatherRoots(leaves map[types.UID][]*rootSpec) {
 
 // Cause is the diagnosis of o.
 func (rep *Report) Cause(o *scan.Object) *finalizev1alpha1.Cause { return rep.causes[o.Meta.UID] }
-
-// RootsOf are the root causes that explain o.
-func (rep *Report) RootsOf(o *scan.Object) []*Root { return rep.roots[o.Meta.UID] }
-
-// WaitsOn are the stuck objects o waits for.
-func (rep *Report) WaitsOn(o *scan.Object) []*scan.Object { return rep.waits[o.Meta.UID] }
 
 // List is the scan's list with every cause filled in.
 func (rep *Report) List() *finalizev1alpha1.StuckObjectList {
@@ -247,7 +208,7 @@ func (rep *Report) Diagnosis(target *scan.Object) *finalizev1alpha1.Diagnosis {
 		out.Items = append(out.Items, so)
 	}
 	for _, r := range roots {
-		out.RootCauses = append(out.RootCauses, r.RootCause)
+		out.RootCauses = append(out.RootCauses, *r)
 	}
 	return out
 }
@@ -269,23 +230,4 @@ func (rep *Report) closure(o *scan.Object) []*scan.Object {
 	}
 	visit(o)
 	return out
-}
-
-// describeRef names an object the way kubectl does: "configmaps/web-config in ns".
-func describeRef(ref finalizev1alpha1.ObjectReference) string {
-	gr := ref.Resource
-	if g := groupOf(ref.APIVersion); g != "" {
-		gr += "." + g
-	}
-	if ref.Namespace == "" {
-		return fmt.Sprintf("%s/%s", gr, ref.Name)
-	}
-	return fmt.Sprintf("%s/%s -n %s", gr, ref.Name, ref.Namespace)
-}
-
-func groupOf(apiVersion string) string {
-	if i := strings.Index(apiVersion, "/"); i >= 0 {
-		return apiVersion[:i]
-	}
-	return ""
 }

@@ -3,13 +3,66 @@ package doctor
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
+
+// webhookConfigurationResources are the types of the configurations a blocking webhook
+// lives in, by kind.
+var webhookConfigurationResources = map[string]scan.Resource{
+	"ValidatingWebhookConfiguration": {GroupVersionResource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}, Kind: "ValidatingWebhookConfiguration"},
+	"MutatingWebhookConfiguration":   {GroupVersionResource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}, Kind: "MutatingWebhookConfiguration"},
+}
+
+// webhookFinding: a failurePolicy Fail webhook without a backend rejects the update that
+// would remove the finalizer, whoever sends it.
+func webhookFinding(bw []blockingWebhook) finding {
+	var names []string
+	var blockers []finalizev1alpha1.Blocker
+	for _, w := range bw {
+		names = append(names, w.String())
+		blockers = append(blockers, finalizev1alpha1.Blocker{
+			Target:  webhookConfigurationResources[w.Kind].Ref("", w.Configuration, ""),
+			Message: fmt.Sprintf("webhook %s: %s", w.Name, w.Problem),
+		})
+	}
+	w := bw[0]
+	fd := rooted(finalizev1alpha1.ReasonWebhookBlocking, finalizev1alpha1.Subject{Kind: w.Kind, Name: w.Configuration},
+		"every update of the object is rejected by "+strings.Join(names, "; "),
+		fmt.Sprintf("restore %s, or, if the webhook's owner is uninstalled, delete %s %s (or set its failurePolicy to Ignore)", serviceOf(w), strings.ToLower(w.Kind), w.Configuration),
+		fmt.Sprintf("webhook %s rejects updates: %s", w.Name, w.Problem))
+	fd.blockers = blockers
+	return fd
+}
+
+func serviceOf(w blockingWebhook) string {
+	if w.Service == nil {
+		return "its backend"
+	}
+	return "service " + w.Service.String()
+}
+
+// webhook is one admission webhook that rejects requests when its backend fails.
+type webhook struct {
+	Kind              string // ValidatingWebhookConfiguration or MutatingWebhookConfiguration
+	Configuration     string
+	Name              string
+	Rules             []admissionregistrationv1.RuleWithOperations
+	NamespaceSelector *metav1.LabelSelector
+	ObjectSelector    *metav1.LabelSelector
+	MatchPolicy       admissionregistrationv1.MatchPolicyType
+	Service           *types.NamespacedName
+}
 
 // blockingWebhook is a webhook that would reject the update that removes a finalizer.
 type blockingWebhook struct {
@@ -43,9 +96,6 @@ func (f *facts) blockingWebhooks(o *scan.Object, sub string) []blockingWebhook {
 func (f *facts) namespaceLabels(o *scan.Object) map[string]string {
 	if o.Resource.IsNamespaces() {
 		return o.Meta.Labels
-	}
-	if f.res.Index == nil {
-		return nil
 	}
 	return f.res.Index.NamespaceLabels[o.Meta.Namespace]
 }
@@ -124,4 +174,98 @@ func matchesScope(scope *admissionregistrationv1.ScopeType, namespaced bool) boo
 
 func (b *blockingWebhook) String() string {
 	return fmt.Sprintf("%s %s (webhook %s): %s", b.Kind, b.Configuration, b.Name, b.Problem)
+}
+
+// serviceState says whether a Service exists and has ready endpoints.
+type serviceState struct {
+	Exists bool
+	Ready  int
+	Err    error
+}
+
+func (f *facts) service(key types.NamespacedName) *serviceState {
+	if s, ok := f.services[key]; ok {
+		return s
+	}
+	s := &serviceState{}
+	if _, err := f.kube.CoreV1().Services(key.Namespace).Get(f.ctx, key.Name, metav1.GetOptions{}); err == nil {
+		s.Exists = true
+		list, err := f.kube.DiscoveryV1().EndpointSlices(key.Namespace).List(f.ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + key.Name})
+		if err != nil {
+			s.Err = err
+		} else {
+			for i := range list.Items {
+				for _, ep := range list.Items[i].Endpoints {
+					if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
+						s.Ready++
+					}
+				}
+			}
+		}
+	} else if !apierrors.IsNotFound(err) {
+		s.Err = err
+	}
+	f.services[key] = s
+	return s
+}
+
+// describe says what is wrong with a service, or "" when it has ready endpoints.
+func (s *serviceState) describe(key types.NamespacedName) string {
+	switch {
+	case s.Err != nil:
+		return ""
+	case !s.Exists:
+		return fmt.Sprintf("service %s does not exist", key)
+	case s.Ready == 0:
+		return fmt.Sprintf("service %s has no ready endpoints", key)
+	}
+	return ""
+}
+
+// failingWebhooks returns the webhooks with failurePolicy Fail.
+func (f *facts) failingWebhooks() []webhook {
+	f.webhooksOnce.Do(func() {
+		vwcs, err := f.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(f.ctx, metav1.ListOptions{})
+		if err != nil {
+			f.warnf("could not list validatingwebhookconfigurations, so blocking webhooks are not named: %v", err)
+		} else {
+			for i := range vwcs.Items {
+				for _, w := range vwcs.Items[i].Webhooks {
+					f.addWebhook("ValidatingWebhookConfiguration", vwcs.Items[i].Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
+				}
+			}
+		}
+		mwcs, err := f.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(f.ctx, metav1.ListOptions{})
+		if err != nil {
+			f.warnf("could not list mutatingwebhookconfigurations, so blocking webhooks are not named: %v", err)
+		} else {
+			for i := range mwcs.Items {
+				for _, w := range mwcs.Items[i].Webhooks {
+					f.addWebhook("MutatingWebhookConfiguration", mwcs.Items[i].Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
+				}
+			}
+		}
+	})
+	return f.webhooks
+}
+
+// addWebhook keeps a webhook that fails closed: failurePolicy Fail, the default.
+func (f *facts) addWebhook(kind, configuration, name string, policy *admissionregistrationv1.FailurePolicyType, rules []admissionregistrationv1.RuleWithOperations,
+	namespaceSelector, objectSelector *metav1.LabelSelector, mp *admissionregistrationv1.MatchPolicyType, cc admissionregistrationv1.WebhookClientConfig) {
+	if policy != nil && *policy != admissionregistrationv1.Fail {
+		return
+	}
+	w := webhook{Kind: kind, Configuration: configuration, Name: name, Rules: rules,
+		NamespaceSelector: namespaceSelector, ObjectSelector: objectSelector, MatchPolicy: matchPolicy(mp)}
+	if cc.Service != nil {
+		w.Service = &types.NamespacedName{Namespace: cc.Service.Namespace, Name: cc.Service.Name}
+	}
+	f.webhooks = append(f.webhooks, w)
+}
+
+func matchPolicy(p *admissionregistrationv1.MatchPolicyType) admissionregistrationv1.MatchPolicyType {
+	if p == nil {
+		return admissionregistrationv1.Equivalent
+	}
+	return *p
 }

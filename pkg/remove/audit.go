@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/version"
 )
 
 // Event reasons of removals.
@@ -50,6 +51,7 @@ type Record struct {
 	Field     string                           `json:"field"`
 	Verified  bool                             `json:"verified"`
 	Rule      string                           `json:"rule,omitempty"`
+	Verdict   finalizev1alpha1.Verdict         `json:"verdict,omitempty"`
 	Evidence  string                           `json:"evidence,omitempty"`
 	Reason    string                           `json:"reason,omitempty"`
 	Result    Result                           `json:"result,omitempty"`
@@ -58,6 +60,29 @@ type Record struct {
 	Backup    string                           `json:"backup,omitempty"`
 	Event     string                           `json:"event,omitempty"`
 	Error     string                           `json:"error,omitempty"`
+}
+
+// NewAuditor returns an Auditor that writes its lines to log and names the user the API
+// server knows the client as. If the server cannot say who that is, the auditor names
+// the user "<unknown>" and the error says why.
+func NewAuditor(ctx context.Context, kube kubernetes.Interface, log io.Writer) (*Auditor, error) {
+	host, _ := os.Hostname()
+	a := &Auditor{Kube: kube, User: "<unknown>", Instance: fmt.Sprintf("kubectl-finalize-%s@%s", version.Get().Version, host), Log: log}
+	user, err := WhoAmI(ctx, kube)
+	if err != nil {
+		return a, err
+	}
+	a.User = user
+	return a, nil
+}
+
+// OpenLog opens an audit log file for appending, readable by its owner only.
+func OpenLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the audit log: %w", err)
+	}
+	return f, nil
 }
 
 // Auditor records removals: an Event on the object and a JSON line.
@@ -99,6 +124,8 @@ func (a *Auditor) Event(ctx context.Context, t Target, rec *Record) (string, err
 	switch {
 	case rec.Verified:
 		note += fmt.Sprintf(", verified by rule %s: %s", rec.Rule, rec.Evidence)
+	case rec.Rule != "":
+		note += fmt.Sprintf(", unverified (rule %s: %s: %s), forced with reason: %s", rec.Rule, rec.Verdict, rec.Evidence, rec.Reason)
 	default:
 		note += fmt.Sprintf(", unverified, forced with reason: %s", rec.Reason)
 	}

@@ -1,30 +1,32 @@
 package remove
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
-// Flags that unlock refused removals.
-const (
-	FlagForceUnverified = "--force-unverified --reason TEXT"
-	FlagAllowSystem     = "--allow-system"
-	FlagAllowStranding  = "--allow-stranding"
-)
-
-// Options are the break-glass switches of a removal.
+// Options are the switches of a removal that a person (remove) or a policy (reconcile)
+// decides.
 type Options struct {
 	// ForceUnverified allows removals no provider verified; Reason says why, for the audit.
 	ForceUnverified bool
 	Reason          string
 	// AllowSystem allows removing finalizers that belong to Kubernetes itself.
 	AllowSystem bool
+	// SystemByRule lets a rule that allows system finalizers (Verification.AllowSystem)
+	// remove one when its provider said Gone. Reconcile sets it; remove asks for
+	// AllowSystem whatever a rule says.
+	SystemByRule bool
 	// AllowStranding allows removing a namespace's kubernetes finalizer while the
 	// namespace may still hold objects, which then stay in etcd.
 	AllowStranding bool
@@ -37,25 +39,93 @@ type Request struct {
 	All        bool
 }
 
-// Action is one planned removal, with what the preview shows of it.
+// Verifier tells whether the external resource behind a finalizer is gone. pkg/policy
+// implements it with the rules of a policy and their providers.
+type Verifier interface {
+	// Verify answers for one finalizer of one object. A Verification without a Rule
+	// means no rule applies: the removal is unverified.
+	Verify(ctx context.Context, req VerifyRequest) Verification
+}
+
+// VerifyRequest is one question to a Verifier.
+type VerifyRequest struct {
+	Object    *scan.Object
+	Finalizer finalizev1alpha1.Finalizer
+	// Fresh asks again rather than answering from what was verified earlier in the run:
+	// the object changed since.
+	Fresh bool
+}
+
+// Verification is a Verifier's answer.
+type Verification struct {
+	// Rule is the policy rule that matched; empty when none did.
+	Rule     string
+	Verdict  finalizev1alpha1.Verdict
+	Evidence string
+	// ResourceVersion is the version of the object the provider's request was built
+	// from. A verified removal is pinned to it: if the object changed, it is verified
+	// again before anything is written.
+	ResourceVersion string
+	// Distrust, if set, says why a Gone cannot be trusted (the rule's provider called a
+	// live object gone): nothing is removed on it.
+	Distrust string
+	// TooYoung means the object has been terminating for less than the rule's minAge; the
+	// provider was not asked.
+	TooYoung bool
+	// AllowSystem and AllowRetained are the rule's permissions.
+	AllowSystem   bool
+	AllowRetained bool
+}
+
+// Gone reports whether the verification proves the finalizer's work is done.
+func (v *Verification) Gone() bool {
+	if v.Rule == "" || v.Distrust != "" || v.TooYoung {
+		return false
+	}
+	return v.Verdict == finalizev1alpha1.VerdictGone || (v.Verdict == finalizev1alpha1.VerdictRetained && v.AllowRetained)
+}
+
+// Action is one planned removal.
 type Action struct {
 	Target
 	Finalizer finalizev1alpha1.Finalizer
 	Cause     *finalizev1alpha1.Cause
-	// Verified removals were confirmed by a provider (Rule, Evidence); the others are
-	// forced.
+	// Verification is what the verifier answered, if it was asked.
+	Verification Verification
+	// Verified removals were proven by a provider; the others are forced with Reason.
 	Verified bool
-	Rule     string
-	Evidence string
+	Reason   string
+}
+
+// API is the action as the plan prints it.
+func (a *Action) API() finalizev1alpha1.Removal {
+	r := finalizev1alpha1.Removal{
+		Target: a.Ref(), Finalizer: a.Finalizer.Name, Field: a.Field, Owner: a.Finalizer.Owner,
+		Rule: a.Verification.Rule, Verdict: a.Verification.Verdict, Evidence: a.Verification.Evidence,
+	}
+	if a.Cause != nil {
+		r.Cause = a.Cause.Reason
+	}
+	if !a.Verified {
+		r.Reason = a.Reason
+	}
+	return r
 }
 
 // Refusal is a removal that will not happen, and why.
 type Refusal struct {
-	Object    string
+	Target    finalizev1alpha1.ObjectReference
 	Finalizer string
+	Kind      finalizev1alpha1.RefusalKind
 	Why       string
-	// Flag, if set, is what would allow it.
-	Flag string
+	// Verification is what the verifier answered, if it was asked.
+	Verification Verification
+}
+
+// API is the refusal as the plan prints it.
+func (r *Refusal) API() finalizev1alpha1.Refusal {
+	return finalizev1alpha1.Refusal{Target: r.Target, Finalizer: r.Finalizer, Kind: r.Kind, Message: r.Why,
+		Rule: r.Verification.Rule, Verdict: r.Verification.Verdict, Evidence: r.Verification.Evidence}
 }
 
 // Plan is every removal decided before any is made.
@@ -73,13 +143,56 @@ func (p *Plan) Objects() int {
 	return len(seen)
 }
 
-// NewPlan decides each requested removal. res is a scan, with its index, that covers the
-// objects (and, for a namespace, its content); causeOf gives each object's diagnosis.
-func NewPlan(reqs []Request, res *scan.Result, causeOf func(*scan.Object) *finalizev1alpha1.Cause, catalog *owner.Catalog, opts Options) *Plan {
-	p := &Plan{}
+// API is the plan as `remove -o json` prints it.
+func (p *Plan) API(dry DryRun) *finalizev1alpha1.RemovalPlan {
+	out := &finalizev1alpha1.RemovalPlan{
+		TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "RemovalPlan"},
+		DryRun:   string(dry), Actions: []finalizev1alpha1.Removal{}, Refusals: []finalizev1alpha1.Refusal{},
+	}
+	for i := range p.Actions {
+		out.Actions = append(out.Actions, p.Actions[i].API())
+	}
+	for i := range p.Refusals {
+		out.Refusals = append(out.Refusals, p.Refusals[i].API())
+	}
+	return out
+}
+
+// DefaultVerifyConcurrency is how many verifications a planner runs at once.
+const DefaultVerifyConcurrency = 8
+
+// Planner decides requested removals.
+type Planner struct {
+	// Result is a scan, with its index, that covers the objects (and, for a namespace,
+	// its content).
+	Result *scan.Result
+	// CauseOf gives each object's diagnosis; nil when there is none.
+	CauseOf func(*scan.Object) *finalizev1alpha1.Cause
+	// Catalog names what each well-known finalizer guards; nil means owner.Builtin().
+	Catalog *owner.Catalog
+	// Verifier, if set, is asked about every requested removal; without one nothing is
+	// verified.
+	Verifier Verifier
+	// Concurrency bounds the verifications in flight; zero means
+	// DefaultVerifyConcurrency.
+	Concurrency int
+}
+
+// candidate is one (object, finalizer) of a request, in request order.
+type candidate struct {
+	o      *scan.Object
+	name   string
+	fin    *finalizev1alpha1.Finalizer // nil: the object has no such finalizer
+	verify Verification
+}
+
+// Plan decides each requested removal: verified by a provider, forced by opts, or
+// refused with the reason. The verifier is asked concurrently; the plan keeps request
+// order.
+func (p *Planner) Plan(ctx context.Context, reqs []Request, opts Options) *Plan {
+	var cands []*candidate
 	for _, req := range reqs {
 		o := req.Object
-		name := objectName(o.Resource, o.Meta.Namespace, o.Meta.Name)
 		names := req.Finalizers
 		if req.All {
 			names = nil
@@ -87,36 +200,82 @@ func NewPlan(reqs []Request, res *scan.Result, causeOf func(*scan.Object) *final
 				names = append(names, f.Name)
 			}
 		}
-		for _, fname := range names {
-			i := slices.IndexFunc(o.Finalizers, func(f finalizev1alpha1.Finalizer) bool { return f.Name == fname })
-			if i < 0 {
-				var have []string
-				for _, f := range o.Finalizers {
-					have = append(have, f.Name)
-				}
-				p.Refusals = append(p.Refusals, Refusal{Object: name, Finalizer: fname,
-					Why: fmt.Sprintf("it has no such finalizer (it has: %s)", strings.Join(have, ", "))})
-				continue
+		for _, name := range names {
+			c := &candidate{o: o, name: name}
+			if i := slices.IndexFunc(o.Finalizers, func(f finalizev1alpha1.Finalizer) bool { return f.Name == name }); i >= 0 {
+				c.fin = &o.Finalizers[i]
 			}
-			fin := o.Finalizers[i]
-			a := Action{
-				Target:    Target{Resource: o.Resource, Namespace: o.Meta.Namespace, Name: o.Meta.Name, UID: o.Meta.UID, Finalizer: fin.Name, Field: fin.Field},
-				Finalizer: fin,
-				Cause:     causeOf(o),
-			}
-			if r := refuse(a, o, res, catalog, opts); r != nil {
-				r.Object = name
-				p.Refusals = append(p.Refusals, *r)
-				continue
-			}
-			p.Actions = append(p.Actions, a)
+			cands = append(cands, c)
 		}
 	}
-	return p
+	p.verifyAll(ctx, cands)
+	plan := &Plan{}
+	for _, c := range cands {
+		if c.fin == nil {
+			var have []string
+			for _, f := range c.o.Finalizers {
+				have = append(have, f.Name)
+			}
+			plan.Refusals = append(plan.Refusals, Refusal{Target: c.o.Ref(), Finalizer: c.name, Kind: finalizev1alpha1.RefusalNoSuchFinalizer,
+				Why: fmt.Sprintf("it has no such finalizer (it has: %s)", strings.Join(have, ", "))})
+			continue
+		}
+		a := Action{
+			Target:       Target{Resource: c.o.Resource, Namespace: c.o.Meta.Namespace, Name: c.o.Meta.Name, UID: c.o.Meta.UID, Finalizer: c.fin.Name, Field: c.fin.Field},
+			Finalizer:    *c.fin,
+			Verification: c.verify,
+			Verified:     c.verify.Gone(),
+		}
+		if p.CauseOf != nil {
+			a.Cause = p.CauseOf(c.o)
+		}
+		if a.Verified {
+			a.ResourceVersion = c.verify.ResourceVersion
+		} else {
+			a.Reason = opts.Reason
+		}
+		if r := p.refuse(&a, c.o, opts); r != nil {
+			r.Target, r.Finalizer, r.Verification = c.o.Ref(), c.fin.Name, c.verify
+			plan.Refusals = append(plan.Refusals, *r)
+			continue
+		}
+		plan.Actions = append(plan.Actions, a)
+	}
+	return plan
+}
+
+// verifyAll asks the verifier about every candidate, a bounded number at a time.
+func (p *Planner) verifyAll(ctx context.Context, cands []*candidate) {
+	if p.Verifier == nil {
+		return
+	}
+	n := p.Concurrency
+	if n <= 0 {
+		n = DefaultVerifyConcurrency
+	}
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for _, c := range cands {
+		if c.fin == nil {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c.verify = p.Verifier.Verify(ctx, VerifyRequest{Object: c.o, Finalizer: *c.fin})
+		}()
+	}
+	wg.Wait()
 }
 
 // refuse returns why a removal may not happen, or nil.
-func refuse(a Action, o *scan.Object, res *scan.Result, catalog *owner.Catalog, opts Options) *Refusal {
+func (p *Planner) refuse(a *Action, o *scan.Object, opts Options) *Refusal {
+	catalog := p.Catalog
+	if catalog == nil {
+		catalog = owner.Builtin()
+	}
 	guards := "what the finalizer guards is done"
 	if e, ok := catalog.Lookup(a.Finalizer.Name); ok && e.Purpose != "" {
 		guards = e.Purpose
@@ -125,42 +284,57 @@ func refuse(a Action, o *scan.Object, res *scan.Result, catalog *owner.Catalog, 
 	if a.Cause != nil {
 		cause = fmt.Sprintf(" (cause: %s: %s)", a.Cause.Reason, a.Cause.Message)
 	}
-	if a.Finalizer.System && !opts.AllowSystem {
-		return &Refusal{Finalizer: a.Finalizer.Name, Flag: FlagAllowSystem,
+	v := &a.Verification
+	ruleAllowsSystem := opts.SystemByRule && a.Verified && v.AllowSystem
+	if a.Finalizer.System && !opts.AllowSystem && !ruleAllowsSystem {
+		return &Refusal{Kind: finalizev1alpha1.RefusalSystem,
 			Why: fmt.Sprintf("it is a system finalizer of %s, which removes it once %s; removing it by hand breaks that guarantee%s", a.Finalizer.Owner, guards, cause)}
 	}
 	if a.Field == finalizev1alpha1.FieldSpecFinalizers && a.Finalizer.Name == "kubernetes" && !opts.AllowStranding {
-		if why := stranding(o, res); why != "" {
-			return &Refusal{Finalizer: a.Finalizer.Name, Flag: FlagAllowStranding,
+		if why := stranding(o, p.Result); why != "" {
+			return &Refusal{Kind: finalizev1alpha1.RefusalStranding,
 				Why: why + "; removing it now would strand those objects in etcd, where a namespace created later under the same name shows them again"}
 		}
 	}
-	if !a.Verified && (!opts.ForceUnverified || strings.TrimSpace(opts.Reason) == "") {
-		return &Refusal{Finalizer: a.Finalizer.Name, Flag: FlagForceUnverified,
-			Why: fmt.Sprintf("nothing verified that %s%s", guards, cause)}
+	if a.Verified || (opts.ForceUnverified && strings.TrimSpace(opts.Reason) != "") {
+		return nil
 	}
-	return nil
+	switch {
+	case v.Rule == "":
+		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: fmt.Sprintf("nothing verified that %s%s", guards, cause)}
+	case v.TooYoung:
+		return &Refusal{Kind: finalizev1alpha1.RefusalTooYoung, Why: fmt.Sprintf("rule %s does not verify it yet: %s", v.Rule, v.Evidence)}
+	case v.Distrust != "":
+		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: fmt.Sprintf("rule %s cannot be trusted: %s", v.Rule, v.Distrust)}
+	case v.Verdict == finalizev1alpha1.VerdictRetained:
+		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified,
+			Why: fmt.Sprintf("rule %s: the external resource is retained by design, and the rule does not set allowRetained: %s", v.Rule, v.Evidence)}
+	}
+	return &Refusal{Kind: finalizev1alpha1.RefusalUnverified,
+		Why: fmt.Sprintf("rule %s: the provider answered %s: %s", v.Rule, v.Verdict, v.Evidence)}
 }
 
-// stranding says why a namespace may still hold objects, or "".
+// stranding says why a namespace may still hold objects, or "". A scan without an index
+// cannot tell what the namespace holds, so it is not proven empty.
 func stranding(o *scan.Object, res *scan.Result) string {
-	if idx := res.Index; idx != nil {
-		if c := idx.Content[o.Meta.Name]; c != nil && c.Count > 0 {
-			var types []string
-			for t, n := range c.ByType {
-				types = append(types, fmt.Sprintf("%s: %d", t, n))
-			}
-			sort.Strings(types)
-			var sample []string
-			for _, r := range c.Sample {
-				sample = append(sample, r.Resource.String()+"/"+r.Name)
-			}
-			more := ""
-			if int64(len(sample)) < c.Count {
-				more = ", ..."
-			}
-			return fmt.Sprintf("the namespace still holds %d objects (%s: %s%s)", c.Count, strings.Join(types, ", "), strings.Join(sample, ", "), more)
+	if res == nil || res.Index == nil {
+		return "what the namespace still holds was not indexed by the scan"
+	}
+	if c := res.Index.Content[o.Meta.Name]; c != nil && c.Count > 0 {
+		var types []string
+		for t, n := range c.ByType {
+			types = append(types, fmt.Sprintf("%s: %d", t, n))
 		}
+		sort.Strings(types)
+		var sample []string
+		for _, r := range c.Sample {
+			sample = append(sample, r.Resource.String()+"/"+r.Name)
+		}
+		more := ""
+		if int64(len(sample)) < c.Count {
+			more = ", ..."
+		}
+		return fmt.Sprintf("the namespace still holds %d objects (%s: %s%s)", c.Count, strings.Join(types, ", "), strings.Join(sample, ", "), more)
 	}
 	if len(res.Incomplete) > 0 {
 		var what []string

@@ -47,41 +47,35 @@ type Target struct {
 	Finalizer string
 	// Field is metadata.finalizers or spec.finalizers (namespaces only).
 	Field string
+	// ResourceVersion, if set, pins a verified removal to the version of the object a
+	// provider verified: the write tests it, and if the object changed it is verified
+	// again (Remover.Reverify) before anything is written.
+	ResourceVersion string
 }
 
 // Ref is the object's reference.
 func (t *Target) Ref() finalizev1alpha1.ObjectReference {
-	return finalizev1alpha1.ObjectReference{
-		APIVersion: t.Resource.GroupVersion().String(), Kind: t.Resource.Kind, Resource: t.Resource.Resource,
-		Namespace: t.Namespace, Name: t.Name, UID: t.UID,
-	}
+	return t.Resource.Ref(t.Namespace, t.Name, t.UID)
 }
 
-// String names the target in errors: "finalizer F of resource.group ns/name".
+// String names the target in errors: "finalizer F of configmaps/cfg -n team-a".
 func (t *Target) String() string {
-	return fmt.Sprintf("finalizer %s of %s", t.Finalizer, objectName(t.Resource, t.Namespace, t.Name))
-}
-
-func objectName(r scan.Resource, namespace, name string) string {
-	if namespace == "" {
-		return r.String() + " " + name
-	}
-	return r.String() + " " + namespace + "/" + name
+	return fmt.Sprintf("finalizer %s of %s", t.Finalizer, t.Ref())
 }
 
 // Result of one removal.
-type Result string
+type Result = finalizev1alpha1.RemovalResult
 
-// Results.
+// Results of one write.
 const (
 	// Removed: this write removed the finalizer.
-	Removed Result = "Removed"
+	Removed = finalizev1alpha1.ResultRemoved
 	// WouldRemove: a dry run; nothing changed.
-	WouldRemove Result = "WouldRemove"
+	WouldRemove = finalizev1alpha1.ResultWouldRemove
 	// AlreadyRemoved: someone else removed it first; nothing to do.
-	AlreadyRemoved Result = "AlreadyRemoved"
+	AlreadyRemoved = finalizev1alpha1.ResultAlreadyRemoved
 	// ObjectGone: the object no longer exists.
-	ObjectGone Result = "ObjectGone"
+	ObjectGone = finalizev1alpha1.ResultObjectGone
 )
 
 // Outcome is what a removal did and what the object looks like after it.
@@ -93,11 +87,18 @@ type Outcome struct {
 	Remaining []string
 	// Attempts is how many times the removal was decided.
 	Attempts int
+	// Reverified counts how often the object changed after it was verified and was
+	// verified again.
+	Reverified int
 }
 
 // ErrUIDChanged means the object was deleted and a namesake created: the decision was
 // about another object.
 var ErrUIDChanged = errors.New("the object was replaced by a namesake with another uid")
+
+// ErrNotReverified means a pinned object changed after it was verified and could not be
+// verified again.
+var ErrNotReverified = errors.New("the object changed after it was verified and is not verified any more")
 
 // Remover performs guarded removals.
 type Remover struct {
@@ -108,6 +109,10 @@ type Remover struct {
 	// BeforeWrite, if set, runs between the read and the write of every attempt. Tests
 	// use it to race a removal exactly where a race matters.
 	BeforeWrite func(attempt int)
+	// Reverify verifies a pinned target again after the object changed, and returns the
+	// resourceVersion it verified. Without it, a pinned target that changed is not
+	// removed.
+	Reverify func(ctx context.Context, t Target) (string, error)
 }
 
 // Remove removes one finalizer. With DryRunClient it only reads; with DryRunServer the
@@ -121,6 +126,7 @@ func (r *Remover) Remove(ctx context.Context, t Target, dry DryRun) (Outcome, er
 		return Outcome{}, fmt.Errorf("%s: refusing to remove a finalizer without the uid of the object it was decided for", t.String())
 	}
 	var lastErr error
+	reverified := 0
 	for attempt := 1; attempt <= attempts; attempt++ {
 		var (
 			out   Outcome
@@ -128,21 +134,44 @@ func (r *Remover) Remove(ctx context.Context, t Target, dry DryRun) (Outcome, er
 			err   error
 		)
 		if t.Field == finalizev1alpha1.FieldSpecFinalizers {
-			out, again, err = r.removeSpec(ctx, t, dry, attempt)
+			out, again, err = r.removeSpec(ctx, &t, dry, attempt)
 		} else {
-			out, again, err = r.removeMetadata(ctx, t, dry, attempt)
+			out, again, err = r.removeMetadata(ctx, &t, dry, attempt)
 		}
-		out.Attempts = attempt
+		if errors.Is(err, errChangedSinceVerified) {
+			if rerr := r.reverify(ctx, &t); rerr != nil {
+				return Outcome{Attempts: attempt, Reverified: reverified}, rerr
+			}
+			reverified++
+		}
+		out.Attempts, out.Reverified = attempt, reverified
 		if !again {
 			return out, err
 		}
 		klog.V(2).InfoS("The object changed under the removal; deciding again", "target", t.String(), "attempt", attempt, "err", err)
 		lastErr = err
 	}
-	return Outcome{Attempts: attempts}, fmt.Errorf("%s: gave up after %d attempts, the object kept changing: %w", t.String(), attempts, lastErr)
+	return Outcome{Attempts: attempts, Reverified: reverified}, fmt.Errorf("%s: gave up after %d attempts, the object kept changing: %w", t.String(), attempts, lastErr)
 }
 
-func (r *Remover) metadataResource(t Target) metadata.ResourceInterface {
+// errChangedSinceVerified means the object's resourceVersion is not the one verified.
+var errChangedSinceVerified = errors.New("the object changed since it was verified")
+
+// reverify verifies t again and pins it to the version verified.
+func (r *Remover) reverify(ctx context.Context, t *Target) error {
+	if r.Reverify == nil {
+		return fmt.Errorf("%s: %w; nothing was removed", t.String(), ErrNotReverified)
+	}
+	rv, err := r.Reverify(ctx, *t)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w; nothing was removed", t.String(), ErrNotReverified, err)
+	}
+	klog.V(2).InfoS("Verified again after the object changed", "target", t.String(), "resourceVersion", rv)
+	t.ResourceVersion = rv
+	return nil
+}
+
+func (r *Remover) metadataResource(t *Target) metadata.ResourceInterface {
 	c := r.Metadata.Resource(t.Resource.GroupVersionResource)
 	if t.Namespace != "" {
 		return c.Namespace(t.Namespace)
@@ -152,14 +181,14 @@ func (r *Remover) metadataResource(t Target) metadata.ResourceInterface {
 
 // removeMetadata makes one attempt; again reports that the object changed and the
 // removal must be decided anew.
-func (r *Remover) removeMetadata(ctx context.Context, t Target, dry DryRun, attempt int) (Outcome, bool, error) {
+func (r *Remover) removeMetadata(ctx context.Context, t *Target, dry DryRun, attempt int) (Outcome, bool, error) {
 	res := r.metadataResource(t)
 	cur, err := res.Get(ctx, t.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return Outcome{Result: ObjectGone, Deleted: true}, false, nil
 	}
 	if err != nil {
-		return Outcome{}, false, fmt.Errorf("reading %s: %w", objectName(t.Resource, t.Namespace, t.Name), err)
+		return Outcome{}, false, fmt.Errorf("reading %s: %w", t.Ref(), err)
 	}
 	if cur.UID != t.UID {
 		return Outcome{}, false, fmt.Errorf("%s: %w (uid %s, expected %s): nothing was removed", t.String(), ErrUIDChanged, cur.UID, t.UID)
@@ -168,10 +197,13 @@ func (r *Remover) removeMetadata(ctx context.Context, t Target, dry DryRun, atte
 	if idx < 0 {
 		return Outcome{Result: AlreadyRemoved, Remaining: cur.Finalizers}, false, nil
 	}
+	if t.ResourceVersion != "" && cur.ResourceVersion != t.ResourceVersion {
+		return Outcome{}, true, errChangedSinceVerified
+	}
 	if dry == DryRunClient {
 		return Outcome{Result: WouldRemove, Remaining: slices.Delete(slices.Clone(cur.Finalizers), idx, idx+1)}, false, nil
 	}
-	patch, err := Patch(t.UID, idx, t.Finalizer)
+	patch, err := PinnedPatch(t.UID, t.ResourceVersion, idx, t.Finalizer)
 	if err != nil {
 		return Outcome{}, false, err
 	}
@@ -193,24 +225,33 @@ func (r *Remover) removeMetadata(ctx context.Context, t Target, dry DryRun, atte
 		// A failed test (422), a conflict (409) or a vanished object: look again.
 		return Outcome{}, true, err
 	}
-	return Outcome{}, false, writeError(t, "patch", err)
+	return Outcome{}, false, writeError(*t, "patch", err)
 }
 
 // Patch is the guarded JSON patch that removes finalizer at index idx of the object with
 // uid: it fails, changing nothing, unless the object is still that one and the finalizer
 // is still at that index.
 func Patch(uid types.UID, idx int, finalizer string) ([]byte, error) {
+	return PinnedPatch(uid, "", idx, finalizer)
+}
+
+// PinnedPatch is Patch that also fails unless the object is still at resourceVersion, the
+// version a provider verified; an empty resourceVersion pins nothing.
+func PinnedPatch(uid types.UID, resourceVersion string, idx int, finalizer string) ([]byte, error) {
 	path := fmt.Sprintf("/metadata/finalizers/%d", idx)
-	return json.Marshal([]map[string]any{
-		{"op": "test", "path": "/metadata/uid", "value": uid},
-		{"op": "test", "path": path, "value": finalizer},
-		{"op": "remove", "path": path},
-	})
+	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": uid}}
+	if resourceVersion != "" {
+		ops = append(ops, map[string]any{"op": "test", "path": "/metadata/resourceVersion", "value": resourceVersion})
+	}
+	ops = append(ops,
+		map[string]any{"op": "test", "path": path, "value": finalizer},
+		map[string]any{"op": "remove", "path": path})
+	return json.Marshal(ops)
 }
 
 // removeSpec removes a namespace's spec.finalizers entry through /finalize, guarded by
 // the resourceVersion it read.
-func (r *Remover) removeSpec(ctx context.Context, t Target, dry DryRun, attempt int) (Outcome, bool, error) {
+func (r *Remover) removeSpec(ctx context.Context, t *Target, dry DryRun, attempt int) (Outcome, bool, error) {
 	ns, err := r.Kube.CoreV1().Namespaces().Get(ctx, t.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return Outcome{Result: ObjectGone, Deleted: true}, false, nil
@@ -224,6 +265,9 @@ func (r *Remover) removeSpec(ctx context.Context, t Target, dry DryRun, attempt 
 	idx := slices.Index(ns.Spec.Finalizers, corev1.FinalizerName(t.Finalizer))
 	if idx < 0 {
 		return Outcome{Result: AlreadyRemoved, Remaining: allFinalizers(&ns.ObjectMeta, ns)}, false, nil
+	}
+	if t.ResourceVersion != "" && ns.ResourceVersion != t.ResourceVersion {
+		return Outcome{}, true, errChangedSinceVerified
 	}
 	ns.Spec.Finalizers = slices.Delete(ns.Spec.Finalizers, idx, idx+1)
 	if dry == DryRunClient {
@@ -247,7 +291,7 @@ func (r *Remover) removeSpec(ctx context.Context, t Target, dry DryRun, attempt 
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		return Outcome{}, true, err
 	}
-	return Outcome{}, false, writeError(t, "update", err)
+	return Outcome{}, false, writeError(*t, "update", err)
 }
 
 func allFinalizers(meta *metav1.ObjectMeta, ns *corev1.Namespace) []string {
@@ -292,7 +336,7 @@ func (r *Remover) Observe(ctx context.Context, t Target) (deleted bool, remainin
 		}
 		return false, allFinalizers(&ns.ObjectMeta, ns), nil
 	}
-	cur, err := r.metadataResource(t).Get(ctx, t.Name, metav1.GetOptions{})
+	cur, err := r.metadataResource(&t).Get(ctx, t.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || (err == nil && cur.UID != t.UID) {
 		return true, nil, nil
 	}

@@ -137,22 +137,22 @@ func TestPlanRefuses(t *testing.T) {
 		name     string
 		req      Request
 		opts     Options
-		wantFlag string
+		wantKind finalizev1alpha1.RefusalKind
 		wantWhy  string
 	}{
-		{"unverified", Request{Object: db, Finalizers: []string{custom.Name}}, Options{}, FlagForceUnverified, "nothing verified that what the finalizer guards is done"},
-		{"forced without a reason", Request{Object: db, Finalizers: []string{custom.Name}}, Options{ForceUnverified: true}, FlagForceUnverified, "nothing verified"},
+		{"unverified", Request{Object: db, Finalizers: []string{custom.Name}}, Options{}, finalizev1alpha1.RefusalUnverified, "nothing verified that what the finalizer guards is done"},
+		{"forced without a reason", Request{Object: db, Finalizers: []string{custom.Name}}, Options{ForceUnverified: true}, finalizev1alpha1.RefusalUnverified, "nothing verified"},
 		{"forced", Request{Object: db, Finalizers: []string{custom.Name}}, Options{ForceUnverified: true, Reason: "INC-1"}, "", ""},
-		{"no such finalizer", Request{Object: db, Finalizers: []string{"nope"}}, Options{ForceUnverified: true, Reason: "x"}, "", "it has no such finalizer (it has: db.example.com/finalizer)"},
-		{"system", Request{Object: claim, All: true}, Options{ForceUnverified: true, Reason: "x"}, FlagAllowSystem, "system finalizer of pvc-protection controller"},
+		{"no such finalizer", Request{Object: db, Finalizers: []string{"nope"}}, Options{ForceUnverified: true, Reason: "x"}, finalizev1alpha1.RefusalNoSuchFinalizer, "it has no such finalizer (it has: db.example.com/finalizer)"},
+		{"system", Request{Object: claim, All: true}, Options{ForceUnverified: true, Reason: "x"}, finalizev1alpha1.RefusalSystem, "system finalizer of pvc-protection controller"},
 		{"system allowed", Request{Object: claim, All: true}, Options{ForceUnverified: true, Reason: "x", AllowSystem: true}, "", ""},
-		{"namespace with content", Request{Object: full, All: true}, Options{ForceUnverified: true, Reason: "x", AllowSystem: true}, FlagAllowStranding, "the namespace still holds 2 objects (configmaps: 2: configmaps/left, ...)"},
+		{"namespace with content", Request{Object: full, All: true}, Options{ForceUnverified: true, Reason: "x", AllowSystem: true}, finalizev1alpha1.RefusalStranding, "the namespace still holds 2 objects (configmaps: 2: configmaps/left, ...)"},
 		{"namespace with content, stranding allowed", Request{Object: full, All: true}, Options{ForceUnverified: true, Reason: "x", AllowSystem: true, AllowStranding: true}, "", ""},
 		{"empty namespace", Request{Object: empty, All: true}, Options{ForceUnverified: true, Reason: "x", AllowSystem: true}, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := NewPlan([]Request{tt.req}, res, causeOf, owner.Builtin(), tt.opts)
+			p := (&Planner{Result: res, CauseOf: causeOf, Catalog: owner.Builtin()}).Plan(context.Background(), []Request{tt.req}, tt.opts)
 			if tt.wantWhy == "" {
 				if len(p.Refusals) != 0 || len(p.Actions) != 1 {
 					t.Fatalf("want one action, got %+v", p)
@@ -163,15 +163,15 @@ func TestPlanRefuses(t *testing.T) {
 				t.Fatalf("want one refusal, got %+v", p)
 			}
 			r := p.Refusals[0]
-			if r.Flag != tt.wantFlag || !strings.Contains(r.Why, tt.wantWhy) {
-				t.Errorf("refusal %+v, want flag %q and why containing %q", r, tt.wantFlag, tt.wantWhy)
+			if r.Kind != tt.wantKind || !strings.Contains(r.Why, tt.wantWhy) {
+				t.Errorf("refusal %+v, want kind %q and why containing %q", r, tt.wantKind, tt.wantWhy)
 			}
 		})
 	}
 	// With an incomplete scan, an empty-looking namespace is not proven empty.
 	res.Incomplete = []finalizev1alpha1.IncompleteResource{{GroupVersion: "metrics.example.com/v1", Reason: "DiscoveryFailed"}}
-	p := NewPlan([]Request{{Object: empty, All: true}}, res, causeOf, owner.Builtin(), Options{ForceUnverified: true, Reason: "x", AllowSystem: true})
-	if len(p.Refusals) != 1 || p.Refusals[0].Flag != FlagAllowStranding || !strings.Contains(p.Refusals[0].Why, "the scan could not list metrics.example.com/v1") {
+	p := (&Planner{Result: res, CauseOf: causeOf}).Plan(context.Background(), []Request{{Object: empty, All: true}}, Options{ForceUnverified: true, Reason: "x", AllowSystem: true})
+	if len(p.Refusals) != 1 || p.Refusals[0].Kind != finalizev1alpha1.RefusalStranding || !strings.Contains(p.Refusals[0].Why, "the scan could not list metrics.example.com/v1") {
 		t.Errorf("incomplete scan: %+v", p)
 	}
 }

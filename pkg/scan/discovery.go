@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
 	"k8s.io/klog/v2"
@@ -26,6 +27,14 @@ func (r Resource) String() string { return r.GroupResource().String() }
 
 // IsNamespaces reports whether r is the core namespaces resource.
 func (r Resource) IsNamespaces() bool { return r.Group == "" && r.Resource == "namespaces" }
+
+// Ref is the reference to an object of this type; uid may be empty when it is not known.
+func (r Resource) Ref(namespace, name string, uid types.UID) finalizev1alpha1.ObjectReference {
+	return finalizev1alpha1.ObjectReference{
+		APIVersion: r.GroupVersion().String(), Kind: r.Kind, Resource: r.Resource,
+		Namespace: namespace, Name: name, UID: uid,
+	}
+}
 
 // virtualGroups serve objects computed on every request, never stored: nothing in them can
 // carry a finalizer, and listing them is expensive (metrics of every pod).

@@ -5,6 +5,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 )
 
 // Index is what the doctor needs to know about objects that are not stuck, gathered while
@@ -25,6 +27,13 @@ type Index struct {
 	Content map[string]*NamespaceContent
 }
 
+func newIndex() *Index {
+	return &Index{
+		Dependents: map[types.UID][]Dependent{}, Counts: map[schema.GroupResource]int64{},
+		NamespaceLabels: map[string]map[string]string{}, Content: map[string]*NamespaceContent{},
+	}
+}
+
 // ObjectRef names an object the index saw.
 type ObjectRef struct {
 	Resource  Resource
@@ -33,6 +42,11 @@ type ObjectRef struct {
 	UID       types.UID
 	// Deleting objects have a deletionTimestamp.
 	Deleting bool
+}
+
+// Ref is the reference to the object.
+func (r *ObjectRef) Ref() finalizev1alpha1.ObjectReference {
+	return r.Resource.Ref(r.Namespace, r.Name, r.UID)
 }
 
 // Dependent is an object that names an owner.
@@ -141,9 +155,6 @@ func (ix *indexer) observe(r Resource, meta *metav1.ObjectMeta, ns *corev1.Names
 // merge adds one type's index into the result's.
 func (idx *Index) merge(r Resource, seen int64, ix *indexer) {
 	idx.Counts[r.GroupResource()] += seen
-	if ix == nil {
-		return
-	}
 	for uid, deps := range ix.owners {
 		idx.Dependents[uid] = append(idx.Dependents[uid], deps...)
 	}

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -55,7 +54,7 @@ type Options struct {
 	Progress func(Progress)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Index, if set, gathers the Index while listing, for the doctor.
+	// Index gathers the Result's Index while listing, for the doctor.
 	Index bool
 }
 
@@ -80,14 +79,7 @@ type Object struct {
 
 // Ref is the reference to the object, uid included.
 func (o *Object) Ref() finalizev1alpha1.ObjectReference {
-	return finalizev1alpha1.ObjectReference{
-		APIVersion: o.Resource.GroupVersion().String(),
-		Kind:       o.Resource.Kind,
-		Resource:   o.Resource.Resource,
-		Namespace:  o.Meta.Namespace,
-		Name:       o.Meta.Name,
-		UID:        o.Meta.UID,
-	}
+	return o.Resource.Ref(o.Meta.Namespace, o.Meta.Name, o.Meta.UID)
 }
 
 // Terminating is how long the object has been terminating at now.
@@ -127,7 +119,8 @@ type Result struct {
 	ObjectsSeen int64
 	// Now is the time the scan measured ages against.
 	Now time.Time
-	// Index is set when Options.Index was; Counts is always filled.
+	// Index is what the doctor needs to know about the objects that are not stuck. It is
+	// nil unless Options.Index was set: a diagnosis needs it, a plain scan does not.
 	Index *Index
 }
 
@@ -158,10 +151,9 @@ func (s *Scanner) Scan(ctx context.Context, opts Options) (*Result, error) {
 
 	res := &Result{
 		Incomplete: relevantFailures(d.incomplete, opts), Groups: d.groups, ManagerActivity: map[string]time.Time{}, Now: now(),
-		Index: &Index{
-			Dependents: map[types.UID][]Dependent{}, Counts: map[schema.GroupResource]int64{},
-			NamespaceLabels: map[string]map[string]string{}, Content: map[string]*NamespaceContent{},
-		},
+	}
+	if opts.Index {
+		res.Index = newIndex()
 	}
 	res.Resources = selectResources(d.resources, opts)
 
@@ -207,7 +199,9 @@ func (s *Scanner) Scan(ctx context.Context, opts Options) (*Result, error) {
 	}
 	sortObjects(res.Objects)
 	sortIncomplete(res.Incomplete)
-	res.Index.keepStuckOwners(res.Objects)
+	if res.Index != nil {
+		res.Index.keepStuckOwners(res.Objects)
+	}
 	return res, nil
 }
 
@@ -276,7 +270,7 @@ func (st *state) done(r Resource, tr typeResult) {
 	defer st.mu.Unlock()
 	st.finished++
 	st.res.ObjectsSeen += tr.seen
-	if tr.err == nil {
+	if tr.err == nil && st.res.Index != nil {
 		st.res.Index.merge(r, tr.seen, tr.index)
 	}
 	for m, t := range tr.activity {

@@ -16,7 +16,7 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
@@ -28,21 +28,20 @@ func TestMain(m *testing.M) {
 	os.Exit(controlplane.RunMain(m, controlplane.Options{}, &cp))
 }
 
-// diagnose scans the cluster of plane as the doctor command does and diagnoses it.
+// diagnose scans the cluster of plane and diagnoses it, through the pipeline every
+// command uses.
 func diagnose(t *testing.T, plane *controlplane.ControlPlane, namespaceGrace time.Duration) *doctor.Report {
 	t.Helper()
-	s := &scan.Scanner{
+	clients := &pipeline.Clients{
 		Discovery: discovery.NewDiscoveryClientForConfigOrDie(plane.Config),
 		Metadata:  metadata.NewForConfigOrDie(plane.Config),
 		Kube:      kubernetes.NewForConfigOrDie(plane.Config),
+		Dynamic:   dynamic.NewForConfigOrDie(plane.Config),
 	}
-	res, err := s.Scan(t.Context(), scan.Options{Index: true})
+	rep, err := pipeline.Diagnose(t.Context(), clients, scan.Options{ChunkSize: scan.DefaultChunkSize}, doctor.Options{NamespaceGrace: namespaceGrace})
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner.NewResolver(owner.Builtin(), res.Groups).Annotate(res.Objects)
-	d := &doctor.Doctor{Kube: kubernetes.NewForConfigOrDie(plane.Config), Dynamic: dynamic.NewForConfigOrDie(plane.Config), NamespaceGrace: namespaceGrace}
-	rep := d.Diagnose(t.Context(), res)
 	for _, w := range rep.Warnings {
 		t.Logf("doctor warning: %s", w)
 	}

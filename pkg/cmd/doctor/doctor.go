@@ -2,6 +2,7 @@
 package doctor
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -13,6 +14,8 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
@@ -49,30 +52,25 @@ const example = `  # Every stuck object, grouped by root cause
 // Options are the options of the doctor command.
 type Options struct {
 	PrintFlags *util.PrintFlags
+	ListFlags  util.ListFlags
 
-	factory   *util.Factory
+	clients   *pipeline.Clients
 	namespace string
 	explicit  bool
-	target    *targetRef
+	// target is the object `doctor TYPE/NAME` asks about.
+	target *finalizev1alpha1.ObjectReference
 
 	genericiooptions.IOStreams
 }
 
-// targetRef is the object `doctor TYPE/NAME` asks about.
-type targetRef struct {
-	Resource  schema.GroupVersionResource
-	Namespace string
-	Name      string
-}
-
 // NewOptions returns the options with their defaults.
-func NewOptions(f *util.Factory, streams genericiooptions.IOStreams) *Options {
-	return &Options{PrintFlags: util.NewPrintFlags(), factory: f, IOStreams: streams}
+func NewOptions(streams genericiooptions.IOStreams) *Options {
+	return &Options{PrintFlags: util.NewPrintFlags(), ListFlags: util.NewListFlags(), IOStreams: streams}
 }
 
 // NewCmdDoctor returns the doctor command.
-func NewCmdDoctor(f *util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := NewOptions(f, streams)
+func NewCmdDoctor(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewOptions(streams)
 	cmd := &cobra.Command{
 		Use:                   "doctor [TYPE/NAME | TYPE NAME] [flags]",
 		DisableFlagsInUseLine: true,
@@ -81,23 +79,26 @@ func NewCmdDoctor(f *util.Factory, streams genericiooptions.IOStreams) *cobra.Co
 		Example:               example,
 		ValidArgsFunction:     util.ResourceTypeCompletion(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(cmd); err != nil {
-				return err
-			}
-			return o.Run(cmd)
+			return util.RunCommand(cmd, f, args, o)
 		},
 	}
-	o.PrintFlags.AddFlags(cmd)
+	o.AddFlags(cmd)
 	return cmd
 }
 
-// Complete resolves the target and the namespace.
-func (o *Options) Complete(cmd *cobra.Command, args []string) error {
+// AddFlags binds the flags to cmd.
+func (o *Options) AddFlags(cmd *cobra.Command) {
+	o.PrintFlags.AddFlags(cmd)
+	o.ListFlags.AddFlags(cmd)
+}
+
+// Complete resolves the clients, the target and the namespace.
+func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) error {
 	var err error
-	if o.namespace, o.explicit, err = o.factory.Namespace(); err != nil {
+	if o.namespace, o.explicit, err = f.Namespace(); err != nil {
+		return err
+	}
+	if o.clients, err = f.Clients(); err != nil {
 		return err
 	}
 	var typ, name string
@@ -107,62 +108,69 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	case 1:
 		var ok bool
 		if typ, name, ok = strings.Cut(args[0], "/"); !ok || typ == "" || name == "" {
-			return util.UsageErrorf(cmd, "%q is not TYPE/NAME; to diagnose every stuck object, give no argument", args[0])
+			return util.UsageErrorf(nil, "%q is not TYPE/NAME; to diagnose every stuck object, give no argument", args[0])
 		}
 	case 2:
 		typ, name = args[0], args[1]
 	default:
-		return util.UsageErrorf(cmd, "doctor takes one object: TYPE/NAME or TYPE NAME")
+		return util.UsageErrorf(nil, "doctor takes one object: TYPE/NAME or TYPE NAME")
 	}
-	mapper, err := o.factory.RESTMapper()
+	mapper, err := f.RESTMapper()
 	if err != nil {
 		return err
 	}
-	r, err := util.ResolveResource(mapper, typ)
+	r, err := scan.ResolveResource(mapper, typ)
 	if err != nil {
 		return util.UsageError(err)
 	}
-	o.target = &targetRef{Resource: r.GroupVersionResource, Name: name}
+	ns := ""
 	if r.Namespaced {
-		o.target.Namespace = o.namespace
+		ns = o.namespace
 	}
+	target := r.Ref(ns, name, "")
+	o.target = &target
 	return nil
 }
 
 // Validate rejects output formats the doctor has no use for.
-func (o *Options) Validate(cmd *cobra.Command) error {
+func (o *Options) Validate() error {
 	if o.PrintFlags.Wide() || o.PrintFlags.Name() {
-		return util.UsageErrorf(cmd, "--output %s is not supported by doctor: use the default, json, yaml, jsonpath or go-template", o.PrintFlags.OutputFormat)
+		return util.UsageErrorf(nil, "--output %s is not supported by doctor: use the default, json, yaml, jsonpath or go-template", o.PrintFlags.OutputFormat)
 	}
-	return o.PrintFlags.Validate(cmd)
+	if err := o.PrintFlags.Validate(); err != nil {
+		return err
+	}
+	return o.ListFlags.Validate()
 }
 
 // Run diagnoses and prints.
-func (o *Options) Run(cmd *cobra.Command) error {
-	opts := scan.Options{}
+func (o *Options) Run(ctx context.Context) error {
+	opts, done := o.ListFlags.ScanOptions(o.ErrOut)
 	switch {
 	case o.target == nil && o.explicit:
 		opts.Namespace = o.namespace
-	case o.target != nil && o.target.Resource.Group == "" && o.target.Resource.Resource == "namespaces":
+	case o.target != nil && o.target.GroupResource() == (schema.GroupResource{Resource: "namespaces"}):
 		// A namespace and its content.
 		opts.Namespace = o.target.Name
 	case o.target != nil && o.target.Namespace != "":
 		// Namespaced owners only have dependents in their own namespace.
 		opts.Namespace = o.target.Namespace
 	}
-	rep, err := util.Diagnose(cmd.Context(), o.factory, o.ErrOut, opts)
+	rep, err := pipeline.Diagnose(ctx, o.clients, opts, doctor.Options{})
+	done()
 	if err != nil {
 		return err
 	}
+	util.PrintWarnings(o.ErrOut, rep.Warnings)
 	var target *scan.Object
 	if o.target != nil {
 		for _, obj := range rep.Result.Objects {
-			if obj.Resource.GroupResource() == o.target.Resource.GroupResource() && obj.Meta.Namespace == o.target.Namespace && obj.Meta.Name == o.target.Name {
+			if ref := obj.Ref(); ref.GroupResource() == o.target.GroupResource() && ref.Namespace == o.target.Namespace && ref.Name == o.target.Name {
 				target = obj
 			}
 		}
 		if target == nil {
-			return o.notStuck(cmd)
+			return o.notStuck(ctx)
 		}
 	}
 	d := rep.Diagnosis(target)
@@ -187,23 +195,21 @@ func (o *Options) Run(cmd *cobra.Command) error {
 }
 
 // notStuck explains a target that the scan did not find stuck.
-func (o *Options) notStuck(cmd *cobra.Command) error {
-	mc, err := o.factory.MetadataClient()
-	if err != nil {
-		return err
-	}
-	r := mc.Resource(o.target.Resource)
+func (o *Options) notStuck(ctx context.Context) error {
+	gvr := schema.FromAPIVersionAndKind(o.target.APIVersion, "").GroupVersion().WithResource(o.target.Resource)
+	r := o.clients.Metadata.Resource(gvr)
 	var meta *metav1.PartialObjectMetadata
+	var err error
 	if o.target.Namespace != "" {
-		meta, err = r.Namespace(o.target.Namespace).Get(cmd.Context(), o.target.Name, metav1.GetOptions{})
+		meta, err = r.Namespace(o.target.Namespace).Get(ctx, o.target.Name, metav1.GetOptions{})
 	} else {
-		meta, err = r.Get(cmd.Context(), o.target.Name, metav1.GetOptions{})
+		meta, err = r.Get(ctx, o.target.Name, metav1.GetOptions{})
 	}
 	if apierrors.IsNotFound(err) {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", o.describe(), err)
+		return fmt.Errorf("reading %s: %w", o.target, err)
 	}
 	msg := "is not being deleted"
 	switch {
@@ -212,11 +218,6 @@ func (o *Options) notStuck(cmd *cobra.Command) error {
 	case meta.DeletionTimestamp != nil:
 		msg = "is being deleted, but was filtered out"
 	}
-	_, err = fmt.Fprintf(o.Out, "%s %s.\n", o.describe(), msg)
+	_, err = fmt.Fprintf(o.Out, "%s %s.\n", o.target, msg)
 	return err
-}
-
-func (o *Options) describe() string {
-	ref := finalizev1alpha1.ObjectReference{APIVersion: o.target.Resource.GroupVersion().String(), Resource: o.target.Resource.Resource, Namespace: o.target.Namespace, Name: o.target.Name}
-	return printer.ObjectName(ref)
 }

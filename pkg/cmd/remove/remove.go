@@ -12,20 +12,18 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/version"
 )
 
 const long = `Remove named finalizers from objects stuck in Terminating: break-glass cleanup.
@@ -82,8 +80,20 @@ const (
 	flagAuditLog        = "audit-log"
 )
 
+// unlockedBy names the flags that allow each kind of refused removal; a refusal without
+// one cannot be forced.
+var unlockedBy = map[finalizev1alpha1.RefusalKind]string{
+	finalizev1alpha1.RefusalUnverified: "--" + flagForceUnverified + " --" + flagReason + " TEXT",
+	finalizev1alpha1.RefusalTooYoung:   "--" + flagForceUnverified + " --" + flagReason + " TEXT",
+	finalizev1alpha1.RefusalSystem:     "--" + flagAllowSystem,
+	finalizev1alpha1.RefusalStranding:  "--" + flagAllowStranding,
+}
+
 // Options are the options of the remove command.
 type Options struct {
+	PrintFlags      *genericclioptions.JSONYamlPrintFlags
+	OutputFormat    string
+	ListFlags       util.ListFlags
 	Finalizers      []string
 	AllFinalizers   bool
 	Yes             bool
@@ -95,31 +105,21 @@ type Options struct {
 	BackupDir       string
 	AuditLog        string
 
-	factory   *util.Factory
-	namespace string
-	targets   []target
-	dryRun    remove.DryRun
+	clients *pipeline.Clients
+	targets []remove.Target
+	dryRun  remove.DryRun
 	// isTerminal tells whether stdin is a terminal a person answers at.
 	isTerminal func() bool
 
 	genericiooptions.IOStreams
 }
 
-// target is one object named on the command line.
-type target struct {
-	resource  scan.Resource
-	namespace string
-	name      string
-}
-
-func (t target) String() string {
-	ref := finalizev1alpha1.ObjectReference{APIVersion: t.resource.GroupVersion().String(), Resource: t.resource.Resource, Namespace: t.namespace, Name: t.name}
-	return printer.ObjectName(ref)
-}
-
 // NewOptions returns the options with their defaults.
-func NewOptions(f *util.Factory, streams genericiooptions.IOStreams) *Options {
-	o := &Options{DryRun: string(remove.DryRunNone), factory: f, IOStreams: streams}
+func NewOptions(streams genericiooptions.IOStreams) *Options {
+	o := &Options{
+		PrintFlags: genericclioptions.NewJSONYamlPrintFlags(), ListFlags: util.NewListFlags(),
+		DryRun: string(remove.DryRunNone), IOStreams: streams,
+	}
 	o.isTerminal = func() bool {
 		file, ok := o.In.(*os.File)
 		return ok && term.IsTerminal(int(file.Fd())) //nolint:gosec // a file descriptor fits an int
@@ -128,8 +128,8 @@ func NewOptions(f *util.Factory, streams genericiooptions.IOStreams) *Options {
 }
 
 // NewCmdRemove returns the remove command.
-func NewCmdRemove(f *util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := NewOptions(f, streams)
+func NewCmdRemove(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewOptions(streams)
 	cmd := &cobra.Command{
 		Use:                   "remove (TYPE/NAME ... | TYPE NAME ...) (--finalizer NAME ... | --all-finalizers) [flags]",
 		DisableFlagsInUseLine: true,
@@ -138,15 +138,15 @@ func NewCmdRemove(f *util.Factory, streams genericiooptions.IOStreams) *cobra.Co
 		Example:               example,
 		ValidArgsFunction:     util.ResourceTypeCompletion(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(cmd); err != nil {
-				return err
-			}
-			return o.Run(cmd)
+			return util.RunCommand(cmd, f, args, o)
 		},
 	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// AddFlags binds the flags to cmd.
+func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringSliceVar(&o.Finalizers, flagFinalizer, o.Finalizers, "Name of a finalizer to remove. Repeatable.")
 	fs.BoolVar(&o.AllFinalizers, flagAllFinalizers, o.AllFinalizers, "If true, remove every finalizer of the objects, one at a time.")
@@ -159,94 +159,115 @@ func NewCmdRemove(f *util.Factory, streams genericiooptions.IOStreams) *cobra.Co
 	fs.Lookup(flagDryRun).NoOptDefVal = "unchanged"
 	fs.StringVar(&o.BackupDir, flagBackupDir, o.BackupDir, "If set, save each object as YAML in this folder before removing anything from it.")
 	fs.StringVar(&o.AuditLog, flagAuditLog, o.AuditLog, "Append the JSON audit lines to this file instead of stderr.")
+	fs.StringVarP(&o.OutputFormat, util.FlagOutput, "o", o.OutputFormat, fmt.Sprintf("Output format. One of: (%s). Prints the plan with the result of each removal.", strings.Join(o.PrintFlags.AllowedFormats(), ", ")))
+	o.ListFlags.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc(flagDryRun, cobra.FixedCompletions([]string{"none", "server", "client"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc(util.FlagOutput, cobra.FixedCompletions(o.PrintFlags.AllowedFormats(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagDirname(flagBackupDir)
-	return cmd
 }
 
-// Complete resolves the objects.
-func (o *Options) Complete(cmd *cobra.Command, args []string) error {
-	var err error
-	if o.namespace, _, err = o.factory.Namespace(); err != nil {
+// Complete resolves the clients and the objects.
+func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) error {
+	namespace, _, err := f.Namespace()
+	if err != nil {
 		return err
 	}
 	switch o.DryRun {
 	case "none", "client", "server":
 		o.dryRun = remove.DryRun(o.DryRun)
 	case "unchanged":
-		return util.UsageErrorf(cmd, `--dry-run flag without a value was specified. A value must be set: "none", "server", or "client".`)
+		return util.UsageErrorf(nil, `--dry-run flag without a value was specified. A value must be set: "none", "server", or "client".`)
 	default:
-		return util.UsageErrorf(cmd, `Invalid dry-run value (%v). Must be "none", "server", or "client".`, o.DryRun)
+		return util.UsageErrorf(nil, `Invalid dry-run value (%v). Must be "none", "server", or "client".`, o.DryRun)
 	}
-	if len(args) == 0 {
-		return util.UsageErrorf(cmd, "you must name at least one object: TYPE/NAME or TYPE NAME")
-	}
-	mapper, err := o.factory.RESTMapper()
+	pairs, err := typeNamePairs(args)
 	if err != nil {
 		return err
 	}
-	type pair struct{ typ, name string }
-	var pairs []pair
-	if strings.Contains(args[0], "/") {
-		for _, a := range args {
-			typ, name, ok := strings.Cut(a, "/")
-			if !ok || typ == "" || name == "" {
-				return util.UsageErrorf(cmd, "%q is not TYPE/NAME: name every object as TYPE/NAME, or give TYPE NAME...", a)
-			}
-			pairs = append(pairs, pair{typ, name})
-		}
-	} else {
-		if len(args) < 2 {
-			return util.UsageErrorf(cmd, "you must name at least one %s", args[0])
-		}
-		for _, name := range args[1:] {
-			if strings.Contains(name, "/") {
-				return util.UsageErrorf(cmd, "there is no need to give a type in %q when the type is already %q", name, args[0])
-			}
-			pairs = append(pairs, pair{args[0], name})
-		}
+	if o.clients, err = f.Clients(); err != nil {
+		return err
+	}
+	mapper, err := f.RESTMapper()
+	if err != nil {
+		return err
 	}
 	for _, p := range pairs {
-		r, err := util.ResolveResource(mapper, p.typ)
+		r, err := scan.ResolveResource(mapper, p[0])
 		if err != nil {
 			return util.UsageError(err)
 		}
-		t := target{resource: r, name: p.name}
+		t := remove.Target{Resource: r, Name: p[1]}
 		if r.Namespaced {
-			t.namespace = o.namespace
+			t.Namespace = namespace
 		}
 		o.targets = append(o.targets, t)
 	}
 	return nil
 }
 
+// typeNamePairs reads TYPE/NAME... or TYPE NAME... arguments.
+func typeNamePairs(args []string) ([][2]string, error) {
+	if len(args) == 0 {
+		return nil, util.UsageErrorf(nil, "you must name at least one object: TYPE/NAME or TYPE NAME")
+	}
+	var pairs [][2]string
+	if strings.Contains(args[0], "/") {
+		for _, a := range args {
+			typ, name, ok := strings.Cut(a, "/")
+			if !ok || typ == "" || name == "" {
+				return nil, util.UsageErrorf(nil, "%q is not TYPE/NAME: name every object as TYPE/NAME, or give TYPE NAME...", a)
+			}
+			pairs = append(pairs, [2]string{typ, name})
+		}
+		return pairs, nil
+	}
+	if len(args) < 2 {
+		return nil, util.UsageErrorf(nil, "you must name at least one %s", args[0])
+	}
+	for _, name := range args[1:] {
+		if strings.Contains(name, "/") {
+			return nil, util.UsageErrorf(nil, "there is no need to give a type in %q when the type is already %q", name, args[0])
+		}
+		pairs = append(pairs, [2]string{args[0], name})
+	}
+	return pairs, nil
+}
+
 // Validate rejects bad flag combinations.
-func (o *Options) Validate(cmd *cobra.Command) error {
+func (o *Options) Validate() error {
 	switch {
 	case len(o.Finalizers) == 0 && !o.AllFinalizers:
-		return util.UsageErrorf(cmd, "name the finalizers to remove with --%s, or give --%s", flagFinalizer, flagAllFinalizers)
+		return util.UsageErrorf(nil, "name the finalizers to remove with --%s, or give --%s", flagFinalizer, flagAllFinalizers)
 	case len(o.Finalizers) > 0 && o.AllFinalizers:
-		return util.UsageErrorf(cmd, "--%s and --%s cannot be used together", flagFinalizer, flagAllFinalizers)
+		return util.UsageErrorf(nil, "--%s and --%s cannot be used together", flagFinalizer, flagAllFinalizers)
 	case o.ForceUnverified && strings.TrimSpace(o.Reason) == "":
-		return util.UsageErrorf(cmd, "--%s requires --%s: say why removing unverified finalizers is safe, for the audit", flagForceUnverified, flagReason)
+		return util.UsageErrorf(nil, "--%s requires --%s: say why removing unverified finalizers is safe, for the audit", flagForceUnverified, flagReason)
 	case o.Reason != "" && !o.ForceUnverified:
-		return util.UsageErrorf(cmd, "--%s only applies with --%s", flagReason, flagForceUnverified)
+		return util.UsageErrorf(nil, "--%s only applies with --%s", flagReason, flagForceUnverified)
 	}
 	for _, f := range o.Finalizers {
 		if f == "" {
-			return util.UsageErrorf(cmd, "--%s must not be empty", flagFinalizer)
+			return util.UsageErrorf(nil, "--%s must not be empty", flagFinalizer)
 		}
 	}
-	return nil
+	if o.OutputFormat != "" {
+		if _, err := o.PrintFlags.ToPrinter(o.OutputFormat); err != nil {
+			return util.UsageErrorf(nil, "unable to match a printer suitable for the output format %q, allowed formats are: %s", o.OutputFormat, strings.Join(o.PrintFlags.AllowedFormats(), ","))
+		}
+	}
+	return o.ListFlags.Validate()
 }
 
 // Run plans, previews, confirms and removes.
-func (o *Options) Run(cmd *cobra.Command) error {
-	ctx := cmd.Context()
-	rep, err := util.Diagnose(ctx, o.factory, o.ErrOut, scan.Options{Namespace: o.scope()})
+func (o *Options) Run(ctx context.Context) error {
+	opts, done := o.ListFlags.ScanOptions(o.ErrOut)
+	opts.Namespace = o.scope()
+	rep, err := pipeline.Diagnose(ctx, o.clients, opts, doctor.Options{})
+	done()
 	if err != nil {
 		return err
 	}
+	util.PrintWarnings(o.ErrOut, rep.Warnings)
 	var reqs []remove.Request
 	var missing []error
 	for _, t := range o.targets {
@@ -261,7 +282,8 @@ func (o *Options) Run(cmd *cobra.Command) error {
 		fmt.Fprintln(o.ErrOut, "Nothing was removed.")
 		return utilerrors.NewAggregate(missing)
 	}
-	plan := remove.NewPlan(reqs, rep.Result, rep.Cause, owner.Builtin(), remove.Options{
+	planner := &remove.Planner{Result: rep.Result, CauseOf: rep.Cause}
+	plan := planner.Plan(ctx, reqs, remove.Options{
 		ForceUnverified: o.ForceUnverified, Reason: o.Reason, AllowSystem: o.AllowSystem, AllowStranding: o.AllowStranding,
 	})
 	if len(plan.Refusals) > 0 {
@@ -280,7 +302,7 @@ func (o *Options) Run(cmd *cobra.Command) error {
 			return nil
 		}
 	}
-	return o.act(ctx, plan)
+	return o.execute(ctx, plan)
 }
 
 // scope is the namespace a diagnosis covering every target can be limited to, or "" for
@@ -288,9 +310,9 @@ func (o *Options) Run(cmd *cobra.Command) error {
 func (o *Options) scope() string {
 	ns := ""
 	for i, t := range o.targets {
-		tns := t.namespace
-		if t.resource.IsNamespaces() {
-			tns = t.name
+		tns := t.Namespace
+		if t.Resource.IsNamespaces() {
+			tns = t.Name
 		}
 		if tns == "" || (i > 0 && tns != ns) {
 			return ""
@@ -301,48 +323,24 @@ func (o *Options) scope() string {
 }
 
 // find returns the stuck object a target names, or says why it cannot be worked on.
-func (o *Options) find(ctx context.Context, rep *doctor.Report, t target) (*scan.Object, error) {
+func (o *Options) find(ctx context.Context, rep *doctor.Report, t remove.Target) (*scan.Object, error) {
 	for _, obj := range rep.Result.Objects {
-		if obj.Resource.GroupResource() == t.resource.GroupResource() && obj.Meta.Namespace == t.namespace && obj.Meta.Name == t.name {
+		if obj.Resource.GroupResource() == t.Resource.GroupResource() && obj.Meta.Namespace == t.Namespace && obj.Meta.Name == t.Name {
 			return obj, nil
 		}
 	}
 	// Not found stuck: read it, to say why (or to find one the scan could not list).
-	var m *metav1.ObjectMeta
-	var ns *corev1.Namespace
-	if t.resource.IsNamespaces() {
-		kube, err := o.factory.KubeClient()
-		if err != nil {
-			return nil, err
-		}
-		if ns, err = kube.CoreV1().Namespaces().Get(ctx, t.name, metav1.GetOptions{}); err != nil {
-			return nil, err
-		}
-		m = &ns.ObjectMeta
-	} else {
-		mc, err := o.factory.MetadataClient()
-		if err != nil {
-			return nil, err
-		}
-		r := mc.Resource(t.resource.GroupVersionResource)
-		var pm *metav1.PartialObjectMetadata
-		if t.namespace != "" {
-			pm, err = r.Namespace(t.namespace).Get(ctx, t.name, metav1.GetOptions{})
-		} else {
-			pm, err = r.Get(ctx, t.name, metav1.GetOptions{})
-		}
-		if err != nil {
-			return nil, err
-		}
-		m = &pm.ObjectMeta
+	remover := &remove.Remover{Metadata: o.clients.Metadata, Kube: o.clients.Kube}
+	obj, err := remover.Read(ctx, t)
+	if err != nil {
+		return nil, err
 	}
 	switch {
-	case m.DeletionTimestamp == nil:
-		return nil, fmt.Errorf("%s is not being deleted: removing a finalizer now would let its deletion skip the cleanup later; delete it first", t)
-	case len(m.Finalizers) == 0 && (ns == nil || len(ns.Spec.Finalizers) == 0):
-		return nil, fmt.Errorf("%s is being deleted and has no finalizers left", t)
+	case obj.Meta.DeletionTimestamp == nil:
+		return nil, fmt.Errorf("%s is not being deleted: removing a finalizer now would let its deletion skip the cleanup later; delete it first", t.Ref())
+	case len(obj.Finalizers) == 0:
+		return nil, fmt.Errorf("%s is being deleted and has no finalizers left", t.Ref())
 	}
-	obj := scan.NewObject(t.resource, m, ns)
 	owner.NewResolver(owner.Builtin(), rep.Result.Groups).Annotate([]*scan.Object{obj})
 	return obj, nil
 }
@@ -351,15 +349,18 @@ func (o *Options) refused(plan *remove.Plan) error {
 	var lines []string
 	needsFlag := true
 	for _, r := range plan.Refusals {
-		line := fmt.Sprintf("  %s: finalizer %s: %s", r.Object, r.Finalizer, r.Why)
-		if r.Flag != "" {
-			line += "; to remove it anyway: " + r.Flag
+		line := fmt.Sprintf("  %s: finalizer %s: %s", r.Target, r.Finalizer, r.Why)
+		if flag := unlockedBy[r.Kind]; flag != "" {
+			line += "; to remove it anyway: " + flag
 		} else {
 			needsFlag = false
 		}
 		lines = append(lines, line)
 	}
 	fmt.Fprintln(o.ErrOut, "Nothing was removed.")
+	if err := o.printPlan(plan, nil); err != nil {
+		return err
+	}
 	err := fmt.Errorf("refusing %d of %d requested removals:\n%s", len(plan.Refusals), len(plan.Refusals)+len(plan.Actions), strings.Join(lines, "\n"))
 	if needsFlag {
 		return util.UsageError(err)
@@ -376,23 +377,7 @@ func (o *Options) preview(plan *remove.Plan) error {
 		suffix = " (server dry run)"
 	}
 	fmt.Fprintf(o.ErrOut, "About to remove %s from %s%s:\n", printer.Plural(len(plan.Actions), "finalizer"), printer.Plural(plan.Objects(), "object"), suffix)
-	rows := make([][]string, 0, len(plan.Actions))
-	for _, a := range plan.Actions {
-		cause := "<not diagnosed>"
-		if a.Cause != nil {
-			cause = a.Cause.Reason
-		}
-		own := a.Finalizer.Owner
-		if own == "" {
-			own = "<unknown>"
-		}
-		verification := "verified: " + a.Evidence
-		if !a.Verified {
-			verification = "UNVERIFIED, forced: " + o.Reason
-		}
-		rows = append(rows, []string{printer.ObjectName(a.Ref()), a.Finalizer.Name, own, cause, verification})
-	}
-	return printer.Table(o.ErrOut, []string{"object", "finalizer", "owner", "cause", "verification"}, rows, false)
+	return printer.Removals(o.ErrOut, plan.API(o.dryRun).Actions, printer.RemovalTableOptions{})
 }
 
 // confirm asks on a terminal; default No. Without a terminal it refuses.
@@ -409,109 +394,42 @@ func (o *Options) confirm(plan *remove.Plan) (bool, error) {
 	return answer == "y" || answer == "yes", nil
 }
 
-// act makes the removals, one at a time, and reports each.
-func (o *Options) act(ctx context.Context, plan *remove.Plan) error {
-	kube, err := o.factory.KubeClient()
-	if err != nil {
-		return err
+// execute carries out the plan through the shared executor and reports each removal.
+func (o *Options) execute(ctx context.Context, plan *remove.Plan) error {
+	ex := &remove.Executor{
+		Remover: &remove.Remover{Metadata: o.clients.Metadata, Kube: o.clients.Kube},
+		DryRun:  o.dryRun, BackupDir: o.BackupDir, Dynamic: o.clients.Dynamic,
+		OnRecord: o.report,
+		Warn:     func(err error) { fmt.Fprintf(o.ErrOut, "Warning: %v\n", err) },
 	}
-	mc, err := o.factory.MetadataClient()
-	if err != nil {
-		return err
-	}
-	dyn, err := o.factory.DynamicClient()
-	if err != nil {
-		return err
-	}
-	remover := &remove.Remover{Metadata: mc, Kube: kube}
-	var auditor *remove.Auditor
 	if o.dryRun == remove.DryRunNone {
-		if auditor, err = o.newAuditor(ctx); err != nil {
-			return err
-		}
-		if f, ok := auditor.Log.(*os.File); ok && f != os.Stderr {
+		log := io.Writer(o.ErrOut)
+		if o.AuditLog != "" {
+			f, err := remove.OpenLog(o.AuditLog)
+			if err != nil {
+				return err
+			}
 			defer f.Close()
+			log = f
+		}
+		var err error
+		if ex.Auditor, err = remove.NewAuditor(ctx, o.clients.Kube, log); err != nil {
+			fmt.Fprintf(o.ErrOut, "Warning: %v; the audit names the user as %s\n", err, ex.Auditor.User)
 		}
 	}
-	var failed []error
-	for _, a := range plan.Actions {
-		if err := o.actOne(ctx, remover, dyn, auditor, a); err != nil {
-			failed = append(failed, err)
-		}
-	}
-	return utilerrors.NewAggregate(failed)
+	records, err := ex.Execute(ctx, plan.Actions)
+	return errors.Join(err, o.printPlan(plan, records))
 }
 
-func (o *Options) newAuditor(ctx context.Context) (*remove.Auditor, error) {
-	kube, err := o.factory.KubeClient()
-	if err != nil {
-		return nil, err
+// report prints what one removal did, unless the output is the plan.
+func (o *Options) report(rec *remove.Record) {
+	if rec.Error != "" || o.OutputFormat != "" {
+		return
 	}
-	user, err := remove.WhoAmI(ctx, kube)
-	if err != nil {
-		fmt.Fprintf(o.ErrOut, "Warning: %v; the audit names the user as <unknown>\n", err)
-		user = "<unknown>"
-	}
-	host, _ := os.Hostname()
-	a := &remove.Auditor{Kube: kube, User: user, Instance: fmt.Sprintf("kubectl-finalize-%s@%s", version.Get().Version, host), Log: o.ErrOut}
-	if o.AuditLog != "" {
-		f, err := os.OpenFile(o.AuditLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("opening the audit log: %w", err)
-		}
-		a.Log = f
-	}
-	return a, nil
-}
-
-func (o *Options) actOne(ctx context.Context, remover *remove.Remover, dyn dynamic.Interface, auditor *remove.Auditor, a remove.Action) error {
-	name := printer.ObjectName(a.Ref())
+	name := rec.Target.String()
 	if o.dryRun != remove.DryRunNone {
-		out, err := remover.Remove(ctx, a.Target, o.dryRun)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(o.Out, "%s: finalizer %s %s (%s dry run)\n", name, a.Finalizer.Name, describe(out.Result), o.dryRun)
-		return nil
-	}
-	rec := &remove.Record{
-		User: auditor.User, Action: remove.ReasonForceRemoved, Target: a.Ref(), Finalizer: a.Finalizer.Name, Field: a.Field,
-		Verified: a.Verified, Rule: a.Rule, Evidence: a.Evidence, Reason: o.Reason,
-	}
-	if a.Verified {
-		rec.Action = remove.ReasonRemoved
-	}
-	finish := func(err error) error {
-		rec.Time = metav1.Now().UTC()
-		if err != nil {
-			rec.Error = err.Error()
-		}
-		if lerr := auditor.Line(rec); lerr != nil {
-			return errors.Join(err, lerr)
-		}
-		return err
-	}
-	if o.BackupDir != "" {
-		path, err := remove.Backup(ctx, dyn, o.BackupDir, a.Target)
-		if err != nil {
-			return finish(fmt.Errorf("%s: not removed, the backup failed: %w", a.String(), err))
-		}
-		rec.Backup = path
-	}
-	out, err := remover.Remove(ctx, a.Target, remove.DryRunNone)
-	rec.Result = out.Result
-	if err != nil {
-		return finish(err)
-	}
-	if out.Result == remove.Removed {
-		if rec.Deleted, rec.Remaining, err = remover.Observe(ctx, a.Target); err != nil {
-			fmt.Fprintf(o.ErrOut, "Warning: could not read %s after the removal: %v\n", name, err)
-		}
-		if rec.Event, err = auditor.Event(ctx, a.Target, rec); err != nil {
-			fmt.Fprintf(o.ErrOut, "Warning: %v\n", err)
-		}
-	} else {
-		rec.Deleted, rec.Remaining = out.Deleted, out.Remaining
+		fmt.Fprintf(o.Out, "%s: finalizer %s %s (%s dry run)\n", name, rec.Finalizer, describe(rec.Result), o.dryRun)
+		return
 	}
 	state := "the object is gone"
 	if !rec.Deleted {
@@ -520,8 +438,26 @@ func (o *Options) actOne(ctx context.Context, remover *remove.Remover, dyn dynam
 			state = "no finalizers left"
 		}
 	}
-	fmt.Fprintf(o.Out, "%s: finalizer %s %s; %s\n", name, a.Finalizer.Name, describe(out.Result), state)
-	return finish(nil)
+	fmt.Fprintf(o.Out, "%s: finalizer %s %s; %s\n", name, rec.Finalizer, describe(rec.Result), state)
+}
+
+// printPlan prints the plan with -o json|yaml, with the result of each removal.
+func (o *Options) printPlan(plan *remove.Plan, records []*remove.Record) error {
+	if o.OutputFormat == "" {
+		return nil
+	}
+	p, err := o.PrintFlags.ToPrinter(o.OutputFormat)
+	if err != nil {
+		return err
+	}
+	out := plan.API(o.dryRun)
+	for i, rec := range records {
+		out.Actions[i].Result, out.Actions[i].Error = rec.Result, rec.Error
+		if rec.Error != "" {
+			out.Actions[i].Result = finalizev1alpha1.ResultFailed
+		}
+	}
+	return p.PrintObj(out, o.Out)
 }
 
 func describe(r remove.Result) string {

@@ -2,6 +2,7 @@
 package scan
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -12,7 +13,9 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
@@ -55,22 +58,18 @@ const (
 	flagFinalizer     = "finalizer"
 	flagSelector      = "selector"
 	flagAllNamespaces = "all-namespaces"
-	flagConcurrency   = "concurrency"
-	flagChunkSize     = "chunk-size"
 )
 
 // Options are the options of the scan command.
 type Options struct {
 	PrintFlags    *util.PrintFlags
+	ListFlags     util.ListFlags
 	OlderThan     time.Duration
 	Finalizers    []string
 	Selector      string
 	AllNamespaces bool
-	Concurrency   int
-	ChunkSize     int64
 
-	factory    *util.Factory
-	args       []string
+	clients    *pipeline.Clients
 	resources  []schema.GroupResource
 	namespace  string
 	finalizers glob.Set
@@ -79,19 +78,13 @@ type Options struct {
 }
 
 // NewOptions returns the options with their defaults.
-func NewOptions(f *util.Factory, streams genericiooptions.IOStreams) *Options {
-	return &Options{
-		PrintFlags:  util.NewPrintFlags(),
-		Concurrency: scan.DefaultConcurrency,
-		ChunkSize:   scan.DefaultChunkSize,
-		factory:     f,
-		IOStreams:   streams,
-	}
+func NewOptions(streams genericiooptions.IOStreams) *Options {
+	return &Options{PrintFlags: util.NewPrintFlags(), ListFlags: util.NewListFlags(), IOStreams: streams}
 }
 
 // NewCmdScan returns the scan command.
-func NewCmdScan(f *util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := NewOptions(f, streams)
+func NewCmdScan(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewOptions(streams)
 	cmd := &cobra.Command{
 		Use:                   "scan [TYPE[.VERSION][.GROUP]...] [flags]",
 		DisableFlagsInUseLine: true,
@@ -100,13 +93,7 @@ func NewCmdScan(f *util.Factory, streams genericiooptions.IOStreams) *cobra.Comm
 		Example:               example,
 		ValidArgsFunction:     util.ResourceTypeCompletion(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(cmd); err != nil {
-				return err
-			}
-			return o.Run(cmd)
+			return util.RunCommand(cmd, f, args, o)
 		},
 	}
 	o.AddFlags(cmd)
@@ -121,14 +108,12 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringSliceVar(&o.Finalizers, flagFinalizer, o.Finalizers, "Only list objects with a finalizer matching one of these names or globs ('*' matches any text, '/' included). Repeatable.")
 	fs.StringVarP(&o.Selector, flagSelector, "l", o.Selector, "Selector (label query) to filter on, supports '=', '==', '!=', 'in', 'notin'.(e.g. -l key1=value1,key2=value2). Matching objects must satisfy all of the specified label constraints.")
 	fs.BoolVarP(&o.AllNamespaces, flagAllNamespaces, "A", o.AllNamespaces, "If true, scan the whole cluster. This is the default unless --namespace is given.")
-	fs.IntVar(&o.Concurrency, flagConcurrency, o.Concurrency, "How many resource types to list at the same time.")
-	fs.Int64Var(&o.ChunkSize, flagChunkSize, o.ChunkSize, "Return large lists in chunks rather than all at once. Pass 0 to disable.")
+	o.ListFlags.AddFlags(cmd)
 }
 
-// Complete resolves the type arguments and the namespace.
-func (o *Options) Complete(cmd *cobra.Command, args []string) error {
-	o.args = args
-	ns, explicit, err := o.factory.Namespace()
+// Complete resolves the clients, the type arguments and the namespace.
+func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) error {
+	ns, explicit, err := f.Namespace()
 	if err != nil {
 		return err
 	}
@@ -136,12 +121,15 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 		o.namespace = ns
 	}
 	if o.finalizers, err = glob.CompileSet(o.Finalizers); err != nil {
-		return util.UsageErrorf(cmd, "invalid --%s: %v", flagFinalizer, err)
+		return util.UsageErrorf(nil, "invalid --%s: %v", flagFinalizer, err)
+	}
+	if o.clients, err = f.Clients(); err != nil {
+		return err
 	}
 	if len(args) == 0 {
 		return nil
 	}
-	mapper, err := o.factory.RESTMapper()
+	mapper, err := f.RESTMapper()
 	if err != nil {
 		return err
 	}
@@ -150,7 +138,7 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 			if typ == "" {
 				continue
 			}
-			gr, err := util.ResolveType(mapper, typ)
+			gr, err := scan.ResolveType(mapper, typ)
 			if err != nil {
 				return util.UsageError(err)
 			}
@@ -161,47 +149,39 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 }
 
 // Validate rejects bad flag values and combinations.
-func (o *Options) Validate(cmd *cobra.Command) error {
-	if err := o.PrintFlags.Validate(cmd); err != nil {
+func (o *Options) Validate() error {
+	if err := o.PrintFlags.Validate(); err != nil {
 		return err
 	}
 	switch {
 	case o.AllNamespaces && o.namespace != "":
-		return util.UsageErrorf(cmd, "--namespace and --all-namespaces cannot be used together")
+		return util.UsageErrorf(nil, "--namespace and --all-namespaces cannot be used together")
 	case o.OlderThan < 0:
-		return util.UsageErrorf(cmd, "--%s must not be negative, got %s", flagOlderThan, o.OlderThan)
-	case o.Concurrency < 1:
-		return util.UsageErrorf(cmd, "--%s must be at least 1, got %d", flagConcurrency, o.Concurrency)
-	case o.ChunkSize < 0:
-		return util.UsageErrorf(cmd, "--%s must not be negative, got %d", flagChunkSize, o.ChunkSize)
+		return util.UsageErrorf(nil, "--%s must not be negative, got %s", flagOlderThan, o.OlderThan)
 	}
-	return nil
+	return o.ListFlags.Validate()
 }
 
 // Run scans and prints.
-func (o *Options) Run(cmd *cobra.Command) error {
-	opts := scan.Options{
-		Resources:     o.resources,
-		Namespace:     o.namespace,
-		LabelSelector: o.Selector,
-		OlderThan:     o.OlderThan,
-		Finalizers:    o.finalizers,
-		Concurrency:   o.Concurrency,
-		ChunkSize:     o.ChunkSize,
-	}
+func (o *Options) Run(ctx context.Context) error {
+	opts, done := o.ListFlags.ScanOptions(o.ErrOut)
+	opts.Resources, opts.Namespace, opts.LabelSelector, opts.OlderThan, opts.Finalizers = o.resources, o.namespace, o.Selector, o.OlderThan, o.finalizers
 	var list *finalizev1alpha1.StuckObjectList
 	if o.PrintFlags.OutputFormat == "" || o.PrintFlags.Name() {
-		res, err := util.Scan(cmd.Context(), o.factory, o.ErrOut, opts)
+		res, err := pipeline.Scan(ctx, o.clients, opts)
+		done()
 		if err != nil {
 			return err
 		}
 		list = res.List()
 	} else {
 		// Wide and machine-readable output carry each object's cause.
-		rep, err := util.Diagnose(cmd.Context(), o.factory, o.ErrOut, opts)
+		rep, err := pipeline.Diagnose(ctx, o.clients, opts, doctor.Options{})
+		done()
 		if err != nil {
 			return err
 		}
+		util.PrintWarnings(o.ErrOut, rep.Warnings)
 		list = rep.List()
 	}
 	if err := o.print(list); err != nil {

@@ -14,13 +14,3 @@ func NoArgs(cmd *cobra.Command, args []string) error {
 	}
 	return UsageErrorf(cmd, "unexpected argument %q", args[0])
 }
-
-// ExactArgs requires n positional arguments.
-func ExactArgs(n int, what string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != n {
-			return UsageErrorf(cmd, "exactly %d argument (%s) is required, got %d", n, what, len(args))
-		}
-		return nil
-	}
-}

@@ -31,18 +31,29 @@ type ExitCodeError struct {
 	// Silent errors have already been reported (an incomplete scan prints its results
 	// and a warning); main only exits with the code.
 	Silent bool
+
+	// help usage errors point to the help of command, once it is known.
+	help    bool
+	command string
 }
 
-func (e *ExitCodeError) Error() string { return e.Err.Error() }
+func (e *ExitCodeError) Error() string {
+	if e.help && e.command != "" {
+		return fmt.Sprintf("%s\nSee '%s -h' for help and examples", e.Err.Error(), e.command)
+	}
+	return e.Err.Error()
+}
+
 func (e *ExitCodeError) Unwrap() error { return e.Err }
 
-// UsageErrorf reports an invalid invocation of cmd, with kubectl's pointer to the help.
+// UsageErrorf reports an invalid invocation, with kubectl's pointer to the help of cmd.
+// Validate has no command at hand and passes nil: RunCommand names it.
 func UsageErrorf(cmd *cobra.Command, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
+	e := &ExitCodeError{Code: ExitUsage, Err: fmt.Errorf(format, args...), help: true}
 	if cmd != nil {
-		msg = fmt.Sprintf("%s\nSee '%s -h' for help and examples", msg, cmd.CommandPath())
+		e.command = cmd.CommandPath()
 	}
-	return &ExitCodeError{Code: ExitUsage, Err: errors.New(msg)}
+	return e
 }
 
 // UsageError marks err as an invalid invocation (exit code 2) without changing its text.

@@ -16,7 +16,9 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/version"
 )
 
@@ -33,11 +35,25 @@ const (
 	DefaultBurst = 200
 )
 
-// Factory builds every client from the standard kubectl flags, so --kubeconfig,
+// Factory is where commands get their clients and the namespace from. Commands resolve
+// everything through it in Complete, so that tests can hand them fakes.
+type Factory interface {
+	// Namespace returns the namespace from -n or the kubeconfig context, and whether it
+	// was given explicitly on the command line.
+	Namespace() (string, bool, error)
+	// RESTMapper resolves kubectl-style type arguments from the run's discovery.
+	RESTMapper() (meta.RESTMapper, error)
+	// Clients are the clients of the cluster.
+	Clients() (*pipeline.Clients, error)
+	// RawConfig is the merged kubeconfig, for completing contexts.
+	RawConfig() (clientcmdapi.Config, error)
+}
+
+// ConfigFactory builds every client from the standard kubectl flags, so --kubeconfig,
 // --context, --as, --request-timeout and the rate limits apply to all of them.
 // Discovery is fresh for each run and cached in memory only: a stale disk cache could hide
 // a CRD installed a minute ago, and with it the objects that block a namespace.
-type Factory struct {
+type ConfigFactory struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	QPS         float32
 	Burst       int
@@ -46,11 +62,14 @@ type Factory struct {
 	config    *rest.Config
 	discovery discovery.CachedDiscoveryInterface
 	mapper    meta.RESTMapper
+	clients   *pipeline.Clients
 }
 
+var _ Factory = &ConfigFactory{}
+
 // NewFactory returns a Factory with kubectl's flags and raised rate limits.
-func NewFactory() *Factory {
-	return &Factory{
+func NewFactory() *ConfigFactory {
+	return &ConfigFactory{
 		ConfigFlags: genericclioptions.NewConfigFlags(true),
 		QPS:         DefaultQPS,
 		Burst:       DefaultBurst,
@@ -58,16 +77,16 @@ func NewFactory() *Factory {
 }
 
 // AddFlags adds the kubectl flags and the rate limits to fs.
-func (f *Factory) AddFlags(fs *pflag.FlagSet) {
+func (f *ConfigFactory) AddFlags(fs *pflag.FlagSet) {
 	f.ConfigFlags.AddFlags(fs)
-	// Discovery is never cached on disk (see Factory), so the flag would do nothing.
+	// Discovery is never cached on disk (see ConfigFactory), so the flag would do nothing.
 	_ = fs.MarkHidden("cache-dir")
 	fs.Float32Var(&f.QPS, FlagQPS, f.QPS, "Maximum queries per second to the API server from this client.")
 	fs.IntVar(&f.Burst, FlagBurst, f.Burst, "Maximum burst of queries to the API server from this client.")
 }
 
 // RESTConfig is the client configuration every client shares.
-func (f *Factory) RESTConfig() (*rest.Config, error) {
+func (f *ConfigFactory) RESTConfig() (*rest.Config, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.config != nil {
@@ -85,9 +104,8 @@ func (f *Factory) RESTConfig() (*rest.Config, error) {
 	return rest.CopyConfig(cfg), nil
 }
 
-// Namespace returns the namespace from -n or the kubeconfig context, and whether it was
-// given explicitly on the command line.
-func (f *Factory) Namespace() (string, bool, error) {
+// Namespace implements Factory.
+func (f *ConfigFactory) Namespace() (string, bool, error) {
 	if f.ConfigFlags.Namespace != nil && *f.ConfigFlags.Namespace != "" {
 		return *f.ConfigFlags.Namespace, true, nil
 	}
@@ -95,55 +113,66 @@ func (f *Factory) Namespace() (string, bool, error) {
 	return ns, false, err
 }
 
-// KubeClient returns a typed client.
-func (f *Factory) KubeClient() (kubernetes.Interface, error) {
-	cfg, err := f.RESTConfig()
+// RawConfig implements Factory.
+func (f *ConfigFactory) RawConfig() (clientcmdapi.Config, error) {
+	return f.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+}
+
+// Clients implements Factory. The metadata and discovery clients drop the API server's
+// warnings: a scan touches every API and would repeat each deprecation notice.
+func (f *ConfigFactory) Clients() (*pipeline.Clients, error) {
+	dc, err := f.discoveryClient()
 	if err != nil {
 		return nil, err
 	}
-	return kubernetes.NewForConfig(cfg)
-}
-
-// MetadataClient returns a client that lists and reads PartialObjectMetadata only.
-// Warnings are dropped: a scan touches every API and would repeat each deprecation notice.
-func (f *Factory) MetadataClient() (metadata.Interface, error) {
-	cfg, err := f.RESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	cfg.WarningHandler = rest.NoWarnings{}
-	return metadata.NewForConfig(cfg)
-}
-
-// DiscoveryClient returns a discovery client cached in memory for this run.
-func (f *Factory) DiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
 	f.mu.Lock()
-	if f.discovery != nil {
-		defer f.mu.Unlock()
-		return f.discovery, nil
+	defer f.mu.Unlock()
+	if f.clients != nil {
+		return f.clients, nil
 	}
-	f.mu.Unlock()
+	cfg := rest.CopyConfig(f.config)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	quiet := rest.CopyConfig(cfg)
+	quiet.WarningHandler = rest.NoWarnings{}
+	mc, err := metadata.NewForConfig(quiet)
+	if err != nil {
+		return nil, err
+	}
+	f.clients = &pipeline.Clients{Discovery: dc, Metadata: mc, Kube: kube, Dynamic: dyn}
+	return f.clients, nil
+}
+
+// discoveryClient returns a discovery client cached in memory for this run.
+func (f *ConfigFactory) discoveryClient() (discovery.CachedDiscoveryInterface, error) {
 	cfg, err := f.RESTConfig()
 	if err != nil {
 		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.discovery != nil {
+		return f.discovery, nil
 	}
 	cfg.WarningHandler = rest.NoWarnings{}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating discovery client: %w", err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.discovery == nil {
-		f.discovery = memory.NewMemCacheClient(dc)
-	}
+	f.discovery = memory.NewMemCacheClient(dc)
 	return f.discovery, nil
 }
 
-// RESTMapper resolves kubectl-style resource arguments (plurals, singulars, kinds and
-// short names) from the same discovery data as the rest of the run.
-func (f *Factory) RESTMapper() (meta.RESTMapper, error) {
-	dc, err := f.DiscoveryClient()
+// RESTMapper implements Factory: it resolves plurals, singulars, kinds and short names
+// from the same discovery data as the rest of the run.
+func (f *ConfigFactory) RESTMapper() (meta.RESTMapper, error) {
+	dc, err := f.discoveryClient()
 	if err != nil {
 		return nil, err
 	}
@@ -154,13 +183,4 @@ func (f *Factory) RESTMapper() (meta.RESTMapper, error) {
 		f.mapper = restmapper.NewShortcutExpander(deferred, dc, nil)
 	}
 	return f.mapper, nil
-}
-
-// DynamicClient returns a dynamic client.
-func (f *Factory) DynamicClient() (dynamic.Interface, error) {
-	cfg, err := f.RESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	return dynamic.NewForConfig(cfg)
 }

@@ -55,12 +55,12 @@ func (f *PrintFlags) Wide() bool { return f.OutputFormat == "wide" }
 func (f *PrintFlags) Name() bool { return f.OutputFormat == "name" }
 
 // Validate rejects an unknown output format with kubectl's wording.
-func (f *PrintFlags) Validate(cmd *cobra.Command) error {
+func (f *PrintFlags) Validate() error {
 	if f.Table() || f.Name() {
 		return nil
 	}
 	if _, err := f.ToPrinter(); err != nil {
-		return UsageErrorf(cmd, "unable to match a printer suitable for the output format %q, allowed formats are: %s",
+		return UsageErrorf(nil, "unable to match a printer suitable for the output format %q, allowed formats are: %s",
 			f.OutputFormat, strings.Join(f.Formats(), ","))
 	}
 	return nil

@@ -1,47 +1,70 @@
 package util
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
-// Scan runs a scan with a progress line on a terminal, and names the owner of every
-// finalizer. doctor, remove and reconcile scan through it too.
-func Scan(ctx context.Context, f *Factory, errOut io.Writer, opts scan.Options) (*scan.Result, error) {
-	dc, err := f.DiscoveryClient()
-	if err != nil {
-		return nil, err
+// Flag names of the listing flags.
+const (
+	FlagConcurrency = "concurrency"
+	FlagChunkSize   = "chunk-size"
+)
+
+// ListFlags are the listing flags every command that scans shares: each lists in pages
+// of the same size, the same number of types at a time.
+type ListFlags struct {
+	Concurrency int
+	ChunkSize   int64
+}
+
+// NewListFlags returns the listing flags with their defaults.
+func NewListFlags() ListFlags {
+	return ListFlags{Concurrency: scan.DefaultConcurrency, ChunkSize: scan.DefaultChunkSize}
+}
+
+// AddFlags binds the listing flags to cmd.
+func (l *ListFlags) AddFlags(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&l.Concurrency, FlagConcurrency, l.Concurrency, "How many resource types to list at the same time.")
+	cmd.Flags().Int64Var(&l.ChunkSize, FlagChunkSize, l.ChunkSize, "Return large lists in chunks rather than all at once. Pass 0 to disable.")
+}
+
+// Validate rejects values that cannot list.
+func (l *ListFlags) Validate() error {
+	switch {
+	case l.Concurrency < 1:
+		return UsageErrorf(nil, "--%s must be at least 1, got %d", FlagConcurrency, l.Concurrency)
+	case l.ChunkSize < 0:
+		return UsageErrorf(nil, "--%s must not be negative, got %d", FlagChunkSize, l.ChunkSize)
 	}
-	mc, err := f.MetadataClient()
-	if err != nil {
-		return nil, err
-	}
-	kc, err := f.KubeClient()
-	if err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// ScanOptions are scan options with these flags and a progress line on errOut, shown on
+// a terminal only. Call the returned function when the scan is over: it erases the line.
+func (l *ListFlags) ScanOptions(errOut io.Writer) (scan.Options, func()) {
 	progress := NewProgress(errOut)
-	opts.Progress = func(p scan.Progress) {
-		progress.Update(fmt.Sprintf("scanning: %d/%d resource types, %d objects, %d stuck", p.TypesDone, p.TypesTotal, p.ObjectsSeen, p.Stuck), p.TypesDone == p.TypesTotal)
+	return scan.Options{
+		Concurrency: l.Concurrency,
+		ChunkSize:   l.ChunkSize,
+		Progress: func(p scan.Progress) {
+			progress.Update(fmt.Sprintf("scanning: %d/%d resource types, %d objects, %d stuck", p.TypesDone, p.TypesTotal, p.ObjectsSeen, p.Stuck), p.TypesDone == p.TypesTotal)
+		},
+	}, progress.Done
+}
+
+// PrintWarnings writes each warning on w.
+func PrintWarnings(w io.Writer, warnings []string) {
+	for _, msg := range warnings {
+		fmt.Fprintf(w, "Warning: %s\n", msg)
 	}
-	s := &scan.Scanner{Discovery: dc, Metadata: mc, Kube: kc}
-	res, err := s.Scan(ctx, opts)
-	progress.Done()
-	if err != nil {
-		return nil, err
-	}
-	owner.NewResolver(owner.Builtin(), res.Groups).Annotate(res.Objects)
-	return res, nil
 }
 
 // IncompleteWarning warns on w about what could not be read and returns the error that
@@ -59,73 +82,4 @@ func IncompleteWarning(w io.Writer, incomplete []finalizev1alpha1.IncompleteReso
 		fmt.Fprintf(w, "  %s: %s: %s\n", what, in.Reason, in.Message)
 	}
 	return IncompleteError(errors.New("the scan is incomplete"))
-}
-
-// ResolveType resolves a kubectl type argument (plural, singular, kind or short name,
-// optionally with version and group) to its group and resource.
-func ResolveType(mapper meta.RESTMapper, arg string) (schema.GroupResource, error) {
-	fullySpecified, gr := schema.ParseResourceArg(arg)
-	if fullySpecified != nil {
-		if r, err := mapper.ResourceFor(*fullySpecified); err == nil {
-			return r.GroupResource(), nil
-		}
-	}
-	if r, err := mapper.ResourceFor(gr.WithVersion("")); err == nil {
-		return r.GroupResource(), nil
-	}
-	gvk, gk := schema.ParseKindArg(arg)
-	if gvk != nil {
-		if m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			return m.Resource.GroupResource(), nil
-		}
-	}
-	if m, err := mapper.RESTMapping(gk); err == nil {
-		return m.Resource.GroupResource(), nil
-	}
-	return schema.GroupResource{}, fmt.Errorf("the server doesn't have a resource type %q", arg)
-}
-
-// Diagnose scans with the index the doctor needs and diagnoses every stuck object. The
-// reads the doctor could not do are warned about on errOut.
-func Diagnose(ctx context.Context, f *Factory, errOut io.Writer, opts scan.Options) (*doctor.Report, error) {
-	opts.Index = true
-	res, err := Scan(ctx, f, errOut, opts)
-	if err != nil {
-		return nil, err
-	}
-	kube, err := f.KubeClient()
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := f.DynamicClient()
-	if err != nil {
-		return nil, err
-	}
-	rep := (&doctor.Doctor{Kube: kube, Dynamic: dyn}).Diagnose(ctx, res)
-	for _, w := range rep.Warnings {
-		fmt.Fprintf(errOut, "Warning: %s\n", w)
-	}
-	return rep, nil
-}
-
-// ResolveResource resolves a kubectl type argument to the resource a command works on:
-// its preferred version, kind and scope.
-func ResolveResource(mapper meta.RESTMapper, typ string) (scan.Resource, error) {
-	gr, err := ResolveType(mapper, typ)
-	if err != nil {
-		return scan.Resource{}, err
-	}
-	gvr, err := mapper.ResourceFor(gr.WithVersion(""))
-	if err != nil {
-		return scan.Resource{}, err
-	}
-	gvk, err := mapper.KindFor(gvr)
-	if err != nil {
-		return scan.Resource{}, err
-	}
-	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return scan.Resource{}, err
-	}
-	return scan.Resource{GroupVersionResource: gvr, Kind: gvk.Kind, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, nil
 }

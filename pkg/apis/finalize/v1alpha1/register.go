@@ -20,7 +20,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &StuckObjectList{}, &Diagnosis{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &StuckObjectList{}, &Diagnosis{}, &RemovalPlan{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

@@ -1,0 +1,115 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Verdict is a provider's answer to one question: is the external resource behind a
+// finalizer gone?
+type Verdict string
+
+const (
+	// VerdictGone means the provider checked and the external resource is gone: the
+	// finalizer's work is done.
+	VerdictGone Verdict = "Gone"
+	// VerdictPresent means the external resource still exists.
+	VerdictPresent Verdict = "Present"
+	// VerdictUnknown means the provider could not tell: an error, a timeout, a malformed
+	// answer. It keeps the finalizer, like Present.
+	VerdictUnknown Verdict = "Unknown"
+	// VerdictRetained means the external resource is meant to outlive the object (a
+	// deletion policy of Orphan, Retain or abandon).
+	VerdictRetained Verdict = "Retained"
+)
+
+// RemovalResult is what happened to one planned removal.
+type RemovalResult string
+
+const (
+	// ResultRemoved means this run removed the finalizer.
+	ResultRemoved RemovalResult = "Removed"
+	// ResultWouldRemove means a dry run: the removal was verified or allowed, nothing was
+	// written.
+	ResultWouldRemove RemovalResult = "WouldRemove"
+	// ResultAlreadyRemoved means someone else removed the finalizer between the scan and
+	// the write; nothing was written.
+	ResultAlreadyRemoved RemovalResult = "AlreadyRemoved"
+	// ResultObjectGone means the object was deleted between the scan and the write.
+	ResultObjectGone RemovalResult = "ObjectGone"
+	// ResultKept means the finalizer was kept: not verified, refused, or the pass stopped
+	// before writing.
+	ResultKept RemovalResult = "Kept"
+	// ResultFailed means the removal was attempted and failed.
+	ResultFailed RemovalResult = "Failed"
+	// ResultTooYoung means the object has been terminating for less than the rule's
+	// minAge: its controller may still be at work, so it was not verified.
+	ResultTooYoung RemovalResult = "TooYoung"
+)
+
+// RefusalKind says why a requested removal is refused. `remove` names the flag that
+// would allow it; `reconcile` the policy field.
+type RefusalKind string
+
+const (
+	// RefusalNoSuchFinalizer means the object does not carry the finalizer.
+	RefusalNoSuchFinalizer RefusalKind = "NoSuchFinalizer"
+	// RefusalSystem means a finalizer of Kubernetes itself.
+	RefusalSystem RefusalKind = "System"
+	// RefusalStranding means the kubernetes finalizer of a namespace that may still hold
+	// objects, which would stay in etcd.
+	RefusalStranding RefusalKind = "Stranding"
+	// RefusalUnverified means no provider verified that what the finalizer guards is gone.
+	RefusalUnverified RefusalKind = "Unverified"
+	// RefusalTooYoung means the object has been terminating for less than the rule's minAge,
+	// so the rule does not verify it yet.
+	RefusalTooYoung RefusalKind = "TooYoung"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// RemovalPlan is every removal decided before any is made: what `remove` previews and,
+// with -o json|yaml, prints with each result.
+type RemovalPlan struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// DryRun is none, client or server.
+	DryRun   string    `json:"dryRun,omitempty"`
+	Actions  []Removal `json:"actions"`
+	Refusals []Refusal `json:"refusals"`
+}
+
+// Removal is one finalizer of one object: planned, then carried out.
+type Removal struct {
+	Target    ObjectReference `json:"target"`
+	Finalizer string          `json:"finalizer"`
+	// Field is metadata.finalizers or spec.finalizers.
+	Field string `json:"field,omitempty"`
+	// Owner is who is expected to remove the finalizer.
+	Owner string `json:"owner,omitempty"`
+	// Cause is the reason the doctor gives for the object being stuck.
+	Cause string `json:"cause,omitempty"`
+	// Rule is the policy rule that matched the finalizer.
+	Rule string `json:"rule,omitempty"`
+	// Verdict and Evidence are the provider's answer.
+	Verdict  Verdict `json:"verdict,omitempty"`
+	Evidence string  `json:"evidence,omitempty"`
+	// Reason is why a person forced the removal without verification.
+	Reason string        `json:"reason,omitempty"`
+	Result RemovalResult `json:"result,omitempty"`
+	Error  string        `json:"error,omitempty"`
+}
+
+// Forced reports whether a person forced the removal without a provider's Gone.
+func (r *Removal) Forced() bool { return r.Reason != "" }
+
+// Refusal is a requested removal that will not happen, and why.
+type Refusal struct {
+	Target    ObjectReference `json:"target"`
+	Finalizer string          `json:"finalizer"`
+	Kind      RefusalKind     `json:"kind"`
+	Message   string          `json:"message"`
+	// Rule, Verdict and Evidence tell what a provider answered, when one was asked.
+	Rule     string  `json:"rule,omitempty"`
+	Verdict  Verdict `json:"verdict,omitempty"`
+	Evidence string  `json:"evidence,omitempty"`
+}

@@ -1,0 +1,38 @@
+package util
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spf13/cobra"
+)
+
+// Command is a command's options in kubectl's pattern: Complete resolves arguments and
+// clients, Validate rejects bad flag values and combinations, Run does the work. Only
+// Complete sees cobra, so Validate and Run can be tested without it.
+type Command interface {
+	Complete(f Factory, cmd *cobra.Command, args []string) error
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// RunCommand completes, validates and runs c as cmd. An invalid invocation that Complete
+// or Validate report points to the command's help.
+func RunCommand(cmd *cobra.Command, f Factory, args []string, c Command) error {
+	if err := c.Complete(f, cmd, args); err != nil {
+		return withHelp(cmd, err)
+	}
+	if err := c.Validate(); err != nil {
+		return withHelp(cmd, err)
+	}
+	return c.Run(cmd.Context())
+}
+
+// withHelp names cmd in a usage error made without it.
+func withHelp(cmd *cobra.Command, err error) error {
+	var ec *ExitCodeError
+	if errors.As(err, &ec) && ec.help && ec.command == "" {
+		ec.command = cmd.CommandPath()
+	}
+	return err
+}

@@ -1,0 +1,129 @@
+package doctor
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+)
+
+// apiService is an APIService and whether the aggregator finds it available.
+type apiService struct {
+	Name      string
+	Group     string
+	Version   string
+	Service   *types.NamespacedName
+	Available bool
+	Reason    string
+	Message   string
+}
+
+// apiServiceFor returns the APIService of a group version ("metrics.k8s.io/v1beta1").
+func (f *facts) apiServiceFor(gv string) *apiService {
+	f.apiServicesOnce.Do(func() {
+		f.apiServices = map[string]*apiService{}
+		list, err := f.dyn.Resource(apiServicesResource.GroupVersionResource).List(f.ctx, metav1.ListOptions{})
+		if err != nil {
+			f.warnf("could not list apiservices.apiregistration.k8s.io, so unavailable APIServices are not named: %v", err)
+			return
+		}
+		for i := range list.Items {
+			a := parseAPIService(&list.Items[i])
+			gv := a.Group + "/" + a.Version
+			if a.Group == "" {
+				gv = a.Version
+			}
+			f.apiServices[gv] = a
+		}
+	})
+	return f.apiServices[gv]
+}
+
+func parseAPIService(u *unstructured.Unstructured) *apiService {
+	a := &apiService{Name: u.GetName(), Available: true}
+	a.Group, _, _ = unstructured.NestedString(u.Object, "spec", "group")
+	a.Version, _, _ = unstructured.NestedString(u.Object, "spec", "version")
+	if ns, ok, _ := unstructured.NestedString(u.Object, "spec", "service", "namespace"); ok {
+		name, _, _ := unstructured.NestedString(u.Object, "spec", "service", "name")
+		a.Service = &types.NamespacedName{Namespace: ns, Name: name}
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != "Available" {
+			continue
+		}
+		a.Available = m["status"] == "True"
+		a.Reason, _ = m["reason"].(string)
+		a.Message, _ = m["message"].(string)
+	}
+	return a
+}
+
+// discoveryFailures are the group versions the scan could not discover.
+func (f *facts) discoveryFailures() []string {
+	var gvs []string
+	for _, in := range f.res.Incomplete {
+		if in.Reason == finalizev1alpha1.ReasonDiscoveryFailed {
+			gvs = append(gvs, in.GroupVersion)
+		}
+	}
+	return gvs
+}
+
+// apiServiceFindings name the unavailable APIService behind each failing group version.
+func (d *diagnoser) apiServiceFindings(gvs []string, why string) []finding {
+	var fs []finding
+	for _, gv := range gvs {
+		a := d.f.apiServiceFor(gv)
+		name := apiServiceName(gv)
+		state := "cannot be discovered"
+		if a != nil {
+			name = a.Name
+			state = "is unavailable"
+			if a.Reason != "" || a.Message != "" {
+				state = fmt.Sprintf("is unavailable (%s: %s)", a.Reason, a.Message)
+			}
+		}
+		fd := rooted(finalizev1alpha1.ReasonAPIServiceUnavailable, finalizev1alpha1.Subject{Kind: "APIService", Name: name},
+			fmt.Sprintf("%s: APIService %s %s", fmt.Sprintf(why, gv), name, state),
+			fmt.Sprintf("restore the service behind APIService %s, or delete it if its API is no longer installed: kubectl delete apiservice %s", name, name),
+			fmt.Sprintf("APIService %s %s; until it is available, no namespace can finish deleting and the garbage collector cannot be sure of %s", name, state, gv))
+		fd.blockers = []finalizev1alpha1.Blocker{{Target: apiServicesResource.Ref("", name, ""), Message: "APIService " + state}}
+		fs = append(fs, fd)
+	}
+	return fs
+}
+
+// apiServiceName is the conventional name of the APIService of a group version:
+// "metrics.k8s.io/v1beta1" is served by "v1beta1.metrics.k8s.io".
+func apiServiceName(gv string) string {
+	g, v, ok := strings.Cut(gv, "/")
+	if !ok {
+		return gv
+	}
+	return v + "." + g
+}
+
+var groupVersionRE = regexp.MustCompile(`([a-z0-9]([a-z0-9.-]*[a-z0-9])?)/(v[0-9]+(alpha[0-9]+|beta[0-9]+)?)\b`)
+
+// groupVersionsIn finds the group versions a condition message names, whatever its
+// wording.
+func groupVersionsIn(msg string) []string {
+	var out []string
+	for _, m := range groupVersionRE.FindAllStringSubmatch(msg, -1) {
+		gv := m[1] + "/" + m[3]
+		if strings.Contains(m[1], ".") && !slices.Contains(out, gv) {
+			out = append(out, gv)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,239 @@
+package doctor
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+)
+
+// controllerName is the field manager of the controller expected to remove fin: the
+// owner found in managedFields, else the controller that added it, else the controller
+// that writes the object's status.
+func controllerName(o *scan.Object, fin finalizev1alpha1.Finalizer) string {
+	if fin.OwnerSource == finalizev1alpha1.OwnerSourceManagedFields {
+		return fin.Owner
+	}
+	if fin.AddedBy != "" && !owner.IsGenericManager(fin.AddedBy) {
+		return fin.AddedBy
+	}
+	for i := range o.Meta.ManagedFields {
+		mf := &o.Meta.ManagedFields[i]
+		if mf.Subresource == "status" && !owner.IsGenericManager(mf.Manager) {
+			return mf.Manager
+		}
+	}
+	return ""
+}
+
+// custom explains a finalizer of a controller outside Kubernetes: failing, inactive, or
+// still at work.
+func (d *diagnoser) custom(o *scan.Object, fin finalizev1alpha1.Finalizer) finding {
+	now := d.f.now
+	deleted := o.Meta.DeletionTimestamp.Time
+	ctrl := controllerName(o, fin)
+	who := ctrl
+	if who == "" {
+		who = fin.Owner
+	}
+	removeCmd := fmt.Sprintf("kubectl finalize remove %s --finalizer %s", o.Ref(), fin.Name)
+	guards := "what the finalizer guards is really gone"
+	if e, ok := d.catalog.Lookup(fin.Name); ok && e.Purpose != "" {
+		guards = e.Purpose
+	}
+
+	// Warnings since the deletion began: the controller is alive, and failing.
+	if warns := d.f.warningsFor(o, deleted); len(warns) > 0 {
+		sort.Slice(warns, func(i, j int) bool { return eventTime(&warns[i]).After(eventTime(&warns[j])) })
+		e := &warns[0]
+		reporter := reporterOf(e)
+		if reporter == "" {
+			reporter = who
+		}
+		return rooted(finalizev1alpha1.ReasonControllerFailing, controllerSubject(reporter),
+			fmt.Sprintf("%s reports %s: %s (%d times, last %s ago)", reporter, e.Reason, e.Note, eventCount(e), ago(now, eventTime(e))),
+			fmt.Sprintf("fix what %s reports (kubectl events --for %s); it removes %s once its cleanup succeeds", reporter, o.Ref(), fin.Name),
+			fmt.Sprintf("%s is failing to clean up (%s)", reporter, e.Reason))
+	}
+
+	if who == "" {
+		return rooted(finalizev1alpha1.ReasonUnknown, finalizev1alpha1.Subject{Kind: "Finalizer", Name: fin.Name},
+			fmt.Sprintf("nothing tells who should remove %s: no field manager wrote it as a controller, no known controller owns it, and it names no served API group", fin.Name),
+			fmt.Sprintf("find who added it (kubectl get %s -o yaml --show-managed-fields) and what it guards before removing it", o.Ref()),
+			"nobody is known to own finalizer "+fin.Name)
+	}
+
+	workloads := d.f.workloadsOf(ctrl, fin.Owner)
+	var ready, notReady []string
+	for _, w := range workloads {
+		if w.Desired > 0 && w.Ready >= w.Desired {
+			ready = append(ready, w.String())
+		} else {
+			notReady = append(notReady, w.String())
+		}
+	}
+	workloadNote := ""
+	switch {
+	case len(notReady) > 0:
+		workloadNote = "its " + strings.Join(notReady, ", ")
+	case len(ready) > 0:
+		workloadNote = "its " + strings.Join(ready, ", ")
+	default:
+		workloadNote = fmt.Sprintf("no Deployment, StatefulSet or DaemonSet named %s was found (it may run outside the cluster)", who)
+	}
+
+	if ctrl != "" {
+		last, seen := d.f.res.ManagerActivity[ctrl]
+		// managedFields times have one-second resolution: a write in the second of the
+		// deletion proves nothing.
+		if seen && last.After(deleted) {
+			return progressing(o, fmt.Sprintf("%s is active: it last wrote %s ago, after the deletion began %s ago; stuck is not proven yet",
+				ctrl, ago(now, last), ago(now, deleted)), ctrl)
+		}
+		lastNote := fmt.Sprintf("%s has written nothing in the cluster", ctrl)
+		if seen {
+			lastNote = fmt.Sprintf("%s has written nothing since the deletion began %s ago (its last write: %s ago)", ctrl, ago(now, deleted), ago(now, last))
+		}
+		return inactive(ctrl, lastNote+"; "+workloadNote, guards, removeCmd)
+	}
+
+	// The owner is known by name only (catalogue or API group): its workload tells.
+	switch {
+	case len(notReady) > 0 || (len(ready) == 0 && fin.OwnerSource == finalizev1alpha1.OwnerSourceCatalog):
+		return inactive(who, fmt.Sprintf("%s is expected to remove %s; %s", who, fin.Name, workloadNote), guards, removeCmd)
+	case len(ready) > 0:
+		return progressing(o, fmt.Sprintf("%s; its writes cannot be told apart, so stuck is not proven yet", workloadNote), who)
+	}
+	return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject("controller of API group "+fin.Owner),
+		fmt.Sprintf("%s names API group %s, but no field manager identifies the controller that serves it, so its activity cannot be measured", fin.Name, fin.Owner),
+		fmt.Sprintf("find the controller of API group %s and check that it runs; if it is gone for good, check that %s is done, then: %s", fin.Owner, guards, removeCmd),
+		"the controller of API group "+fin.Owner+" could not be identified")
+}
+
+func inactive(who, msg, guards, removeCmd string) finding {
+	return rooted(finalizev1alpha1.ReasonControllerInactive, controllerSubject(who), msg,
+		fmt.Sprintf("bring %s back (reinstall it, scale it up or fix its crash) so it finishes its cleanup; if it is gone for good, check that %s, then: %s", who, guards, removeCmd),
+		fmt.Sprintf("%s is not removing its finalizers", who)).
+		withRootNext(fmt.Sprintf("bring %s back so it finishes its cleanup; if it is gone for good, check that what its finalizers guard is gone, then remove them with kubectl finalize remove", who))
+}
+
+// warningsFor returns the warning Events about o that were reported after since.
+// Events about cluster-scoped objects are recorded in the default namespace.
+func (f *facts) warningsFor(o *scan.Object, since time.Time) []eventsv1.Event {
+	ns := o.Meta.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	events, ok := f.events[ns]
+	if !ok {
+		list, err := f.kube.EventsV1().Events(ns).List(f.ctx, metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
+		if err != nil {
+			f.warnf("could not list events in namespace %s, so failing controllers there may look inactive: %v", ns, err)
+		} else {
+			events = list.Items
+		}
+		f.events[ns] = events
+	}
+	var out []eventsv1.Event
+	for i := range events {
+		e := &events[i]
+		if e.Regarding.UID != o.Meta.UID || reporterOf(e) == "kubectl-finalize" {
+			continue
+		}
+		if !eventTime(e).Before(since) {
+			out = append(out, *e)
+		}
+	}
+	return out
+}
+
+// eventTime is when an event was last seen.
+func eventTime(e *eventsv1.Event) time.Time {
+	t := e.EventTime.Time
+	if e.Series != nil && e.Series.LastObservedTime.After(t) {
+		t = e.Series.LastObservedTime.Time
+	}
+	if e.DeprecatedLastTimestamp.After(t) {
+		t = e.DeprecatedLastTimestamp.Time
+	}
+	return t
+}
+
+// eventCount is how many times an event was seen.
+func eventCount(e *eventsv1.Event) int32 {
+	switch {
+	case e.Series != nil:
+		return e.Series.Count
+	case e.DeprecatedCount > 0:
+		return e.DeprecatedCount
+	}
+	return 1
+}
+
+func reporterOf(e *eventsv1.Event) string {
+	if e.ReportingController != "" {
+		return e.ReportingController
+	}
+	return e.DeprecatedSource.Component
+}
+
+// workloadState is what a controller's workload looks like.
+type workloadState struct {
+	Kind, Namespace, Name string
+	Ready, Desired        int64
+}
+
+func (w *workloadState) String() string {
+	return fmt.Sprintf("%s %s/%s has %d/%d ready replicas", w.Kind, w.Namespace, w.Name, w.Ready, w.Desired)
+}
+
+// workloadFields say where each kind of workload keeps its desired and ready replicas.
+var workloadFields = map[string]struct {
+	resource       schema.GroupVersionResource
+	desired, ready []string
+	desiredDefault int64
+}{
+	"Deployment":  {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, []string{"spec", "replicas"}, []string{"status", "readyReplicas"}, 1},
+	"StatefulSet": {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}, []string{"spec", "replicas"}, []string{"status", "readyReplicas"}, 1},
+	"DaemonSet":   {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, []string{"status", "desiredNumberScheduled"}, []string{"status", "numberReady"}, 0},
+}
+
+// workloadsOf finds the Deployments, StatefulSets and DaemonSets named like a controller,
+// or labelled app.kubernetes.io/name with its name, and reads their readiness.
+func (f *facts) workloadsOf(names ...string) []workloadState {
+	var out []workloadState
+	for _, w := range f.res.Index.Workloads {
+		match := false
+		for _, n := range names {
+			if n != "" && (w.Name == n || w.AppName == n) {
+				match = true
+			}
+		}
+		fields, known := workloadFields[w.Kind]
+		if !match || !known {
+			continue
+		}
+		u, err := f.dyn.Resource(fields.resource).Namespace(w.Namespace).Get(f.ctx, w.Name, metav1.GetOptions{})
+		if err != nil {
+			f.warnf("could not read %s %s/%s: %v", strings.ToLower(w.Kind), w.Namespace, w.Name, err)
+			continue
+		}
+		st := workloadState{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Desired: fields.desiredDefault}
+		if v, ok, _ := unstructured.NestedInt64(u.Object, fields.desired...); ok {
+			st.Desired = v
+		}
+		st.Ready, _, _ = unstructured.NestedInt64(u.Object, fields.ready...)
+		out = append(out, st)
+	}
+	return out
+}

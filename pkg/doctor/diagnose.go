@@ -1,0 +1,67 @@
+package doctor
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+)
+
+// Finalizers whose causes the doctor knows from Kubernetes itself.
+const (
+	finalizerPVC = "kubernetes.io/pvc-protection"
+	finalizerPV  = "kubernetes.io/pv-protection"
+	finalizerCRD = "customresourcecleanup.apiextensions.k8s.io"
+)
+
+type diagnoser struct {
+	f              *facts
+	catalog        *owner.Catalog
+	namespaceGrace time.Duration
+}
+
+// diagnose returns every finding for o, at least one. Each rule family lives in its own
+// file: webhook.go, namespace.go, gc.go (foregroundDeletion, orphan), storage.go (claims
+// and volumes), crd.go, controller.go (every other finalizer).
+func (d *diagnoser) diagnose(o *scan.Object) []finding {
+	var fs []finding
+	if len(o.Meta.Finalizers) > 0 {
+		if bw := d.f.blockingWebhooks(o, ""); len(bw) > 0 {
+			fs = append(fs, webhookFinding(bw))
+		}
+	}
+	if o.Resource.IsNamespaces() && o.Namespace != nil && len(o.Namespace.Spec.Finalizers) > 0 {
+		if bw := d.f.blockingWebhooks(o, "finalize"); len(bw) > 0 {
+			fs = append(fs, webhookFinding(bw))
+		}
+		fs = append(fs, d.namespace(o)...)
+	}
+	for _, fin := range o.Finalizers {
+		if fin.Field != finalizev1alpha1.FieldMetadataFinalizers {
+			continue
+		}
+		switch {
+		case fin.Name == metav1.FinalizerDeleteDependents:
+			fs = append(fs, d.foreground(o)...)
+		case fin.Name == metav1.FinalizerOrphanDependents:
+			fs = append(fs, d.orphan(o)...)
+		case fin.Name == finalizerPVC && o.Resource.GroupResource() == claimsResource.GroupResource():
+			fs = append(fs, d.pvc(o))
+		case fin.Name == finalizerPV && o.Resource.Group == "" && o.Resource.Resource == "persistentvolumes":
+			fs = append(fs, d.pv(o))
+		case fin.Name == finalizerCRD && o.Resource.GroupResource() == crdsResource.GroupResource():
+			fs = append(fs, d.crd(o))
+		default:
+			fs = append(fs, d.custom(o, fin))
+		}
+	}
+	if len(fs) == 0 {
+		fs = append(fs, rooted(finalizev1alpha1.ReasonUnknown, subjectOf(o), "no rule explains it",
+			"inspect it: kubectl get "+o.Ref().String()+" -o yaml", "no rule explains it").
+			withRootNext("inspect the object"))
+	}
+	return fs
+}

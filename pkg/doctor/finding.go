@@ -1,0 +1,110 @@
+package doctor
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+)
+
+// finding is one reason an object is stuck: a root cause itself, or the stuck objects it
+// waits for (whose roots then explain it), or both.
+type finding struct {
+	reason, message, next string
+	blockers              []finalizev1alpha1.Blocker
+	root                  *rootSpec
+	waitsOn               []*scan.Object
+}
+
+// rootSpec is a root cause as one finding names it; findings that name the same one
+// (same reason and subject) are one root cause.
+type rootSpec struct {
+	reason        string
+	subject       finalizev1alpha1.Subject
+	message, next string
+}
+
+func (r *rootSpec) key() string {
+	return r.reason + "\x00" + r.subject.Kind + "\x00" + r.subject.Namespace + "\x00" + r.subject.Name
+}
+
+// rooted is a finding that is a root cause itself: subject is what it is about, message
+// what it says of this object, and rootMessage what the root cause says once for every
+// object it explains. The root cause's next step is the finding's; a root cause with
+// another next step sets it afterwards.
+func rooted(reason string, subject finalizev1alpha1.Subject, message, next, rootMessage string) finding {
+	return finding{reason: reason, message: message, next: next,
+		root: &rootSpec{reason: reason, subject: subject, message: rootMessage, next: next}}
+}
+
+// withRootNext sets the next step of the finding's root cause, said once for every
+// object it explains, where it differs from the object's own.
+func (fd finding) withRootNext(next string) finding {
+	fd.root.next = next
+	return fd
+}
+
+// priority orders the causes of one object: what blocks everyone first, what the
+// operator can act on next, and "not proven yet" last.
+var priority = map[string]int{
+	finalizev1alpha1.ReasonAPIServiceUnavailable:        0,
+	finalizev1alpha1.ReasonWebhookBlocking:              1,
+	finalizev1alpha1.ReasonNamespaceContentRemaining:    2,
+	finalizev1alpha1.ReasonNamespaceFinalizersRemaining: 2,
+	finalizev1alpha1.ReasonDependentsRemaining:          2,
+	finalizev1alpha1.ReasonInstancesRemaining:           2,
+	finalizev1alpha1.ReasonPodsUsingClaim:               2,
+	finalizev1alpha1.ReasonClaimStillBound:              2,
+	finalizev1alpha1.ReasonControllerFailing:            3,
+	finalizev1alpha1.ReasonControllerInactive:           4,
+	finalizev1alpha1.ReasonProgressing:                  5,
+	finalizev1alpha1.ReasonUnknown:                      6,
+}
+
+// The types the doctor names in blockers and subjects.
+var (
+	podsResource        = coreResource("pods", "Pod", true)
+	claimsResource      = coreResource("persistentvolumeclaims", "PersistentVolumeClaim", true)
+	apiServicesResource = scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}, Kind: "APIService"}
+	crdsResource        = scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, Kind: "CustomResourceDefinition"}
+)
+
+func coreResource(resource, kind string, namespaced bool) scan.Resource {
+	return scan.Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource(resource), Kind: kind, Namespaced: namespaced}
+}
+
+// kindController is the kind of a subject known only as a controller's name.
+const kindController = "Controller"
+
+func controllerSubject(name string) finalizev1alpha1.Subject {
+	return finalizev1alpha1.Subject{Kind: kindController, Name: name}
+}
+
+func subjectOf(o *scan.Object) finalizev1alpha1.Subject {
+	return finalizev1alpha1.Subject{Kind: o.Resource.Kind, Namespace: o.Meta.Namespace, Name: o.Meta.Name}
+}
+
+func stuckBlocker(o *scan.Object, msg string) finalizev1alpha1.Blocker {
+	return finalizev1alpha1.Blocker{Target: o.Ref(), Stuck: true, Message: msg}
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func ago(now, t time.Time) string { return duration.HumanDuration(now.Sub(t)) }
+
+// progressing: the owner is at work; stuck is not proven yet.
+func progressing(o *scan.Object, msg, who string) finding {
+	next := "wait; stuck is not proven yet. Watch it: kubectl get " + o.Ref().String() + " -w"
+	return rooted(finalizev1alpha1.ReasonProgressing, controllerSubject(who), msg, next, who+" is still working").
+		withRootNext("wait; stuck is not proven yet")
+}

@@ -1,0 +1,82 @@
+package doctor
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+)
+
+const gcOwner = "garbage collector (kube-controller-manager)"
+
+// garbageCollectorFindings explain why the garbage collector has not finished: a
+// discovery failure, or the garbage collector is not running.
+func (d *diagnoser) garbageCollectorFindings(o *scan.Object, what string) []finding {
+	if gvs := d.f.discoveryFailures(); len(gvs) > 0 {
+		return d.apiServiceFindings(gvs, "the garbage collector may be waiting for discovery of %s to "+what)
+	}
+	msg := fmt.Sprintf("nothing is left for the garbage collector to wait for, yet it has not removed its finalizer %s after the deletion began", duration.HumanDuration(o.Terminating(d.f.now)))
+	return []finding{rooted(finalizev1alpha1.ReasonControllerInactive, controllerSubject(gcOwner), msg,
+		"check that kube-controller-manager runs with the garbage collector enabled",
+		"the garbage collector is not finishing deletions")}
+}
+
+// foreground: the garbage collector deletes the dependents that block their owner's
+// deletion, then removes foregroundDeletion.
+func (d *diagnoser) foreground(o *scan.Object) []finding {
+	var blocking []scan.Dependent
+	for _, dep := range d.f.res.Index.Dependents[o.Meta.UID] {
+		if dep.BlockOwnerDeletion {
+			blocking = append(blocking, dep)
+		}
+	}
+	if len(blocking) == 0 {
+		return d.garbageCollectorFindings(o, "finish the foreground deletion")
+	}
+	fd := finding{reason: finalizev1alpha1.ReasonDependentsRemaining,
+		next: "the garbage collector removes foregroundDeletion once these dependents are gone: see their causes"}
+	var names []string
+	notDeleted := 0
+	for _, dep := range blocking {
+		r := dep.Ref()
+		if s, ok := d.f.byUID[dep.UID]; ok {
+			fd.waitsOn = append(fd.waitsOn, s)
+			fd.blockers = append(fd.blockers, stuckBlocker(s, "stuck"))
+			names = append(names, r.String()+" (stuck)")
+			continue
+		}
+		state := "not deleted yet"
+		if dep.Deleting {
+			state = "being deleted"
+		} else {
+			notDeleted++
+		}
+		fd.blockers = append(fd.blockers, finalizev1alpha1.Blocker{Target: r, Message: state})
+		names = append(names, r.String()+" ("+state+")")
+	}
+	fd.message = fmt.Sprintf("deleted in the foreground, it waits for %s with blockOwnerDeletion: %s", plural(len(blocking), "dependent"), strings.Join(names, ", "))
+	out := []finding{fd}
+	if len(fd.waitsOn) == 0 {
+		if notDeleted > 0 {
+			// The garbage collector should have deleted them.
+			out = append(out, d.garbageCollectorFindings(o, "delete the dependents")...)
+		} else {
+			out = append(out, progressing(o, "its dependents are being deleted", gcOwner))
+		}
+	}
+	return out
+}
+
+// orphan: the garbage collector removes the owner's reference from every dependent, then
+// removes orphan.
+func (d *diagnoser) orphan(o *scan.Object) []finding {
+	n := len(d.f.res.Index.Dependents[o.Meta.UID])
+	fs := d.garbageCollectorFindings(o, "orphan the dependents")
+	for i := range fs {
+		fs[i].message = fmt.Sprintf("deleted with propagationPolicy Orphan, %s still name it as owner; %s", plural(n, "dependent"), fs[i].message)
+	}
+	return fs
+}

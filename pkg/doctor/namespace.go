@@ -1,0 +1,133 @@
+package doctor
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+)
+
+const nsOwner = "namespace controller (kube-controller-manager)"
+
+// DefaultNamespaceGrace is how long a deleted namespace may go without deletion
+// conditions before the namespace controller is said to be inactive: it acts after a
+// fixed 5 s delay, and again every sync period.
+const DefaultNamespaceGrace = time.Minute
+
+// namespace reads the namespace controller's conditions and goes one level deeper: the
+// stuck objects still in the namespace.
+func (d *diagnoser) namespace(o *scan.Object) []finding {
+	ns := o.Namespace
+	conds := map[corev1.NamespaceConditionType]corev1.NamespaceCondition{}
+	for _, c := range ns.Status.Conditions {
+		conds[c.Type] = c
+	}
+	isTrue := func(t corev1.NamespaceConditionType) (corev1.NamespaceCondition, bool) {
+		c, ok := conds[t]
+		return c, ok && c.Status == corev1.ConditionTrue
+	}
+	var fs []finding
+	if c, ok := isTrue(corev1.NamespaceDeletionDiscoveryFailure); ok {
+		gvs := groupVersionsIn(c.Message)
+		if len(gvs) == 0 {
+			gvs = d.f.discoveryFailures()
+		}
+		fs = append(fs, d.apiServiceFindings(gvs, "the namespace controller cannot tell whether the namespace still holds objects of %s")...)
+	}
+	if c, ok := isTrue(corev1.NamespaceDeletionGVParsingFailure); ok {
+		next := "fix or remove the API whose group version cannot be parsed"
+		fs = append(fs, rooted(finalizev1alpha1.ReasonUnknown, subjectOf(o), "the namespace controller cannot parse a group version: "+c.Message, next, c.Message))
+	}
+	children := d.f.byNamespace[o.Meta.Name]
+	content, contentTrue := isTrue(corev1.NamespaceContentRemaining)
+	fins, finsTrue := isTrue(corev1.NamespaceFinalizersRemaining)
+	failed, failedTrue := isTrue(corev1.NamespaceDeletionContentFailure)
+	if len(children) > 0 || contentTrue || finsTrue || failedTrue {
+		fd := finding{reason: finalizev1alpha1.ReasonNamespaceContentRemaining, waitsOn: children,
+			next: "the namespace goes once the objects it still holds are gone: see their causes"}
+		var msgs []string
+		if finsTrue {
+			fd.reason = finalizev1alpha1.ReasonNamespaceFinalizersRemaining
+			msgs = append(msgs, fins.Message)
+		}
+		if contentTrue {
+			msgs = append(msgs, content.Message)
+		}
+		if failedTrue {
+			msgs = append(msgs, failed.Message)
+		}
+		if len(msgs) == 0 {
+			fd.reason = finalizev1alpha1.ReasonNamespaceFinalizersRemaining
+			msgs = append(msgs, fmt.Sprintf("%d stuck objects remain in the namespace", len(children)))
+		}
+		fd.message = strings.Join(msgs, "; ")
+		for _, c := range children {
+			fd.blockers = append(fd.blockers, stuckBlocker(c, ""))
+		}
+		if len(children) == 0 {
+			d.contentWithoutFinalizers(o, &fd, failedTrue, failed.Message)
+		}
+		fs = append(fs, fd)
+	}
+	if len(fs) > 0 {
+		return fs
+	}
+	terminating := o.Terminating(d.f.now)
+	if len(ns.Status.Conditions) == 0 && terminating >= d.namespaceGrace {
+		msg := fmt.Sprintf("no deletion conditions %s after the deletion began: the namespace controller of kube-controller-manager has not processed the namespace", duration.HumanDuration(terminating))
+		return []finding{rooted(finalizev1alpha1.ReasonControllerInactive, controllerSubject(nsOwner), msg,
+			"check that kube-controller-manager runs with the namespace controller enabled",
+			"the namespace controller has not processed namespaces being deleted")}
+	}
+	msg := "the namespace controller reports all content removed; it removes finalizer kubernetes next"
+	if len(ns.Status.Conditions) == 0 {
+		msg = "the deletion began " + duration.HumanDuration(terminating) + " ago; the namespace controller acts after a few seconds"
+	}
+	return []finding{progressing(o, msg, nsOwner)}
+}
+
+// contentWithoutFinalizers explains a namespace whose remaining content is not stuck on
+// finalizers: objects in graceful deletion (pods wait for their kubelet), content the
+// controller failed to delete, or types the scan could not list.
+func (d *diagnoser) contentWithoutFinalizers(o *scan.Object, fd *finding, failedTrue bool, failedMsg string) {
+	why := "objects remain that are being deleted without finalizers"
+	next := "list what remains: kubectl api-resources --verbs=list --namespaced -o name | xargs -n1 kubectl get -n " + o.Meta.Name + " --ignore-not-found"
+	content := d.f.res.Index.Content[o.Meta.Name]
+	switch {
+	case content != nil && content.Count > 0:
+		var names []string
+		pods := false
+		for _, ref := range content.Sample {
+			state := "not deleted yet"
+			if ref.Deleting {
+				state = "being deleted"
+				pods = pods || ref.Resource.GroupResource() == podsResource.GroupResource()
+			}
+			names = append(names, fmt.Sprintf("%s/%s (%s)", ref.Resource, ref.Name, state))
+			fd.blockers = append(fd.blockers, finalizev1alpha1.Blocker{Target: ref.Ref(), Message: state})
+		}
+		if int64(len(names)) < content.Count {
+			names = append(names, fmt.Sprintf("and %d more", content.Count-int64(len(names))))
+		}
+		verb := "remain"
+		if content.Count == 1 {
+			verb = "remains"
+		}
+		why = fmt.Sprintf("%s without finalizers %s: %s", plural(int(content.Count), "object"), verb, strings.Join(names, ", "))
+		if pods {
+			next = fmt.Sprintf("pods being deleted wait for the kubelet of their node; if that node is gone for good, delete them at once: kubectl delete pods -n %s --all --grace-period=0 --force", o.Meta.Name)
+		}
+	case failedTrue:
+		why = "the namespace controller failed to delete some content: " + failedMsg
+	case len(d.f.res.Incomplete) > 0:
+		why = "the remaining objects are of types this scan could not list (see incomplete)"
+	}
+	fd.message += "; " + why
+	fd.next = next
+	fd.root = &rootSpec{reason: fd.reason, subject: subjectOf(o), message: why, next: next}
+}
