@@ -1,0 +1,91 @@
+package doctor
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util/testing"
+)
+
+func cluster() *cmdtesting.Factory {
+	return cmdtesting.NewFactory([]runtime.Object{
+		cmdtesting.Namespace("team-a"),
+		cmdtesting.StuckConfigMap("team-a", "stuck", 3*time.Hour, "a.example.com/x"),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "live", UID: "uid-live"}},
+	}...)
+}
+
+func TestInvocation(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"wide", []string{"-o", "wide"}, "error: --output wide is not supported by doctor: use the default, json, yaml, jsonpath or go-template\nSee 'doctor -h' for help and examples\n"},
+		{"name", []string{"-o", "name"}, "error: --output name is not supported by doctor"},
+		{"not TYPE/NAME", []string{"configmaps"}, "error: \"configmaps\" is not TYPE/NAME; to diagnose every stuck object, give no argument\nSee 'doctor -h' for help and examples\n"},
+		{"three arguments", []string{"cm", "a", "b"}, "error: doctor takes one object: TYPE/NAME or TYPE NAME\nSee 'doctor -h' for help and examples\n"},
+		{"unknown type", []string{"gizmo/x"}, `error: the server doesn't have a resource type "gizmo"`},
+		{"no concurrency", []string{"--concurrency", "0"}, "error: --concurrency must be at least 1, got 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := cmdtesting.Run(NewCmdDoctor, cluster(), "", tt.args...)
+			if r.Code != 2 || !strings.HasPrefix(r.Stderr, tt.want) || r.Stdout != "" {
+				t.Errorf("code %d, stdout %q, stderr\n%q\nwant it to start with\n%q", r.Code, r.Stdout, r.Stderr, tt.want)
+			}
+		})
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	f := cluster().WithNamespace("team-a")
+	r := cmdtesting.Run(NewCmdDoctor, f, "")
+	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "1 stuck object in 1 namespace, explained by 1 root cause.") {
+		t.Errorf("root causes: code %d, %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+	for _, args := range [][]string{{"configmap/stuck"}, {"cm", "stuck"}} {
+		r = cmdtesting.Run(NewCmdDoctor, cluster().WithNamespace("team-a"), "", args...)
+		if r.Code != 0 || !strings.HasPrefix(r.Stdout, "configmaps/stuck -n team-a  (terminating for 3h)\n") {
+			t.Errorf("%v: tree: code %d, %q %q", args, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	r = cmdtesting.Run(NewCmdDoctor, cluster().WithNamespace("team-a"), "", "cm/stuck", "-o", "json")
+	var d finalizev1alpha1.Diagnosis
+	if err := json.Unmarshal([]byte(r.Stdout), &d); err != nil || d.Kind != "Diagnosis" || d.Target == nil || d.Target.Name != "stuck" || len(d.Items) != 1 || d.Items[0].Cause == nil {
+		t.Errorf("json: %v %q", err, r.Stdout)
+	}
+	r = cmdtesting.Run(NewCmdDoctor, cluster().WithNamespace("team-a"), "", "cm/live")
+	if r.Code != 0 || r.Stdout != "configmaps/live -n team-a is not being deleted.\n" {
+		t.Errorf("not stuck: code %d, %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+	r = cmdtesting.Run(NewCmdDoctor, cluster().WithNamespace("team-a"), "", "cm/nope")
+	if r.Code != 1 || !strings.Contains(r.Stderr, `"nope" not found`) {
+		t.Errorf("not found: code %d, %q", r.Code, r.Stderr)
+	}
+}
+
+// TestListsInPages: the doctor lists in pages like scan, with the same flag.
+func TestListsInPages(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want int64
+	}{{nil, 500}, {[]string{"--chunk-size", "20"}, 20}} {
+		f := cluster()
+		if r := cmdtesting.Run(NewCmdDoctor, f, "", tt.args...); r.Code != 0 {
+			t.Fatalf("%v: %s", tt.args, r.Stderr)
+		}
+		limits := f.Lists.Limits()
+		if len(limits) == 0 || slices.ContainsFunc(limits, func(l int64) bool { return l != tt.want }) {
+			t.Errorf("%v: list limits %v, want all %d", tt.args, limits, tt.want)
+		}
+	}
+}

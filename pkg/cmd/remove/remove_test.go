@@ -1,0 +1,132 @@
+package remove
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util/testing"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+)
+
+func cluster() *cmdtesting.Factory {
+	return cmdtesting.NewFactory([]runtime.Object{
+		cmdtesting.Namespace("team-a"),
+		cmdtesting.StuckConfigMap("team-a", "cfg", time.Hour, "a.example.com/x", "orphan"),
+	}...).WithNamespace("team-a")
+}
+
+var force = []string{"--force-unverified", "--reason", "INC-1"}
+
+func TestInvocation(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no object", []string{"--finalizer", "x"}, "error: you must name at least one object: TYPE/NAME or TYPE NAME\nSee 'remove -h' for help and examples\n"},
+		{"a type without names", []string{"cm", "--finalizer", "x"}, "error: you must name at least one cm\n"},
+		{"mixed forms", []string{"cm/a", "b", "--finalizer", "x"}, `error: "b" is not TYPE/NAME: name every object as TYPE/NAME, or give TYPE NAME...`},
+		{"a type twice", []string{"cm", "cm/a", "--finalizer", "x"}, `error: there is no need to give a type in "cm/a" when the type is already "cm"`},
+		{"no finalizer", []string{"cm/cfg"}, "error: name the finalizers to remove with --finalizer, or give --all-finalizers\n"},
+		{"both", []string{"cm/cfg", "--finalizer", "x", "--all-finalizers"}, "error: --finalizer and --all-finalizers cannot be used together\n"},
+		{"force without reason", []string{"cm/cfg", "--finalizer", "x", "--force-unverified"}, "error: --force-unverified requires --reason: say why removing unverified finalizers is safe, for the audit\n"},
+		{"reason without force", []string{"cm/cfg", "--finalizer", "x", "--reason", "y"}, "error: --reason only applies with --force-unverified\n"},
+		{"empty finalizer", []string{"cm/cfg", "--finalizer", ""}, "error: name the finalizers"},
+		{"dry run without value", []string{"cm/cfg", "--finalizer", "x", "--dry-run"}, `error: --dry-run flag without a value was specified. A value must be set: "none", "server", or "client".`},
+		{"bad dry run", []string{"cm/cfg", "--finalizer", "x", "--dry-run=maybe"}, `error: Invalid dry-run value (maybe). Must be "none", "server", or "client".`},
+		{"bad output", []string{"cm/cfg", "--finalizer", "x", "-o", "wide"}, `error: unable to match a printer suitable for the output format "wide", allowed formats are: json,yaml`},
+		{"unknown type", []string{"gizmo/x", "--finalizer", "x"}, `error: the server doesn't have a resource type "gizmo"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := cmdtesting.Run(NewCmdRemove, cluster(), "", tt.args...)
+			if r.Code != 2 || !strings.HasPrefix(r.Stderr, tt.want) || r.Stdout != "" {
+				t.Errorf("code %d, stdout %q, stderr\n%q\nwant it to start with\n%q", r.Code, r.Stdout, r.Stderr, tt.want)
+			}
+		})
+	}
+}
+
+// TestRefusalsNameTheFlagThatAllowsThem: each kind of refusal points to its flag; a
+// refusal no flag can lift exits 1.
+func TestRefusalsNameTheFlagThatAllowsThem(t *testing.T) {
+	tests := []struct {
+		args      []string
+		code      int
+		want, end string
+	}{
+		{[]string{"--finalizer", "a.example.com/x"}, 2, "nothing verified that what the finalizer guards is done", "; to remove it anyway: --force-unverified --reason TEXT\n"},
+		{append([]string{"--finalizer", "orphan"}, force...), 2, "removing it by hand breaks that guarantee", "; to remove it anyway: --allow-system\n"},
+		{append([]string{"--finalizer", "nope"}, force...), 1, "finalizer nope: it has no such finalizer (it has: a.example.com/x, orphan)", ", orphan)\n"},
+	}
+	for _, tt := range tests {
+		r := cmdtesting.Run(NewCmdRemove, cluster(), "", append([]string{"cm/cfg", "--yes"}, tt.args...)...)
+		if r.Code != tt.code || !strings.Contains(r.Stderr, tt.want) || !strings.HasSuffix(r.Stderr, tt.end) || !strings.HasPrefix(r.Stderr, "Nothing was removed.\n") {
+			t.Errorf("%v: code %d (want %d), stderr:\n%s", tt.args, r.Code, tt.code, r.Stderr)
+		}
+	}
+	for kind := range unlockedBy {
+		switch kind {
+		case finalizev1alpha1.RefusalUnverified, finalizev1alpha1.RefusalTooYoung, finalizev1alpha1.RefusalSystem, finalizev1alpha1.RefusalStranding:
+		default:
+			t.Errorf("refusal kind %s has a flag but is not known", kind)
+		}
+	}
+}
+
+func TestWithoutATerminalItAsksForYes(t *testing.T) {
+	r := cmdtesting.Run(NewCmdRemove, cluster(), "y\n", append([]string{"cm/cfg", "--finalizer", "a.example.com/x"}, force...)...)
+	if r.Code != 2 || !strings.Contains(r.Stderr, "stdin is not a terminal; pass --yes to confirm") {
+		t.Errorf("code %d, stderr %q", r.Code, r.Stderr)
+	}
+}
+
+func TestPreviewAndDryRun(t *testing.T) {
+	r := cmdtesting.Run(NewCmdRemove, cluster(), "", append([]string{"cm/cfg", "--finalizer", "a.example.com/x", "--dry-run=client"}, force...)...)
+	if r.Code != 0 || r.Stdout != "configmaps/cfg -n team-a: finalizer a.example.com/x would be removed (client dry run)\n" {
+		t.Errorf("code %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	}
+	wantPreview := "About to remove 1 finalizer from 1 object (dry run):\n" +
+		"OBJECT                     FINALIZER         OWNER       CAUSE                VERIFICATION\n" +
+		"configmaps/cfg -n team-a   a.example.com/x   <unknown>   ControllerInactive   UNVERIFIED, forced: INC-1\n"
+	if !strings.Contains(r.Stderr, wantPreview) {
+		t.Errorf("preview:\n%s\nwant\n%s", r.Stderr, wantPreview)
+	}
+	r = cmdtesting.Run(NewCmdRemove, cluster(), "", append([]string{"cm/cfg", "--finalizer", "a.example.com/x", "--dry-run=client", "-o", "json"}, force...)...)
+	var plan finalizev1alpha1.RemovalPlan
+	if err := json.Unmarshal([]byte(r.Stdout), &plan); err != nil || plan.Kind != "RemovalPlan" || plan.DryRun != "client" || len(plan.Actions) != 1 ||
+		plan.Actions[0].Result != finalizev1alpha1.ResultWouldRemove || plan.Actions[0].Reason != "INC-1" {
+		t.Errorf("-o json: %v\n%s", err, r.Stdout)
+	}
+}
+
+// TestARemovalGoesThroughTheExecutor: the guarded patch, an Event, an audit line.
+func TestARemovalGoesThroughTheExecutor(t *testing.T) {
+	f := cluster()
+	r := cmdtesting.Run(NewCmdRemove, f, "", append([]string{"cm/cfg", "--finalizer", "a.example.com/x", "--yes"}, force...)...)
+	if r.Code != 0 || r.Stdout != "configmaps/cfg -n team-a: finalizer a.example.com/x removed; still held by: orphan\n" {
+		t.Fatalf("code %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+	}
+	var patches []string
+	for _, a := range f.Fakes.Metadata.Actions() {
+		if p, ok := a.(clienttesting.PatchActionImpl); ok {
+			patches = append(patches, string(p.GetPatch()))
+		}
+	}
+	want := `[{"op":"test","path":"/metadata/uid","value":"uid-cfg"},{"op":"test","path":"/metadata/finalizers/0","value":"a.example.com/x"},{"op":"remove","path":"/metadata/finalizers/0"}]`
+	if len(patches) != 1 || patches[0] != want {
+		t.Errorf("patches %q, want [%s]", patches, want)
+	}
+	var rec remove.Record
+	line := r.Stderr[strings.LastIndex(strings.TrimSpace(r.Stderr), "\n")+1:]
+	if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Action != remove.ReasonForceRemoved || rec.Reason != "INC-1" || !slices.Equal(rec.Remaining, []string{"orphan"}) || rec.Event == "" {
+		t.Errorf("audit line %q: %v %+v", line, err, rec)
+	}
+}

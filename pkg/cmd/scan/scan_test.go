@@ -1,0 +1,134 @@
+package scan
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util/testing"
+)
+
+func cluster() *cmdtesting.Factory {
+	return cmdtesting.NewFactory([]runtime.Object{
+		cmdtesting.Namespace("team-a"),
+		cmdtesting.StuckConfigMap("team-a", "old", 3*time.Hour, "a.example.com/x"),
+		cmdtesting.StuckConfigMap("team-a", "new", time.Minute, "b.example.com/y"),
+		cmdtesting.StuckConfigMap("team-b", "other", time.Hour, "a.example.com/x"),
+	}...)
+}
+
+func TestFlagValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		ns   string
+		args []string
+		want string
+	}{
+		{"negative age", "", []string{"--older-than=-1m"}, "error: --older-than must not be negative, got -1m0s\nSee 'scan -h' for help and examples\n"},
+		{"no concurrency", "", []string{"--concurrency=0"}, "error: --concurrency must be at least 1, got 0\nSee 'scan -h' for help and examples\n"},
+		{"negative chunks", "", []string{"--chunk-size=-5"}, "error: --chunk-size must not be negative, got -5\nSee 'scan -h' for help and examples\n"},
+		{"-A with -n", "team-a", []string{"-A"}, "error: --namespace and --all-namespaces cannot be used together\nSee 'scan -h' for help and examples\n"},
+		{"unknown output", "", []string{"-o", "table"}, `error: unable to match a printer suitable for the output format "table", allowed formats are: wide,name,json,yaml,go-template,go-template-file,template,templatefile,jsonpath,jsonpath-as-json,jsonpath-file` + "\nSee 'scan -h' for help and examples\n"},
+		{"bad glob", "", []string{"--finalizer", "a,,b"}, "error: invalid --finalizer: pattern \"\": empty pattern\nSee 'scan -h' for help and examples\n"},
+		{"unknown type", "", []string{"gizmos"}, "error: the server doesn't have a resource type \"gizmos\"\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := cluster()
+			if tt.ns != "" {
+				f.WithNamespace(tt.ns)
+			}
+			r := cmdtesting.Run(NewCmdScan, f, "", tt.args...)
+			if r.Code != 2 || r.Stderr != tt.want || r.Stdout != "" {
+				t.Errorf("code %d, stdout %q, stderr\n%q\nwant\n%q", r.Code, r.Stdout, r.Stderr, tt.want)
+			}
+		})
+	}
+}
+
+func TestTypeArguments(t *testing.T) {
+	for _, args := range [][]string{{"configmaps"}, {"cm"}, {"configmap"}, {"ConfigMap"}, {"cm,databases.db.example.com"}, {"configmaps.v1."}} {
+		r := cmdtesting.Run(NewCmdScan, cluster(), "", append(args, "-o", "name")...)
+		if r.Code != 0 || !strings.Contains(r.Stdout, "configmaps/old") {
+			t.Errorf("%v: code %d, stdout %q, stderr %q", args, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+}
+
+func TestPrinterChoice(t *testing.T) {
+	tests := []struct {
+		args  []string
+		check func(t *testing.T, stdout string)
+	}{
+		{nil, func(t *testing.T, out string) {
+			if !strings.HasPrefix(out, "NAMESPACE   RESOURCE           AGE") || !strings.Contains(out, "configmaps/old") {
+				t.Errorf("table: %q", out)
+			}
+		}},
+		{[]string{"--no-headers"}, func(t *testing.T, out string) {
+			if strings.Contains(out, "NAMESPACE") || len(strings.Split(strings.TrimSpace(out), "\n")) != 3 {
+				t.Errorf("no headers: %q", out)
+			}
+		}},
+		{[]string{"-o", "name"}, func(t *testing.T, out string) {
+			if out != "configmaps/old\nconfigmaps/other\nconfigmaps/new\n" {
+				t.Errorf("names: %q", out)
+			}
+		}},
+		{[]string{"-o", "json"}, func(t *testing.T, out string) {
+			var list finalizev1alpha1.StuckObjectList
+			if err := json.Unmarshal([]byte(out), &list); err != nil || list.Kind != "StuckObjectList" || len(list.Items) != 3 || list.Items[0].Cause == nil {
+				t.Errorf("json (with causes): %v %q", err, out)
+			}
+		}},
+		{[]string{"-o", "jsonpath={.items[*].target.name}"}, func(t *testing.T, out string) {
+			if out != "old other new" {
+				t.Errorf("jsonpath: %q", out)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		r := cmdtesting.Run(NewCmdScan, cluster(), "", tt.args...)
+		if r.Code != 0 {
+			t.Fatalf("%v: code %d: %s", tt.args, r.Code, r.Stderr)
+		}
+		tt.check(t, r.Stdout)
+	}
+}
+
+func TestFiltersAndEmptyResult(t *testing.T) {
+	r := cmdtesting.Run(NewCmdScan, cluster().WithNamespace("team-a"), "", "-o", "name", "--older-than", "1h")
+	if r.Code != 0 || r.Stdout != "configmaps/old\n" {
+		t.Errorf("namespace and age: code %d, %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+	r = cmdtesting.Run(NewCmdScan, cluster(), "", "--finalizer", "b.*", "-o", "name")
+	if r.Stdout != "configmaps/new\n" {
+		t.Errorf("finalizer glob: %q", r.Stdout)
+	}
+	r = cmdtesting.Run(NewCmdScan, cluster().WithNamespace("nowhere"), "")
+	if r.Code != 0 || r.Stdout != "" || r.Stderr != "No stuck objects found in namespace nowhere.\n" {
+		t.Errorf("empty: code %d, %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// TestListsInPages: scan lists in pages of --chunk-size, 500 unless told.
+func TestListsInPages(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want int64
+	}{{nil, 500}, {[]string{"-o", "wide"}, 500}, {[]string{"--chunk-size", "50"}, 50}} {
+		f := cluster()
+		if r := cmdtesting.Run(NewCmdScan, f, "", tt.args...); r.Code != 0 {
+			t.Fatalf("%v: %s", tt.args, r.Stderr)
+		}
+		limits := f.Lists.Limits()
+		if len(limits) == 0 || slices.ContainsFunc(limits, func(l int64) bool { return l != tt.want }) {
+			t.Errorf("%v: list limits %v, want all %d", tt.args, limits, tt.want)
+		}
+	}
+}

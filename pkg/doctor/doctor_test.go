@@ -1,0 +1,226 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+)
+
+var (
+	now        = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	configmaps = coreResource("configmaps", "ConfigMap", true)
+	databases  = scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "databases"}, Kind: "Database", Namespaced: true}
+	namespaces = coreResource("namespaces", "Namespace", false)
+)
+
+// stuck builds a stuck object deleted an hour ago; its owners are resolved as the scan's
+// pipeline would.
+func stuck(r scan.Resource, ns, name string, finalizers ...string) *scan.Object {
+	ts := metav1.NewTime(now.Add(-time.Hour))
+	meta := &metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), DeletionTimestamp: &ts, Finalizers: finalizers}
+	o := scan.NewObject(r, meta, nil)
+	owner.NewResolver(owner.Builtin(), []string{"db.example.com"}).Annotate([]*scan.Object{o})
+	return o
+}
+
+// managedBy records that manager wrote the finalizers of o at t.
+func managedBy(o *scan.Object, manager string, t time.Time) *scan.Object {
+	fields := `{"f:metadata":{"f:finalizers":{`
+	for i, f := range o.Meta.Finalizers {
+		if i > 0 {
+			fields += ","
+		}
+		fields += `"v:\"` + f + `\"":{}`
+	}
+	fields += `}}}`
+	o.Meta.ManagedFields = append(o.Meta.ManagedFields, metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate,
+		Time: &metav1.Time{Time: t}, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)})
+	owner.NewResolver(owner.Builtin(), []string{"db.example.com"}).Annotate([]*scan.Object{o})
+	return o
+}
+
+func result(objs ...*scan.Object) *scan.Result {
+	return &scan.Result{Objects: objs, Now: now, ManagerActivity: map[string]time.Time{}, Index: &scan.Index{
+		Dependents: map[types.UID][]scan.Dependent{}, Counts: map[schema.GroupResource]int64{},
+		NamespaceLabels: map[string]map[string]string{}, Content: map[string]*scan.NamespaceContent{},
+	}}
+}
+
+func diagnose(t *testing.T, res *scan.Result, objs ...runtime.Object) *Report {
+	t.Helper()
+	var typed, dyn []runtime.Object
+	for _, o := range objs {
+		if _, ok := o.(*unstructured.Unstructured); ok {
+			dyn = append(dyn, o)
+		} else {
+			typed = append(typed, o)
+		}
+	}
+	d := &Doctor{Kube: kubefake.NewClientset(typed...), Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		apiServicesResource.GroupVersionResource:                "APIServiceList",
+		{Group: "apps", Version: "v1", Resource: "deployments"}: "DeploymentList",
+	}, dyn...)}
+	rep, err := d.Diagnose(context.Background(), res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func wantCause(t *testing.T, rep *Report, o *scan.Object, reason string, says ...string) {
+	t.Helper()
+	c := rep.Cause(o)
+	if c == nil || c.Reason != reason {
+		t.Fatalf("%s: cause %+v, want %s", o.Ref(), c, reason)
+	}
+	for _, s := range says {
+		if !strings.Contains(c.Message, s) && !strings.Contains(c.NextStep, s) {
+			t.Errorf("%s: cause %q, next %q: does not say %q", o.Ref(), c.Message, c.NextStep, s)
+		}
+	}
+	if c.NextStep == "" {
+		t.Errorf("%s: no next step", o.Ref())
+	}
+}
+
+func wantRoot(t *testing.T, rep *Report, reason string, subject finalizev1alpha1.Subject, objects int) {
+	t.Helper()
+	for _, r := range rep.Roots {
+		if r.Reason == reason && r.Subject == subject {
+			if len(r.Objects) != objects {
+				t.Errorf("root %s %v explains %d objects, want %d", reason, subject, len(r.Objects), objects)
+			}
+			return
+		}
+	}
+	t.Errorf("no root cause %s %v among %+v", reason, subject, rep.Roots)
+}
+
+func TestWithoutTheIndexTheDoctorRefuses(t *testing.T) {
+	res := result(stuck(configmaps, "a", "cfg", "a.example.com/x"))
+	res.Index = nil
+	if _, err := (&Doctor{}).Diagnose(context.Background(), res); !errors.Is(err, ErrNoIndex) {
+		t.Fatalf("got %v, want ErrNoIndex", err)
+	}
+}
+
+func TestForegroundDeletionWaitsForItsDependents(t *testing.T) {
+	o := stuck(configmaps, "a", "owner", metav1.FinalizerDeleteDependents)
+	res := result(o)
+	res.Index.Dependents[o.Meta.UID] = []scan.Dependent{{ObjectRef: scan.ObjectRef{Resource: configmaps, Namespace: "a", Name: "child", UID: "uid-child"}, BlockOwnerDeletion: true}}
+	rep := diagnose(t, res)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonDependentsRemaining, "it waits for 1 dependent with blockOwnerDeletion: configmaps/child -n a (not deleted yet)")
+	wantRoot(t, rep, finalizev1alpha1.ReasonControllerInactive, controllerSubject(gcOwner), 1)
+}
+
+func TestAClaimWaitsForThePodsThatUseIt(t *testing.T) {
+	claim := stuck(claimsResource, "a", "data", finalizerPVC)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web-0", UID: "uid-web-0"},
+		Spec:   corev1.PodSpec{NodeName: "node-a", Volumes: []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}
+	rep := diagnose(t, result(claim), pod)
+	wantCause(t, rep, claim, finalizev1alpha1.ReasonPodsUsingClaim, "web-0 (Succeeded on node node-a; a finished pod holds the claim until it is deleted)", "delete pod web-0 -n a")
+	wantRoot(t, rep, finalizev1alpha1.ReasonPodsUsingClaim, finalizev1alpha1.Subject{Kind: "Pod", Namespace: "a", Name: "web-0"}, 1)
+}
+
+func TestACRDWaitsForItsInstances(t *testing.T) {
+	crd := stuck(crdsResource, "", "databases.db.example.com", finalizerCRD)
+	instance := stuck(databases, "a", "orders", "db.example.com/finalizer")
+	res := result(crd, instance)
+	res.Index.Counts[databases.GroupResource()] = 2
+	rep := diagnose(t, res)
+	wantCause(t, rep, crd, finalizev1alpha1.ReasonInstancesRemaining, "2 instances of the CRD remain, 1 of them stuck")
+	if got := rep.Diagnosis(crd).Items; len(got) != 2 || got[1].Target.Name != "orders" {
+		t.Errorf("the CRD's tree holds its stuck instance: %+v", got)
+	}
+}
+
+func TestAControllerThatWroteNothingSinceTheDeletionIsInactive(t *testing.T) {
+	a := managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), "db-operator", now.Add(-2*time.Hour))
+	b := managedBy(stuck(databases, "b", "users", "db.example.com/finalizer"), "db-operator", now.Add(-2*time.Hour))
+	res := result(a, b)
+	res.ManagerActivity["db-operator"] = now.Add(-2 * time.Hour)
+	res.Index.Workloads = []scan.Workload{{Kind: "Deployment", Namespace: "ops", Name: "db-operator"}}
+	dep := &unstructured.Unstructured{}
+	dep.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	dep.SetNamespace("ops")
+	dep.SetName("db-operator")
+	_ = unstructured.SetNestedField(dep.Object, int64(1), "spec", "replicas")
+	rep := diagnose(t, res, dep)
+	wantCause(t, rep, a, finalizev1alpha1.ReasonControllerInactive, "db-operator has written nothing since the deletion began 60m ago (its last write: 120m ago)", "Deployment ops/db-operator has 0/1 ready replicas")
+	wantRoot(t, rep, finalizev1alpha1.ReasonControllerInactive, controllerSubject("db-operator"), 2)
+	if len(rep.Roots) != 1 {
+		t.Errorf("one dead operator is one root cause: %+v", rep.Roots)
+	}
+
+	// The same controller writing after the deletion began is at work.
+	res.ManagerActivity["db-operator"] = now.Add(-time.Minute)
+	rep = diagnose(t, res, dep)
+	wantCause(t, rep, a, finalizev1alpha1.ReasonProgressing, "db-operator is active: it last wrote 60s ago")
+}
+
+func TestWarningEventsMeanTheControllerIsFailing(t *testing.T) {
+	o := managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), "db-operator", now.Add(-2*time.Hour))
+	ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "e1"}, Type: corev1.EventTypeWarning, Reason: "DeleteFailed",
+		Note: "instance i-123: access denied", ReportingController: "db-operator", EventTime: metav1.NewMicroTime(now.Add(-5 * time.Minute)),
+		Regarding: corev1.ObjectReference{UID: o.Meta.UID}}
+	rep := diagnose(t, result(o), ev)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerFailing, "db-operator reports DeleteFailed: instance i-123: access denied (1 times, last 5m ago)")
+}
+
+func TestAWebhookWithoutABackendBlocksEveryUpdate(t *testing.T) {
+	o := stuck(configmaps, "a", "cfg", "a.example.com/x")
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "guard"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "guard.example.com",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: "ops", Name: "guard"}},
+			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}}}}}
+	ignored := vwc.DeepCopy()
+	ignored.Name = "lenient"
+	ignored.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+	rep := diagnose(t, result(o), vwc, ignored)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonWebhookBlocking, "ValidatingWebhookConfiguration guard (webhook guard.example.com): service ops/guard does not exist")
+	wantRoot(t, rep, finalizev1alpha1.ReasonWebhookBlocking, finalizev1alpha1.Subject{Kind: "ValidatingWebhookConfiguration", Name: "guard"}, 1)
+	if strings.Contains(rep.Cause(o).Message, "lenient") {
+		t.Errorf("a webhook that fails open blocks nothing: %s", rep.Cause(o).Message)
+	}
+}
+
+func TestANamespaceWithoutConditionsAfterTheGraceHasNoController(t *testing.T) {
+	ts := metav1.NewTime(now.Add(-time.Hour))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "uid-team-a", DeletionTimestamp: &ts}, Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}}}
+	o := scan.NewObject(namespaces, &ns.ObjectMeta, ns)
+	owner.NewResolver(owner.Builtin(), nil).Annotate([]*scan.Object{o})
+	rep := diagnose(t, result(o))
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerInactive, "no deletion conditions 60m after the deletion began")
+
+	// With its conditions and a stuck object inside, it waits for that object.
+	ns.Status.Conditions = []corev1.NamespaceCondition{{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionTrue, Message: "Some content in the namespace has finalizers remaining: a.example.com/x in 1 resource instances"}}
+	o = scan.NewObject(namespaces, &ns.ObjectMeta, ns)
+	owner.NewResolver(owner.Builtin(), nil).Annotate([]*scan.Object{o})
+	child := stuck(configmaps, "team-a", "cfg", "a.example.com/x")
+	rep = diagnose(t, result(o, child))
+	wantCause(t, rep, o, finalizev1alpha1.ReasonNamespaceFinalizersRemaining, "a.example.com/x in 1 resource instances")
+	if d := rep.Diagnosis(o); len(d.Items) != 2 {
+		t.Errorf("the namespace's tree holds its content: %+v", d.Items)
+	}
+}
