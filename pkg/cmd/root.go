@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/completion"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/doctor"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/remove"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/scan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
@@ -61,6 +62,7 @@ func NewCmdFinalize(streams genericiooptions.IOStreams) *cobra.Command {
 		scan.NewCmdScan(f, streams),
 		doctor.NewCmdDoctor(f, streams),
 		remove.NewCmdRemove(f, streams),
+		policy.NewCmdPolicy(f, streams),
 		version.NewCmdVersion(streams),
 		completion.NewCmdCompletion(streams),
 	)

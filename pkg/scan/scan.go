@@ -56,6 +56,9 @@ type Options struct {
 	Now func() time.Time
 	// Index gathers the Result's Index while listing, for the doctor.
 	Index bool
+	// Observe, if set, sees every object listed, stuck or not (ns is set for
+	// namespaces). It is called from several goroutines at once.
+	Observe func(r Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace)
 }
 
 // Progress reports how far a scan is.
@@ -350,6 +353,9 @@ func (s *Scanner) listPages(ctx context.Context, r Resource, opts Options, now t
 			meta := &page.Items[i].ObjectMeta
 			tr.observe(meta)
 			tr.index.observe(r, meta, nil)
+			if opts.Observe != nil {
+				opts.Observe(r, meta, nil)
+			}
 			if !stuck(meta, nil) || !keep(meta, nil, opts, now) {
 				continue
 			}
@@ -372,6 +378,9 @@ func (s *Scanner) listNamespaces(ctx context.Context, opts Options, lo metav1.Li
 	visit := func(ns *corev1.Namespace) {
 		tr.observe(&ns.ObjectMeta)
 		tr.index.observe(r, &ns.ObjectMeta, ns)
+		if opts.Observe != nil {
+			opts.Observe(r, &ns.ObjectMeta, ns)
+		}
 		if stuck(&ns.ObjectMeta, ns) && keep(&ns.ObjectMeta, ns, opts, now) {
 			tr.objects = append(tr.objects, newObject(r, &ns.ObjectMeta, ns))
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/api/meta"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -21,7 +22,9 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
@@ -36,8 +39,12 @@ volume still attached. Removing it by hand skips that cleanup. So remove:
   * shows what will change (object, finalizer, owner, diagnosed cause, verification) and
     asks "Remove N finalizers from M objects? [y/N]" on a terminal; --yes confirms in
     scripts; without a terminal and without --yes it refuses;
-  * refuses removals nobody verified, unless --force-unverified and --reason say why
-    (verification by providers comes with policies);
+  * with --policy, asks the provider of the first rule that matches each finalizer
+    whether the external resource it guards is gone: Gone removes it, pinned to the
+    version of the object the provider verified; Present or Unknown refuses it with the
+    provider's evidence;
+  * refuses removals nobody verified, unless --force-unverified and --reason say why (the
+    audit then records the provider's verdict next to the reason);
   * refuses finalizers of Kubernetes itself (kubernetes, orphan, foregroundDeletion,
     kubernetes.io/pvc-protection, ...) unless --allow-system, and refuses the kubernetes
     finalizer of a namespace that may still hold objects unless --allow-stranding: those
@@ -53,7 +60,11 @@ volume still attached. Removing it by hand skips that cleanup. So remove:
 
 Nothing is removed when any requested removal is refused.`
 
-const example = `  # Preview, then remove after confirming, the finalizer of a database whose operator is gone
+const example = `  # Remove the finalizer of a database once the policy's provider verified it is gone
+  kubectl finalize remove databases.db.example.com/orders -n team-a \
+    --finalizer db.example.com/finalizer --policy policy.yaml
+
+  # Preview, then remove after confirming, the finalizer of a database whose operator is gone
   kubectl finalize remove databases.db.example.com/orders -n team-a \
     --finalizer db.example.com/finalizer \
     --force-unverified --reason "operator uninstalled; RDS instance deleted by hand (INC-1234)"
@@ -78,6 +89,7 @@ const (
 	flagDryRun          = "dry-run"
 	flagBackupDir       = "backup-dir"
 	flagAuditLog        = "audit-log"
+	flagPolicy          = "policy"
 )
 
 // unlockedBy names the flags that allow each kind of refused removal; a refusal without
@@ -104,8 +116,11 @@ type Options struct {
 	DryRun          string
 	BackupDir       string
 	AuditLog        string
+	PolicyFile      string
 
 	clients *pipeline.Clients
+	policy  *policy.Policy
+	mapper  meta.RESTMapper
 	targets []remove.Target
 	dryRun  remove.DryRun
 	// isTerminal tells whether stdin is a terminal a person answers at.
@@ -159,11 +174,13 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.Lookup(flagDryRun).NoOptDefVal = "unchanged"
 	fs.StringVar(&o.BackupDir, flagBackupDir, o.BackupDir, "If set, save each object as YAML in this folder before removing anything from it.")
 	fs.StringVar(&o.AuditLog, flagAuditLog, o.AuditLog, "Append the JSON audit lines to this file instead of stderr.")
+	fs.StringVar(&o.PolicyFile, flagPolicy, o.PolicyFile, "A policy whose rules verify removals: a finalizer its matching rule's provider verified gone is removed without --force-unverified.")
 	fs.StringVarP(&o.OutputFormat, util.FlagOutput, "o", o.OutputFormat, fmt.Sprintf("Output format. One of: (%s). Prints the plan with the result of each removal.", strings.Join(o.PrintFlags.AllowedFormats(), ", ")))
 	o.ListFlags.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc(flagDryRun, cobra.FixedCompletions([]string{"none", "server", "client"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc(util.FlagOutput, cobra.FixedCompletions(o.PrintFlags.AllowedFormats(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagDirname(flagBackupDir)
+	_ = cmd.MarkFlagFilename(flagPolicy, "yaml", "yml", "json")
 }
 
 // Complete resolves the clients and the objects.
@@ -190,6 +207,13 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 	mapper, err := f.RESTMapper()
 	if err != nil {
 		return err
+	}
+	o.mapper = mapper
+	if o.PolicyFile != "" {
+		if o.policy, err = policy.Load(o.PolicyFile); err != nil {
+			return util.UsageError(err)
+		}
+		util.PrintWarnings(o.ErrOut, o.policy.Warnings)
 	}
 	for _, p := range pairs {
 		r, err := scan.ResolveResource(mapper, p[0])
@@ -262,6 +286,12 @@ func (o *Options) Validate() error {
 func (o *Options) Run(ctx context.Context) error {
 	opts, done := o.ListFlags.ScanOptions(o.ErrOut)
 	opts.Namespace = o.scope()
+	var verifier *policy.Verifier
+	if o.policy != nil {
+		verifier = policy.NewVerifier(o.policy, o.clients.Dynamic, provider.Options{Dynamic: o.clients.Dynamic, Mapper: o.mapper})
+		// The rules' providers are checked against live objects anywhere in the cluster.
+		opts.Namespace, opts.Observe = "", verifier.Controls.Observe
+	}
 	rep, err := pipeline.Diagnose(ctx, o.clients, opts, doctor.Options{})
 	done()
 	if err != nil {
@@ -283,9 +313,15 @@ func (o *Options) Run(ctx context.Context) error {
 		return utilerrors.NewAggregate(missing)
 	}
 	planner := &remove.Planner{Result: rep.Result, CauseOf: rep.Cause}
+	if verifier != nil {
+		planner.Verifier = verifier
+	}
 	plan := planner.Plan(ctx, reqs, remove.Options{
 		ForceUnverified: o.ForceUnverified, Reason: o.Reason, AllowSystem: o.AllowSystem, AllowStranding: o.AllowStranding,
 	})
+	if verifier != nil {
+		o.warnRules(verifier)
+	}
 	if len(plan.Refusals) > 0 {
 		return o.refused(plan)
 	}
@@ -302,7 +338,21 @@ func (o *Options) Run(ctx context.Context) error {
 			return nil
 		}
 	}
-	return o.execute(ctx, plan)
+	return o.execute(ctx, plan, verifier)
+}
+
+// warnRules says which rules' answers could not be trusted, and why.
+func (o *Options) warnRules(v *policy.Verifier) {
+	for _, st := range v.RuleStatuses() {
+		if st.Distrust == "" {
+			continue
+		}
+		what := "is not trusted"
+		if st.Broken {
+			what = "is BROKEN"
+		}
+		fmt.Fprintf(o.ErrOut, "Warning: rule %s %s: %s\n", st.Rule, what, st.Distrust)
+	}
 }
 
 // scope is the namespace a diagnosis covering every target can be limited to, or "" for
@@ -395,7 +445,7 @@ func (o *Options) confirm(plan *remove.Plan) (bool, error) {
 }
 
 // execute carries out the plan through the shared executor and reports each removal.
-func (o *Options) execute(ctx context.Context, plan *remove.Plan) error {
+func (o *Options) execute(ctx context.Context, plan *remove.Plan, verifier *policy.Verifier) error {
 	ex := &remove.Executor{
 		Remover: &remove.Remover{Metadata: o.clients.Metadata, Kube: o.clients.Kube},
 		DryRun:  o.dryRun, BackupDir: o.BackupDir, Dynamic: o.clients.Dynamic,
@@ -416,6 +466,9 @@ func (o *Options) execute(ctx context.Context, plan *remove.Plan) error {
 		if ex.Auditor, err = remove.NewAuditor(ctx, o.clients.Kube, log); err != nil {
 			fmt.Fprintf(o.ErrOut, "Warning: %v; the audit names the user as %s\n", err, ex.Auditor.User)
 		}
+	}
+	if verifier != nil {
+		ex.Verifier = verifier
 	}
 	records, err := ex.Execute(ctx, plan.Actions)
 	return errors.Join(err, o.printPlan(plan, records))

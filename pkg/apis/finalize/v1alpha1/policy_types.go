@@ -1,0 +1,234 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Policy says which finalizers may be removed unattended, and how a provider verifies
+// that what each one guards is gone. It is read from a file (--policy), strictly: an
+// unknown field is an error.
+type Policy struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// MaxRemovals aborts a reconcile pass, before its first write, when it plans more
+	// removals than this. Default 20.
+	MaxRemovals *int32 `json:"maxRemovals,omitempty"`
+	// MinAge leaves objects terminating for less to their controller. Default 15m.
+	MinAge *metav1.Duration `json:"minAge,omitempty"`
+	// Exclude wins over every rule.
+	Exclude *Exclude `json:"exclude,omitempty"`
+	// Rules are tried in order; the first that matches a finalizer of an object decides.
+	Rules []Rule `json:"rules"`
+}
+
+// Exclude names objects no rule may touch.
+type Exclude struct {
+	// Namespaces are names or globs. A namespace excluded here excludes the namespace
+	// object itself and everything in it.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Resources are resource.group names or globs ("secrets", "*.example.com").
+	Resources []string `json:"resources,omitempty"`
+	// Selectors are label selectors; an object that matches any of them is excluded.
+	Selectors []string `json:"selectors,omitempty"`
+}
+
+// Rule matches finalizers of objects and says how to verify them.
+type Rule struct {
+	// Name identifies the rule in reports, Events and audit lines.
+	Name string `json:"name"`
+	// Finalizers are exact names or globs; at least one.
+	Finalizers []string `json:"finalizers"`
+	// Resources are resource.group names or globs. Without them the rule matches every
+	// type, and a pass needs to list every type of the cluster.
+	Resources []string `json:"resources,omitempty"`
+	// Namespaces are names or globs. For a Namespace object, its own name is matched.
+	// Without them the rule matches every namespace and cluster-scoped objects.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Selector is a label selector on the object.
+	Selector string `json:"selector,omitempty"`
+	// MinAge overrides the policy's minAge for this rule.
+	MinAge *metav1.Duration `json:"minAge,omitempty"`
+	// AllowSystem lets the rule remove a finalizer of Kubernetes itself, when its
+	// provider said Gone. Only in reconcile; remove still asks for --allow-system.
+	AllowSystem bool `json:"allowSystem,omitempty"`
+	// AllowRetained lets the rule remove a finalizer whose external resource is meant to
+	// outlive the object (verdict Retained).
+	AllowRetained bool `json:"allowRetained,omitempty"`
+	// Verify says which provider answers, and how.
+	Verify Verify `json:"verify"`
+	// Controls guard against a broken provider.
+	Controls *Controls `json:"controls,omitempty"`
+	// RateLimit bounds the requests to the rule's provider.
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
+}
+
+// Controls guard a rule against a broken provider. Before any Gone of a rule is trusted,
+// its provider is asked about a few live objects (not being deleted) that carry the same
+// finalizer and match the rule. They must be Present: a provider that calls a live object
+// gone (a typo in a URL answers 404 for everything) is broken, and nothing is removed
+// under its rule.
+type Controls struct {
+	// Count is how many live objects are asked. Default 3; 0 turns the check off.
+	Count *int32 `json:"count,omitempty"`
+	// RequireLive, when true (the default), keeps the rule from acting when no live
+	// object exists to check its provider with.
+	RequireLive *bool `json:"requireLive,omitempty"`
+}
+
+// RateLimit bounds the requests a rule sends to its provider.
+type RateLimit struct {
+	// QPS is the sustained rate. Default 50.
+	QPS float32 `json:"qps,omitempty"`
+	// Burst is how many may go at once. Default 100.
+	Burst int32 `json:"burst,omitempty"`
+}
+
+// Verify names exactly one provider.
+type Verify struct {
+	HTTP       *HTTPProvider       `json:"http,omitempty"`
+	Exec       *ExecProvider       `json:"exec,omitempty"`
+	Kubernetes *KubernetesProvider `json:"kubernetes,omitempty"`
+}
+
+// HTTPProvider asks an HTTP API whether the external resource exists. Templates are
+// kubectl JSONPath expressions in braces over the full object ("{.status.id}"); each
+// value is escaped for where it lands.
+type HTTPProvider struct {
+	// URL is templated in its path and query only: a template cannot change the host.
+	URL string `json:"url"`
+	// Method is GET (default), HEAD or POST.
+	Method string `json:"method,omitempty"`
+	// Headers are sent with each request.
+	Headers []Header `json:"headers,omitempty"`
+	// Body is sent with POST, templated; each value is escaped as JSON string content.
+	Body string `json:"body,omitempty"`
+	// Gone are the statuses that mean the resource is gone. Default 404 and 410.
+	Gone []int32 `json:"gone,omitempty"`
+	// Present are the statuses that mean it exists. Default every 2xx.
+	Present []int32 `json:"present,omitempty"`
+	// Response, if set, reads a value from a JSON body answered with a Present status.
+	Response *HTTPResponse `json:"response,omitempty"`
+	// TLS configures the server's CA and a client certificate.
+	TLS *TLS `json:"tls,omitempty"`
+	// Timeout bounds one verification, retries included. Default 10s.
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// Header is one HTTP header: a templated value, or a secret from the environment.
+type Header struct {
+	Name string `json:"name"`
+	// Value is templated from the object. Credentials never go here: use ValueFrom.
+	Value string `json:"value,omitempty"`
+	// ValueFrom reads the value from the environment of the process or a file, so that
+	// secrets never appear in the policy.
+	ValueFrom *ValueSource `json:"valueFrom,omitempty"`
+}
+
+// ValueSource is an environment variable or a file. Its content is secret: it never
+// appears in reports, Events, audit lines or logs.
+type ValueSource struct {
+	Env  string `json:"env,omitempty"`
+	File string `json:"file,omitempty"`
+	// Prefix is put before the value ("Bearer ").
+	Prefix string `json:"prefix,omitempty"`
+}
+
+// HTTPResponse reads a value from a JSON response body.
+type HTTPResponse struct {
+	// JSONPath selects one value of the body ("{.status}").
+	JSONPath string `json:"jsonPath"`
+	// Gone are the values that mean the resource is gone ("DELETED").
+	Gone []string `json:"gone"`
+	// Present, if set, are the values that mean it exists; any other value is Unknown.
+	// Without it, every value but those in Gone means Present.
+	Present []string `json:"present,omitempty"`
+}
+
+// TLS configures an HTTP provider's connection.
+type TLS struct {
+	// CAFile holds the CA certificates that sign the server's certificate; without it,
+	// the system's.
+	CAFile string `json:"caFile,omitempty"`
+	// CertFile and KeyFile are a client certificate.
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
+}
+
+// ExecProvider runs a program that reads a VerifyRequest on stdin and writes a
+// VerifyResponse on stdout (docs/providers.md).
+type ExecProvider struct {
+	// Command is the program and its arguments. No shell runs it; each argument after
+	// the first may be templated and stays one argument.
+	Command []string `json:"command"`
+	// Env is added to the environment the process inherits.
+	Env []EnvVar `json:"env,omitempty"`
+	// Timeout bounds one run; at the timeout the whole process group is killed. Default
+	// 30s.
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// EnvVar is one environment variable of an exec provider.
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// KubernetesProvider looks for the objects the finalizer's work would delete: gone when
+// none is found.
+type KubernetesProvider struct {
+	// Resource is a kubectl type ("instances.compute.example.com", "pods").
+	Resource string `json:"resource"`
+	// Namespace is templated; empty for a cluster-scoped type.
+	Namespace string `json:"namespace,omitempty"`
+	// Name is templated. Exactly one of Name and Selector.
+	Name string `json:"name,omitempty"`
+	// Selector is a templated label selector: gone when it selects nothing.
+	Selector string `json:"selector,omitempty"`
+	// Kubeconfig and Context point to another cluster (a workload cluster, a management
+	// cluster). Without them, the cluster being reconciled.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Context    string `json:"context,omitempty"`
+	// Timeout bounds one verification. Default 10s.
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// VerifyRequest is what an exec provider reads on stdin.
+type VerifyRequest struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Rule is the policy rule that asks.
+	Rule string `json:"rule"`
+	// Finalizer is the finalizer whose work is in question.
+	Finalizer string `json:"finalizer"`
+	// UID and ResourceVersion of the object: the response echoes them.
+	UID             string `json:"uid"`
+	ResourceVersion string `json:"resourceVersion"`
+	// Interactive is always false: nobody answers a prompt.
+	Interactive bool `json:"interactive"`
+	// Identity holds the named values a preset found on the object.
+	Identity map[string]string `json:"identity,omitempty"`
+	// Object is the full object, as the API server returned it.
+	Object runtime.RawExtension `json:"object"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// VerifyResponse is what an exec provider writes on stdout: exactly one, and nothing else.
+type VerifyResponse struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// UID, ResourceVersion and Finalizer echo the request: a response that does not match
+	// is Unknown.
+	UID             string  `json:"uid"`
+	ResourceVersion string  `json:"resourceVersion"`
+	Finalizer       string  `json:"finalizer"`
+	Verdict         Verdict `json:"verdict"`
+	// Evidence says what was checked, for people: "aws rds describe-db-instances
+	// db-123: DBInstanceNotFound".
+	Evidence string `json:"evidence"`
+}

@@ -1,0 +1,429 @@
+package policy
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/util/jsonpath"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
+)
+
+// Defaults of a policy.
+const (
+	DefaultMaxRemovals   = 20
+	DefaultMinAge        = 15 * time.Minute
+	DefaultControls      = 3
+	DefaultQPS           = 50
+	DefaultBurst         = 100
+	maxControls          = 20
+	maxProviderTimeout   = 5 * time.Minute
+	maxRuleNameLength    = 63
+	credentialHeaderHint = "credentials come from valueFrom (an environment variable or a file), never from the policy text"
+)
+
+// Policy is a validated policy, ready to match objects.
+type Policy struct {
+	Spec *finalizev1alpha1.Policy
+	// File is where it was read from, if it was.
+	File        string
+	Rules       []*Rule
+	MaxRemovals int
+	MinAge      time.Duration
+	// Warnings are what is allowed but worth knowing.
+	Warnings []string
+
+	exclude struct {
+		namespaces, resources glob.Set
+		selectors             []labels.Selector
+	}
+}
+
+// Rule is a validated rule.
+type Rule struct {
+	Spec *finalizev1alpha1.Rule
+	Name string
+	// Index is the rule's position in the policy.
+	Index       int
+	MinAge      time.Duration
+	Controls    int
+	RequireLive bool
+	QPS         float32
+	Burst       int
+
+	finalizers, resources, namespaces glob.Set
+	selector                          labels.Selector
+}
+
+// Compile validates spec and compiles it. Every problem is reported, each with its rule
+// and field path; warnings say what is allowed but costly or risky.
+func Compile(spec *finalizev1alpha1.Policy) (*Policy, field.ErrorList, []string) {
+	c := &compiler{p: &Policy{Spec: spec, MaxRemovals: DefaultMaxRemovals, MinAge: DefaultMinAge}}
+	c.policy(spec)
+	return c.p, c.errs, c.warnings
+}
+
+type compiler struct {
+	p        *Policy
+	errs     field.ErrorList
+	warnings []string
+}
+
+func (c *compiler) add(errs ...*field.Error) { c.errs = append(c.errs, errs...) }
+
+func (c *compiler) policy(spec *finalizev1alpha1.Policy) {
+	if spec.MaxRemovals != nil {
+		if *spec.MaxRemovals < 1 {
+			c.add(field.Invalid(field.NewPath("maxRemovals"), *spec.MaxRemovals, "must be at least 1; a pass that may remove nothing is a --dry-run"))
+		}
+		c.p.MaxRemovals = int(*spec.MaxRemovals)
+	}
+	if spec.MinAge != nil {
+		c.p.MinAge = c.duration(field.NewPath("minAge"), spec.MinAge.Duration)
+	}
+	if ex := spec.Exclude; ex != nil {
+		path := field.NewPath("exclude")
+		c.p.exclude.namespaces = c.globs(path.Child("namespaces"), ex.Namespaces)
+		c.p.exclude.resources = c.globs(path.Child("resources"), ex.Resources)
+		for i, s := range ex.Selectors {
+			if sel := c.selector(path.Child("selectors").Index(i), s); sel != nil {
+				c.p.exclude.selectors = append(c.p.exclude.selectors, sel)
+			}
+		}
+	}
+	rules := field.NewPath("rules")
+	if len(spec.Rules) == 0 {
+		c.add(field.Required(rules, "a policy needs at least one rule"))
+	}
+	names := map[string]int{}
+	for i := range spec.Rules {
+		r := c.rule(rules.Index(i), &spec.Rules[i], i)
+		if first, dup := names[r.Name]; dup && r.Name != "" {
+			c.add(field.Duplicate(rules.Index(i).Child("name"), fmt.Sprintf("%s (also rules[%d])", r.Name, first)))
+		}
+		names[r.Name] = i
+		c.p.Rules = append(c.p.Rules, r)
+	}
+	c.shadowed()
+}
+
+var ruleNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`)
+
+func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int) *Rule {
+	r := &Rule{Spec: spec, Name: spec.Name, Index: index, MinAge: c.p.MinAge, Controls: DefaultControls, RequireLive: true, QPS: DefaultQPS, Burst: DefaultBurst}
+	// Errors of a rule say which rule, by name, before the field path.
+	before := len(c.errs)
+	defer func() {
+		if spec.Name == "" {
+			return
+		}
+		for _, e := range c.errs[before:] {
+			e.Detail = strings.TrimSpace(fmt.Sprintf("%s (rule %s)", e.Detail, spec.Name))
+		}
+	}()
+	switch {
+	case spec.Name == "":
+		c.add(field.Required(path.Child("name"), "every rule has a name, for reports, Events and audit lines"))
+	case len(spec.Name) > maxRuleNameLength || !ruleNameRE.MatchString(spec.Name):
+		c.add(field.Invalid(path.Child("name"), spec.Name, "must be lower-case letters, digits, '-' and '.', at most 63 characters, starting and ending with a letter or digit"))
+	}
+	if len(spec.Finalizers) == 0 {
+		c.add(field.Required(path.Child("finalizers"), "name the finalizers the rule removes, exactly or with globs"))
+	}
+	r.finalizers = c.globs(path.Child("finalizers"), spec.Finalizers)
+	r.resources = c.globs(path.Child("resources"), spec.Resources)
+	r.namespaces = c.globs(path.Child("namespaces"), spec.Namespaces)
+	if spec.Selector != "" {
+		r.selector = c.selector(path.Child("selector"), spec.Selector)
+	}
+	if len(spec.Resources) == 0 {
+		c.warnings = append(c.warnings, fmt.Sprintf("rule %s names no resources: a pass lists every type of the cluster to match it, secrets included, and needs RBAC to list them all", spec.Name))
+	}
+	if spec.MinAge != nil {
+		r.MinAge = c.duration(path.Child("minAge"), spec.MinAge.Duration)
+	}
+	if ctl := spec.Controls; ctl != nil {
+		if ctl.Count != nil {
+			r.Controls = int(*ctl.Count)
+			if r.Controls < 0 || r.Controls > maxControls {
+				c.add(field.Invalid(path.Child("controls", "count"), *ctl.Count, fmt.Sprintf("must be between 0 and %d", maxControls)))
+			}
+			if r.Controls == 0 {
+				c.warnings = append(c.warnings, fmt.Sprintf("rule %s sets controls.count 0: a broken provider (one that calls everything gone) would not be noticed", spec.Name))
+			}
+		}
+		if ctl.RequireLive != nil {
+			r.RequireLive = *ctl.RequireLive
+		}
+	}
+	if rl := spec.RateLimit; rl != nil {
+		if rl.QPS < 0 || rl.Burst < 0 {
+			c.add(field.Invalid(path.Child("rateLimit"), fmt.Sprintf("qps %v, burst %d", rl.QPS, rl.Burst), "must not be negative"))
+		}
+		if rl.QPS > 0 {
+			r.QPS = rl.QPS
+		}
+		if rl.Burst > 0 {
+			r.Burst = int(rl.Burst)
+		}
+	}
+	c.verify(path.Child("verify"), &spec.Verify)
+	return r
+}
+
+func (c *compiler) verify(path *field.Path, v *finalizev1alpha1.Verify) {
+	var kinds []string
+	if v.HTTP != nil {
+		kinds = append(kinds, "http")
+		c.http(path.Child("http"), v.HTTP)
+	}
+	if v.Exec != nil {
+		kinds = append(kinds, "exec")
+		c.exec(path.Child("exec"), v.Exec)
+	}
+	if v.Kubernetes != nil {
+		kinds = append(kinds, "kubernetes")
+		c.kubernetes(path.Child("kubernetes"), v.Kubernetes)
+	}
+	switch len(kinds) {
+	case 0:
+		c.add(field.Required(path, "name one provider: http, exec or kubernetes"))
+	case 1:
+	default:
+		c.add(field.Invalid(path, strings.Join(kinds, ", "), "name exactly one provider"))
+	}
+}
+
+// credentialHeaders are headers that carry credentials: their value never comes from the
+// policy text.
+var credentialHeaderRE = regexp.MustCompile(`(?i)^(authorization|proxy-authorization|cookie)$|token|secret|password|passwd|api-?key|auth|credential|signature`)
+
+var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
+	if h.URL == "" {
+		c.add(field.Required(path.Child("url"), ""))
+	} else if u, err := provider.ParseURLTemplate(h.URL); err != nil {
+		c.add(field.Invalid(path.Child("url"), h.URL, err.Error()))
+	} else if strings.HasPrefix(u.String(), "http://") {
+		c.warnings = append(c.warnings, fmt.Sprintf("%s: %s is plain http: its answers and headers travel unencrypted", path.Child("url"), h.URL))
+	}
+	switch strings.ToUpper(h.Method) {
+	case "", http.MethodGet, http.MethodHead, http.MethodPost:
+	default:
+		c.add(field.NotSupported(path.Child("method"), h.Method, []string{http.MethodGet, http.MethodHead, http.MethodPost}))
+	}
+	if h.Body != "" {
+		c.template(path.Child("body"), h.Body)
+		if m := strings.ToUpper(h.Method); m != http.MethodPost {
+			c.add(field.Invalid(path.Child("body"), field.OmitValueType{}, "a body is sent with method POST only"))
+		}
+	}
+	for i, hd := range h.Headers {
+		hp := path.Child("headers").Index(i)
+		if !headerNameRE.MatchString(hd.Name) {
+			c.add(field.Invalid(hp.Child("name"), hd.Name, "not an HTTP header name"))
+		}
+		switch {
+		case hd.Value != "" && hd.ValueFrom != nil:
+			c.add(field.Invalid(hp, hd.Name, "set value or valueFrom, not both"))
+		case hd.ValueFrom != nil:
+			src := hd.ValueFrom
+			if (src.Env == "") == (src.File == "") {
+				c.add(field.Invalid(hp.Child("valueFrom"), field.OmitValueType{}, "set exactly one of env and file"))
+			}
+		case hd.Value == "":
+			c.add(field.Required(hp.Child("value"), "set value or valueFrom"))
+		case credentialHeaderRE.MatchString(hd.Name):
+			c.add(field.Forbidden(hp.Child("value"), fmt.Sprintf("header %s carries credentials: %s", hd.Name, credentialHeaderHint)))
+		default:
+			c.template(hp.Child("value"), hd.Value)
+		}
+	}
+	c.statuses(path.Child("gone"), h.Gone)
+	c.statuses(path.Child("present"), h.Present)
+	for _, s := range h.Gone {
+		if slices.Contains(h.Present, s) {
+			c.add(field.Invalid(path.Child("present"), s, "a status cannot mean both gone and present"))
+		}
+	}
+	if r := h.Response; r != nil {
+		rp := path.Child("response")
+		if r.JSONPath == "" {
+			c.add(field.Required(rp.Child("jsonPath"), "the JSONPath of the value to read, like {.status}"))
+		} else if err := jsonpath.New("response").Parse(r.JSONPath); err != nil {
+			c.add(field.Invalid(rp.Child("jsonPath"), r.JSONPath, err.Error()))
+		}
+		if len(r.Gone) == 0 {
+			c.add(field.Required(rp.Child("gone"), "the values that mean the resource is gone"))
+		}
+	}
+	if t := h.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
+		c.add(field.Invalid(path.Child("tls"), field.OmitValueType{}, "a client certificate needs both certFile and keyFile"))
+	}
+	c.timeout(path.Child("timeout"), h.Timeout)
+}
+
+func (c *compiler) statuses(path *field.Path, codes []int32) {
+	for i, s := range codes {
+		if s < 100 || s > 599 {
+			c.add(field.Invalid(path.Index(i), s, "not an HTTP status"))
+		}
+		if s == http.StatusTooManyRequests || s >= 500 {
+			c.add(field.Invalid(path.Index(i), s, "429 and 5xx are retried, then mean Unknown"))
+		}
+	}
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (c *compiler) exec(path *field.Path, e *finalizev1alpha1.ExecProvider) {
+	if len(e.Command) == 0 || e.Command[0] == "" {
+		c.add(field.Required(path.Child("command"), "the program to run, then its arguments"))
+	} else if strings.Contains(e.Command[0], "{") {
+		c.add(field.Invalid(path.Child("command").Index(0), e.Command[0], "the program is fixed: only its arguments may be templated"))
+	}
+	for i := 1; i < len(e.Command); i++ {
+		c.template(path.Child("command").Index(i), e.Command[i])
+	}
+	for i, v := range e.Env {
+		if !envNameRE.MatchString(v.Name) {
+			c.add(field.Invalid(path.Child("env").Index(i).Child("name"), v.Name, "not an environment variable name"))
+		}
+	}
+	c.timeout(path.Child("timeout"), e.Timeout)
+}
+
+func (c *compiler) kubernetes(path *field.Path, k *finalizev1alpha1.KubernetesProvider) {
+	if k.Resource == "" {
+		c.add(field.Required(path.Child("resource"), "the type of the objects to look for, like instances.compute.example.com"))
+	}
+	switch {
+	case (k.Name == "") == (k.Selector == ""):
+		c.add(field.Invalid(path, field.OmitValueType{}, "set exactly one of name and selector"))
+	case k.Name != "":
+		c.template(path.Child("name"), k.Name)
+	default:
+		c.template(path.Child("selector"), k.Selector)
+		if _, err := labels.Parse(valuesRE.ReplaceAllString(k.Selector, "x")); err != nil {
+			c.add(field.Invalid(path.Child("selector"), k.Selector, err.Error()))
+		}
+	}
+	if k.Namespace != "" {
+		c.template(path.Child("namespace"), k.Namespace)
+	}
+	c.timeout(path.Child("timeout"), k.Timeout)
+}
+
+// valuesRE finds the values of a simple template, to check what surrounds them.
+var valuesRE = regexp.MustCompile(`\{[^}]*\}`)
+
+func (c *compiler) template(path *field.Path, s string) {
+	if _, err := provider.ParseTemplate(s); err != nil {
+		c.add(field.Invalid(path, s, err.Error()))
+	}
+}
+
+func (c *compiler) timeout(path *field.Path, d *metav1.Duration) {
+	if d == nil {
+		return
+	}
+	if d.Duration <= 0 || d.Duration > maxProviderTimeout {
+		c.add(field.Invalid(path, d.Duration.String(), fmt.Sprintf("must be more than 0 and at most %s", maxProviderTimeout)))
+	}
+}
+
+func (c *compiler) duration(path *field.Path, d time.Duration) time.Duration {
+	if d < 0 {
+		c.add(field.Invalid(path, d.String(), "must not be negative"))
+	}
+	return d
+}
+
+func (c *compiler) globs(path *field.Path, patterns []string) glob.Set {
+	for i, p := range patterns {
+		if p == "" {
+			c.add(field.Invalid(path.Index(i), p, "must not be empty"))
+		}
+	}
+	set, err := glob.CompileSet(slices.DeleteFunc(slices.Clone(patterns), func(p string) bool { return p == "" }))
+	if err != nil {
+		c.add(field.Invalid(path, patterns, err.Error()))
+	}
+	return set
+}
+
+func (c *compiler) selector(path *field.Path, s string) labels.Selector {
+	sel, err := labels.Parse(s)
+	if err != nil {
+		c.add(field.Invalid(path, s, err.Error()))
+		return nil
+	}
+	return sel
+}
+
+// shadowed reports rules that can never match: an earlier rule matches every finalizer
+// of every object they would, and the first rule wins.
+func (c *compiler) shadowed() {
+	for j, later := range c.p.Rules {
+		for _, earlier := range c.p.Rules[:j] {
+			if covers(earlier, later) {
+				c.add(field.Invalid(field.NewPath("rules").Index(j), later.Name,
+					fmt.Sprintf("can never match: rule %s before it matches every finalizer of every object it would, and the first rule that matches wins", earlier.Name)))
+				break
+			}
+		}
+	}
+	for j, r := range c.p.Rules {
+		if len(c.p.exclude.namespaces) > 0 && len(r.namespaces) > 0 && coversSet(c.p.exclude.namespaces, r.namespaces) {
+			c.add(field.Invalid(field.NewPath("rules").Index(j).Child("namespaces"), r.Spec.Namespaces, "can never match: exclude.namespaces excludes them all"))
+		}
+		if len(c.p.exclude.resources) > 0 && len(r.resources) > 0 && coversSet(c.p.exclude.resources, r.resources) {
+			c.add(field.Invalid(field.NewPath("rules").Index(j).Child("resources"), r.Spec.Resources, "can never match: exclude.resources excludes them all"))
+		}
+	}
+}
+
+// covers reports whether a matches everything b matches.
+func covers(a, b *Rule) bool {
+	if len(a.finalizers) == 0 || len(b.finalizers) == 0 {
+		return false
+	}
+	return coversSet(a.finalizers, b.finalizers) && coversOptional(a.resources, b.resources) &&
+		coversOptional(a.namespaces, b.namespaces) && (a.Spec.Selector == "" || a.Spec.Selector == b.Spec.Selector)
+}
+
+// coversOptional: an empty set matches everything.
+func coversOptional(a, b glob.Set) bool {
+	if len(a) == 0 {
+		return true
+	}
+	return len(b) > 0 && coversSet(a, b)
+}
+
+// coversSet reports whether a matches every pattern of b: each literal of b matches a
+// pattern of a, and each glob of b is a pattern of a or falls under a "*".
+func coversSet(a, b glob.Set) bool {
+	for _, pb := range b {
+		ok := false
+		for _, pa := range a {
+			if pa.String() == pb.String() || pa.String() == "*" || (pb.Literal() && pa.Match(pb.String())) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

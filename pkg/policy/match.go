@@ -1,0 +1,122 @@
+package policy
+
+import (
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+)
+
+// Subject is what rules match an object by.
+type Subject struct {
+	// Resource is "resource.group": "configmaps", "databases.db.example.com".
+	Resource string
+	// Namespace is the object's namespace, or for a Namespace its own name; empty for
+	// other cluster-scoped objects.
+	Namespace string
+	Labels    map[string]string
+}
+
+// SubjectOf is the subject of an object of resource r.
+func SubjectOf(r scan.Resource, namespace, name string, l map[string]string) Subject {
+	s := Subject{Resource: r.String(), Namespace: namespace, Labels: l}
+	if r.IsNamespaces() {
+		s.Namespace = name
+	}
+	return s
+}
+
+// Excluded reports whether the exclude block keeps every rule away from s.
+func (p *Policy) Excluded(s Subject) bool {
+	ex := &p.exclude
+	if len(ex.namespaces) > 0 && s.Namespace != "" && ex.namespaces.Match(s.Namespace) {
+		return true
+	}
+	if len(ex.resources) > 0 && ex.resources.Match(s.Resource) {
+		return true
+	}
+	for _, sel := range ex.selectors {
+		if sel.Matches(labels.Set(s.Labels)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Match returns the first rule that matches finalizer on s, or nil. Excluded objects
+// match no rule.
+func (p *Policy) Match(s Subject, finalizer string) *Rule {
+	if p.Excluded(s) {
+		return nil
+	}
+	for _, r := range p.Rules {
+		if r.matches(s, finalizer) {
+			return r
+		}
+	}
+	return nil
+}
+
+func (r *Rule) matches(s Subject, finalizer string) bool {
+	if !r.finalizers.Match(finalizer) || !r.resources.Match(s.Resource) {
+		return false
+	}
+	if len(r.namespaces) > 0 && (s.Namespace == "" || !r.namespaces.Match(s.Namespace)) {
+		return false
+	}
+	return r.selector == nil || r.selector.Matches(labels.Set(s.Labels))
+}
+
+// MatchesFinalizer reports whether some rule could match finalizer, on some object.
+func (p *Policy) MatchesFinalizer(finalizer string) bool {
+	for _, r := range p.Rules {
+		if r.finalizers.Match(finalizer) {
+			return true
+		}
+	}
+	return false
+}
+
+// Scope is what a pass must list to see every object the rules can match.
+type Scope struct {
+	// Resources are the resource.group names every rule names, when all of them are
+	// literal; nil means every type.
+	Resources []string
+	// Namespaces are the namespaces every rule names, when all of them name literal
+	// namespaces; nil means the whole cluster.
+	Namespaces []string
+}
+
+// Scope narrows a pass to the types and namespaces the rules name, when every rule names
+// them exactly; a rule without resources (or with a glob) needs every type.
+func (p *Policy) Scope() Scope {
+	var sc Scope
+	resources, namespaces := map[string]bool{}, map[string]bool{}
+	allResources, allNamespaces := true, true
+	for _, r := range p.Rules {
+		if len(r.resources) == 0 {
+			allResources = false
+		}
+		for _, g := range r.resources {
+			if !g.Literal() {
+				allResources = false
+			}
+			resources[g.String()] = true
+		}
+		if len(r.namespaces) == 0 {
+			allNamespaces = false
+		}
+		for _, g := range r.namespaces {
+			if !g.Literal() {
+				allNamespaces = false
+			}
+			namespaces[g.String()] = true
+		}
+	}
+	if allResources {
+		sc.Resources = sortedKeys(resources)
+	}
+	if allNamespaces {
+		sc.Namespaces = sortedKeys(namespaces)
+	}
+	return sc
+}

@@ -1,0 +1,195 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+)
+
+const header = "apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\n"
+
+const valid = header + `maxRemovals: 5
+minAge: 30m
+exclude:
+  namespaces: ["kube-system"]
+  selectors: ["keep=true"]
+rules:
+- name: managed-databases
+  finalizers: ["db.example.com/finalizer"]
+  resources: ["databases.db.example.com"]
+  namespaces: ["prod-*"]
+  selector: "team=data"
+  minAge: 1h
+  verify:
+    http:
+      url: "https://dbapi.internal/v1/instances/{.status.instanceID}"
+      headers:
+      - name: Authorization
+        valueFrom: {env: DBAPI_TOKEN, prefix: "Bearer "}
+      gone: [404, 410]
+  controls: {count: 2, requireLive: false}
+- name: buckets
+  finalizers: ["*.example.com/*"]
+  verify:
+    exec:
+      command: ["/usr/local/bin/check-bucket", "{.spec.bucketName}"]
+- name: cluster-api
+  finalizers: ["cluster.x-k8s.io"]
+  resources: ["clusters.cluster.x-k8s.io"]
+  verify:
+    kubernetes:
+      resource: machines.cluster.x-k8s.io
+      namespace: "{.metadata.namespace}"
+      selector: "cluster.x-k8s.io/cluster-name={.metadata.name}"
+`
+
+func compile(t *testing.T, doc string) (*Policy, []string) {
+	t.Helper()
+	spec, errs := Decode([]byte(doc))
+	if len(errs) > 0 {
+		t.Fatalf("decoding: %v", errs)
+	}
+	p, errs, warnings := Compile(spec)
+	if len(errs) > 0 {
+		t.Fatalf("validating: %v", errs)
+	}
+	return p, warnings
+}
+
+func TestAValidPolicy(t *testing.T) {
+	p, warnings := compile(t, valid)
+	if p.MaxRemovals != 5 || p.MinAge.String() != "30m0s" || len(p.Rules) != 3 {
+		t.Fatalf("policy %+v", p)
+	}
+	db := p.Rules[0]
+	if db.MinAge.String() != "1h0m0s" || db.Controls != 2 || db.RequireLive || db.QPS != DefaultQPS {
+		t.Errorf("rule %+v", db)
+	}
+	if p.Rules[1].MinAge.String() != "30m0s" || p.Rules[1].Controls != DefaultControls || !p.Rules[1].RequireLive {
+		t.Errorf("defaults of a rule: %+v", p.Rules[1])
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "rule buckets names no resources: a pass lists every type of the cluster to match it, secrets included") {
+		t.Errorf("warnings %q", warnings)
+	}
+	defaults, _ := compile(t, header+"rules:\n- name: x\n  finalizers: [a.example.com/x]\n  resources: [configmaps]\n  verify: {exec: {command: [x]}}\n")
+	if defaults.MaxRemovals != 20 || defaults.MinAge.String() != "15m0s" {
+		t.Errorf("default maxRemovals %d, minAge %s", defaults.MaxRemovals, defaults.MinAge)
+	}
+}
+
+func TestInvalidPolicies(t *testing.T) {
+	rule := func(verify string) string {
+		return header + "rules:\n- name: r\n  finalizers: [a.example.com/x]\n  resources: [configmaps]\n  verify:\n" + verify
+	}
+	tests := []struct {
+		name string
+		doc  string
+		want []string
+	}{
+		{"empty", "", []string{"<document>: Required value: the policy is empty"}},
+		{"not yaml", "rules: [", []string{"<document>: Invalid value: not YAML"}},
+		{"wrong kind", "apiVersion: v1\nkind: ConfigMap\nrules: []", []string{`apiVersion: Unsupported value: "v1"`, `kind: Unsupported value: "ConfigMap"`}},
+		{"unknown field", rule("    exec: {command: [x], comand: [y]}\n"), []string{"rules[0].verify.exec.comand: Invalid value: unknown field"}},
+		{"duplicate key", rule("    exec: {command: [x]}\n    exec: {command: [y]}\n"), []string{"not YAML"}},
+		{"wrong type", header + "maxRemovals: many\nrules: []", []string{"<document>: Invalid value"}},
+		{"no rules", header + "rules: []", []string{"rules: Required value: a policy needs at least one rule"}},
+		{"no name, no finalizers", header + "rules:\n- verify: {exec: {command: [x]}}\n", []string{"rules[0].name: Required value", "rules[0].finalizers: Required value"}},
+		{"duplicate names", header + "rules:\n- {name: a, finalizers: [x], resources: [configmaps], verify: {exec: {command: [x]}}}\n- {name: a, finalizers: [yy.example.com], resources: [configmaps], verify: {exec: {command: [x]}}}\n",
+			[]string{`rules[1].name: Duplicate value: "a (also rules[0])"`}},
+		{"bad glob and selector", header + "rules:\n- {name: a, finalizers: [\"\"], resources: [configmaps], selector: \"a in (\", verify: {exec: {command: [x]}}}\n",
+			[]string{`rules[0].finalizers[0]: Invalid value: "": must not be empty (rule a)`, `rules[0].selector: Invalid value: "a in ("`}},
+		{"bad durations", header + "minAge: -1m\nrules:\n- {name: a, finalizers: [x], resources: [configmaps], minAge: -2m, verify: {exec: {command: [x], timeout: 10m}}}\n",
+			[]string{`minAge: Invalid value: "-1m0s": must not be negative`, `rules[0].minAge: Invalid value: "-2m0s"`, `rules[0].verify.exec.timeout: Invalid value: "10m0s": must be more than 0 and at most 5m0s (rule a)`}},
+		{"bad duration text", header + "minAge: soon\nrules: []", []string{"<document>: Invalid value"}},
+		{"no provider", rule("    {}\n"), []string{"rules[0].verify: Required value: name one provider: http, exec or kubernetes (rule r)"}},
+		{"two providers", rule("    exec: {command: [x]}\n    kubernetes: {resource: pods, name: x}\n"), []string{`rules[0].verify: Invalid value: "exec, kubernetes": name exactly one provider (rule r)`}},
+		{"unknown provider kind", rule("    ssh: {host: x}\n"), []string{"rules[0].verify.ssh: Invalid value: unknown field"}},
+		{"bad template", rule("    exec: {command: [x, \"{.status.id\"]}\n"), []string{"rules[0].verify.exec.command[1]: Invalid value"}},
+		{"templated program", rule("    exec: {command: [\"{.spec.program}\"]}\n"), []string{"the program is fixed: only its arguments may be templated"}},
+		{"templated host", rule("    http: {url: \"https://{.spec.host}/x\"}\n"), []string{"the scheme, host and port are fixed"}},
+		{"credentials in the policy", rule("    http: {url: \"https://x/y\", headers: [{name: X-Api-Key, value: abc}]}\n"), []string{"rules[0].verify.http.headers[0].value: Forbidden: header X-Api-Key carries credentials"}},
+		{"value and valueFrom", rule("    http: {url: \"https://x/y\", headers: [{name: X-A, value: a, valueFrom: {env: B}}]}\n"), []string{"set value or valueFrom, not both"}},
+		{"both env and file", rule("    http: {url: \"https://x/y\", headers: [{name: X-A, valueFrom: {env: B, file: /c}}]}\n"), []string{"set exactly one of env and file"}},
+		{"statuses", rule("    http: {url: \"https://x/y\", gone: [404, 999, 503], present: [404]}\n"), []string{"gone[1]: Invalid value: 999: not an HTTP status", "gone[2]: Invalid value: 503: 429 and 5xx are retried", "present: Invalid value: 404: a status cannot mean both gone and present"}},
+		{"a method that changes things", rule("    http: {url: \"https://x/y\", method: DELETE}\n"), []string{`method: Unsupported value: "DELETE"`}},
+		{"a response without gone values", rule("    http: {url: \"https://x/y\", response: {jsonPath: \"{.state\"}}\n"), []string{"response.jsonPath: Invalid value", "response.gone: Required value"}},
+		{"name and selector", rule("    kubernetes: {resource: pods, name: a, selector: b=c}\n"), []string{"set exactly one of name and selector"}},
+		{"bad selector", rule("    kubernetes: {resource: pods, selector: \"a in ({.metadata.name}\"}\n"), []string{"verify.kubernetes.selector: Invalid value"}},
+		{"controls", header + "rules:\n- {name: a, finalizers: [x], resources: [configmaps], verify: {exec: {command: [x]}}, controls: {count: 21}}\n", []string{"rules[0].controls.count: Invalid value: 21: must be between 0 and 20"}},
+		{"never matches", header + "rules:\n- {name: all, finalizers: [\"*\"], verify: {exec: {command: [x]}}}\n- {name: db, finalizers: [db.example.com/x], resources: [databases.db.example.com], verify: {exec: {command: [x]}}}\n",
+			[]string{`rules[1]: Invalid value: "db": can never match: rule all before it matches every finalizer of every object it would`}},
+		{"excluded entirely", header + "exclude: {namespaces: [\"prod-*\"]}\nrules:\n- {name: a, finalizers: [x], resources: [configmaps], namespaces: [prod-a], verify: {exec: {command: [x]}}}\n",
+			[]string{"rules[0].namespaces: Invalid value", "can never match: exclude.namespaces excludes them all"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec, errs := Decode([]byte(tt.doc))
+			if spec != nil {
+				_, more, _ := Compile(spec)
+				errs = append(errs, more...)
+			}
+			var got []string
+			for _, e := range errs {
+				got = append(got, e.Error())
+			}
+			joined := strings.Join(got, "\n")
+			for _, w := range tt.want {
+				if !strings.Contains(joined, w) {
+					t.Errorf("errors:\n%s\nwant one with %q", joined, w)
+				}
+			}
+		})
+	}
+}
+
+func TestMatching(t *testing.T) {
+	p, _ := compile(t, valid)
+	databases := scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "databases"}, Namespaced: true}
+	buckets := scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "storage.example.com", Version: "v1", Resource: "buckets"}}
+	namespaces := scan.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}}
+	tests := []struct {
+		name      string
+		r         scan.Resource
+		ns, obj   string
+		labels    map[string]string
+		finalizer string
+		want      string
+	}{
+		{"the first rule", databases, "prod-eu", "orders", map[string]string{"team": "data"}, "db.example.com/finalizer", "managed-databases"},
+		{"the selector does not match: the next rule", databases, "prod-eu", "orders", map[string]string{"team": "web"}, "db.example.com/finalizer", "buckets"},
+		{"another namespace: the next rule", databases, "dev", "orders", map[string]string{"team": "data"}, "db.example.com/finalizer", "buckets"},
+		{"a cluster-scoped object", buckets, "", "logs", nil, "storage.example.com/cleanup", "buckets"},
+		{"no rule", databases, "prod-eu", "orders", nil, "other.io/x", ""},
+		{"an excluded namespace", databases, "kube-system", "orders", map[string]string{"team": "data"}, "db.example.com/finalizer", ""},
+		{"the namespace object itself is excluded", namespaces, "", "kube-system", nil, "a.example.com/x", ""},
+		{"an excluded label", databases, "prod-eu", "orders", map[string]string{"team": "data", "keep": "true"}, "db.example.com/finalizer", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if r := p.Match(SubjectOf(tt.r, tt.ns, tt.obj, tt.labels), tt.finalizer); r != nil {
+				got = r.Name
+			}
+			if got != tt.want {
+				t.Errorf("matched %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestScope(t *testing.T) {
+	p, _ := compile(t, valid)
+	if sc := p.Scope(); sc.Resources != nil || sc.Namespaces != nil {
+		t.Errorf("a rule without resources needs every type: %+v", sc)
+	}
+	p, _ = compile(t, header+`rules:
+- {name: a, finalizers: [x], resources: [databases.db.example.com], namespaces: [prod], verify: {exec: {command: [x]}}}
+- {name: b, finalizers: [yy.example.com], resources: [configmaps], namespaces: [prod, stage], verify: {exec: {command: [x]}}}
+`)
+	if sc := p.Scope(); strings.Join(sc.Resources, ",") != "configmaps,databases.db.example.com" || strings.Join(sc.Namespaces, ",") != "prod,stage" {
+		t.Errorf("scope %+v", sc)
+	}
+}

@@ -1,0 +1,234 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+)
+
+// Limits of the exec provider.
+const (
+	DefaultExecTimeout = 30 * time.Second
+	// MaxStdoutBytes bounds what is read of a provider's stdout: one response fits.
+	MaxStdoutBytes = 1 << 20
+	// StderrTailBytes is how much of the end of stderr is kept as evidence.
+	StderrTailBytes = 2048
+	// waitDelay is how long a provider's children may keep its stdout and stderr open
+	// after it exits, before they are closed and the process group is killed.
+	waitDelay = 500 * time.Millisecond
+)
+
+// Kinds of the exec protocol.
+const (
+	KindVerifyRequest  = "VerifyRequest"
+	KindVerifyResponse = "VerifyResponse"
+)
+
+type execProvider struct {
+	path    string
+	args    []*Template
+	env     []string
+	timeout time.Duration
+}
+
+func newExec(spec *finalizev1alpha1.ExecProvider) (*execProvider, error) {
+	if len(spec.Command) == 0 {
+		return nil, errors.New("command: the program to run is missing")
+	}
+	p := &execProvider{path: spec.Command[0], timeout: DefaultExecTimeout}
+	if spec.Timeout != nil {
+		p.timeout = spec.Timeout.Duration
+	}
+	for i, a := range spec.Command[1:] {
+		t, err := ParseTemplate(a)
+		if err != nil {
+			return nil, fmt.Errorf("command[%d]: %w", i+1, err)
+		}
+		p.args = append(p.args, t)
+	}
+	for _, e := range spec.Env {
+		p.env = append(p.env, e.Name+"="+e.Value)
+	}
+	return p, nil
+}
+
+func (p *execProvider) String() string { return "exec " + p.path }
+
+type execCall struct {
+	p       *execProvider
+	argv    []string
+	request finalizev1alpha1.VerifyRequest
+	stdin   []byte
+}
+
+func (p *execProvider) Prepare(req *Request) (Call, error) {
+	c := &execCall{p: p, argv: []string{p.path}}
+	for i, t := range p.args {
+		a, err := t.RenderAll(req.Object.Object, req.Identity, Argument)
+		if err != nil {
+			return nil, fmt.Errorf("command[%d]: %w", i+1, err)
+		}
+		c.argv = append(c.argv, a)
+	}
+	raw, err := json.Marshal(req.Object.Object)
+	if err != nil {
+		return nil, err
+	}
+	c.request = finalizev1alpha1.VerifyRequest{
+		TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: KindVerifyRequest},
+		Rule:     req.Rule, Finalizer: req.Finalizer, UID: string(req.Object.GetUID()), ResourceVersion: req.Object.GetResourceVersion(),
+		Identity: req.Identity, Object: runtime.RawExtension{Raw: raw},
+	}
+	if c.stdin, err = json.Marshal(&c.request); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Key is the program, its arguments and environment, and the object version asked
+// about: every answer echoes the object, so it is asked for each one.
+func (c *execCall) Key() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "exec\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s", strings.Join(c.argv, "\x00"), strings.Join(c.p.env, "\x00"),
+		c.request.Rule, c.request.Finalizer, c.request.UID, c.request.ResourceVersion)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (c *execCall) Do(ctx context.Context) Answer {
+	ctx, cancel := context.WithTimeout(ctx, c.p.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.argv[0], c.argv[1:]...) //nolint:gosec // the program is the policy's; its arguments are never read by a shell
+	cmd.Env = append(os.Environ(), c.p.env...)
+	cmd.Stdin = bytes.NewReader(c.stdin)
+	stdout := &cappedBuffer{max: MaxStdoutBytes}
+	stderr := &tailBuffer{max: StderrTailBytes}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = waitDelay
+	inOwnProcessGroup(cmd)
+	started := time.Now()
+	err := cmd.Run()
+	// Children that outlived the provider go with its process group.
+	killProcessGroup(cmd)
+	name := c.argv[0]
+	switch {
+	case ctx.Err() != nil:
+		return Unknown("exec %s: no answer within %s; the process group was killed%s", name, c.p.timeout, stderr.evidence())
+	case errors.Is(err, exec.ErrWaitDelay):
+		return Unknown("exec %s: it exited, but processes it started kept its output open; they were killed%s", name, stderr.evidence())
+	case err != nil:
+		return Unknown("exec %s: %v%s", name, err, stderr.evidence())
+	case stdout.overflow:
+		return Unknown("exec %s: more than %d bytes on stdout", name, MaxStdoutBytes)
+	}
+	resp, err := c.decode(stdout.Bytes())
+	if err != nil {
+		return Unknown("exec %s: %v%s", name, err, stderr.evidence())
+	}
+	evidence := strings.TrimSpace(resp.Evidence)
+	if evidence == "" {
+		evidence = fmt.Sprintf("exec %s answered %s in %s", name, resp.Verdict, time.Since(started).Round(time.Millisecond))
+	}
+	return Answer{Verdict: resp.Verdict, Evidence: truncate(evidence, 1000)}
+}
+
+// decode reads exactly one VerifyResponse of this protocol version, about the object and
+// finalizer asked about.
+func (c *execCall) decode(out []byte) (*finalizev1alpha1.VerifyResponse, error) {
+	if len(bytes.TrimSpace(out)) == 0 {
+		return nil, errors.New("nothing on stdout: a provider answers with one VerifyResponse")
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("stdout is not a VerifyResponse: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("stdout holds more than one VerifyResponse")
+	}
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(raw, &tm); err != nil {
+		return nil, fmt.Errorf("stdout is not a VerifyResponse: %w", err)
+	}
+	want := finalizev1alpha1.SchemeGroupVersion.String()
+	switch {
+	case tm.APIVersion != want:
+		return nil, fmt.Errorf("the response's apiVersion is %q; this kubectl-finalize speaks %s", tm.APIVersion, want)
+	case tm.Kind != KindVerifyResponse:
+		return nil, fmt.Errorf("the response's kind is %q, not %s", tm.Kind, KindVerifyResponse)
+	}
+	strict := json.NewDecoder(bytes.NewReader(raw))
+	strict.DisallowUnknownFields()
+	var resp finalizev1alpha1.VerifyResponse
+	if err := strict.Decode(&resp); err != nil {
+		return nil, fmt.Errorf("stdout is not a valid %s VerifyResponse: %w", want, err)
+	}
+	if resp.UID != c.request.UID || resp.ResourceVersion != c.request.ResourceVersion || resp.Finalizer != c.request.Finalizer {
+		return nil, fmt.Errorf("the response is about uid %q, resourceVersion %q, finalizer %q, not the object asked about (uid %q, resourceVersion %q, finalizer %q)",
+			resp.UID, resp.ResourceVersion, resp.Finalizer, c.request.UID, c.request.ResourceVersion, c.request.Finalizer)
+	}
+	switch resp.Verdict {
+	case finalizev1alpha1.VerdictGone, finalizev1alpha1.VerdictPresent, finalizev1alpha1.VerdictUnknown, finalizev1alpha1.VerdictRetained:
+	default:
+		return nil, fmt.Errorf("the verdict %q is none of Gone, Present, Unknown, Retained", resp.Verdict)
+	}
+	return &resp, nil
+}
+
+// cappedBuffer keeps the first max bytes written and notes whether more came. It is not
+// an io.ReaderFrom, so every write goes through Write.
+type cappedBuffer struct {
+	buf      bytes.Buffer
+	max      int
+	overflow bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.buf.Len(); room < len(p) {
+		b.overflow = true
+		if room > 0 {
+			b.buf.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
+
+// Bytes are the bytes kept.
+func (b *cappedBuffer) Bytes() []byte { return b.buf.Bytes() }
+
+// tailBuffer keeps the last max bytes written.
+type tailBuffer struct {
+	buf []byte
+	max int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > b.max {
+		b.buf = append(b.buf[:0], b.buf[len(b.buf)-b.max:]...)
+	}
+	return len(p), nil
+}
+
+// evidence is the end of stderr, for people, or "".
+func (b *tailBuffer) evidence() string {
+	s := strings.TrimSpace(strings.ToValidUTF8(string(b.buf), "?"))
+	if s == "" {
+		return ""
+	}
+	return "; stderr: " + s
+}

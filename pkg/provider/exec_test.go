@@ -1,0 +1,158 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+)
+
+// The test binary is also the provider these tests run: with PROVIDER_MODE set, it reads
+// a VerifyRequest and behaves as the mode says.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("PROVIDER_MODE"); mode != "" {
+		os.Exit(fakeProvider(mode))
+	}
+	os.Exit(m.Run())
+}
+
+func fakeProvider(mode string) int {
+	if mode == "marker" {
+		time.Sleep(2 * time.Second)
+		_ = os.WriteFile(os.Getenv("MARKER"), []byte("survived"), 0o600)
+		return 0
+	}
+	var req finalizev1alpha1.VerifyRequest
+	if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
+		fmt.Fprintln(os.Stderr, "bad request:", err)
+		return 9
+	}
+	respond := func(verdict finalizev1alpha1.Verdict, evidence string) {
+		_ = json.NewEncoder(os.Stdout).Encode(finalizev1alpha1.VerifyResponse{
+			TypeMeta: metav1.TypeMeta{APIVersion: "kubectl-finalize.github.io/v1alpha1", Kind: "VerifyResponse"},
+			UID:      req.UID, ResourceVersion: req.ResourceVersion, Finalizer: req.Finalizer, Verdict: verdict, Evidence: evidence,
+		})
+	}
+	switch mode {
+	case "gone", "present", "unknown":
+		respond(map[string]finalizev1alpha1.Verdict{"gone": "Gone", "present": "Present", "unknown": "Unknown"}[mode], "checked "+strings.Join(os.Args[1:], "|")+" env="+os.Getenv("RULE_ENV"))
+	case "fail":
+		fmt.Fprintln(os.Stderr, "aws: error: AccessDenied")
+		respond("Gone", "a failing process is not believed")
+		return 3
+	case "garbage":
+		fmt.Println("Gone")
+	case "two":
+		respond("Gone", "one")
+		respond("Gone", "two")
+	case "nothing":
+	case "echo":
+		resp := fmt.Sprintf(`{"apiVersion":"kubectl-finalize.github.io/v1alpha1","kind":"VerifyResponse","uid":"another","resourceVersion":%q,"finalizer":%q,"verdict":"Gone"}`, req.ResourceVersion, req.Finalizer)
+		fmt.Println(resp)
+	case "version":
+		fmt.Printf(`{"apiVersion":"kubectl-finalize.github.io/v2","kind":"VerifyResponse","uid":%q,"verdict":"Gone"}`+"\n", req.UID)
+	case "verdict":
+		fmt.Printf(`{"apiVersion":"kubectl-finalize.github.io/v1alpha1","kind":"VerifyResponse","uid":%q,"resourceVersion":%q,"finalizer":%q,"verdict":"Probably"}`+"\n", req.UID, req.ResourceVersion, req.Finalizer)
+	case "huge":
+		_, _ = io.Copy(os.Stdout, io.LimitReader(zeros{}, 5<<20))
+	case "sleep":
+		time.Sleep(time.Minute)
+	case "orphan":
+		// A child that outlives its parent and keeps stdout open; it writes a marker
+		// unless it is killed first.
+		child := exec.Command(os.Args[0], os.Args[1:]...)
+		child.Env = append(os.Environ(), "PROVIDER_MODE=marker")
+		child.Stdout = os.Stdout
+		_ = child.Start()
+		respond("Gone", "the parent is done")
+	}
+	return 0
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
+}
+
+func execAsk(t *testing.T, mode string, timeout time.Duration, env ...finalizev1alpha1.EnvVar) Answer {
+	t.Helper()
+	t.Setenv("PROVIDER_MODE", mode)
+	spec := &finalizev1alpha1.ExecProvider{Command: []string{os.Args[0], "--id", "{.status.instanceID}", "{.metadata.annotations.hostile}"},
+		Env: env, Timeout: &metav1.Duration{Duration: timeout}}
+	p, err := New(&finalizev1alpha1.Verify{Exec: spec}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{Object: object}
+	obj.SetUID("uid-db-1")
+	obj.SetResourceVersion("42")
+	call, err := p.Prepare(&Request{Rule: "dbs", Finalizer: "db.example.com/finalizer", Object: obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return call.Do(context.Background())
+}
+
+func TestExecVerdicts(t *testing.T) {
+	tests := []struct {
+		mode string
+		want finalizev1alpha1.Verdict
+		says string
+	}{
+		{"gone", finalizev1alpha1.VerdictGone, "checked --id|i-123|a/../b?c=d#e%2Fx\nSet-Cookie: y env=from-the-rule"},
+		{"present", finalizev1alpha1.VerdictPresent, "checked"},
+		{"unknown", finalizev1alpha1.VerdictUnknown, "checked"},
+		{"fail", finalizev1alpha1.VerdictUnknown, "exit status 3; stderr: aws: error: AccessDenied"},
+		{"garbage", finalizev1alpha1.VerdictUnknown, "stdout is not a VerifyResponse"},
+		{"two", finalizev1alpha1.VerdictUnknown, "stdout holds more than one VerifyResponse"},
+		{"nothing", finalizev1alpha1.VerdictUnknown, "nothing on stdout"},
+		{"echo", finalizev1alpha1.VerdictUnknown, `the response is about uid "another"`},
+		{"version", finalizev1alpha1.VerdictUnknown, `the response's apiVersion is "kubectl-finalize.github.io/v2"`},
+		{"verdict", finalizev1alpha1.VerdictUnknown, `the verdict "Probably" is none of`},
+		{"huge", finalizev1alpha1.VerdictUnknown, "more than 1048576 bytes on stdout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			a := execAsk(t, tt.mode, 10*time.Second, finalizev1alpha1.EnvVar{Name: "RULE_ENV", Value: "from-the-rule"})
+			if a.Verdict != tt.want || !strings.Contains(a.Evidence, tt.says) {
+				t.Errorf("got %s: %q; want %s saying %q", a.Verdict, a.Evidence, tt.want, tt.says)
+			}
+		})
+	}
+}
+
+func TestExecTimeoutsKillTheProcessGroup(t *testing.T) {
+	start := time.Now()
+	a := execAsk(t, "sleep", 300*time.Millisecond)
+	if a.Verdict != finalizev1alpha1.VerdictUnknown || !strings.Contains(a.Evidence, "no answer within 300ms; the process group was killed") {
+		t.Errorf("sleep: %s %s", a.Verdict, a.Evidence)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the timeout is 300ms, the run took %s", d)
+	}
+	marker := filepath.Join(t.TempDir(), "marker")
+	t.Setenv("MARKER", marker)
+	a = execAsk(t, "orphan", 10*time.Second)
+	if a.Verdict != finalizev1alpha1.VerdictUnknown || !strings.Contains(a.Evidence, "processes it started kept its output open") {
+		t.Errorf("orphan: %s %s", a.Verdict, a.Evidence)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Errorf("the child outlived its provider: %v", err)
+	}
+}

@@ -1,0 +1,187 @@
+package provider
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+)
+
+// DefaultKubernetesTimeout bounds one verification of the kubernetes provider.
+const DefaultKubernetesTimeout = 10 * time.Second
+
+type kubernetesProvider struct {
+	spec      *finalizev1alpha1.KubernetesProvider
+	namespace *Template
+	name      *Template
+	selector  *Template
+	timeout   time.Duration
+	// where names the cluster in evidence.
+	where string
+
+	once      sync.Once
+	dyn       dynamic.Interface
+	mapper    meta.RESTMapper
+	resource  scan.Resource
+	clientErr error
+}
+
+func newKubernetes(spec *finalizev1alpha1.KubernetesProvider, opts Options) (*kubernetesProvider, error) {
+	p := &kubernetesProvider{spec: spec, timeout: DefaultKubernetesTimeout, where: "in this cluster"}
+	if spec.Timeout != nil {
+		p.timeout = spec.Timeout.Duration
+	}
+	var err error
+	for _, f := range []struct {
+		field string
+		in    string
+		out   **Template
+	}{{"namespace", spec.Namespace, &p.namespace}, {"name", spec.Name, &p.name}, {"selector", spec.Selector, &p.selector}} {
+		if f.in == "" {
+			continue
+		}
+		if *f.out, err = ParseTemplate(f.in); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.field, err)
+		}
+	}
+	if spec.Kubeconfig == "" && spec.Context == "" {
+		p.dyn, p.mapper = opts.Dynamic, opts.Mapper
+		if p.dyn == nil || p.mapper == nil {
+			return nil, fmt.Errorf("no client for the cluster being reconciled")
+		}
+		return p, nil
+	}
+	p.where = "in the cluster of "
+	switch {
+	case spec.Context != "" && spec.Kubeconfig != "":
+		p.where += fmt.Sprintf("context %s of %s", spec.Context, spec.Kubeconfig)
+	case spec.Context != "":
+		p.where += "context " + spec.Context
+	default:
+		p.where += spec.Kubeconfig
+	}
+	// The other cluster's clients are made now, so a missing context fails the rule at
+	// once; its discovery waits for the first question.
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = spec.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: spec.Context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("the kubeconfig %s: %w", p.where, err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 50, 100
+	if p.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	return p, nil
+}
+
+func (p *kubernetesProvider) String() string {
+	return fmt.Sprintf("kubernetes %s %s", p.spec.Resource, p.where)
+}
+
+// resolve finds the resource type in the cluster, once.
+func (p *kubernetesProvider) resolve() error {
+	p.once.Do(func() {
+		p.resource, p.clientErr = scan.ResolveResource(p.mapper, p.spec.Resource)
+	})
+	return p.clientErr
+}
+
+type kubernetesCall struct {
+	p                         *kubernetesProvider
+	namespace, name, selector string
+}
+
+func (p *kubernetesProvider) Prepare(req *Request) (Call, error) {
+	c := &kubernetesCall{p: p}
+	var err error
+	obj := req.Object.Object
+	if p.namespace != nil {
+		if c.namespace, err = p.namespace.RenderAll(obj, req.Identity, ObjectName); err != nil {
+			return nil, fmt.Errorf("namespace: %w", err)
+		}
+	}
+	if p.name != nil {
+		if c.name, err = p.name.RenderAll(obj, req.Identity, ObjectName); err != nil {
+			return nil, fmt.Errorf("name: %w", err)
+		}
+	}
+	if p.selector != nil {
+		if c.selector, err = p.selector.RenderAll(obj, req.Identity, LabelValue); err != nil {
+			return nil, fmt.Errorf("selector: %w", err)
+		}
+		if _, err := labels.Parse(c.selector); err != nil {
+			return nil, fmt.Errorf("selector: %q: %w", c.selector, err)
+		}
+	}
+	return c, nil
+}
+
+func (c *kubernetesCall) Key() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "kubernetes\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s", c.p.spec.Kubeconfig, c.p.spec.Context, c.p.spec.Resource, c.namespace, c.name, c.selector)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (c *kubernetesCall) Do(ctx context.Context) Answer {
+	p := c.p
+	if err := p.resolve(); err != nil {
+		return Unknown("%s %s: %v", p.spec.Resource, p.where, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	r := p.resource
+	var client dynamic.ResourceInterface = p.dyn.Resource(r.GroupVersionResource)
+	if r.Namespaced && c.namespace != "" {
+		client = p.dyn.Resource(r.GroupVersionResource).Namespace(c.namespace)
+	}
+	what := r.String()
+	if r.Namespaced && c.namespace != "" {
+		what += " in namespace " + c.namespace
+	}
+	if c.name != "" {
+		if r.Namespaced && c.namespace == "" {
+			return Unknown("%s is namespaced: the rule must name the namespace of %s", r, c.name)
+		}
+		ref := r.Ref(c.namespace, c.name, "")
+		found, err := client.Get(ctx, c.name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: fmt.Sprintf("%s not found %s", ref, p.where)}
+		case err != nil:
+			return Unknown("getting %s %s: %v", ref, p.where, err)
+		}
+		return Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s exists %s (uid %s)", ref, p.where, found.GetUID())}
+	}
+	list, err := client.List(ctx, metav1.ListOptions{LabelSelector: c.selector, Limit: 1})
+	if err != nil {
+		return Unknown("listing %s with selector %q %s: %v", what, c.selector, p.where, err)
+	}
+	if len(list.Items) == 0 {
+		return Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: fmt.Sprintf("no %s matches %q %s", what, c.selector, p.where)}
+	}
+	first := list.Items[0]
+	return Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s matches %q %s", r.Ref(first.GetNamespace(), first.GetName(), "").String(), c.selector, p.where)}
+}

@@ -1,0 +1,93 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+)
+
+var instances = schema.GroupVersionResource{Group: "compute.example.com", Version: "v1", Resource: "instances"}
+
+func instance(ns, name string, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(instances.GroupVersion().WithKind("Instance"))
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.SetLabels(labels)
+	u.SetUID(types.UID("uid-" + name))
+	return u
+}
+
+func TestKubernetesProvider(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{instances: "InstanceList"},
+		instance("team-a", "db-1", map[string]string{"app": "db-1"}))
+	dyn.PrependReactor("get", "instances", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == "secret-ns" {
+			return true, nil, apierrors.NewForbidden(instances.GroupResource(), "db-1", errors.New("no"))
+		}
+		return false, nil, nil
+	})
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(instances.GroupVersion().WithKind("Instance"), meta.RESTScopeNamespace)
+	opts := Options{Dynamic: dyn, Mapper: mapper}
+	tests := []struct {
+		name string
+		spec finalizev1alpha1.KubernetesProvider
+		want finalizev1alpha1.Verdict
+		says string
+	}{
+		{"found by name", finalizev1alpha1.KubernetesProvider{Resource: "instances.compute.example.com", Namespace: "{.metadata.namespace}", Name: "{.metadata.name}"},
+			finalizev1alpha1.VerdictPresent, "instances.compute.example.com/db-1 -n team-a exists in this cluster (uid uid-db-1)"},
+		{"not found by name", finalizev1alpha1.KubernetesProvider{Resource: "instances", Namespace: "{.metadata.namespace}", Name: "{.status.instanceID}"},
+			finalizev1alpha1.VerdictGone, "instances.compute.example.com/i-123 -n team-a not found in this cluster"},
+		{"forbidden", finalizev1alpha1.KubernetesProvider{Resource: "instances", Namespace: "secret-ns", Name: "{.metadata.name}"},
+			finalizev1alpha1.VerdictUnknown, "forbidden"},
+		{"selected", finalizev1alpha1.KubernetesProvider{Resource: "instances", Selector: "app={.metadata.name}"},
+			finalizev1alpha1.VerdictPresent, `instances.compute.example.com/db-1 -n team-a matches "app=db-1"`},
+		{"nothing selected", finalizev1alpha1.KubernetesProvider{Resource: "instances", Namespace: "other", Selector: "app={.metadata.name}"},
+			finalizev1alpha1.VerdictGone, `no instances.compute.example.com in namespace other matches "app=db-1"`},
+		{"a type the cluster does not serve", finalizev1alpha1.KubernetesProvider{Resource: "gizmos", Name: "{.metadata.name}"},
+			finalizev1alpha1.VerdictUnknown, `the server doesn't have a resource type "gizmos"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New(&finalizev1alpha1.Verify{Kubernetes: &tt.spec}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			call, err := p.Prepare(request())
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := call.Do(context.Background())
+			if a.Verdict != tt.want || !strings.Contains(a.Evidence, tt.says) {
+				t.Errorf("got %s: %s; want %s saying %q", a.Verdict, a.Evidence, tt.want, tt.says)
+			}
+		})
+	}
+	// A hostile value cannot become a name or add terms to a selector.
+	for _, spec := range []finalizev1alpha1.KubernetesProvider{
+		{Resource: "instances", Namespace: "team-a", Name: "{.metadata.annotations.hostile}"},
+		{Resource: "instances", Selector: "app={.metadata.annotations.hostile}"},
+	} {
+		p, _ := New(&finalizev1alpha1.Verify{Kubernetes: &spec}, opts)
+		if _, err := p.Prepare(request()); err == nil {
+			t.Errorf("%+v: a hostile value was accepted", spec)
+		}
+	}
+	if _, err := New(&finalizev1alpha1.Verify{Kubernetes: &finalizev1alpha1.KubernetesProvider{Resource: "instances", Name: "x", Context: "nope", Kubeconfig: "/nonexistent"}}, opts); err == nil {
+		t.Error("a kubeconfig that does not exist must fail the provider")
+	}
+}

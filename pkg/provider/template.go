@@ -1,0 +1,262 @@
+package provider
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/util/jsonpath"
+)
+
+// identityPrefix starts an identity value in a template: "{identity.arn}".
+const identityPrefix = "identity."
+
+// Template is text with values of the object in braces: kubectl JSONPath expressions
+// ("{.status.instanceID}", "{.metadata.annotations['crossplane\.io/external-name']}") and
+// the identity values a preset found ("{identity.arn}"). Braces that do not start with
+// "." or "identity." are text, so JSON bodies need no escaping.
+type Template struct {
+	raw   string
+	parts []part
+}
+
+type part struct {
+	text     string
+	source   string // the expression as written, braces included
+	expr     *jsonpath.JSONPath
+	identity string
+	offset   int
+}
+
+// ParseTemplate parses a template; every expression must be valid JSONPath.
+func ParseTemplate(s string) (*Template, error) {
+	t := &Template{raw: s}
+	for i := 0; i < len(s); {
+		start := nextExpression(s, i)
+		if start < 0 {
+			t.parts = append(t.parts, part{text: s[i:], offset: i})
+			break
+		}
+		if start > i {
+			t.parts = append(t.parts, part{text: s[i:start], offset: i})
+		}
+		end, err := closingBrace(s, start)
+		if err != nil {
+			return nil, err
+		}
+		p := part{source: s[start : end+1], offset: start}
+		inner := s[start+1 : end]
+		if key, ok := strings.CutPrefix(inner, identityPrefix); ok {
+			if key == "" || strings.ContainsAny(key, " .[]{}") {
+				return nil, fmt.Errorf("%s: an identity value is {identity.NAME}", p.source)
+			}
+			p.identity = key
+		} else {
+			jp := jsonpath.New("template")
+			if err := jp.Parse(p.source); err != nil {
+				return nil, fmt.Errorf("%s: %w", p.source, err)
+			}
+			p.expr = jp
+		}
+		t.parts = append(t.parts, p)
+		i = end + 1
+	}
+	return t, nil
+}
+
+// nextExpression is the position of the next "{." or "{identity." from i, or -1.
+func nextExpression(s string, i int) int {
+	for {
+		j := strings.IndexByte(s[i:], '{')
+		if j < 0 {
+			return -1
+		}
+		j += i
+		rest := s[j+1:]
+		if strings.HasPrefix(rest, ".") || strings.HasPrefix(rest, identityPrefix) {
+			return j
+		}
+		i = j + 1
+	}
+}
+
+// closingBrace finds the brace that closes the expression opened at start, skipping
+// brackets, parentheses and quoted strings.
+func closingBrace(s string, start int) (int, error) {
+	depth := 0
+	var quote byte
+	for i := start + 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0 && c == '\\':
+			i++
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '[' || c == '(':
+			depth++
+		case c == ']' || c == ')':
+			depth--
+		case c == '}' && depth == 0:
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: the expression is not closed with }", s[start:])
+}
+
+// String is the template as written.
+func (t *Template) String() string { return t.raw }
+
+// Expressions reports whether the template has any value to fill in.
+func (t *Template) Expressions() bool {
+	for _, p := range t.parts {
+		if p.source != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// FirstExpression is the offset of the first expression, or -1.
+func (t *Template) FirstExpression() int {
+	for _, p := range t.parts {
+		if p.source != "" {
+			return p.offset
+		}
+	}
+	return -1
+}
+
+// Escape turns one value into text fit for where it lands, or says why it cannot be.
+type Escape func(value string) (string, error)
+
+// Render fills in each value from obj and identity, escaped by escapeAt (given the offset
+// of the expression in the template). A value that is missing, empty, not a scalar or
+// more than one makes it fail: a verification never runs on a guess.
+func (t *Template) Render(obj map[string]any, identity map[string]string, escapeAt func(offset int) Escape) (string, error) {
+	var b strings.Builder
+	for _, p := range t.parts {
+		if p.source == "" {
+			b.WriteString(p.text)
+			continue
+		}
+		v, err := p.value(obj, identity)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", p.source, err)
+		}
+		if v == "" {
+			return "", fmt.Errorf("%s: resolves to an empty value", p.source)
+		}
+		esc, err := escapeAt(p.offset)(v)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", p.source, err)
+		}
+		b.WriteString(esc)
+	}
+	return b.String(), nil
+}
+
+// RenderAll renders with the same escape everywhere.
+func (t *Template) RenderAll(obj map[string]any, identity map[string]string, escape Escape) (string, error) {
+	return t.Render(obj, identity, func(int) Escape { return escape })
+}
+
+func (p *part) value(obj map[string]any, identity map[string]string) (string, error) {
+	if p.identity != "" {
+		v, ok := identity[p.identity]
+		if !ok {
+			return "", errors.New("the object has no such identity value")
+		}
+		return v, nil
+	}
+	results, err := p.expr.FindResults(obj)
+	if err != nil {
+		return "", fmt.Errorf("resolves to nothing: %w", err)
+	}
+	var values []reflect.Value
+	for _, r := range results {
+		values = append(values, r...)
+	}
+	switch len(values) {
+	case 0:
+		return "", errors.New("resolves to nothing")
+	case 1:
+	default:
+		return "", fmt.Errorf("resolves to %d values, not one", len(values))
+	}
+	v := values[0]
+	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "", errors.New("resolves to null")
+		}
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return v.String(), nil
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return fmt.Sprint(v.Interface()), nil
+	}
+	return "", fmt.Errorf("resolves to a %s, not a single value", v.Kind())
+}
+
+// Escapes for where a value lands.
+var (
+	// PathSegment escapes one segment of a URL path: "/", "?", "#" and "%" are escaped,
+	// and "." and ".." are refused, so a value cannot climb the path.
+	PathSegment Escape = func(v string) (string, error) {
+		if v == "." || v == ".." {
+			return "", fmt.Errorf("refusing %q as a URL path segment", v)
+		}
+		return url.PathEscape(v), nil
+	}
+	// QueryValue escapes a value of a URL query.
+	QueryValue Escape = func(v string) (string, error) { return url.QueryEscape(v), nil }
+	// Argument is one argument of a program: it stays one argument whatever it holds, as
+	// no shell reads it; only NUL cannot be passed.
+	Argument Escape = func(v string) (string, error) {
+		if strings.ContainsRune(v, 0) {
+			return "", errors.New("refusing a value with a NUL byte as an argument")
+		}
+		return v, nil
+	}
+	// HeaderValue refuses line breaks, which would start another header.
+	HeaderValue Escape = func(v string) (string, error) {
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return "", errors.New("refusing a value with a line break as a header value")
+		}
+		return v, nil
+	}
+	// JSONString escapes a value as the content of a JSON string.
+	JSONString Escape = func(v string) (string, error) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return "", err
+		}
+		return string(b[1 : len(b)-1]), nil
+	}
+	// ObjectName accepts only what may name a Kubernetes object in a request path.
+	ObjectName Escape = func(v string) (string, error) {
+		if msgs := content.IsPathSegmentName(v); len(msgs) > 0 {
+			return "", fmt.Errorf("%q cannot name an object: %s", v, strings.Join(msgs, "; "))
+		}
+		return v, nil
+	}
+	// LabelValue accepts only a valid label value, so a value cannot add terms to a
+	// selector.
+	LabelValue Escape = func(v string) (string, error) {
+		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+			return "", fmt.Errorf("%q is not a label value: %s", v, strings.Join(msgs, "; "))
+		}
+		return v, nil
+	}
+)
