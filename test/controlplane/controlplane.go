@@ -430,15 +430,23 @@ func (cp *ControlPlane) clientCertConfig(user string, groups ...string) (*rest.C
 
 // WriteKubeconfig writes cfg as a kubeconfig file with one context, "default".
 func WriteKubeconfig(cfg *rest.Config, path string) error {
+	return WriteKubeconfigContexts(path, "default", map[string]*rest.Config{"default": cfg})
+}
+
+// WriteKubeconfigContexts writes a kubeconfig with one context (and cluster and user) per
+// configuration, current being the current context.
+func WriteKubeconfigContexts(path, current string, contexts map[string]*rest.Config) error {
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["default"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["default"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData,
-		ClientKeyData:         cfg.KeyData,
-		Token:                 cfg.BearerToken,
+	for name, cfg := range contexts {
+		kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+		kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
+			ClientCertificateData: cfg.CertData,
+			ClientKeyData:         cfg.KeyData,
+			Token:                 cfg.BearerToken,
+		}
+		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	}
-	kc.Contexts["default"] = &clientcmdapi.Context{Cluster: "default", AuthInfo: "default"}
-	kc.CurrentContext = "default"
+	kc.CurrentContext = current
 	return clientcmd.WriteToFile(*kc, path)
 }
 

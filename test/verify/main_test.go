@@ -1,0 +1,229 @@
+// Package verify tests verified removal (`remove --policy`) against a real control plane
+// with real providers: an HTTPS server with its own CA, real child processes, the example
+// exec provider of docs/examples, and the kubernetes provider in another namespace and a
+// second kubeconfig context.
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+)
+
+var (
+	cp *controlplane.ControlPlane
+	// exampleProvider is docs/examples/exec-provider, built.
+	exampleProvider string
+)
+
+// finalizer is the finalizer the policies of these tests remove.
+const finalizer = "db.example.com/finalizer"
+
+func TestMain(m *testing.M) {
+	// The test binary is also an exec provider: the first argument says how it behaves.
+	if os.Getenv("KF_TEST_PROVIDER") == "1" {
+		os.Exit(testProvider(os.Args[1:]))
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "kubectl-finalize-verify-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	exampleProvider = filepath.Join(dir, "exec-provider")
+	if out, err := exec.Command("go", "build", "-o", exampleProvider, "../../docs/examples/exec-provider").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the example provider: %v\n%s", err, out)
+		return 1
+	}
+	return controlplane.RunMain(m, controlplane.Options{}, &cp)
+}
+
+// testProvider answers a VerifyRequest as args[0] says.
+func testProvider(args []string) int {
+	var req finalizev1alpha1.VerifyRequest
+	if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
+		fmt.Fprintln(os.Stderr, "reading the request:", err)
+		return 9
+	}
+	respond := func(verdict finalizev1alpha1.Verdict) {
+		_ = json.NewEncoder(os.Stdout).Encode(finalizev1alpha1.VerifyResponse{
+			TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "VerifyResponse"},
+			UID:      req.UID, ResourceVersion: req.ResourceVersion, Finalizer: req.Finalizer, Verdict: verdict,
+			Evidence: fmt.Sprintf("argv %q, interactive %v", args, req.Interactive),
+		})
+	}
+	switch args[0] {
+	case "Gone", "Present", "Unknown":
+		respond(finalizev1alpha1.Verdict(args[0]))
+	case "exit":
+		fmt.Fprintln(os.Stderr, "the cloud CLI failed: AccessDenied")
+		respond(finalizev1alpha1.VerdictGone)
+		return 2
+	case "garbage":
+		fmt.Println("it's gone, trust me")
+	case "twice":
+		respond(finalizev1alpha1.VerdictGone)
+		respond(finalizev1alpha1.VerdictGone)
+	case "sleep":
+		time.Sleep(time.Minute)
+	case "orphan":
+		child := exec.Command("sleep", "60")
+		child.Stdout = os.Stdout
+		_ = child.Start()
+		respond(finalizev1alpha1.VerdictGone)
+	}
+	return 0
+}
+
+// stuckConfigMap creates a configmap with the test finalizer and annotations, and
+// deletes it.
+func stuckConfigMap(t *testing.T, ns, name string, annotations map[string]string) *corev1.ConfigMap {
+	t.Helper()
+	cm := configMap(t, ns, name, annotations)
+	if err := cp.Kube(t).CoreV1().ConfigMaps(ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return cm
+}
+
+// configMap creates a live configmap with the test finalizer: a control for the rules.
+func configMap(t *testing.T, ns, name string, annotations map[string]string) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := cp.Kube(t).CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Annotations: annotations, Finalizers: []string{finalizer},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Leave nothing stuck behind for the next test.
+		_, _ = cp.Kube(t).CoreV1().ConfigMaps(ns).Patch(context.Background(), name, "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	return cm
+}
+
+// finalizers are the finalizers a configmap has now, or nil when it is gone.
+func finalizers(t *testing.T, ns, name string) []string {
+	t.Helper()
+	cm, err := cp.Kube(t).CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return cm.Finalizers
+}
+
+// writePolicy writes a policy of rules into a file.
+func writePolicy(t *testing.T, rules string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	doc := "apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nminAge: 0s\nrules:\n" + rules
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// cloud is an HTTPS server with a CA of its own, playing a cloud API: it answers for
+// /instances/ID as the ID says, and remembers every path asked.
+type cloud struct {
+	*httptest.Server
+	caFile string
+	mu     sync.Mutex
+	paths  []string
+	hits   map[string]int
+	// on, if set, runs before the answer for an ID.
+	on func(id string)
+}
+
+func newCloud(t *testing.T) *cloud {
+	t.Helper()
+	c := &cloud{hits: map[string]int{}}
+	c.Server = httptest.NewTLSServer(http.HandlerFunc(c.serve))
+	t.Cleanup(c.Close)
+	c.caFile = filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(c.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (c *cloud) serve(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimPrefix(r.URL.EscapedPath(), "/instances/")
+	c.mu.Lock()
+	c.paths = append(c.paths, r.URL.EscapedPath())
+	c.hits[id]++
+	n := c.hits[id]
+	on := c.on
+	c.mu.Unlock()
+	if on != nil {
+		on(id)
+	}
+	switch {
+	case strings.HasPrefix(id, "deleted"), strings.HasPrefix(id, "changing"), strings.HasPrefix(id, "replaced"):
+		w.WriteHeader(http.StatusNotFound)
+	case id == "archived":
+		w.WriteHeader(http.StatusGone)
+	case id == "error":
+		w.WriteHeader(http.StatusInternalServerError)
+	case id == "throttled" && n == 1:
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+	case id == "throttled":
+		w.WriteHeader(http.StatusNotFound)
+	case id == "hang":
+		<-r.Context().Done()
+	case id == "redirect":
+		http.Redirect(w, r, "https://example.invalid/instances/deleted", http.StatusFound)
+	case id == "garbage":
+		_, _ = w.Write([]byte("<html>maintenance</html>"))
+	case id == "huge":
+		chunk := []byte(strings.Repeat(" ", 1<<20))
+		for range 50 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	default:
+		_, _ = w.Write([]byte(`{"state":"available"}`))
+	}
+}
+
+func (c *cloud) asked() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.paths...)
+}
+
+// rule is a policy rule for the cloud: it reads the instance ID from an annotation.
+func (c *cloud) rule(name, extra string) string {
+	return fmt.Sprintf(`- name: %s
+  finalizers: [%s]
+  resources: [configmaps]
+  verify:
+    http:
+      url: "%s/instances/{.metadata.annotations.instance}"
+      tls: {caFile: %q}
+      timeout: 3s
+      response: {jsonPath: "{.state}", gone: [deleted]}
+%s`, name, finalizer, c.URL, c.caFile, extra)
+}
