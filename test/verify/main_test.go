@@ -97,13 +97,12 @@ func testProvider(args []string) int {
 
 // stuckConfigMap creates a configmap with the test finalizer and annotations, and
 // deletes it.
-func stuckConfigMap(t *testing.T, ns, name string, annotations map[string]string) *corev1.ConfigMap {
+func stuckConfigMap(t *testing.T, ns, name string, annotations map[string]string) {
 	t.Helper()
-	cm := configMap(t, ns, name, annotations)
+	configMap(t, ns, name, annotations)
 	if err := cp.Kube(t).CoreV1().ConfigMaps(ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return cm
 }
 
 // configMap creates a live configmap with the test finalizer: a control for the rules.
