@@ -15,6 +15,8 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/completion"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/doctor"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/policy"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/rbac"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/reconcile"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/remove"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/scan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
@@ -62,7 +64,9 @@ func NewCmdFinalize(streams genericiooptions.IOStreams) *cobra.Command {
 		scan.NewCmdScan(f, streams),
 		doctor.NewCmdDoctor(f, streams),
 		remove.NewCmdRemove(f, streams),
+		reconcile.NewCmdReconcile(f, streams),
 		policy.NewCmdPolicy(f, streams),
+		rbac.NewCmdRBAC(f, streams),
 		version.NewCmdVersion(streams),
 		completion.NewCmdCompletion(streams),
 	)

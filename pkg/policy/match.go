@@ -120,3 +120,14 @@ func (p *Policy) Scope() Scope {
 	}
 	return sc
 }
+
+// MatchesNamespaceFinalizers reports whether a rule may remove the kubernetes finalizer
+// of a Namespace: proving a namespace empty then takes a scan of every type.
+func (p *Policy) MatchesNamespaceFinalizers() bool {
+	for _, r := range p.Rules {
+		if r.resources.Match("namespaces") && r.finalizers.Match("kubernetes") {
+			return true
+		}
+	}
+	return false
+}

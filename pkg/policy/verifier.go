@@ -183,24 +183,7 @@ type check struct {
 	distrust string
 	// broken: the provider called a live object gone.
 	broken  bool
-	results []ControlResult
-}
-
-// ControlResult is the provider's answer about one live object.
-type ControlResult struct {
-	Target   finalizev1alpha1.ObjectReference `json:"target"`
-	Verdict  finalizev1alpha1.Verdict         `json:"verdict"`
-	Evidence string                           `json:"evidence"`
-}
-
-// RuleStatus says whether a rule's provider can be trusted, and why not.
-type RuleStatus struct {
-	Rule string `json:"rule"`
-	// Broken: the provider called a live object gone; nothing is removed under the rule.
-	Broken bool `json:"broken,omitempty"`
-	// Distrust says why the rule's Gone answers were not trusted.
-	Distrust string          `json:"distrust,omitempty"`
-	Controls []ControlResult `json:"controls,omitempty"`
+	results []finalizev1alpha1.ControlResult
 }
 
 // check asks the rule's provider about live objects, once per pass: every one must be
@@ -245,7 +228,7 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, c *check) {
 		}
 		a := v.ask(ctx, rule, full, ctl.finalizer, false)
 		ref := ctl.resource.Ref(ctl.namespace, ctl.name, full.GetUID())
-		c.results = append(c.results, ControlResult{Target: ref, Verdict: a.Verdict, Evidence: a.Evidence})
+		c.results = append(c.results, finalizev1alpha1.ControlResult{Target: ref, Verdict: a.Verdict, Evidence: a.Evidence})
 		switch a.Verdict {
 		case finalizev1alpha1.VerdictGone:
 			c.broken = true
@@ -268,15 +251,15 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, c *check) {
 
 // RuleStatuses say, for each rule whose controls were checked in this pass, what they
 // showed; a broken rule first.
-func (v *Verifier) RuleStatuses() []RuleStatus {
+func (v *Verifier) RuleStatuses() []finalizev1alpha1.RuleStatus {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	var out []RuleStatus
+	var out []finalizev1alpha1.RuleStatus
 	for name, c := range v.checks {
-		out = append(out, RuleStatus{Rule: name, Broken: c.broken, Distrust: c.distrust, Controls: c.results})
+		out = append(out, finalizev1alpha1.RuleStatus{Rule: name, Broken: c.broken, Distrust: c.distrust, Controls: c.results})
 	}
 	for name, err := range v.errs {
-		out = append(out, RuleStatus{Rule: name, Distrust: "its provider cannot run: " + err.Error()})
+		out = append(out, finalizev1alpha1.RuleStatus{Rule: name, Distrust: "its provider cannot run: " + err.Error()})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Broken != out[j].Broken {

@@ -29,6 +29,9 @@ type Executor struct {
 	// Verifier verifies a pinned action again when its object changed after it was
 	// verified; without one, such an action fails and nothing is written.
 	Verifier Verifier
+	// Continue, if set, is asked before each action; false stops the execution there,
+	// after the action in hand (a SIGTERM), and the rest are not attempted.
+	Continue func() bool
 	// OnRecord, if set, is called after each action with its record.
 	OnRecord func(*Record)
 	// Warn, if set, receives what went wrong after a removal succeeded: the re-read of
@@ -36,8 +39,8 @@ type Executor struct {
 	Warn func(error)
 }
 
-// Execute carries out actions in order and returns one record per action. An action that
-// fails does not stop the others; the error joins every failure.
+// Execute carries out actions in order and returns one record per action attempted. An
+// action that fails does not stop the others; the error joins every failure.
 func (e *Executor) Execute(ctx context.Context, actions []Action) ([]*Record, error) {
 	if e.DryRun == "" {
 		e.DryRun = DryRunNone
@@ -52,6 +55,9 @@ func (e *Executor) Execute(ctx context.Context, actions []Action) ([]*Record, er
 	records := make([]*Record, 0, len(actions))
 	var failed []error
 	for i := range actions {
+		if e.Continue != nil && !e.Continue() {
+			break
+		}
 		rec, err := e.one(ctx, &remover, &actions[i])
 		records = append(records, rec)
 		if err != nil {

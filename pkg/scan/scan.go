@@ -40,6 +40,8 @@ type Options struct {
 	// Namespace, if set, limits the scan to namespaced objects in it and to the namespace
 	// object itself. Empty scans the whole cluster.
 	Namespace string
+	// Namespaces, like Namespace, limit the scan to several namespaces.
+	Namespaces []string
 	// LabelSelector is passed to every list.
 	LabelSelector string
 	// OlderThan keeps objects terminating for at least this long.
@@ -221,7 +223,7 @@ func selectResources(all []Resource, opts Options) []Resource {
 		}
 		// A namespaced scan still looks at the namespace itself: a stuck namespace is
 		// the first thing to know about it.
-		if opts.Namespace != "" && !r.Namespaced && !r.IsNamespaces() {
+		if len(opts.namespaces()) > 0 && !r.Namespaced && !r.IsNamespaces() {
 			continue
 		}
 		out = append(out, r)
@@ -333,16 +335,32 @@ func expired(err error) bool {
 	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
 }
 
+// namespaces are the namespaces the scan is limited to, or none for the whole cluster.
+func (o *Options) namespaces() []string {
+	if o.Namespace == "" {
+		return o.Namespaces
+	}
+	return append([]string{o.Namespace}, o.Namespaces...)
+}
+
 func (s *Scanner) listPages(ctx context.Context, r Resource, opts Options, now time.Time, tr *typeResult) error {
 	lo := metav1.ListOptions{Limit: opts.ChunkSize, LabelSelector: opts.LabelSelector}
 	if r.IsNamespaces() {
 		return s.listNamespaces(ctx, opts, lo, now, tr)
 	}
 	client := s.Metadata.Resource(r.GroupVersionResource)
-	var lister metadata.ResourceInterface = client
-	if r.Namespaced && opts.Namespace != "" {
-		lister = client.Namespace(opts.Namespace)
+	if namespaces := opts.namespaces(); r.Namespaced && len(namespaces) > 0 {
+		for _, ns := range namespaces {
+			if err := s.listPagesOf(ctx, client.Namespace(ns), r, opts, lo, now, tr); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
+	return s.listPagesOf(ctx, client, r, opts, lo, now, tr)
+}
+
+func (s *Scanner) listPagesOf(ctx context.Context, lister metadata.ResourceInterface, r Resource, opts Options, lo metav1.ListOptions, now time.Time, tr *typeResult) error {
 	for {
 		klog.V(4).InfoS("Listing", "resource", r.String(), "continue", lo.Continue != "")
 		page, err := lister.List(ctx, lo)
@@ -385,15 +403,17 @@ func (s *Scanner) listNamespaces(ctx context.Context, opts Options, lo metav1.Li
 			tr.objects = append(tr.objects, newObject(r, &ns.ObjectMeta, ns))
 		}
 	}
-	if opts.Namespace != "" {
-		ns, err := s.Kube.CoreV1().Namespaces().Get(ctx, opts.Namespace, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
+	if namespaces := opts.namespaces(); len(namespaces) > 0 {
+		for _, name := range namespaces {
+			ns, err := s.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			visit(ns)
 		}
-		if err != nil {
-			return err
-		}
-		visit(ns)
 		return nil
 	}
 	for {

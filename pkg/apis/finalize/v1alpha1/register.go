@@ -20,7 +20,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &StuckObjectList{}, &Diagnosis{}, &RemovalPlan{}, &Policy{}, &VerifyRequest{}, &VerifyResponse{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &StuckObjectList{}, &Diagnosis{}, &RemovalPlan{}, &Policy{}, &VerifyRequest{}, &VerifyResponse{}, &ReconcileReport{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

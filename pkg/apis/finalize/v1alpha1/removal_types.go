@@ -96,7 +96,9 @@ type Removal struct {
 	// Reason is why a person forced the removal without verification.
 	Reason string        `json:"reason,omitempty"`
 	Result RemovalResult `json:"result,omitempty"`
-	Error  string        `json:"error,omitempty"`
+	// Message says why the finalizer was kept.
+	Message string `json:"message,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // Forced reports whether a person forced the removal without a provider's Gone.
@@ -112,4 +114,55 @@ type Refusal struct {
 	Rule     string  `json:"rule,omitempty"`
 	Verdict  Verdict `json:"verdict,omitempty"`
 	Evidence string  `json:"evidence,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ReconcileReport is what one `reconcile` pass did: one action per (object, finalizer) a
+// rule matched, and why each was removed or kept.
+type ReconcileReport struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Policy is the file the pass followed.
+	Policy string `json:"policy,omitempty"`
+	DryRun bool   `json:"dryRun"`
+	// StartTime and CompletionTime bound the pass.
+	StartTime      metav1.Time `json:"startTime"`
+	CompletionTime metav1.Time `json:"completionTime"`
+	Actions        []Removal   `json:"actions"`
+	// Summary counts the actions by result.
+	Summary map[RemovalResult]int `json:"summary"`
+	// Rules say which rules' providers were checked against live objects, and which
+	// could not be trusted.
+	Rules []RuleStatus `json:"rules,omitempty"`
+	// Breaker is set when the pass planned more removals than it may make.
+	Breaker *Breaker `json:"breaker,omitempty"`
+	// Incomplete lists what the scan could not read; objects of those types may be
+	// stuck without being in Actions.
+	Incomplete []IncompleteResource `json:"incomplete"`
+}
+
+// RuleStatus says whether a rule's provider could be trusted in a pass, and why not.
+type RuleStatus struct {
+	Rule string `json:"rule"`
+	// Broken means the provider called a live object gone: nothing was removed under the
+	// rule.
+	Broken bool `json:"broken,omitempty"`
+	// Distrust says why the rule's Gone answers were not trusted.
+	Distrust string `json:"distrust,omitempty"`
+	// Controls are the live objects its provider was asked about.
+	Controls []ControlResult `json:"controls,omitempty"`
+}
+
+// ControlResult is a provider's answer about one live object.
+type ControlResult struct {
+	Target   ObjectReference `json:"target"`
+	Verdict  Verdict         `json:"verdict"`
+	Evidence string          `json:"evidence"`
+}
+
+// Breaker says that a pass planned more removals than it may make, and made none.
+type Breaker struct {
+	Planned     int `json:"planned"`
+	MaxRemovals int `json:"maxRemovals"`
 }

@@ -1,0 +1,366 @@
+// Package reconcile is the `kubectl finalize reconcile` command.
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/reconcile"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+)
+
+const long = `Remove, unattended, the finalizers a policy's providers verify: for a CronJob (--once)
+or a Deployment.
+
+A pass scans the types and namespaces the policy's rules can match, matches every
+finalizer of every object being deleted against the rules (first rule wins, exclude
+wins over every rule), reads the full object of each match, asks the rule's provider
+whether the external resource is gone, plans, and removes only what was verified: one
+guarded, pinned, audited removal at a time, through the same code as "remove".
+
+It never surprises anyone:
+
+  * objects terminating for less than the rule's minAge are TooYoung: not verified, left
+    to their controller;
+  * only Gone removes; Present, Unknown and a rule whose provider called a live object
+    gone (broken) keep the finalizer;
+  * when the plan holds more removals than --max-removals (default: the policy's, else
+    20), the breaker trips before the first write and nothing is removed;
+  * a namespace's kubernetes finalizer is never removed while the namespace may hold
+    objects; system finalizers only where a rule says allowSystem and its provider said
+    Gone;
+  * before the first write the pass asks the API server for each permission it needs;
+    an action without them fails by name, and is not attempted;
+  * every removal leaves an Event on the object and a JSON audit line (stderr, or
+    --audit-log).
+
+Without --once, a pass runs every --interval until SIGTERM or SIGINT; the removal in
+hand finishes first. With --leader-elect, replicas take turns through a Lease, so two
+replicas never both act. /metrics and /healthz are served on --metrics-bind-address.
+
+Exit status, in order of precedence:
+  4  the breaker tripped: the plan exceeded --max-removals; nothing was removed
+  1  a removal failed, a rule's provider is broken, or the pass could not run
+  3  the scan was incomplete; what could be verified was still acted on
+  2  invalid invocation or policy
+  0  done`
+
+const example = `  # One pass, as a CronJob runs it
+  kubectl finalize reconcile --once --policy /etc/kubectl-finalize/policy.yaml
+
+  # Roll out a policy: verify and print the plan, write nothing
+  kubectl finalize reconcile --once --policy policy.yaml --dry-run
+
+  # The report of a pass as JSON, the audit lines in a file
+  kubectl finalize reconcile --once --policy policy.yaml -o json --audit-log audit.jsonl
+
+  # Continuously, in a Deployment with two replicas
+  kubectl finalize reconcile --policy policy.yaml --interval 15m --leader-elect --metrics-bind-address :8080`
+
+// Flag names.
+const (
+	flagPolicy             = "policy"
+	flagOnce               = "once"
+	flagDryRun             = "dry-run"
+	flagMaxRemovals        = "max-removals"
+	flagAuditLog           = "audit-log"
+	flagInterval           = "interval"
+	flagLeaderElect        = "leader-elect"
+	flagLeaderElectName    = "leader-elect-name"
+	flagLeaderElectNS      = "leader-elect-namespace"
+	flagMetricsBindAddress = "metrics-bind-address"
+	flagVerifyConcurrency  = "verify-concurrency"
+)
+
+// Options are the options of the reconcile command.
+type Options struct {
+	PolicyFile           string
+	Once                 bool
+	DryRun               bool
+	MaxRemovals          int
+	AuditLog             string
+	Interval             time.Duration
+	LeaderElect          bool
+	LeaderElectName      string
+	LeaderElectNamespace string
+	MetricsBindAddress   string
+	VerifyConcurrency    int
+	OutputFormat         string
+	ListFlags            util.ListFlags
+
+	printFlags  *genericclioptions.JSONYamlPrintFlags
+	clients     *pipeline.Clients
+	mapper      meta.RESTMapper
+	policy      *policy.Policy
+	namespace   string
+	intervalSet bool
+
+	genericiooptions.IOStreams
+}
+
+// NewOptions returns the options with their defaults.
+func NewOptions(streams genericiooptions.IOStreams) *Options {
+	return &Options{
+		Interval: 15 * time.Minute, LeaderElectName: "kubectl-finalize", MetricsBindAddress: ":8080",
+		VerifyConcurrency: remove.DefaultVerifyConcurrency, ListFlags: util.NewListFlags(),
+		printFlags: genericclioptions.NewJSONYamlPrintFlags(), IOStreams: streams,
+	}
+}
+
+// NewCmdReconcile returns the reconcile command.
+func NewCmdReconcile(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewOptions(streams)
+	cmd := &cobra.Command{
+		Use:                   "reconcile --policy FILE [--once] [flags]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Remove provider-verified finalizers unattended, in a CronJob (--once) or a Deployment",
+		Long:                  long,
+		Example:               example,
+		Args:                  util.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return util.RunCommand(cmd, f, args, o)
+		},
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// AddFlags binds the flags to cmd.
+func (o *Options) AddFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&o.PolicyFile, flagPolicy, o.PolicyFile, "The policy: which finalizers may be removed, and which provider verifies each (required).")
+	fs.BoolVar(&o.Once, flagOnce, o.Once, "If true, run one pass and exit with its status, as a CronJob does. Otherwise run a pass every --interval until stopped.")
+	fs.BoolVar(&o.DryRun, flagDryRun, o.DryRun, "If true, verify and print the plan, and write nothing.")
+	fs.IntVar(&o.MaxRemovals, flagMaxRemovals, o.MaxRemovals, "Remove nothing when a pass plans more removals than this. 0 means the policy's maxRemovals (default 20).")
+	fs.StringVar(&o.AuditLog, flagAuditLog, o.AuditLog, "Append the JSON audit lines to this file instead of stderr.")
+	fs.DurationVar(&o.Interval, flagInterval, o.Interval, "Without --once, how long to wait between passes.")
+	fs.BoolVar(&o.LeaderElect, flagLeaderElect, o.LeaderElect, "If true, take a coordination.k8s.io Lease before each pass, so that only one replica acts.")
+	fs.StringVar(&o.LeaderElectName, flagLeaderElectName, o.LeaderElectName, "The name of the Lease.")
+	fs.StringVar(&o.LeaderElectNamespace, flagLeaderElectNS, o.LeaderElectNamespace, "The namespace of the Lease; default: the namespace of the kubeconfig context (in a pod, its own).")
+	fs.StringVar(&o.MetricsBindAddress, flagMetricsBindAddress, o.MetricsBindAddress, `Without --once, where to serve /metrics and /healthz; "0" turns them off.`)
+	fs.IntVar(&o.VerifyConcurrency, flagVerifyConcurrency, o.VerifyConcurrency, "How many verifications to run at the same time.")
+	fs.StringVarP(&o.OutputFormat, util.FlagOutput, "o", o.OutputFormat, "Output format: a table (default), or one of (json, yaml): the ReconcileReport.")
+	o.ListFlags.AddFlags(cmd)
+	_ = cmd.MarkFlagFilename(flagPolicy, "yaml", "yml", "json")
+	_ = cmd.RegisterFlagCompletionFunc(util.FlagOutput, cobra.FixedCompletions(o.printFlags.AllowedFormats(), cobra.ShellCompDirectiveNoFileComp))
+}
+
+// Complete loads the policy and resolves the clients.
+func (o *Options) Complete(f util.Factory, cmd *cobra.Command, _ []string) error {
+	o.intervalSet = cmd.Flags().Changed(flagInterval)
+	if o.PolicyFile == "" {
+		return util.UsageErrorf(nil, "--%s is required: reconcile removes only what a policy's providers verify", flagPolicy)
+	}
+	var err error
+	if o.policy, err = policy.Load(o.PolicyFile); err != nil {
+		return util.UsageError(err)
+	}
+	util.PrintWarnings(o.ErrOut, o.policy.Warnings)
+	if o.namespace, _, err = f.Namespace(); err != nil {
+		return err
+	}
+	if o.clients, err = f.Clients(); err != nil {
+		return err
+	}
+	o.mapper, err = f.RESTMapper()
+	return err
+}
+
+// Validate rejects bad flag values and combinations.
+func (o *Options) Validate() error {
+	switch {
+	case o.MaxRemovals < 0:
+		return util.UsageErrorf(nil, "--%s must not be negative, got %d", flagMaxRemovals, o.MaxRemovals)
+	case o.VerifyConcurrency < 1:
+		return util.UsageErrorf(nil, "--%s must be at least 1, got %d", flagVerifyConcurrency, o.VerifyConcurrency)
+	case o.Once && o.LeaderElect:
+		return util.UsageErrorf(nil, "--%s and --%s cannot be used together: a single pass has nobody to take turns with", flagOnce, flagLeaderElect)
+	case o.Once && o.intervalSet:
+		return util.UsageErrorf(nil, "--%s and --%s cannot be used together", flagOnce, flagInterval)
+	case !o.Once && o.Interval < time.Second:
+		return util.UsageErrorf(nil, "--%s must be at least 1s, got %s", flagInterval, o.Interval)
+	}
+	if o.OutputFormat != "" {
+		if _, err := o.printFlags.ToPrinter(o.OutputFormat); err != nil {
+			return util.UsageErrorf(nil, "unable to match a printer suitable for the output format %q, allowed formats are: %s", o.OutputFormat, strings.Join(o.printFlags.AllowedFormats(), ","))
+		}
+	}
+	return o.ListFlags.Validate()
+}
+
+// Run runs one pass, or passes until stopped.
+func (o *Options) Run(ctx context.Context) error {
+	r, closeLog, err := o.reconciler(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	if o.Once {
+		rep, err := r.Pass(ctx)
+		if err != nil {
+			return err
+		}
+		if err := o.print(rep); err != nil {
+			return err
+		}
+		return o.outcome(rep)
+	}
+	loop := &reconcile.Loop{Reconciler: r, Interval: o.Interval, OnReport: func(rep *finalizev1alpha1.ReconcileReport, err error) {
+		if err != nil {
+			fmt.Fprintf(o.ErrOut, "error: the pass failed: %v\n", err)
+			return
+		}
+		if perr := o.print(rep); perr != nil {
+			fmt.Fprintf(o.ErrOut, "error: %v\n", perr)
+		}
+		if oerr := o.outcome(rep); oerr != nil {
+			util.PrintError(o.ErrOut, oerr)
+		}
+	}}
+	if o.MetricsBindAddress != "0" && o.MetricsBindAddress != "" {
+		loop.Metrics = reconcile.NewMetrics(o.policy)
+		addr, err := loop.Metrics.Serve(ctx, o.MetricsBindAddress)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.ErrOut, "Serving /metrics and /healthz on %s\n", addr)
+	}
+	if o.LeaderElect {
+		if loop.LeaderElection, err = o.leaderElection(); err != nil {
+			return err
+		}
+	}
+	err = loop.Run(ctx)
+	if err == nil {
+		fmt.Fprintln(o.ErrOut, "Stopped.")
+	}
+	return err
+}
+
+// reconciler builds the reconciler, with its auditor unless this is a dry run.
+func (o *Options) reconciler(ctx context.Context) (*reconcile.Reconciler, func(), error) {
+	opts, done := o.ListFlags.ScanOptions(o.ErrOut)
+	r := &reconcile.Reconciler{Clients: o.clients, Options: reconcile.Options{
+		Policy: o.policy, DryRun: o.DryRun, MaxRemovals: o.MaxRemovals, Scan: opts, VerifyConcurrency: o.VerifyConcurrency,
+		Providers: provider.Options{Dynamic: o.clients.Dynamic, Mapper: o.mapper},
+		Warn:      func(err error) { done(); fmt.Fprintf(o.ErrOut, "Warning: %v\n", err) },
+	}}
+	closeLog := func() {}
+	if o.DryRun {
+		return r, closeLog, nil
+	}
+	log := io.Writer(o.ErrOut)
+	if o.AuditLog != "" {
+		f, err := remove.OpenLog(o.AuditLog)
+		if err != nil {
+			return nil, nil, err
+		}
+		log, closeLog = f, func() { _ = f.Close() }
+	}
+	auditor, err := remove.NewAuditor(ctx, o.clients.Kube, log)
+	if err != nil {
+		fmt.Fprintf(o.ErrOut, "Warning: %v; the audit names the user as %s\n", err, auditor.User)
+	}
+	r.Auditor = auditor
+	return r, closeLog, nil
+}
+
+func (o *Options) leaderElection() (*reconcile.LeaderElection, error) {
+	ns := o.LeaderElectNamespace
+	if ns == "" {
+		ns = o.namespace
+	}
+	host, _ := os.Hostname()
+	identity := fmt.Sprintf("%s_%d", host, os.Getpid())
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, ns, o.LeaderElectName, o.clients.Kube.CoreV1(), o.clients.Kube.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: identity})
+	if err != nil {
+		return nil, err
+	}
+	return &reconcile.LeaderElection{Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, nil
+}
+
+// print writes the report: a table, or the ReconcileReport as JSON or YAML.
+func (o *Options) print(rep *finalizev1alpha1.ReconcileReport) error {
+	for _, st := range rep.Rules {
+		if st.Distrust == "" {
+			continue
+		}
+		what := "was not trusted"
+		if st.Broken {
+			what = "is BROKEN"
+		}
+		fmt.Fprintf(o.ErrOut, "Warning: rule %s %s: %s\n", st.Rule, what, st.Distrust)
+	}
+	if o.OutputFormat != "" {
+		p, err := o.printFlags.ToPrinter(o.OutputFormat)
+		if err != nil {
+			return err
+		}
+		return p.PrintObj(rep, o.Out)
+	}
+	if len(rep.Actions) == 0 {
+		fmt.Fprintf(o.ErrOut, "No stuck object has a finalizer the policy's rules match (%s).\n", passTime(rep))
+	} else if err := printer.Removals(o.Out, rep.Actions, printer.RemovalTableOptions{Results: true}); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.ErrOut, "%s%s: %s.\n", dryRun(rep), passTime(rep), summary(rep))
+	return nil
+}
+
+func dryRun(rep *finalizev1alpha1.ReconcileReport) string {
+	if rep.DryRun {
+		return "Dry run, "
+	}
+	return "Pass, "
+}
+
+func passTime(rep *finalizev1alpha1.ReconcileReport) string {
+	return "in " + duration.HumanDuration(rep.CompletionTime.Sub(rep.StartTime.Time))
+}
+
+// summary counts the results in a fixed order.
+func summary(rep *finalizev1alpha1.ReconcileReport) string {
+	var parts []string
+	for _, r := range []finalizev1alpha1.RemovalResult{finalizev1alpha1.ResultRemoved, finalizev1alpha1.ResultWouldRemove, finalizev1alpha1.ResultAlreadyRemoved,
+		finalizev1alpha1.ResultObjectGone, finalizev1alpha1.ResultKept, finalizev1alpha1.ResultTooYoung, finalizev1alpha1.ResultFailed} {
+		if n := rep.Summary[r]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, r))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing to do"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// outcome is the pass's exit status as an error, nil when all is well.
+func (o *Options) outcome(rep *finalizev1alpha1.ReconcileReport) error {
+	code, reason := reconcile.Outcome(rep)
+	if code == reconcile.ExitOK {
+		return nil
+	}
+	if code == reconcile.ExitIncomplete {
+		// The scan's warning names each type it could not read.
+		return util.IncompleteWarning(o.ErrOut, rep.Incomplete)
+	}
+	return &util.ExitCodeError{Code: code, Err: errors.New(reason)}
+}

@@ -1,0 +1,95 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+)
+
+// access is one permission a removal needs.
+type access struct {
+	verb, group, resource, subresource, namespace string
+}
+
+func (a access) String() string {
+	what := a.resource
+	if a.group != "" {
+		what += "." + a.group
+	}
+	if a.subresource != "" {
+		what += "/" + a.subresource
+	}
+	if a.namespace != "" {
+		return fmt.Sprintf("%s %s in namespace %s", a.verb, what, a.namespace)
+	}
+	return a.verb + " " + what
+}
+
+// needs are the permissions one removal needs: the write itself, and the Event that
+// audits it (in the object's namespace, or default when that refuses it).
+func needs(t *remove.Target) (write access, events []access) {
+	if t.Field == finalizev1alpha1.FieldSpecFinalizers {
+		write = access{verb: "update", resource: "namespaces", subresource: "finalize"}
+	} else {
+		write = access{verb: "patch", group: t.Resource.Group, resource: t.Resource.Resource, namespace: t.Namespace}
+	}
+	events = []access{{verb: "create", group: "events.k8s.io", resource: "events", namespace: metav1.NamespaceDefault}}
+	if t.Namespace != "" && t.Namespace != metav1.NamespaceDefault {
+		events = append([]access{{verb: "create", group: "events.k8s.io", resource: "events", namespace: t.Namespace}}, events...)
+	}
+	return write, events
+}
+
+// checkPermissions asks the API server (SelfSubjectAccessReview) for every permission the
+// plan needs, before anything is written. An action whose permissions are missing fails,
+// naming them, and is not attempted: no pass stops halfway for lack of a permission.
+func (r *Reconciler) checkPermissions(ctx context.Context, plan *remove.Plan, results []finalizev1alpha1.Removal) []bool {
+	cache := map[access]error{}
+	allowed := func(a access) error {
+		if err, ok := cache[a]; ok {
+			return err
+		}
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource, Namespace: a.namespace,
+		}}}
+		var err error
+		switch got, rerr := r.Clients.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{}); {
+		case rerr != nil:
+			err = fmt.Errorf("could not ask whether it may %s: %w", a, rerr)
+		case !got.Status.Allowed:
+			err = fmt.Errorf("it may not %s", a)
+		}
+		cache[a] = err
+		return err
+	}
+	ok := make([]bool, len(plan.Actions))
+	for i := range plan.Actions {
+		write, events := needs(&plan.Actions[i].Target)
+		err := allowed(write)
+		if err == nil {
+			// One of the Event's namespaces is enough.
+			err = allowed(events[0])
+			for _, e := range events[1:] {
+				if err == nil {
+					break
+				}
+				err = allowed(e)
+			}
+			if err != nil {
+				err = fmt.Errorf("%w, so the removal could not be audited", err)
+			}
+		}
+		if err != nil {
+			results[i].Result = finalizev1alpha1.ResultFailed
+			results[i].Error = fmt.Sprintf("not attempted: %v; grant it (kubectl finalize rbac --policy FILE prints what a pass needs)", err)
+			continue
+		}
+		ok[i] = true
+	}
+	return ok
+}

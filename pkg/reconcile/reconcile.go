@@ -1,0 +1,288 @@
+// Package reconcile runs unattended passes of verified cleanup: scan what the policy's
+// rules can match, verify each matched finalizer through the rule's provider, plan, stop
+// at the breaker, check permissions, and remove what was verified through the shared
+// executor, reporting every (object, finalizer) a rule matched.
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+)
+
+// Options configure passes.
+type Options struct {
+	Policy *policy.Policy
+	// DryRun verifies and plans, and writes nothing.
+	DryRun bool
+	// MaxRemovals trips the breaker; zero means the policy's.
+	MaxRemovals int
+	// Scan holds the listing options (concurrency, page size, progress).
+	Scan scan.Options
+	// VerifyConcurrency bounds the verifications in flight.
+	VerifyConcurrency int
+	// Auditor records each removal; it is required unless DryRun.
+	Auditor *remove.Auditor
+	// Providers reach the cluster for kubernetes providers.
+	Providers provider.Options
+	// Continue, if set, is asked before each write: false stops the pass after the object
+	// in hand (a SIGTERM).
+	Continue func() bool
+	// OnRecord, if set, sees each removal as it is made.
+	OnRecord func(*remove.Record)
+	// Warn receives what went wrong without failing the pass.
+	Warn func(error)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Reconciler runs passes against one cluster.
+type Reconciler struct {
+	Clients *pipeline.Clients
+	Options
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) warn(err error) {
+	if r.Warn != nil {
+		r.Warn(err)
+	}
+}
+
+// Pass runs one pass. It fails only when it can do nothing at all (the scan failed);
+// everything else, a failed removal included, is in the report.
+func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileReport, error) {
+	started := r.now()
+	rep := &finalizev1alpha1.ReconcileReport{
+		TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "ReconcileReport"},
+		Policy:   r.Policy.File, DryRun: r.DryRun, StartTime: metav1.NewTime(started),
+		Actions: []finalizev1alpha1.Removal{}, Summary: map[finalizev1alpha1.RemovalResult]int{}, Incomplete: []finalizev1alpha1.IncompleteResource{},
+	}
+	verifier := policy.NewVerifier(r.Policy, r.Clients.Dynamic, r.Providers)
+	verifier.SetClock(r.now)
+	for rule, err := range verifier.ProviderErrors() {
+		r.warn(fmt.Errorf("rule %s cannot verify anything: its provider cannot run: %w", rule, err))
+	}
+
+	opts := r.scanOptions()
+	opts.Observe = verifier.Controls.Observe
+	opts.Now = r.Now
+	res, err := pipeline.Scan(ctx, r.Clients, opts)
+	if err != nil {
+		return nil, err
+	}
+	rep.Incomplete = append(rep.Incomplete, res.Incomplete...)
+
+	reqs := r.requests(res)
+	planner := &remove.Planner{Result: res, Verifier: verifier, Concurrency: r.VerifyConcurrency}
+	plan := planner.Plan(ctx, reqs, remove.Options{SystemByRule: true})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rep.Rules = verifier.RuleStatuses()
+
+	results := make([]finalizev1alpha1.Removal, len(plan.Actions))
+	for i := range plan.Actions {
+		results[i] = plan.Actions[i].API()
+	}
+	limit := r.MaxRemovals
+	if limit == 0 {
+		limit = r.Policy.MaxRemovals
+	}
+	switch {
+	case len(plan.Actions) > limit:
+		// The breaker: nothing is written when the plan is larger than allowed.
+		rep.Breaker = &finalizev1alpha1.Breaker{Planned: len(plan.Actions), MaxRemovals: limit}
+		for i := range results {
+			results[i].Result = finalizev1alpha1.ResultKept
+			results[i].Message = fmt.Sprintf("not removed: the pass planned %d removals, more than the %d allowed (maxRemovals); nothing was written", len(plan.Actions), limit)
+		}
+	default:
+		r.act(ctx, plan, results, verifier)
+	}
+	rep.Actions = append(rep.Actions, results...)
+	rep.Actions = append(rep.Actions, refusals(plan)...)
+	sortActions(rep.Actions, res)
+	for _, a := range rep.Actions {
+		rep.Summary[a.Result]++
+	}
+	rep.CompletionTime = metav1.NewTime(r.now())
+	klog.V(2).InfoS("Pass done", "actions", len(rep.Actions), "summary", rep.Summary, "duration", rep.CompletionTime.Sub(started))
+	return rep, nil
+}
+
+// scanOptions narrow the scan to the types and namespaces the rules can match. A rule
+// that may remove a namespace's own finalizer needs every type: a namespace is proven
+// empty only by listing everything in it.
+func (r *Reconciler) scanOptions() scan.Options {
+	opts := r.Scan
+	opts.Index = true
+	sc := r.Policy.Scope()
+	if r.Policy.MatchesNamespaceFinalizers() {
+		sc.Resources = nil
+	}
+	for _, name := range sc.Resources {
+		opts.Resources = append(opts.Resources, schema.ParseGroupResource(name))
+	}
+	opts.Namespaces = sc.Namespaces
+	return opts
+}
+
+// requests are the finalizers of each stuck object that a rule matches.
+func (r *Reconciler) requests(res *scan.Result) []remove.Request {
+	var reqs []remove.Request
+	for _, o := range res.Objects {
+		s := policy.SubjectOf(o.Resource, o.Meta.Namespace, o.Meta.Name, o.Meta.Labels)
+		var names []string
+		for _, f := range o.Finalizers {
+			if r.Policy.Match(s, f.Name) != nil {
+				names = append(names, f.Name)
+			}
+		}
+		if len(names) > 0 {
+			reqs = append(reqs, remove.Request{Object: o, Finalizers: names})
+		}
+	}
+	return reqs
+}
+
+// refusals are the matched finalizers the plan keeps, each with why.
+func refusals(plan *remove.Plan) []finalizev1alpha1.Removal {
+	var out []finalizev1alpha1.Removal
+	for i := range plan.Refusals {
+		ref := &plan.Refusals[i]
+		v := ref.Verification
+		a := finalizev1alpha1.Removal{Target: ref.Target, Finalizer: ref.Finalizer, Rule: v.Rule, Verdict: v.Verdict, Evidence: v.Evidence,
+			Result: finalizev1alpha1.ResultKept, Message: ref.Why}
+		if ref.Kind == finalizev1alpha1.RefusalTooYoung {
+			a.Result = finalizev1alpha1.ResultTooYoung
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// act makes the verified removals: after the permission check, through the executor,
+// unless this is a dry run.
+func (r *Reconciler) act(ctx context.Context, plan *remove.Plan, results []finalizev1alpha1.Removal, verifier *policy.Verifier) {
+	allowed := r.checkPermissions(ctx, plan, results)
+	if r.DryRun {
+		for i := range results {
+			if results[i].Result == "" {
+				results[i].Result = finalizev1alpha1.ResultWouldRemove
+			}
+		}
+		return
+	}
+	// A stop (SIGTERM) cancels ctx: the removal in hand still finishes, whole, and no
+	// other starts.
+	ex := &remove.Executor{
+		Remover: &remove.Remover{Metadata: r.Clients.Metadata, Kube: r.Clients.Kube},
+		Auditor: r.Auditor, Verifier: verifier, OnRecord: r.OnRecord, Warn: r.Warn,
+		Continue: func() bool { return ctx.Err() == nil && (r.Continue == nil || r.Continue()) },
+	}
+	var actions []remove.Action
+	var index []int
+	for i, ok := range allowed {
+		if ok {
+			actions = append(actions, plan.Actions[i])
+			index = append(index, i)
+		}
+	}
+	records, _ := ex.Execute(context.WithoutCancel(ctx), actions)
+	for j, i := range index {
+		if j >= len(records) {
+			results[i].Result = finalizev1alpha1.ResultKept
+			results[i].Message = "not attempted: the pass was stopped before it"
+			continue
+		}
+		rec := records[j]
+		results[i].Result = rec.Result
+		if rec.Error != "" {
+			results[i].Result, results[i].Error = finalizev1alpha1.ResultFailed, rec.Error
+		}
+	}
+}
+
+// sortActions orders the report like the scan: longest terminating first, then by
+// object, then by the finalizer's place on it.
+func sortActions(actions []finalizev1alpha1.Removal, res *scan.Result) {
+	pos := map[string]int{}
+	fin := map[string]int{}
+	for i, o := range res.Objects {
+		pos[string(o.Meta.UID)] = i
+		for j, f := range o.Finalizers {
+			fin[string(o.Meta.UID)+"\x00"+f.Name] = j
+		}
+	}
+	sort.SliceStable(actions, func(i, j int) bool {
+		a, b := &actions[i], &actions[j]
+		if pa, pb := pos[string(a.Target.UID)], pos[string(b.Target.UID)]; pa != pb {
+			return pa < pb
+		}
+		return fin[string(a.Target.UID)+"\x00"+a.Finalizer] < fin[string(b.Target.UID)+"\x00"+b.Finalizer]
+	})
+}
+
+// Exit codes of a pass (DESIGN §2): the breaker, which wrote nothing, first; then a
+// failure (a removal failed, or a rule is broken); then an incomplete scan, on which what
+// could be verified was still acted on.
+const (
+	ExitOK         = 0
+	ExitFailed     = 1
+	ExitIncomplete = 3
+	ExitBreaker    = 4
+)
+
+// Outcome is the exit code of a pass and the reason for it, empty when all is well.
+func Outcome(rep *finalizev1alpha1.ReconcileReport) (int, string) {
+	if b := rep.Breaker; b != nil {
+		return ExitBreaker, fmt.Sprintf("the breaker tripped: the pass planned %d removals, more than the %d allowed; nothing was removed", b.Planned, b.MaxRemovals)
+	}
+	var broken []string
+	for _, st := range rep.Rules {
+		if st.Broken {
+			broken = append(broken, st.Rule)
+		}
+	}
+	failed := rep.Summary[finalizev1alpha1.ResultFailed]
+	switch {
+	case failed > 0 && len(broken) > 0:
+		return ExitFailed, fmt.Sprintf("%d removals failed, and rules %v are broken", failed, broken)
+	case failed > 0:
+		return ExitFailed, fmt.Sprintf("%d of the removals failed", failed)
+	case len(broken) > 0:
+		return ExitFailed, fmt.Sprintf("rule %s is broken: its provider called a live object gone, so nothing was removed under it", joinNames(broken))
+	case len(rep.Incomplete) > 0:
+		return ExitIncomplete, "the scan is incomplete: objects of the types it could not list were not considered"
+	}
+	return ExitOK, ""
+}
+
+func joinNames(names []string) string {
+	slices.Sort(names)
+	out := names[0]
+	for _, n := range names[1:] {
+		out += ", " + n
+	}
+	return out
+}
