@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,15 +74,16 @@ func (r *Reconciler) checkPermissions(ctx context.Context, plan *remove.Plan, re
 		err := allowed(write)
 		if err == nil {
 			// One of the Event's namespaces is enough.
-			err = allowed(events[0])
-			for _, e := range events[1:] {
-				if err == nil {
+			var denied []string
+			for _, e := range events {
+				if eerr := allowed(e); eerr == nil {
+					denied = nil
 					break
 				}
-				err = allowed(e)
+				denied = append(denied, e.namespace)
 			}
-			if err != nil {
-				err = fmt.Errorf("%w, so the removal could not be audited", err)
+			if len(denied) > 0 {
+				err = fmt.Errorf("it may not create events.events.k8s.io in namespace %s, so the removal could not be audited", strings.Join(denied, " nor in "))
 			}
 		}
 		if err != nil {

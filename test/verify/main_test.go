@@ -7,15 +7,10 @@ package verify
 import (
 	"context"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -140,89 +135,4 @@ func writePolicy(t *testing.T, rules string) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// cloud is an HTTPS server with a CA of its own, playing a cloud API: it answers for
-// /instances/ID as the ID says, and remembers every path asked.
-type cloud struct {
-	*httptest.Server
-	caFile string
-	mu     sync.Mutex
-	paths  []string
-	hits   map[string]int
-	// on, if set, runs before the answer for an ID.
-	on func(id string)
-}
-
-func newCloud(t *testing.T) *cloud {
-	t.Helper()
-	c := &cloud{hits: map[string]int{}}
-	c.Server = httptest.NewTLSServer(http.HandlerFunc(c.serve))
-	t.Cleanup(c.Close)
-	c.caFile = filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(c.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func (c *cloud) serve(w http.ResponseWriter, r *http.Request) {
-	id := strings.TrimPrefix(r.URL.EscapedPath(), "/instances/")
-	c.mu.Lock()
-	c.paths = append(c.paths, r.URL.EscapedPath())
-	c.hits[id]++
-	n := c.hits[id]
-	on := c.on
-	c.mu.Unlock()
-	if on != nil {
-		on(id)
-	}
-	switch {
-	case strings.HasPrefix(id, "deleted"), strings.HasPrefix(id, "changing"), strings.HasPrefix(id, "replaced"):
-		w.WriteHeader(http.StatusNotFound)
-	case id == "archived":
-		w.WriteHeader(http.StatusGone)
-	case id == "error":
-		w.WriteHeader(http.StatusInternalServerError)
-	case id == "throttled" && n == 1:
-		w.Header().Set("Retry-After", "1")
-		w.WriteHeader(http.StatusTooManyRequests)
-	case id == "throttled":
-		w.WriteHeader(http.StatusNotFound)
-	case id == "hang":
-		<-r.Context().Done()
-	case id == "redirect":
-		http.Redirect(w, r, "https://example.invalid/instances/deleted", http.StatusFound)
-	case id == "garbage":
-		_, _ = w.Write([]byte("<html>maintenance</html>"))
-	case id == "huge":
-		chunk := []byte(strings.Repeat(" ", 1<<20))
-		for range 50 {
-			if _, err := w.Write(chunk); err != nil {
-				return
-			}
-		}
-	default:
-		_, _ = w.Write([]byte(`{"state":"available"}`))
-	}
-}
-
-func (c *cloud) asked() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.paths...)
-}
-
-// rule is a policy rule for the cloud: it reads the instance ID from an annotation.
-func (c *cloud) rule(name, extra string) string {
-	return fmt.Sprintf(`- name: %s
-  finalizers: [%s]
-  resources: [configmaps]
-  verify:
-    http:
-      url: "%s/instances/{.metadata.annotations.instance}"
-      tls: {caFile: %q}
-      timeout: 3s
-      response: {jsonPath: "{.state}", gone: [deleted]}
-%s`, name, finalizer, c.URL, c.caFile, extra)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
 )
 
 // removeWith runs `remove configmap/NAME --policy` and returns what it printed.
@@ -34,9 +35,9 @@ func removeWith(t *testing.T, policy, ns, name string, extra ...string) cli.Resu
 // answering garbage or 50 MB: only the first three lose their finalizer.
 func TestOnlyGoneRemoves(t *testing.T) {
 	ns := cp.Namespace(t)
-	c := newCloud(t)
+	c := fakecloud.New(t)
 	configMap(t, ns, "control", map[string]string{"instance": "live-1"})
-	policy := writePolicy(t, c.rule("dbs", ""))
+	policy := writePolicy(t, c.Rule("dbs", finalizer, ""))
 	for _, tt := range []struct {
 		instance string
 		removed  bool
@@ -221,16 +222,16 @@ func grant(t *testing.T, ns, user string, rule rbacv1.PolicyRule) {
 // one escaped path segment.
 func TestHostileValuesStayOneSegment(t *testing.T) {
 	ns := cp.Namespace(t)
-	c := newCloud(t)
+	c := fakecloud.New(t)
 	configMap(t, ns, "control", map[string]string{"instance": "live"})
 	stuckConfigMap(t, ns, "hostile", map[string]string{"instance": "deleted/../../admin?drop=1#x%2F\n"})
-	r := removeWith(t, writePolicy(t, c.rule("dbs", "")), ns, "hostile")
+	r := removeWith(t, writePolicy(t, c.Rule("dbs", finalizer, "")), ns, "hostile")
 	if r.Code != 0 {
 		t.Fatalf("code %d: %s", r.Code, r.Stderr)
 	}
 	want := "/instances/deleted%2F..%2F..%2Fadmin%3Fdrop=1%23x%252F%0A"
-	if !slices.Contains(c.asked(), want) {
-		t.Errorf("asked %q, want %q among them", c.asked(), want)
+	if !slices.Contains(c.Asked(), want) {
+		t.Errorf("asked %q, want %q among them", c.Asked(), want)
 	}
 }
 
@@ -238,12 +239,12 @@ func TestHostileValuesStayOneSegment(t *testing.T) {
 // request was built from, or the object itself (a namesake). Neither is removed.
 func TestPinnedToWhatWasVerified(t *testing.T) {
 	ns := cp.Namespace(t)
-	c := newCloud(t)
+	c := fakecloud.New(t)
 	configMap(t, ns, "control", map[string]string{"instance": "live"})
 	kube := cp.Kube(t).CoreV1().ConfigMaps(ns)
 	var namesake types.UID
 	var once sync.Once
-	c.on = func(id string) {
+	c.OnRequest(func(id string) {
 		switch id {
 		case "changing":
 			// The instance behind the object changes: now it points at a live one.
@@ -260,8 +261,8 @@ func TestPinnedToWhatWasVerified(t *testing.T) {
 				}
 			})
 		}
-	}
-	policy := writePolicy(t, c.rule("dbs", ""))
+	})
+	policy := writePolicy(t, c.Rule("dbs", finalizer, ""))
 	stuckConfigMap(t, ns, "changing", map[string]string{"instance": "changing"})
 	r := removeWith(t, policy, ns, "changing")
 	if r.Code != 1 || !slices.Equal(finalizers(t, ns, "changing"), []string{finalizer}) ||
@@ -281,10 +282,10 @@ func TestPinnedToWhatWasVerified(t *testing.T) {
 // included, is broken: its rule removes nothing and says so.
 func TestABrokenProviderRemovesNothing(t *testing.T) {
 	ns := cp.Namespace(t)
-	c := newCloud(t)
+	c := fakecloud.New(t)
 	configMap(t, ns, "control", map[string]string{"instance": "deleted-too"})
 	stuckConfigMap(t, ns, "target", map[string]string{"instance": "deleted"})
-	r := removeWith(t, writePolicy(t, c.rule("typo", "")), ns, "target")
+	r := removeWith(t, writePolicy(t, c.Rule("typo", finalizer, "")), ns, "target")
 	if r.Code != 2 || !slices.Equal(finalizers(t, ns, "target"), []string{finalizer}) ||
 		!strings.Contains(r.Stderr, "Warning: rule typo is BROKEN: the provider is broken: it called configmaps/control -n "+ns+" gone") {
 		t.Errorf("code %d, stderr:\n%s", r.Code, r.Stderr)
@@ -295,13 +296,13 @@ func TestABrokenProviderRemovesNothing(t *testing.T) {
 // rule does not act, unless its controls say requireLive: false.
 func TestWithoutALiveControlTheRuleWaits(t *testing.T) {
 	ns := cp.Namespace(t)
-	c := newCloud(t)
+	c := fakecloud.New(t)
 	stuckConfigMap(t, ns, "target", map[string]string{"instance": "deleted"})
-	r := removeWith(t, writePolicy(t, c.rule("unchecked", "")), ns, "target")
+	r := removeWith(t, writePolicy(t, c.Rule("unchecked", finalizer, "")), ns, "target")
 	if r.Code != 2 || !strings.Contains(r.Stderr, "no live object carries a finalizer this rule matches") {
 		t.Errorf("no control: code %d, stderr:\n%s", r.Code, r.Stderr)
 	}
-	r = removeWith(t, writePolicy(t, c.rule("unchecked", "  controls: {requireLive: false}\n")), ns, "target")
+	r = removeWith(t, writePolicy(t, c.Rule("unchecked", finalizer, "  controls: {requireLive: false}\n")), ns, "target")
 	if r.Code != 0 || finalizers(t, ns, "target") != nil {
 		t.Errorf("requireLive false: code %d, stderr:\n%s", r.Code, r.Stderr)
 	}
@@ -311,11 +312,11 @@ func TestWithoutALiveControlTheRuleWaits(t *testing.T) {
 // removal forced over a Present keeps the verdict next to the reason.
 func TestVerifiedRemovalsAreAudited(t *testing.T) {
 	ns := cp.Namespace(t)
-	c := newCloud(t)
+	c := fakecloud.New(t)
 	configMap(t, ns, "control", map[string]string{"instance": "live"})
 	stuckConfigMap(t, ns, "verified", map[string]string{"instance": "deleted"})
 	stuckConfigMap(t, ns, "forced", map[string]string{"instance": "present"})
-	policy := writePolicy(t, c.rule("dbs", ""))
+	policy := writePolicy(t, c.Rule("dbs", finalizer, ""))
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	if r := removeWith(t, policy, ns, "verified", "--audit-log", audit); r.Code != 0 {
 		t.Fatalf("verified: %s", r.Stderr)

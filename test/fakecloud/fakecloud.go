@@ -1,0 +1,143 @@
+// Package fakecloud is an HTTPS server with a CA of its own that plays a cloud API for
+// the tests of providers: GET /instances/ID answers as the ID says.
+package fakecloud
+
+import (
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Cloud answers for /instances/ID:
+//
+//   - deleted*, changing*, replaced*: 404;  archived: 410
+//   - error: 500;  throttled: 429 with Retry-After: 1, then 404
+//   - hang: no answer;  redirect: a redirect to another host
+//   - garbage: a body that is not JSON;  huge: a 50 MB body
+//   - slow*: {"state":"deleted"} after Delay
+//   - anything else: 200 {"state":"available"}
+//
+// Every path asked is remembered.
+type Cloud struct {
+	*httptest.Server
+	// CAFile holds the certificate of the server's CA.
+	CAFile string
+	// Delay is how long slow* IDs take.
+	Delay time.Duration
+
+	mu    sync.Mutex
+	paths []string
+	hits  map[string]int
+	on    func(id string)
+	gone  map[string]bool
+}
+
+// New starts a Cloud for the test.
+func New(t testing.TB) *Cloud {
+	t.Helper()
+	c := &Cloud{hits: map[string]int{}, gone: map[string]bool{}}
+	c.Server = httptest.NewTLSServer(http.HandlerFunc(c.serve))
+	t.Cleanup(c.Close)
+	c.CAFile = filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(c.CAFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// OnRequest runs f before each answer, with the ID asked about.
+func (c *Cloud) OnRequest(f func(id string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.on = f
+}
+
+// Delete makes an ID answer 404 from now on.
+func (c *Cloud) Delete(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gone[id] = true
+}
+
+// Asked are the paths asked so far.
+func (c *Cloud) Asked() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.paths...)
+}
+
+// Hits counts the requests about an ID.
+func (c *Cloud) Hits(id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hits[id]
+}
+
+func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimPrefix(r.URL.EscapedPath(), "/instances/")
+	c.mu.Lock()
+	c.paths = append(c.paths, r.URL.EscapedPath())
+	c.hits[id]++
+	n, on, gone := c.hits[id], c.on, c.gone[id]
+	c.mu.Unlock()
+	if on != nil {
+		on(id)
+	}
+	switch {
+	case gone, strings.HasPrefix(id, "deleted"), strings.HasPrefix(id, "changing"), strings.HasPrefix(id, "replaced"):
+		w.WriteHeader(http.StatusNotFound)
+	case id == "archived":
+		w.WriteHeader(http.StatusGone)
+	case id == "error":
+		w.WriteHeader(http.StatusInternalServerError)
+	case id == "throttled" && n == 1:
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+	case id == "throttled":
+		w.WriteHeader(http.StatusNotFound)
+	case id == "hang":
+		<-r.Context().Done()
+	case id == "redirect":
+		http.Redirect(w, r, "https://example.invalid/instances/deleted", http.StatusFound)
+	case id == "garbage":
+		_, _ = w.Write([]byte("<html>maintenance</html>"))
+	case id == "huge":
+		chunk := []byte(strings.Repeat(" ", 1<<20))
+		for range 50 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	case strings.HasPrefix(id, "slow"):
+		select {
+		case <-time.After(c.Delay):
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = w.Write([]byte(`{"state":"deleted"}`))
+	default:
+		_, _ = w.Write([]byte(`{"state":"available"}`))
+	}
+}
+
+// Rule is a policy rule that asks the Cloud about the instance an object's "instance"
+// annotation names, for finalizer; extra is appended as more fields of the rule.
+func (c *Cloud) Rule(name, finalizer, extra string) string {
+	return fmt.Sprintf(`- name: %s
+  finalizers: [%s]
+  resources: [configmaps]
+  verify:
+    http:
+      url: "%s/instances/{.metadata.annotations.instance}"
+      tls: {caFile: %q}
+      timeout: 3s
+      response: {jsonPath: "{.state}", gone: [deleted]}
+%s`, name, finalizer, c.URL, c.CAFile, extra)
+}

@@ -1,0 +1,180 @@
+// Package reconcile tests `kubectl finalize reconcile` and `kubectl finalize rbac`
+// against a real control plane: passes, the breaker, dry runs, the generated RBAC as a
+// ServiceAccount, SIGTERM, leader election and metrics.
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
+	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+)
+
+var (
+	cp *controlplane.ControlPlane
+	// binary is kubectl-finalize, built for the tests that need a process of its own.
+	binary string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "kubectl-finalize-reconcile-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "kubectl-finalize")
+	if out, err := exec.Command("go", "build", "-o", binary, "../../cmd/kubectl-finalize").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building kubectl-finalize: %v\n%s", err, out)
+		return 1
+	}
+	return controlplane.RunMain(m, controlplane.Options{}, &cp)
+}
+
+// Each test uses a finalizer of its own, so that a pass of one test never sees another's
+// objects.
+func finalizerOf(t *testing.T) string {
+	slug := strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	return slug + ".example.com/cleanup"
+}
+
+// object creates a configmap with finalizer and an "instance" annotation, deleted when
+// stuck is set.
+func object(t *testing.T, ns, name, finalizer, instance string, stuck bool) *corev1.ConfigMap {
+	t.Helper()
+	c := cp.Kube(t).CoreV1().ConfigMaps(ns)
+	cm, err := c.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{finalizer},
+		Annotations: map[string]string{"instance": instance}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.Patch(context.Background(), name, "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	if stuck {
+		if err := c.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if cm, err = c.Get(t.Context(), name, metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cm
+}
+
+func resourceVersion(t *testing.T, ns, name string) string {
+	t.Helper()
+	cm, err := cp.Kube(t).CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		return "gone"
+	}
+	return cm.ResourceVersion
+}
+
+// writePolicy writes a policy with minAge 0s and rules.
+func writePolicy(t *testing.T, extra, rules string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	doc := "apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nminAge: 0s\n" + extra + "rules:\n" + rules
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// pass runs `reconcile --once -o json` and decodes its report.
+func pass(t *testing.T, kubeconfig, policy string, extra ...string) (*finalizev1alpha1.ReconcileReport, cli.Result) {
+	t.Helper()
+	r := cli.Run(t, kubeconfig, append([]string{"reconcile", "--once", "--policy", policy, "-o", "json"}, extra...)...)
+	rep := &finalizev1alpha1.ReconcileReport{}
+	if err := json.Unmarshal([]byte(r.Stdout), rep); err != nil {
+		t.Fatalf("the report is not JSON (code %d): %v\nstdout: %s\nstderr: %s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	return rep, r
+}
+
+// action finds the report's action about an object.
+func action(t *testing.T, rep *finalizev1alpha1.ReconcileReport, name string) finalizev1alpha1.Removal {
+	t.Helper()
+	for _, a := range rep.Actions {
+		if a.Target.Name == name {
+			return a
+		}
+	}
+	t.Fatalf("no action about %s in %+v", name, rep.Actions)
+	return finalizev1alpha1.Removal{}
+}
+
+// syncBuffer is a buffer a process writes to while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// process is a kubectl-finalize running on its own.
+type process struct {
+	cmd            *exec.Cmd
+	stdout, stderr syncBuffer
+}
+
+func start(t *testing.T, kubeconfig string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(binary, append([]string{"--kubeconfig", kubeconfig}, args...)...)}
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
+	return p
+}
+
+// wait waits for the process to exit, at most d.
+func (p *process) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		// A non-zero exit is an *exec.ExitError; the code tells it.
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatalf("waiting for the process: %v", err)
+		}
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(d):
+		t.Fatalf("still running after %s; stderr:\n%s", d, p.stderr.String())
+	}
+	return -1
+}
