@@ -93,26 +93,17 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 	return objs, warnings, nil
 }
 
-// scannedTypes are the types a pass lists; all means every type.
+// scannedTypes are the types a pass lists; all means every type. A rule that may remove
+// a namespace's own finalizer needs every type listed, to prove the namespace empty.
 func scannedTypes(p *policy.Policy, resolve func(string) ([]schema.GroupResource, error)) ([]schema.GroupResource, bool, error) {
 	if p.MatchesNamespaceFinalizers() {
 		return nil, true, nil
 	}
-	var out []schema.GroupResource
-	for _, r := range p.Rules {
-		if len(r.Spec.Resources) == 0 {
-			return nil, true, nil
-		}
-		grs, err := expand(r.Spec.Resources, resolve)
-		if err != nil {
-			return nil, false, fmt.Errorf("rule %s: %w", r.Name, err)
-		}
-		out = append(out, grs...)
-	}
-	return out, false, nil
+	return actedTypes(p, resolve)
 }
 
-// actedTypes are the types whose finalizers a pass may patch away; all means every type.
+// actedTypes are the types the rules name, whose finalizers a pass may patch away; all
+// means every type.
 func actedTypes(p *policy.Policy, resolve func(string) ([]schema.GroupResource, error)) ([]schema.GroupResource, bool, error) {
 	var out []schema.GroupResource
 	for _, r := range p.Rules {

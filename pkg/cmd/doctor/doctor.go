@@ -70,20 +70,13 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 
 // NewCmdDoctor returns the doctor command.
 func NewCmdDoctor(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := NewOptions(streams)
-	cmd := &cobra.Command{
-		Use:                   "doctor [TYPE/NAME | TYPE NAME] [flags]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Explain why objects are stuck, grouped by root cause, and the next safe step",
-		Long:                  long,
-		Example:               example,
-		ValidArgsFunction:     util.ResourceTypeCompletion(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return util.RunCommand(cmd, f, args, o)
-		},
-	}
-	o.AddFlags(cmd)
-	return cmd
+	return util.NewCommand(f, NewOptions(streams), &cobra.Command{
+		Use:               "doctor [TYPE/NAME | TYPE NAME] [flags]",
+		Short:             "Explain why objects are stuck, grouped by root cause, and the next safe step",
+		Long:              long,
+		Example:           example,
+		ValidArgsFunction: util.ResourceTypeCompletion(f),
+	})
 }
 
 // AddFlags binds the flags to cmd.

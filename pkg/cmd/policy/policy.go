@@ -47,21 +47,19 @@ type CheckOptions struct {
 
 // NewCmdCheck returns `policy check`.
 func NewCmdCheck(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &CheckOptions{IOStreams: streams}
-	return &cobra.Command{
-		Use:                   "check FILE...",
-		DisableFlagsInUseLine: true,
-		Short:                 "Validate policy files and report every problem with its rule and field",
-		Long:                  checkLong,
-		Example:               checkExample,
+	return util.NewCommand(f, &CheckOptions{IOStreams: streams}, &cobra.Command{
+		Use:     "check FILE...",
+		Short:   "Validate policy files and report every problem with its rule and field",
+		Long:    checkLong,
+		Example: checkExample,
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return []string{"yaml", "yml", "json"}, cobra.ShellCompDirectiveFilterFileExt
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return util.RunCommand(cmd, f, args, o)
-		},
-	}
+	})
 }
+
+// AddFlags binds no flags: check takes files only.
+func (o *CheckOptions) AddFlags(*cobra.Command) {}
 
 // Complete takes the files.
 func (o *CheckOptions) Complete(_ util.Factory, _ *cobra.Command, args []string) error {

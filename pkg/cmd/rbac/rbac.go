@@ -52,27 +52,30 @@ type Options struct {
 	genericiooptions.IOStreams
 }
 
+// NewOptions returns the options with their defaults.
+func NewOptions(streams genericiooptions.IOStreams) *Options {
+	return &Options{Name: "kubectl-finalize", IOStreams: streams}
+}
+
 // NewCmdRBAC returns the rbac command.
 func NewCmdRBAC(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Name: "kubectl-finalize", IOStreams: streams}
-	cmd := &cobra.Command{
-		Use:                   "rbac --policy FILE [--service-account NAMESPACE/NAME] [flags]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Print the least-privilege RBAC a reconcile pass of a policy needs",
-		Long:                  long,
-		Example:               example,
-		Args:                  util.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return util.RunCommand(cmd, f, args, o)
-		},
-	}
+	return util.NewCommand(f, NewOptions(streams), &cobra.Command{
+		Use:     "rbac --policy FILE [--service-account NAMESPACE/NAME] [flags]",
+		Short:   "Print the least-privilege RBAC a reconcile pass of a policy needs",
+		Long:    long,
+		Example: example,
+		Args:    util.NoArgs,
+	})
+}
+
+// AddFlags binds the flags to cmd.
+func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&o.PolicyFile, "policy", o.PolicyFile, "The policy the passes follow (required).")
 	fs.StringVar(&o.ServiceAccount, "service-account", o.ServiceAccount, "The ServiceAccount the passes run as, NAMESPACE/NAME: adds the bindings.")
 	fs.StringVar(&o.Name, "name", o.Name, "The name of the ClusterRole and its bindings.")
 	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "If set, add a Role (and binding) for the leader election Lease in this namespace.")
 	_ = cmd.MarkFlagFilename("policy", "yaml", "yml", "json")
-	return cmd
 }
 
 // Complete loads the policy.

@@ -127,20 +127,13 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 
 // NewCmdReconcile returns the reconcile command.
 func NewCmdReconcile(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := NewOptions(streams)
-	cmd := &cobra.Command{
-		Use:                   "reconcile --policy FILE [--once] [flags]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Remove provider-verified finalizers unattended, in a CronJob (--once) or a Deployment",
-		Long:                  long,
-		Example:               example,
-		Args:                  util.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return util.RunCommand(cmd, f, args, o)
-		},
-	}
-	o.AddFlags(cmd)
-	return cmd
+	return util.NewCommand(f, NewOptions(streams), &cobra.Command{
+		Use:     "reconcile --policy FILE [--once] [flags]",
+		Short:   "Remove provider-verified finalizers unattended, in a CronJob (--once) or a Deployment",
+		Long:    long,
+		Example: example,
+		Args:    util.NoArgs,
+	})
 }
 
 // AddFlags binds the flags to cmd.

@@ -144,20 +144,13 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 
 // NewCmdRemove returns the remove command.
 func NewCmdRemove(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := NewOptions(streams)
-	cmd := &cobra.Command{
-		Use:                   "remove (TYPE/NAME ... | TYPE NAME ...) (--finalizer NAME ... | --all-finalizers) [flags]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Remove named finalizers from stuck objects: guarded, previewed, audited",
-		Long:                  long,
-		Example:               example,
-		ValidArgsFunction:     util.ResourceTypeCompletion(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return util.RunCommand(cmd, f, args, o)
-		},
-	}
-	o.AddFlags(cmd)
-	return cmd
+	return util.NewCommand(f, NewOptions(streams), &cobra.Command{
+		Use:               "remove (TYPE/NAME ... | TYPE NAME ...) (--finalizer NAME ... | --all-finalizers) [flags]",
+		Short:             "Remove named finalizers from stuck objects: guarded, previewed, audited",
+		Long:              long,
+		Example:           example,
+		ValidArgsFunction: util.ResourceTypeCompletion(f),
+	})
 }
 
 // AddFlags binds the flags to cmd.

@@ -84,20 +84,13 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 
 // NewCmdScan returns the scan command.
 func NewCmdScan(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := NewOptions(streams)
-	cmd := &cobra.Command{
-		Use:                   "scan [TYPE[.VERSION][.GROUP]...] [flags]",
-		DisableFlagsInUseLine: true,
-		Short:                 "List every object stuck in Terminating, with age and finalizer owners",
-		Long:                  long,
-		Example:               example,
-		ValidArgsFunction:     util.ResourceTypeCompletion(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return util.RunCommand(cmd, f, args, o)
-		},
-	}
-	o.AddFlags(cmd)
-	return cmd
+	return util.NewCommand(f, NewOptions(streams), &cobra.Command{
+		Use:               "scan [TYPE[.VERSION][.GROUP]...] [flags]",
+		Short:             "List every object stuck in Terminating, with age and finalizer owners",
+		Long:              long,
+		Example:           example,
+		ValidArgsFunction: util.ResourceTypeCompletion(f),
+	})
 }
 
 // AddFlags binds the flags to cmd.

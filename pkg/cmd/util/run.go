@@ -36,3 +36,19 @@ func withHelp(cmd *cobra.Command, err error) error {
 	}
 	return err
 }
+
+// Options is a command's options: a Command with its flags.
+type Options interface {
+	Command
+	AddFlags(cmd *cobra.Command)
+}
+
+// NewCommand makes cmd complete, validate and run o, with o's flags bound to it.
+func NewCommand(f Factory, o Options, cmd *cobra.Command) *cobra.Command {
+	cmd.DisableFlagsInUseLine = true
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		return RunCommand(c, f, args, o)
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
