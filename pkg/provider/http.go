@@ -180,7 +180,7 @@ func newHTTP(spec *finalizev1alpha1.HTTPProvider, opts Options) (*httpProvider, 
 	}
 	p.client = &http.Client{
 		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsConfig, MaxIdleConnsPerHost: 16,
-			TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: p.timeout},
+			TLSHandshakeTimeout: 10 * time.Second},
 		CheckRedirect: checkRedirect,
 	}
 	return p, nil
@@ -349,7 +349,8 @@ func (c *httpCall) once(ctx context.Context) (string, *Answer, time.Duration) {
 	}
 	resp, err := c.p.client.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
+		var timeout interface{ Timeout() bool }
+		if ctx.Err() != nil || (errors.As(err, &timeout) && timeout.Timeout()) {
 			a := Unknown("%s: no answer within %s", c.shown, c.p.timeout)
 			return "", &a, 0
 		}
