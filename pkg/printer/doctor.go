@@ -16,15 +16,6 @@ import (
 // maxObjectsPerRoot bounds the objects listed under one root cause; -o json lists all.
 const maxObjectsPerRoot = 20
 
-// ObjectName is "resource.group/name -n namespace", the way kubectl is typed.
-func ObjectName(ref finalizev1alpha1.ObjectReference) string {
-	s := ResourceName(ref)
-	if ref.Namespace != "" {
-		s += " -n " + ref.Namespace
-	}
-	return s
-}
-
 func age(seconds int64) string {
 	return duration.HumanDuration(time.Duration(seconds) * time.Second)
 }
@@ -60,10 +51,10 @@ func RootCauses(w io.Writer, d *finalizev1alpha1.Diagnosis) error {
 			}
 			o := items[ref.UID]
 			if o == nil {
-				fmt.Fprintf(&b, "     %s\n", ObjectName(ref))
+				fmt.Fprintf(&b, "     %s\n", ref)
 				continue
 			}
-			fmt.Fprintf(&b, "     %s  (terminating for %s)\n", ObjectName(ref), age(o.TerminatingSeconds))
+			fmt.Fprintf(&b, "     %s  (terminating for %s)\n", ref, age(o.TerminatingSeconds))
 			if o.Cause != nil && o.Cause.Reason == r.Reason {
 				fmt.Fprintf(&b, "       %s\n", o.Cause.Message)
 			}
@@ -117,7 +108,7 @@ func Tree(w io.Writer, d *finalizev1alpha1.Diagnosis) error {
 
 // tree writes one object: first is the prefix of its own line, rest of the lines below.
 func tree(b *strings.Builder, items map[types.UID]*finalizev1alpha1.StuckObject, o *finalizev1alpha1.StuckObject, first, rest string, seen sets.Set[types.UID]) {
-	fmt.Fprintf(b, "%s%s  (terminating for %s)\n", first, ObjectName(o.Target), age(o.TerminatingSeconds))
+	fmt.Fprintf(b, "%s%s  (terminating for %s)\n", first, o.Target, age(o.TerminatingSeconds))
 	if seen.Has(o.Target.UID) {
 		fmt.Fprintf(b, "%s  (shown above)\n", rest)
 		return

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -33,7 +32,7 @@ func StuckTable(w io.Writer, list *finalizev1alpha1.StuckObjectList, opts StuckT
 		o := &list.Items[i]
 		row := []string{
 			o.Target.Namespace,
-			ResourceName(o.Target),
+			o.Target.ResourceName(),
 			duration.HumanDuration(time.Duration(o.TerminatingSeconds) * time.Second),
 			finalizerNames(o.Finalizers),
 			owners(o.Finalizers),
@@ -53,20 +52,11 @@ func StuckTable(w io.Writer, list *finalizev1alpha1.StuckObjectList, opts StuckT
 // StuckNames prints one "resource.group/name" per object, as kubectl's -o name does.
 func StuckNames(w io.Writer, list *finalizev1alpha1.StuckObjectList) error {
 	for i := range list.Items {
-		if _, err := fmt.Fprintln(w, ResourceName(list.Items[i].Target)); err != nil {
+		if _, err := fmt.Fprintln(w, list.Items[i].Target.ResourceName()); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// ResourceName is "resource.group/name": "configmaps/cfg", "deployments.apps/web".
-func ResourceName(ref finalizev1alpha1.ObjectReference) string {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		return ref.Resource + "/" + ref.Name
-	}
-	return gv.WithResource(ref.Resource).GroupResource().String() + "/" + ref.Name
 }
 
 func finalizerNames(fs []finalizev1alpha1.Finalizer) string {
