@@ -18,38 +18,43 @@ import (
 )
 
 // controllerName is the field manager of the controller expected to remove fin: the
-// owner found in managedFields, else the controller that added it, else the controller
-// that writes the object's status.
-func controllerName(o *scan.Object, fin finalizev1alpha1.Finalizer) string {
+// owner found in managedFields, else the controller that added it. Nothing else counts:
+// another manager writing the object (the namespace controller rewriting a namespace's
+// conditions) says nothing about the finalizer's owner.
+func controllerName(fin finalizev1alpha1.Finalizer) string {
 	if fin.OwnerSource == finalizev1alpha1.OwnerSourceManagedFields {
 		return fin.Owner
 	}
 	if fin.AddedBy != "" && !owner.IsGenericManager(fin.AddedBy) {
 		return fin.AddedBy
 	}
-	for i := range o.Meta.ManagedFields {
-		mf := &o.Meta.ManagedFields[i]
-		if mf.Subresource == "status" && !owner.IsGenericManager(mf.Manager) {
-			return mf.Manager
-		}
-	}
 	return ""
 }
 
 // custom explains a finalizer of a controller outside Kubernetes: failing, inactive, or
-// still at work.
+// still at work. Only the finalizer's owner can show progress: the field manager that
+// wrote it, or the workloads the catalogue names for it.
 func (d *diagnoser) custom(o *scan.Object, fin finalizev1alpha1.Finalizer) finding {
 	now := d.f.now
 	deleted := o.Meta.DeletionTimestamp.Time
-	ctrl := controllerName(o, fin)
+	ctrl := controllerName(fin)
 	who := ctrl
 	if who == "" {
 		who = fin.Owner
 	}
 	removeCmd := fmt.Sprintf("kubectl finalize remove %s --finalizer %s", o.Ref(), fin.Name)
 	guards := "what the finalizer guards is really gone"
-	if e, ok := d.catalog.Lookup(fin.Name); ok && e.Purpose != "" {
-		guards = e.Purpose
+	var names []string
+	if ctrl != "" {
+		names = append(names, ctrl)
+	}
+	if e, ok := d.catalog.Lookup(fin.Name); ok {
+		if e.Purpose != "" {
+			guards = e.Purpose
+		}
+		if fin.OwnerSource == finalizev1alpha1.OwnerSourceCatalog {
+			names = append(names, e.WorkloadNames()...)
+		}
 	}
 
 	// Warnings since the deletion began: the controller is alive, and failing.
@@ -61,7 +66,7 @@ func (d *diagnoser) custom(o *scan.Object, fin finalizev1alpha1.Finalizer) findi
 			reporter = who
 		}
 		return rooted(finalizev1alpha1.ReasonControllerFailing, controllerSubject(reporter),
-			fmt.Sprintf("%s reports %s: %s (%d times, last %s ago)", reporter, e.Reason, e.Note, eventCount(e), ago(now, eventTime(e))),
+			fmt.Sprintf("%s reports %s: %s (%s, last %s ago)", reporter, e.Reason, e.Note, times(eventCount(e)), ago(now, eventTime(e))),
 			fmt.Sprintf("fix what %s reports (kubectl events --for %s); it removes %s once its cleanup succeeds", reporter, o.Ref(), fin.Name),
 			fmt.Sprintf("%s is failing to clean up (%s)", reporter, e.Reason))
 	}
@@ -73,51 +78,70 @@ func (d *diagnoser) custom(o *scan.Object, fin finalizev1alpha1.Finalizer) findi
 			"nobody is known to own finalizer "+fin.Name)
 	}
 
-	workloads := d.f.workloadsOf(ctrl, fin.Owner)
-	var ready, notReady []string
-	for _, w := range workloads {
+	ready, notReady, workloadNote := d.workloadStates(names)
+	if ctrl != "" {
+		last, seen := d.f.res.ManagerActivity[ctrl]
+		// managedFields times have one-second resolution: a write in the second of the
+		// deletion proves nothing.
+		if seen && last.After(deleted) {
+			return progressing(o, fmt.Sprintf("%s is active: it last wrote %s ago, after the deletion began %s ago (only the writes of %s, which wrote the finalizer, count); stuck is not proven yet",
+				ctrl, ago(now, last), ago(now, deleted), ctrl), ctrl)
+		}
+		lastNote := fmt.Sprintf("%s has written nothing in the cluster", ctrl)
+		if seen {
+			lastNote = fmt.Sprintf("%s has written nothing since the deletion began %s ago (its last write: %s ago; only the writes of %s, which wrote the finalizer, count)", ctrl, ago(now, deleted), ago(now, last), ctrl)
+		}
+		return inactive(ctrl, lastNote+"; "+workloadNote, guards, removeCmd)
+	}
+
+	// The owner is known by name only: its workloads tell.
+	switch {
+	case len(notReady) > 0:
+		return inactive(who, fmt.Sprintf("%s is expected to remove %s; %s", who, fin.Name, workloadNote), guards, removeCmd)
+	case len(ready) > 0:
+		return progressing(o, fmt.Sprintf("%s; no field manager wrote the finalizer, so its writes cannot be told apart, and stuck is not proven yet", workloadNote), who)
+	case len(names) > 0:
+		return inactive(who, fmt.Sprintf("%s is expected to remove %s; %s", who, fin.Name, workloadNote), guards, removeCmd)
+	case fin.OwnerSource == finalizev1alpha1.OwnerSourceCatalog:
+		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(who),
+			fmt.Sprintf("%s is expected to remove %s, but nothing identifies where it runs: no field manager wrote the finalizer, and no workload is known for it", who, fin.Name),
+			fmt.Sprintf("check that %s runs and is healthy; if it is gone for good, check that %s, then: %s", who, guards, removeCmd),
+			fmt.Sprintf("where %s runs cannot be told", who))
+	}
+	return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject("controller of API group "+fin.Owner),
+		fmt.Sprintf("%s names API group %s, but no field manager identifies the controller that serves it, so its activity cannot be measured", fin.Name, fin.Owner),
+		fmt.Sprintf("find the controller of API group %s and check that it runs; if it is gone for good, check that %s, then: %s", fin.Owner, guards, removeCmd),
+		"the controller of API group "+fin.Owner+" could not be identified")
+}
+
+// workloadStates reads the workloads named names and says what they show.
+func (d *diagnoser) workloadStates(names []string) (ready, notReady []string, note string) {
+	for _, w := range d.f.workloadsOf(names...) {
 		if w.Desired > 0 && w.Ready >= w.Desired {
 			ready = append(ready, w.String())
 		} else {
 			notReady = append(notReady, w.String())
 		}
 	}
-	workloadNote := ""
 	switch {
 	case len(notReady) > 0:
-		workloadNote = "its " + strings.Join(notReady, ", ")
+		note = "its " + strings.Join(notReady, ", ")
 	case len(ready) > 0:
-		workloadNote = "its " + strings.Join(ready, ", ")
+		note = "its " + strings.Join(ready, ", ")
+	case len(names) > 0:
+		note = fmt.Sprintf("no Deployment, StatefulSet or DaemonSet named %s was found (by name or app.kubernetes.io/name label; it may run outside the cluster)", strings.Join(names, " or "))
 	default:
-		workloadNote = fmt.Sprintf("no Deployment, StatefulSet or DaemonSet named %s was found (it may run outside the cluster)", who)
+		note = "no workload is known for it"
 	}
+	return ready, notReady, note
+}
 
-	if ctrl != "" {
-		last, seen := d.f.res.ManagerActivity[ctrl]
-		// managedFields times have one-second resolution: a write in the second of the
-		// deletion proves nothing.
-		if seen && last.After(deleted) {
-			return progressing(o, fmt.Sprintf("%s is active: it last wrote %s ago, after the deletion began %s ago; stuck is not proven yet",
-				ctrl, ago(now, last), ago(now, deleted)), ctrl)
-		}
-		lastNote := fmt.Sprintf("%s has written nothing in the cluster", ctrl)
-		if seen {
-			lastNote = fmt.Sprintf("%s has written nothing since the deletion began %s ago (its last write: %s ago)", ctrl, ago(now, deleted), ago(now, last))
-		}
-		return inactive(ctrl, lastNote+"; "+workloadNote, guards, removeCmd)
+// times is "once", "7 times".
+func times(n int32) string {
+	if n == 1 {
+		return "once"
 	}
-
-	// The owner is known by name only (catalogue or API group): its workload tells.
-	switch {
-	case len(notReady) > 0 || (len(ready) == 0 && fin.OwnerSource == finalizev1alpha1.OwnerSourceCatalog):
-		return inactive(who, fmt.Sprintf("%s is expected to remove %s; %s", who, fin.Name, workloadNote), guards, removeCmd)
-	case len(ready) > 0:
-		return progressing(o, fmt.Sprintf("%s; its writes cannot be told apart, so stuck is not proven yet", workloadNote), who)
-	}
-	return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject("controller of API group "+fin.Owner),
-		fmt.Sprintf("%s names API group %s, but no field manager identifies the controller that serves it, so its activity cannot be measured", fin.Name, fin.Owner),
-		fmt.Sprintf("find the controller of API group %s and check that it runs; if it is gone for good, check that %s is done, then: %s", fin.Owner, guards, removeCmd),
-		"the controller of API group "+fin.Owner+" could not be identified")
+	return fmt.Sprintf("%d times", n)
 }
 
 func inactive(who, msg, guards, removeCmd string) finding {

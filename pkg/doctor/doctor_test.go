@@ -1,8 +1,13 @@
 package doctor
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +48,8 @@ func stuck(r scan.Resource, ns, name string, finalizers ...string) *scan.Object 
 }
 
 // managedBy records that manager wrote the finalizers of o at t.
-func managedBy(o *scan.Object, manager string, t time.Time) *scan.Object {
+func managedBy(o *scan.Object, t time.Time) *scan.Object {
+	const manager = "db-operator"
 	fields := `{"f:metadata":{"f:finalizers":{`
 	for i, f := range o.Meta.Finalizers {
 		if i > 0 {
@@ -155,8 +161,8 @@ func TestACRDWaitsForItsInstances(t *testing.T) {
 }
 
 func TestAControllerThatWroteNothingSinceTheDeletionIsInactive(t *testing.T) {
-	a := managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), "db-operator", now.Add(-2*time.Hour))
-	b := managedBy(stuck(databases, "b", "users", "db.example.com/finalizer"), "db-operator", now.Add(-2*time.Hour))
+	a := managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), now.Add(-2*time.Hour))
+	b := managedBy(stuck(databases, "b", "users", "db.example.com/finalizer"), now.Add(-2*time.Hour))
 	res := result(a, b)
 	res.ManagerActivity["db-operator"] = now.Add(-2 * time.Hour)
 	res.Index.Workloads = []scan.Workload{{Kind: "Deployment", Namespace: "ops", Name: "db-operator"}}
@@ -166,7 +172,7 @@ func TestAControllerThatWroteNothingSinceTheDeletionIsInactive(t *testing.T) {
 	dep.SetName("db-operator")
 	_ = unstructured.SetNestedField(dep.Object, int64(1), "spec", "replicas")
 	rep := diagnose(t, res, dep)
-	wantCause(t, rep, a, finalizev1alpha1.ReasonControllerInactive, "db-operator has written nothing since the deletion began 60m ago (its last write: 120m ago)", "Deployment ops/db-operator has 0/1 ready replicas")
+	wantCause(t, rep, a, finalizev1alpha1.ReasonControllerInactive, "db-operator has written nothing since the deletion began 60m ago (its last write: 120m ago; only the writes of db-operator, which wrote the finalizer, count)", "Deployment ops/db-operator has 0/1 ready replicas")
 	wantRoot(t, rep, finalizev1alpha1.ReasonControllerInactive, controllerSubject("db-operator"), 2)
 	if len(rep.Roots) != 1 {
 		t.Errorf("one dead operator is one root cause: %+v", rep.Roots)
@@ -179,12 +185,12 @@ func TestAControllerThatWroteNothingSinceTheDeletionIsInactive(t *testing.T) {
 }
 
 func TestWarningEventsMeanTheControllerIsFailing(t *testing.T) {
-	o := managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), "db-operator", now.Add(-2*time.Hour))
+	o := managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), now.Add(-2*time.Hour))
 	ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "e1"}, Type: corev1.EventTypeWarning, Reason: "DeleteFailed",
 		Note: "instance i-123: access denied", ReportingController: "db-operator", EventTime: metav1.NewMicroTime(now.Add(-5 * time.Minute)),
 		Regarding: corev1.ObjectReference{UID: o.Meta.UID}}
 	rep := diagnose(t, result(o), ev)
-	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerFailing, "db-operator reports DeleteFailed: instance i-123: access denied (1 times, last 5m ago)")
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerFailing, "db-operator reports DeleteFailed: instance i-123: access denied (once, last 5m ago)")
 }
 
 func TestAWebhookWithoutABackendBlocksEveryUpdate(t *testing.T) {
@@ -222,5 +228,95 @@ func TestANamespaceWithoutConditionsAfterTheGraceHasNoController(t *testing.T) {
 	wantCause(t, rep, o, finalizev1alpha1.ReasonNamespaceFinalizersRemaining, "a.example.com/x in 1 resource instances")
 	if d := rep.Diagnosis(o); len(d.Items) != 2 {
 		t.Errorf("the namespace's tree holds its content: %+v", d.Items)
+	}
+}
+
+// TestNextStepsReadWell writes the cause and next step of one object per cause into a
+// golden file (go test ./pkg/doctor -update): what a person reads at 3 a.m. is reviewed
+// as text.
+func TestNextStepsReadWell(t *testing.T) {
+	ts := metav1.NewTime(now.Add(-time.Hour))
+	namespace := func(name string, conds ...corev1.NamespaceCondition) *scan.Object {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), DeletionTimestamp: &ts},
+			Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}}, Status: corev1.NamespaceStatus{Conditions: conds}}
+		o := scan.NewObject(namespaces, &ns.ObjectMeta, ns)
+		owner.NewResolver(owner.Builtin(), nil).Annotate([]*scan.Object{o})
+		return o
+	}
+	pvBound := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Namespace: "a", Name: "data", UID: "uid-gone-claim"}},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound}}
+	apiSvc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": map[string]any{"name": "v1beta1.metrics.k8s.io"},
+		"spec":   map[string]any{"group": "metrics.k8s.io", "version": "v1beta1"},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": "Available", "status": "False", "reason": "MissingEndpoints", "message": "endpoints for service/metrics-server in \"kube-system\" have no addresses"}}}}}
+	catalogOnly := stuck(databases, "a", "crossplane-mr", "finalizer.managedresource.crossplane.io")
+	groupOnly := stuck(databases, "a", "group-owned", "db.example.com/from-manifest")
+	scenarios := []struct {
+		name string
+		obj  *scan.Object
+		res  func(*scan.Result)
+		objs []runtime.Object
+	}{
+		{"an inactive controller", managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), now.Add(-2*time.Hour)), nil, nil},
+		{"an active controller", managedBy(stuck(databases, "a", "busy", "db.example.com/finalizer"), now.Add(-2*time.Hour)),
+			func(r *scan.Result) { r.ManagerActivity["db-operator"] = now.Add(-time.Minute) }, nil},
+		{"a catalogue owner nothing locates", catalogOnly, nil, nil},
+		{"an API group owner", groupOnly, nil, nil},
+		{"nobody known", stuck(configmaps, "a", "mystery", "mystery.vendor.example/final"), nil, nil},
+		{"a claim in use", stuck(claimsResource, "a", "data", finalizerPVC), nil, []runtime.Object{&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "db-0"},
+			Spec: corev1.PodSpec{NodeName: "node-a", Volumes: []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}}},
+		{"a bound volume", stuck(coreResource("persistentvolumes", "PersistentVolume", false), "", "pv-1", finalizerPV), nil, []runtime.Object{pvBound}},
+		{"a foreground deletion", stuck(configmaps, "a", "owner", metav1.FinalizerDeleteDependents), func(r *scan.Result) {
+			r.Index.Dependents["uid-owner"] = []scan.Dependent{{ObjectRef: scan.ObjectRef{Resource: configmaps, Namespace: "a", Name: "child", UID: "uid-child", Deleting: true}, BlockOwnerDeletion: true}}
+		}, nil},
+		{"an orphaning without the garbage collector", stuck(configmaps, "a", "parent", metav1.FinalizerOrphanDependents), nil, nil},
+		{"a namespace without its controller", namespace("ns-quiet"), nil, nil},
+		{"a namespace whose content has finalizers", namespace("ns-content", corev1.NamespaceCondition{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionTrue,
+			Message: "Some content in the namespace has finalizers remaining: db.example.com/finalizer in 1 resource instances"}), nil, nil},
+		{"a namespace whose conditions lag", namespace("ns-lag", corev1.NamespaceCondition{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionFalse, Reason: "ContentRemoved", Message: "All content successfully removed"}),
+			func(r *scan.Result) {
+				r.Index.Content["ns-lag"] = &scan.NamespaceContent{Count: 3, Deleting: 1, ByType: map[string]int64{"pods": 1, "configmaps": 2}, Sample: []scan.ObjectRef{
+					{Resource: podsResource, Namespace: "ns-lag", Name: "web-0", Deleting: true}, {Resource: configmaps, Namespace: "ns-lag", Name: "cfg-1"}, {Resource: configmaps, Namespace: "ns-lag", Name: "cfg-2"}}}
+			}, nil},
+		{"an unavailable APIService", namespace("ns-discovery", corev1.NamespaceCondition{Type: corev1.NamespaceDeletionDiscoveryFailure, Status: corev1.ConditionTrue,
+			Message: "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1"}), nil, []runtime.Object{apiSvc}},
+	}
+	var b strings.Builder
+	for _, sc := range scenarios {
+		res := result(sc.obj)
+		if sc.res != nil {
+			sc.res(res)
+		}
+		c := diagnose(t, res, sc.objs...).Cause(sc.obj)
+		fmt.Fprintf(&b, "## %s\n%s: %s\nNext: %s\n\n", sc.name, c.Reason, c.Message, c.NextStep)
+		for _, bad := range []string{" is really gone is done", "..", " , ", "  "} {
+			if strings.Contains(c.Message+c.NextStep, bad) {
+				t.Errorf("%s: %q in %q / %q", sc.name, bad, c.Message, c.NextStep)
+			}
+		}
+	}
+	golden(t, "next-steps.golden", []byte(b.String()))
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./pkg/doctor -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (run go test ./pkg/doctor -update if the change is intended)\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }

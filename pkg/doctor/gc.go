@@ -75,8 +75,15 @@ func (d *diagnoser) foreground(o *scan.Object) []finding {
 func (d *diagnoser) orphan(o *scan.Object) []finding {
 	n := len(d.f.res.Index.Dependents[o.Meta.UID])
 	fs := d.garbageCollectorFindings(o, "orphan the dependents")
+	still := "no dependent names it as owner any more"
+	switch {
+	case n == 1:
+		still = "1 dependent still names it as owner"
+	case n > 1:
+		still = fmt.Sprintf("%d dependents still name it as owner", n)
+	}
 	for i := range fs {
-		fs[i].message = fmt.Sprintf("deleted with propagationPolicy Orphan, %s still name it as owner; %s", plural(n, "dependent"), fs[i].message)
+		fs[i].message = fmt.Sprintf("deleted with propagationPolicy Orphan, %s; %s", still, fs[i].message)
 	}
 	return fs
 }

@@ -47,7 +47,11 @@ func (d *diagnoser) namespace(o *scan.Object) []finding {
 	content, contentTrue := isTrue(corev1.NamespaceContentRemaining)
 	fins, finsTrue := isTrue(corev1.NamespaceFinalizersRemaining)
 	failed, failedTrue := isTrue(corev1.NamespaceDeletionContentFailure)
-	if len(children) > 0 || contentTrue || finsTrue || failedTrue {
+	// The conditions lag behind what was listed: when they say nothing remains but the
+	// scan saw content, the content is believed.
+	held := d.f.res.Index.Content[o.Meta.Name]
+	observed := len(ns.Status.Conditions) > 0 && held != nil && held.Count > 0
+	if len(children) > 0 || contentTrue || finsTrue || failedTrue || observed {
 		fd := finding{reason: finalizev1alpha1.ReasonNamespaceContentRemaining, waitsOn: children,
 			next: "the namespace goes once the objects it still holds are gone: see their causes"}
 		var msgs []string
@@ -61,9 +65,13 @@ func (d *diagnoser) namespace(o *scan.Object) []finding {
 		if failedTrue {
 			msgs = append(msgs, failed.Message)
 		}
-		if len(msgs) == 0 {
+		switch {
+		case len(msgs) > 0:
+		case len(children) > 0:
 			fd.reason = finalizev1alpha1.ReasonNamespaceFinalizersRemaining
 			msgs = append(msgs, fmt.Sprintf("%d stuck objects remain in the namespace", len(children)))
+		default:
+			msgs = append(msgs, "the namespace controller's conditions report no remaining content, but the scan found the namespace still holds objects")
 		}
 		fd.message = strings.Join(msgs, "; ")
 		for _, c := range children {
@@ -92,10 +100,11 @@ func (d *diagnoser) namespace(o *scan.Object) []finding {
 }
 
 // contentWithoutFinalizers explains a namespace whose remaining content is not stuck on
-// finalizers: objects in graceful deletion (pods wait for their kubelet), content the
-// controller failed to delete, or types the scan could not list.
+// finalizers: objects in graceful deletion (pods wait for their kubelet, and the namespace
+// controller deletes the rest only after its pods), content the controller failed to
+// delete, or types the scan could not list.
 func (d *diagnoser) contentWithoutFinalizers(o *scan.Object, fd *finding, failedTrue bool, failedMsg string) {
-	why := "objects remain that are being deleted without finalizers"
+	var why string
 	next := "list what remains: kubectl api-resources --verbs=list --namespaced -o name | xargs -n1 kubectl get -n " + o.Meta.Name + " --ignore-not-found"
 	content := d.f.res.Index.Content[o.Meta.Name]
 	switch {
@@ -120,12 +129,19 @@ func (d *diagnoser) contentWithoutFinalizers(o *scan.Object, fd *finding, failed
 		}
 		why = fmt.Sprintf("%s without finalizers %s: %s", plural(int(content.Count), "object"), verb, strings.Join(names, ", "))
 		if pods {
+			if rest := content.Count - content.Deleting; rest > 0 {
+				why += fmt.Sprintf("; the namespace controller deletes the pods first, so the other %s %s not deleted until they are gone",
+					plural(int(rest), "object"), map[bool]string{true: "is", false: "are"}[rest == 1])
+			}
 			next = fmt.Sprintf("pods being deleted wait for the kubelet of their node; if that node is gone for good, delete them at once: kubectl delete pods -n %s --all --grace-period=0 --force", o.Meta.Name)
 		}
 	case failedTrue:
 		why = "the namespace controller failed to delete some content: " + failedMsg
 	case len(d.f.res.Incomplete) > 0:
 		why = "the remaining objects are of types this scan could not list (see incomplete)"
+	default:
+		why = "the scan found none of that content: it may be gone since the namespace controller last looked, and the controller updates its conditions on its next pass"
+		next = "look again in a minute: kubectl finalize doctor namespace/" + o.Meta.Name
 	}
 	fd.message += "; " + why
 	fd.next = next

@@ -45,7 +45,7 @@ func (d *diagnoser) pvc(o *scan.Object) finding {
 		if p.Spec.NodeName == "" || !usesClaim(p, o.Meta.Name) {
 			continue
 		}
-		state := fmt.Sprintf("%s on node %s", p.Status.Phase, p.Spec.NodeName)
+		state := strings.TrimSpace(fmt.Sprintf("%s on node %s", p.Status.Phase, p.Spec.NodeName))
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			state += "; a finished pod holds the claim until it is deleted"
 		}

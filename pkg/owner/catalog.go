@@ -2,6 +2,7 @@ package owner
 
 import (
 	"fmt"
+	"regexp"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
 )
@@ -20,8 +21,26 @@ type Entry struct {
 	Purpose string
 	// Source is where upstream defines the finalizer.
 	Source string
+	// Workloads name the Deployments, StatefulSets or DaemonSets the owner runs as (by
+	// name or app.kubernetes.io/name label), when Owner is not itself such a name.
+	Workloads []string
 
 	pattern glob.Pattern
+}
+
+var workloadNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// WorkloadNames are the names (or app.kubernetes.io/name labels) of the workloads the
+// owner runs as: Workloads, else Owner when it is such a name. A description ("the
+// Crossplane provider of this managed resource") names no workload.
+func (e *Entry) WorkloadNames() []string {
+	if len(e.Workloads) > 0 {
+		return e.Workloads
+	}
+	if workloadNameRE.MatchString(e.Owner) {
+		return []string{e.Owner}
+	}
+	return nil
 }
 
 // Catalog finds the entry of a finalizer: exact names first, then globs in order.

@@ -157,7 +157,9 @@ func TestResolve(t *testing.T) {
 			Owner: "database-operator", OwnerSource: "managedFields", AddedBy: "database-operator"}},
 		{"written from a manifest: the API group's controller owns it", "widgets.db.example.com/from-manifest", finalizev1alpha1.Finalizer{
 			Owner: "db.example.com", OwnerSource: "apiGroup", AddedBy: "kubectl-client-side-apply"}},
-		{"domain contains the group", "cnrm.cloud.google.com/other", finalizev1alpha1.Finalizer{
+		{"a group inside the finalizer's domain does not own it", "cnrm.cloud.google.com/other", finalizev1alpha1.Finalizer{
+			OwnerSource: "unknown"}},
+		{"a finalizer inside a served group", "backups.sql.cnrm.cloud.google.com/x", finalizev1alpha1.Finalizer{
 			Owner: "sql.cnrm.cloud.google.com", OwnerSource: "apiGroup"}},
 		{"nothing known, GitOps applier added it", "unknown.io/x", finalizev1alpha1.Finalizer{
 			OwnerSource: "unknown", AddedBy: "argocd-controller"}},

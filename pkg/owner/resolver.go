@@ -62,8 +62,10 @@ func (r *Resolver) Resolve(obj *metav1.ObjectMeta, field, name string) finalizev
 }
 
 // matchGroup returns the served API group the finalizer's domain names: the domain equals
-// the group, lies inside it (widgets.db.example.com in db.example.com), or contains it
-// (sql.cnrm.cloud.google.com for cnrm.cloud.google.com).
+// the group, or lies inside it (widgets.db.example.com in db.example.com), the most
+// specific group first. A group inside the domain (sql.example.com for example.com/x)
+// does not own it: a parent domain says nothing about which of its groups' controllers
+// added the finalizer.
 func (r *Resolver) matchGroup(finalizer string) string {
 	domain := Domain(finalizer)
 	if domain == "" {
@@ -71,11 +73,6 @@ func (r *Resolver) matchGroup(finalizer string) string {
 	}
 	for _, g := range r.groups {
 		if domain == g || strings.HasSuffix(domain, "."+g) {
-			return g
-		}
-	}
-	for _, g := range r.groups {
-		if strings.HasSuffix(g, "."+domain) {
 			return g
 		}
 	}

@@ -3,6 +3,7 @@ package printer
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -13,15 +14,17 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 )
 
-// maxObjectsPerRoot bounds the objects listed under one root cause; -o json lists all.
-const maxObjectsPerRoot = 20
+// maxNamesPerLine bounds the objects named on one line of a root cause; -o json lists
+// them all.
+const maxNamesPerLine = 8
 
 func age(seconds int64) string {
 	return duration.HumanDuration(time.Duration(seconds) * time.Second)
 }
 
-// RootCauses prints a diagnosis grouped by root cause: each root cause once, with the
-// objects it explains and the next safe step.
+// RootCauses prints a diagnosis grouped by root cause: each root cause said once, the
+// objects it explains listed compactly by namespace, one example of what it does to
+// them, and the next safe step.
 func RootCauses(w io.Writer, d *finalizev1alpha1.Diagnosis) error {
 	items := map[types.UID]*finalizev1alpha1.StuckObject{}
 	namespaces := sets.New[string]()
@@ -43,21 +46,22 @@ func RootCauses(w io.Writer, d *finalizev1alpha1.Diagnosis) error {
 		if len(r.Objects) == 1 {
 			verb = "waits"
 		}
-		fmt.Fprintf(&b, "   %s %s on it:\n", Plural(len(r.Objects), "object"), verb)
-		for j, ref := range r.Objects {
-			if j == maxObjectsPerRoot {
-				fmt.Fprintf(&b, "     ... and %d more (-o json lists them all)\n", len(r.Objects)-j)
-				break
+		var oldest int64
+		var example *finalizev1alpha1.StuckObject
+		for _, ref := range r.Objects {
+			if o := items[ref.UID]; o != nil {
+				oldest = max(oldest, o.TerminatingSeconds)
+				if example == nil && o.Cause != nil && o.Cause.Reason == r.Reason {
+					example = o
+				}
 			}
-			o := items[ref.UID]
-			if o == nil {
-				fmt.Fprintf(&b, "     %s\n", ref)
-				continue
-			}
-			fmt.Fprintf(&b, "     %s  (terminating for %s)\n", ref, age(o.TerminatingSeconds))
-			if o.Cause != nil && o.Cause.Reason == r.Reason {
-				fmt.Fprintf(&b, "       %s\n", o.Cause.Message)
-			}
+		}
+		fmt.Fprintf(&b, "   %s %s on it, the oldest terminating for %s:\n", Plural(len(r.Objects), "object"), verb, age(oldest))
+		for _, line := range byNamespace(r.Objects) {
+			fmt.Fprintf(&b, "     %s\n", line)
+		}
+		if example != nil {
+			fmt.Fprintf(&b, "   For %s: %s\n", example.Target, example.Cause.Message)
 		}
 		fmt.Fprintf(&b, "   Next: %s\n", r.NextStep)
 	}
@@ -66,6 +70,50 @@ func RootCauses(w io.Writer, d *finalizev1alpha1.Diagnosis) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// byNamespace lists objects one type and namespace a line, the way kubectl is typed
+// ("databases.db.example.com -n team-a (3): orders, users, billing"), cluster-scoped
+// types last, at most maxNamesPerLine names a line.
+func byNamespace(refs []finalizev1alpha1.ObjectReference) []string {
+	type group struct{ namespace, resource string }
+	names := map[group][]string{}
+	var order []group
+	for _, ref := range refs {
+		g := group{ref.Namespace, ref.GroupResource().String()}
+		if _, ok := names[g]; !ok {
+			order = append(order, g)
+		}
+		names[g] = append(names[g], ref.Name)
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if (a.namespace == "") != (b.namespace == "") {
+			return b.namespace == ""
+		}
+		if a.namespace != b.namespace {
+			return a.namespace < b.namespace
+		}
+		return a.resource < b.resource
+	})
+	lines := make([]string, 0, len(order))
+	for _, g := range order {
+		list := names[g]
+		shown := list
+		if len(shown) > maxNamesPerLine {
+			shown = shown[:maxNamesPerLine]
+		}
+		where := g.resource
+		if g.namespace != "" {
+			where += " -n " + g.namespace
+		}
+		line := fmt.Sprintf("%s (%d): %s", where, len(list), strings.Join(shown, ", "))
+		if more := len(list) - len(shown); more > 0 {
+			line += fmt.Sprintf(", and %d more (-o json lists them all)", more)
+		}
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 func subjectName(s finalizev1alpha1.Subject) string {

@@ -49,10 +49,11 @@ func StuckTable(w io.Writer, list *finalizev1alpha1.StuckObjectList, opts StuckT
 	return Table(w, headers, rows, opts.NoHeaders)
 }
 
-// StuckNames prints one "resource.group/name" per object, as kubectl's -o name does.
+// StuckNames prints one "kind.group/name" per object, exactly as kubectl's -o name does,
+// so the list pipes into any kubectl command.
 func StuckNames(w io.Writer, list *finalizev1alpha1.StuckObjectList) error {
 	for i := range list.Items {
-		if _, err := fmt.Fprintln(w, list.Items[i].Target.ResourceName()); err != nil {
+		if _, err := fmt.Fprintln(w, list.Items[i].Target.KindName()); err != nil {
 			return err
 		}
 	}

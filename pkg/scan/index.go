@@ -60,8 +60,12 @@ type Dependent struct {
 type NamespaceContent struct {
 	Count  int64
 	ByType map[string]int64
-	// Sample names some of the objects, at most maxContentSample.
+	// Sample names some of the objects, at most maxContentSample, those being deleted
+	// first.
 	Sample []ObjectRef
+	// Deleting counts the objects that are being deleted (pods waiting for their
+	// kubelet); the others are not deleted yet.
+	Deleting int64
 }
 
 // maxContentSample bounds the objects of a namespace the index names.
@@ -70,20 +74,38 @@ const maxContentSample = 10
 func (c *NamespaceContent) add(ref ObjectRef) {
 	c.Count++
 	c.ByType[ref.Resource.String()]++
+	if ref.Deleting {
+		c.Deleting++
+	}
+	c.sample(ref)
+}
+
+// sample keeps ref among the named objects: objects being deleted hold up the rest, so
+// they are named before the others.
+func (c *NamespaceContent) sample(ref ObjectRef) {
 	if len(c.Sample) < maxContentSample {
 		c.Sample = append(c.Sample, ref)
+		return
+	}
+	if !ref.Deleting {
+		return
+	}
+	for i := len(c.Sample) - 1; i >= 0; i-- {
+		if !c.Sample[i].Deleting {
+			c.Sample[i] = ref
+			return
+		}
 	}
 }
 
 func (c *NamespaceContent) merge(o *NamespaceContent) {
 	c.Count += o.Count
+	c.Deleting += o.Deleting
 	for t, n := range o.ByType {
 		c.ByType[t] += n
 	}
 	for _, ref := range o.Sample {
-		if len(c.Sample) < maxContentSample {
-			c.Sample = append(c.Sample, ref)
-		}
+		c.sample(ref)
 	}
 }
 

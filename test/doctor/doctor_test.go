@@ -162,9 +162,6 @@ func TestWithoutTheControllers(t *testing.T) {
 	}
 	time.Sleep(1500 * time.Millisecond)
 	rep := diagnose(t, cp, time.Second)
-	gvr := func(r string) schema.GroupVersionResource {
-		return schema.GroupVersionResource{Version: "v1", Resource: r}
-	}
 	wantCause(t, rep, seed.Object{Resource: gvr("namespaces"), Name: ns}, finalizev1alpha1.ReasonControllerInactive, "no deletion conditions", "namespace controller of kube-controller-manager has not processed")
 	wantCause(t, rep, seed.Object{Resource: gvr("configmaps"), Namespace: orphanNS, Name: "parent"}, finalizev1alpha1.ReasonControllerInactive, "propagationPolicy Orphan", "the garbage collector")
 	wantCause(t, rep, seed.Object{Resource: gvr("persistentvolumeclaims"), Namespace: orphanNS, Name: "unused"}, finalizev1alpha1.ReasonControllerInactive, "no scheduled pod references the claim")
@@ -211,7 +208,7 @@ func TestAnUnavailableAPIService(t *testing.T) {
 
 	// Through the command: grouped text, exit 3 because discovery is incomplete.
 	r := cli.Run(t, plane.AdminKubeconfig, "doctor")
-	if r.Code != 3 || !strings.Contains(r.Stdout, "1. APIServiceUnavailable: APIService "+apisvc) || !strings.Contains(r.Stdout, "namespaces/"+ns.Name) {
+	if r.Code != 3 || !strings.Contains(r.Stdout, "1. APIServiceUnavailable: APIService "+apisvc) || !strings.Contains(r.Stdout, "namespaces (1): "+ns.Name) {
 		t.Errorf("doctor: code %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }

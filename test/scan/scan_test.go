@@ -349,7 +349,7 @@ func TestScanOutputFormats(t *testing.T) {
 	w := seedWorld(t)
 	ns := w.s.Name("storage")
 	r := cli.Run(t, cp.AdminKubeconfig, "scan", "-n", ns, "-o", "name")
-	if r.Code != 0 || r.Stdout != "persistentvolumeclaims/data\n" {
+	if r.Code != 0 || r.Stdout != "persistentvolumeclaim/data\n" {
 		t.Errorf("-o name: %d %q %q", r.Code, r.Stdout, r.Stderr)
 	}
 	r = cli.Run(t, cp.AdminKubeconfig, "scan", "-n", ns, "-o", "jsonpath={.items[*].finalizers[*].owner}")

@@ -54,7 +54,7 @@ func TestFlagValidation(t *testing.T) {
 func TestTypeArguments(t *testing.T) {
 	for _, args := range [][]string{{"configmaps"}, {"cm"}, {"configmap"}, {"ConfigMap"}, {"cm,databases.db.example.com"}, {"configmaps.v1."}} {
 		r := cmdtesting.Run(NewCmdScan, cluster(), "", append(args, "-o", "name")...)
-		if r.Code != 0 || !strings.Contains(r.Stdout, "configmaps/old") {
+		if r.Code != 0 || !strings.Contains(r.Stdout, "configmap/old") {
 			t.Errorf("%v: code %d, stdout %q, stderr %q", args, r.Code, r.Stdout, r.Stderr)
 		}
 	}
@@ -76,7 +76,7 @@ func TestPrinterChoice(t *testing.T) {
 			}
 		}},
 		{[]string{"-o", "name"}, func(t *testing.T, out string) {
-			if out != "configmaps/old\nconfigmaps/other\nconfigmaps/new\n" {
+			if out != "configmap/old\nconfigmap/other\nconfigmap/new\n" {
 				t.Errorf("names: %q", out)
 			}
 		}},
@@ -103,11 +103,11 @@ func TestPrinterChoice(t *testing.T) {
 
 func TestFiltersAndEmptyResult(t *testing.T) {
 	r := cmdtesting.Run(NewCmdScan, cluster().WithNamespace("team-a"), "", "-o", "name", "--older-than", "1h")
-	if r.Code != 0 || r.Stdout != "configmaps/old\n" {
+	if r.Code != 0 || r.Stdout != "configmap/old\n" {
 		t.Errorf("namespace and age: code %d, %q %q", r.Code, r.Stdout, r.Stderr)
 	}
 	r = cmdtesting.Run(NewCmdScan, cluster(), "", "--finalizer", "b.*", "-o", "name")
-	if r.Stdout != "configmaps/new\n" {
+	if r.Stdout != "configmap/new\n" {
 		t.Errorf("finalizer glob: %q", r.Stdout)
 	}
 	r = cmdtesting.Run(NewCmdScan, cluster().WithNamespace("nowhere"), "")

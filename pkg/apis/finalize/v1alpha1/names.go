@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -17,6 +19,14 @@ func (r ObjectReference) GroupResource() schema.GroupResource {
 // "configmaps/cfg", "deployments.apps/web".
 func (r ObjectReference) ResourceName() string {
 	return r.GroupResource().String() + "/" + r.Name
+}
+
+// KindName is "kind.group/name", the way `kubectl get -o name` prints an object:
+// "configmap/cfg", "deployment.apps/web". It pipes into any kubectl command.
+func (r ObjectReference) KindName() string {
+	gk := schema.FromAPIVersionAndKind(r.APIVersion, r.Kind).GroupKind()
+	gk.Kind = strings.ToLower(gk.Kind)
+	return gk.String() + "/" + r.Name
 }
 
 // String names the object the way it is typed to kubectl: "configmaps/cfg -n team-a",
