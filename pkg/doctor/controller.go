@@ -11,9 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/preset"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -35,6 +37,16 @@ func controllerName(fin finalizev1alpha1.Finalizer) string {
 // still at work. Only the finalizer's owner can show progress: the field manager that
 // wrote it, or the workloads the catalogue names for it.
 func (d *diagnoser) custom(o *scan.Object, fin finalizev1alpha1.Finalizer) finding {
+	fd := d.controller(o, fin)
+	if ext := d.external(o, fin); ext != nil {
+		fd.external = ext
+		fd.message += "; " + describeExternal(ext)
+	}
+	return fd
+}
+
+// controller explains a custom finalizer by its controller.
+func (d *diagnoser) controller(o *scan.Object, fin finalizev1alpha1.Finalizer) finding {
 	now := d.f.now
 	deleted := o.Meta.DeletionTimestamp.Time
 	ctrl := controllerName(fin)
@@ -260,4 +272,55 @@ func (f *facts) workloadsOf(names ...string) []workloadState {
 		out = append(out, st)
 	}
 	return out
+}
+
+// external reads the external resource behind fin when a preset knows where its operator
+// keeps it: one read of the full object (and for some presets its namespace).
+func (d *diagnoser) external(o *scan.Object, fin finalizev1alpha1.Finalizer) *finalizev1alpha1.External {
+	p, ok := preset.ForFinalizer(fin.Name)
+	if !ok {
+		return nil
+	}
+	var client dynamic.ResourceInterface = d.f.dyn.Resource(o.Resource.GroupVersionResource)
+	if o.Meta.Namespace != "" {
+		client = d.f.dyn.Resource(o.Resource.GroupVersionResource).Namespace(o.Meta.Namespace)
+	}
+	full, err := client.Get(d.f.ctx, o.Meta.Name, metav1.GetOptions{})
+	if err != nil {
+		d.f.warnf("could not read %s to name its external resource: %v", o.Ref(), err)
+		return nil
+	}
+	var ns *corev1.Namespace
+	if p.NeedsNamespace && o.Meta.Namespace != "" {
+		if ns, err = d.f.kube.CoreV1().Namespaces().Get(d.f.ctx, o.Meta.Namespace, metav1.GetOptions{}); err != nil {
+			d.f.warnf("could not read namespace %s for its deletion policy: %v", o.Meta.Namespace, err)
+			ns = nil
+		}
+	}
+	ext := &finalizev1alpha1.External{Preset: p.Name, Identity: p.IdentityOf(full, fin.Name)}
+	ext.Retained, _ = p.Retained(full, ns, fin.Name)
+	ext.Held, _ = p.Held(full, ns, fin.Name)
+	return ext
+}
+
+// describeExternal says what to look up, for people.
+func describeExternal(ext *finalizev1alpha1.External) string {
+	var ids []string
+	for k, v := range ext.Identity {
+		ids = append(ids, k+"="+v)
+	}
+	sort.Strings(ids)
+	s := "its external resource (preset " + ext.Preset + ") is "
+	if len(ids) == 0 {
+		s += "not named on the object yet"
+	} else {
+		s += strings.Join(ids, ", ")
+	}
+	switch {
+	case ext.Held != "":
+		s += "; its operator must not be bypassed (" + ext.Held + ")"
+	case ext.Retained != "":
+		s += "; it is meant to outlive the object (" + ext.Retained + "), so the finalizer guards no deletion"
+	}
+	return s
 }

@@ -95,6 +95,9 @@ func merge(findings []finding) *finalizev1alpha1.Cause {
 	var also []string
 	seen := map[string]bool{}
 	for _, fd := range findings {
+		if c.External == nil {
+			c.External = fd.external
+		}
 		for _, b := range fd.blockers {
 			k := b.Target.Kind + "/" + b.Target.Namespace + "/" + b.Target.Name
 			if !seen[k] {

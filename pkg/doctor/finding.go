@@ -19,6 +19,8 @@ type finding struct {
 	blockers              []finalizev1alpha1.Blocker
 	root                  *rootSpec
 	waitsOn               []*scan.Object
+	// external names the external resource behind the finalizer, when a preset knows.
+	external *finalizev1alpha1.External
 }
 
 // rootSpec is a root cause as one finding names it; findings that name the same one

@@ -15,6 +15,7 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/preset"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 )
 
@@ -60,6 +61,9 @@ type Rule struct {
 	QPS         float32
 	Burst       int
 
+	// Preset, if set, is the rule's preset.
+	Preset *preset.Preset
+
 	finalizers, resources, namespaces glob.Set
 	selector                          labels.Selector
 }
@@ -76,6 +80,9 @@ type compiler struct {
 	p        *Policy
 	errs     field.ErrorList
 	warnings []string
+	// preset is the preset of the rule being compiled: its identity values are what
+	// templates may use.
+	preset *preset.Preset
 }
 
 func (c *compiler) add(errs ...*field.Error) { c.errs = append(c.errs, errs...) }
@@ -136,10 +143,22 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 	case len(spec.Name) > maxRuleNameLength || !ruleNameRE.MatchString(spec.Name):
 		c.add(field.Invalid(path.Child("name"), spec.Name, "must be lower-case letters, digits, '-' and '.', at most 63 characters, starting and ending with a letter or digit"))
 	}
-	if len(spec.Finalizers) == 0 {
-		c.add(field.Required(path.Child("finalizers"), "name the finalizers the rule removes, exactly or with globs"))
+	finalizers := spec.Finalizers
+	if spec.Preset != "" {
+		p, ok := preset.Lookup(spec.Preset)
+		if !ok {
+			c.add(field.NotSupported(path.Child("preset"), spec.Preset, preset.Names()))
+		} else {
+			r.Preset = p
+			if len(finalizers) == 0 {
+				finalizers = p.Finalizers
+			}
+		}
 	}
-	r.finalizers = c.globs(path.Child("finalizers"), spec.Finalizers)
+	if len(finalizers) == 0 && spec.Preset == "" {
+		c.add(field.Required(path.Child("finalizers"), "name the finalizers the rule removes, exactly or with globs, or a preset"))
+	}
+	r.finalizers = c.globs(path.Child("finalizers"), finalizers)
 	r.resources = c.globs(path.Child("resources"), spec.Resources)
 	r.namespaces = c.globs(path.Child("namespaces"), spec.Namespaces)
 	if spec.Selector != "" {
@@ -176,11 +195,12 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 			r.Burst = int(rl.Burst)
 		}
 	}
-	c.verify(path.Child("verify"), &spec.Verify)
+	c.verify(path.Child("verify"), &spec.Verify, r.Preset)
 	return r
 }
 
-func (c *compiler) verify(path *field.Path, v *finalizev1alpha1.Verify) {
+func (c *compiler) verify(path *field.Path, v *finalizev1alpha1.Verify, p *preset.Preset) {
+	c.preset = p
 	var kinds []string
 	if v.HTTP != nil {
 		kinds = append(kinds, "http")
@@ -328,8 +348,18 @@ func (c *compiler) kubernetes(path *field.Path, k *finalizev1alpha1.KubernetesPr
 var valuesRE = regexp.MustCompile(`\{[^}]*\}`)
 
 func (c *compiler) template(path *field.Path, s string) {
-	if _, err := provider.ParseTemplate(s); err != nil {
+	t, err := provider.ParseTemplate(s)
+	if err != nil {
 		c.add(field.Invalid(path, s, err.Error()))
+		return
+	}
+	for _, name := range t.IdentityRefs() {
+		switch {
+		case c.preset == nil:
+			c.add(field.Invalid(path, s, fmt.Sprintf("{identity.%s} needs a preset: identity values come from one", name)))
+		case !slices.Contains(c.preset.IdentityNames(), name):
+			c.add(field.Invalid(path, s, fmt.Sprintf("preset %s has no identity value %s; it has %s", c.preset.Name, name, strings.Join(c.preset.IdentityNames(), ", "))))
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/flowcontrol"
@@ -38,9 +39,10 @@ type Verifier struct {
 	errs      map[string]error
 	limiters  map[string]flowcontrol.RateLimiter
 
-	mu     sync.Mutex
-	cache  map[string]*answer
-	checks map[string]*check
+	mu         sync.Mutex
+	cache      map[string]*answer
+	checks     map[string]*check
+	namespaces map[string]*corev1.Namespace
 }
 
 // answer is one provider answer, shared by every call with the same key.
@@ -56,7 +58,7 @@ func NewVerifier(p *Policy, dyn dynamic.Interface, opts provider.Options) *Verif
 	v := &Verifier{
 		policy: p, dynamic: dyn, now: time.Now, Controls: NewControls(p),
 		providers: map[string]provider.Provider{}, errs: map[string]error{}, limiters: map[string]flowcontrol.RateLimiter{},
-		cache: map[string]*answer{}, checks: map[string]*check{},
+		cache: map[string]*answer{}, checks: map[string]*check{}, namespaces: map[string]*corev1.Namespace{},
 	}
 	for _, r := range p.Rules {
 		prov, err := provider.New(&r.Spec.Verify, opts)
@@ -114,6 +116,11 @@ func (v *Verifier) Verify(ctx context.Context, req remove.VerifyRequest) remove.
 	}
 	out.ResourceVersion = full.GetResourceVersion()
 	a := v.ask(ctx, rule, full, req.Finalizer.Name, req.Fresh)
+	if a.Verdict == finalizev1alpha1.VerdictRetained && a.Evidence != "" && strings.HasPrefix(a.Evidence, retainedByDesign) {
+		// The object itself says so; no provider was asked, so none needs trusting.
+		out.Verdict, out.Evidence = a.Verdict, a.Evidence
+		return out
+	}
 	out.Verdict, out.Evidence = a.Verdict, a.Evidence
 	if a.Verdict == finalizev1alpha1.VerdictGone || a.Verdict == finalizev1alpha1.VerdictRetained {
 		out.Distrust = v.check(ctx, rule).distrust
@@ -147,9 +154,37 @@ func hasFinalizer(u *unstructured.Unstructured, fin finalizev1alpha1.Finalizer) 
 	return slices.Contains(u.GetFinalizers(), fin.Name)
 }
 
+// retainedByDesign starts the evidence of a resource a preset's setting retains.
+const retainedByDesign = "retained by design: "
+
 // ask asks the rule's provider about one object, once per rendered request unless fresh.
+// A preset's settings are read first: a held resource is not verified, a retained one
+// is Retained without asking.
 func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstructured, finalizer string, fresh bool) provider.Answer {
-	call, err := v.providers[rule.Name].Prepare(&provider.Request{Rule: rule.Name, Finalizer: finalizer, Object: full})
+	var identity map[string]string
+	if p := rule.Preset; p != nil && p.Matches(finalizer) {
+		var ns *corev1.Namespace
+		if p.NeedsNamespace && full.GetNamespace() != "" {
+			var err error
+			if ns, err = v.namespace(ctx, full.GetNamespace()); err != nil {
+				return provider.Unknown("reading namespace %s for preset %s: %v", full.GetNamespace(), p.Name, err)
+			}
+		}
+		if why, held := p.Held(full, ns, finalizer); held {
+			return provider.Unknown("not verified: %s; the operator of the resource must not be bypassed", why)
+		}
+		if why, retained := p.Retained(full, ns, finalizer); retained {
+			return provider.Answer{Verdict: finalizev1alpha1.VerdictRetained, Evidence: retainedByDesign + why}
+		}
+		if p.Shared != nil && p.Shared(finalizer) {
+			if n, names := v.Controls.liveHolders(finalizer); n > 0 {
+				return provider.Answer{Verdict: finalizev1alpha1.VerdictPresent,
+					Evidence: fmt.Sprintf("the resource behind %s is shared, and %d live objects still carry it (%s): it is not gone until all of them are", finalizer, n, strings.Join(names, ", "))}
+			}
+		}
+		identity = p.IdentityOf(full, finalizer)
+	}
+	call, err := v.providers[rule.Name].Prepare(&provider.Request{Rule: rule.Name, Finalizer: finalizer, Object: full, Identity: identity})
 	if err != nil {
 		return provider.Unknown("the request cannot be made from this object: %v", err)
 	}
@@ -174,6 +209,28 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 	v.mu.Unlock()
 	a.once.Do(func() { a.Answer = do() })
 	return a.Answer
+}
+
+// namespace reads a namespace, once per pass.
+func (v *Verifier) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	v.mu.Lock()
+	ns, ok := v.namespaces[name]
+	v.mu.Unlock()
+	if ok {
+		return ns, nil
+	}
+	u, err := v.dynamic.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	ns = &corev1.Namespace{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ns); err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	v.namespaces[name] = ns
+	v.mu.Unlock()
+	return ns, nil
 }
 
 // check is what a rule's controls showed of its provider.
@@ -276,6 +333,13 @@ type Controls struct {
 	policy *Policy
 	mu     sync.Mutex
 	byRule map[string][]control
+	// holders count the live objects that carry a shared finalizer, and name a few.
+	holders map[string]*holders
+}
+
+type holders struct {
+	count int
+	names []string
 }
 
 type control struct {
@@ -286,7 +350,7 @@ type control struct {
 
 // NewControls collects controls for the rules of p.
 func NewControls(p *Policy) *Controls {
-	return &Controls{policy: p, byRule: map[string][]control{}}
+	return &Controls{policy: p, byRule: map[string][]control{}, holders: map[string]*holders{}}
 }
 
 // Observe looks at one listed object; a scan calls it for every object, concurrently.
@@ -307,7 +371,13 @@ func (c *Controls) Observe(r scan.Resource, meta *metav1.ObjectMeta, ns *corev1.
 			continue
 		}
 		rule := c.policy.Match(s, f)
-		if rule == nil || rule.Controls == 0 {
+		if rule == nil {
+			continue
+		}
+		if rule.Preset != nil && rule.Preset.Shared != nil && rule.Preset.Shared(f) {
+			c.hold(f, r.Ref(meta.Namespace, meta.Name, "").String())
+		}
+		if rule.Controls == 0 {
 			continue
 		}
 		c.mu.Lock()
@@ -316,6 +386,30 @@ func (c *Controls) Observe(r scan.Resource, meta *metav1.ObjectMeta, ns *corev1.
 		}
 		c.mu.Unlock()
 	}
+}
+
+func (c *Controls) hold(finalizer, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.holders[finalizer]
+	if h == nil {
+		h = &holders{}
+		c.holders[finalizer] = h
+	}
+	h.count++
+	if len(h.names) < 3 {
+		h.names = append(h.names, name)
+	}
+}
+
+// liveHolders counts the live objects that carry a shared finalizer, and names a few.
+func (c *Controls) liveHolders(finalizer string) (int, []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h := c.holders[finalizer]; h != nil {
+		return h.count, slices.Clone(h.names)
+	}
+	return 0, nil
 }
 
 // For returns the controls found for rule.

@@ -125,6 +125,17 @@ func (t *Template) Expressions() bool {
 	return false
 }
 
+// IdentityRefs are the identity values the template uses ("arn" for {identity.arn}).
+func (t *Template) IdentityRefs() []string {
+	var out []string
+	for _, p := range t.parts {
+		if p.identity != "" {
+			out = append(out, p.identity)
+		}
+	}
+	return out
+}
+
 // FirstExpression is the offset of the first expression, or -1.
 func (t *Template) FirstExpression() int {
 	for _, p := range t.parts {

@@ -121,6 +121,7 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 	}
 	rep.Actions = append(rep.Actions, results...)
 	rep.Actions = append(rep.Actions, refusals(plan)...)
+	rep.Rules = r.presetWarnings(rep.Rules, rep.Actions)
 	sortActions(rep.Actions, res)
 	for _, a := range rep.Actions {
 		rep.Summary[a.Result]++
@@ -128,6 +129,23 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 	rep.CompletionTime = metav1.NewTime(r.now())
 	klog.V(2).InfoS("Pass done", "actions", len(rep.Actions), "summary", rep.Summary, "duration", rep.CompletionTime.Sub(started))
 	return rep, nil
+}
+
+// presetWarnings adds what the presets of the rules that matched say a person must know.
+func (r *Reconciler) presetWarnings(rules []finalizev1alpha1.RuleStatus, actions []finalizev1alpha1.Removal) []finalizev1alpha1.RuleStatus {
+	for _, rule := range r.Policy.Rules {
+		if rule.Preset == nil || len(rule.Preset.Warnings) == 0 ||
+			!slices.ContainsFunc(actions, func(a finalizev1alpha1.Removal) bool { return a.Rule == rule.Name }) {
+			continue
+		}
+		i := slices.IndexFunc(rules, func(st finalizev1alpha1.RuleStatus) bool { return st.Rule == rule.Name })
+		if i < 0 {
+			rules = append(rules, finalizev1alpha1.RuleStatus{Rule: rule.Name})
+			i = len(rules) - 1
+		}
+		rules[i].Warnings = append(rules[i].Warnings, rule.Preset.Warnings...)
+	}
+	return rules
 }
 
 // scanOptions narrow the scan to the types and namespaces the rules can match. A rule

@@ -2,16 +2,22 @@
 package policy
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/preset"
 )
 
 // NewCmdPolicy returns the policy command group.
@@ -24,7 +30,7 @@ provider verifies first that what each one guards is gone (docs/policy.md).`,
 		Args: util.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(NewCmdCheck(f, streams))
+	cmd.AddCommand(NewCmdCheck(f, streams), NewCmdPresets(f, streams))
 	return cmd
 }
 
@@ -100,4 +106,115 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+const presetsLong = `List the built-in presets: for each, the finalizers it handles, where its operator keeps
+the identity of the external resource (usable as {identity.NAME} in a rule's templates
+and passed to exec providers), the settings that retain the resource (verdict Retained,
+which removes only where the rule sets allowRetained: true) or hold its operator (paused,
+read-only: never verified), and what a person must know. docs/presets.md has a complete
+policy for each.`
+
+// PresetsOptions are the options of `policy presets`.
+type PresetsOptions struct {
+	PrintFlags *genericclioptions.JSONYamlPrintFlags
+	Output     string
+	genericiooptions.IOStreams
+}
+
+// NewCmdPresets returns `policy presets`.
+func NewCmdPresets(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	return util.NewCommand(f, &PresetsOptions{PrintFlags: genericclioptions.NewJSONYamlPrintFlags(), IOStreams: streams}, &cobra.Command{
+		Use:     "presets",
+		Short:   "List the built-in presets: finalizers, identity fields, retain signals, warnings",
+		Long:    presetsLong,
+		Example: "  # What each preset knows\n  kubectl finalize policy presets",
+		Args:    util.NoArgs,
+	})
+}
+
+// AddFlags binds the output flag.
+func (o *PresetsOptions) AddFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&o.Output, util.FlagOutput, "o", o.Output, "Output format: a table (default), or one of (json, yaml).")
+}
+
+// Complete has nothing to resolve.
+func (o *PresetsOptions) Complete(util.Factory, *cobra.Command, []string) error { return nil }
+
+// Validate checks the output format.
+func (o *PresetsOptions) Validate() error {
+	if o.Output == "" {
+		return nil
+	}
+	if _, err := o.PrintFlags.ToPrinter(o.Output); err != nil {
+		return util.UsageErrorf(nil, "unable to match a printer suitable for the output format %q, allowed formats are: json,yaml", o.Output)
+	}
+	return nil
+}
+
+// presetInfo is one preset as -o json|yaml prints it.
+type presetInfo struct {
+	Name       string            `json:"name"`
+	Operator   string            `json:"operator"`
+	Finalizers []string          `json:"finalizers"`
+	Identity   map[string]string `json:"identity"`
+	Retained   []string          `json:"retainedWhen,omitempty"`
+	Held       []string          `json:"heldWhen,omitempty"`
+	Warnings   []string          `json:"warnings,omitempty"`
+}
+
+// Run lists the presets.
+func (o *PresetsOptions) Run(context.Context) error {
+	var infos []presetInfo
+	for _, p := range preset.All() {
+		info := presetInfo{Name: p.Name, Operator: p.Operator, Finalizers: p.Finalizers, Identity: map[string]string{}, Warnings: p.Warnings}
+		for _, id := range p.Identity {
+			info.Identity[id.Name] = id.From
+		}
+		for _, s := range p.Retain {
+			info.Retained = append(info.Retained, s.Description)
+		}
+		for _, s := range p.Hold {
+			info.Held = append(info.Held, s.Description)
+		}
+		infos = append(infos, info)
+	}
+	if o.Output != "" {
+		b, err := json.Marshal(infos)
+		if err != nil {
+			return err
+		}
+		if o.Output == "json" {
+			var out bytes.Buffer
+			_ = json.Indent(&out, b, "", "    ")
+			_, err = fmt.Fprintln(o.Out, out.String())
+			return err
+		}
+		y, err := yaml.JSONToYAML(b)
+		if err != nil {
+			return err
+		}
+		_, err = o.Out.Write(y)
+		return err
+	}
+	for i, info := range infos {
+		if i > 0 {
+			fmt.Fprintln(o.Out)
+		}
+		fmt.Fprintf(o.Out, "%s: %s\n", info.Name, info.Operator)
+		fmt.Fprintf(o.Out, "  finalizers:   %s\n", strings.Join(info.Finalizers, ", "))
+		for _, id := range preset.All()[i].Identity {
+			fmt.Fprintf(o.Out, "  identity:     {identity.%s} = %s\n", id.Name, id.From)
+		}
+		for _, r := range info.Retained {
+			fmt.Fprintf(o.Out, "  retained when %s\n", r)
+		}
+		for _, h := range info.Held {
+			fmt.Fprintf(o.Out, "  held when     %s\n", h)
+		}
+		for _, w := range info.Warnings {
+			fmt.Fprintf(o.Out, "  warning:      %s\n", w)
+		}
+	}
+	return nil
 }

@@ -294,6 +294,9 @@ func (o *Options) leaderElection() (*reconcile.LeaderElection, error) {
 // print writes the report: a table, or the ReconcileReport as JSON or YAML.
 func (o *Options) print(rep *finalizev1alpha1.ReconcileReport) error {
 	for _, st := range rep.Rules {
+		for _, w := range st.Warnings {
+			fmt.Fprintf(o.ErrOut, "Warning: rule %s: %s\n", st.Rule, w)
+		}
 		if st.Distrust == "" {
 			continue
 		}

@@ -39,8 +39,12 @@ type Exclude struct {
 type Rule struct {
 	// Name identifies the rule in reports, Events and audit lines.
 	Name string `json:"name"`
-	// Finalizers are exact names or globs; at least one.
-	Finalizers []string `json:"finalizers"`
+	// Finalizers are exact names or globs; at least one, unless Preset gives them.
+	Finalizers []string `json:"finalizers,omitempty"`
+	// Preset names what a well-known operator does with its finalizers (`kubectl
+	// finalize policy presets`): where the external identity lives ({identity.NAME} in
+	// templates), and which settings retain the resource or hold the operator.
+	Preset string `json:"preset,omitempty"`
 	// Resources are resource.group names or globs. Without them the rule matches every
 	// type, and a pass needs to list every type of the cluster.
 	Resources []string `json:"resources,omitempty"`

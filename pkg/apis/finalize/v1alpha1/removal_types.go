@@ -152,6 +152,8 @@ type RuleStatus struct {
 	Distrust string `json:"distrust,omitempty"`
 	// Controls are the live objects its provider was asked about.
 	Controls []ControlResult `json:"controls,omitempty"`
+	// Warnings are what the rule's preset says a person must know.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ControlResult is a provider's answer about one live object.

@@ -100,6 +100,20 @@ type Cause struct {
 	// Blockers are what the object waits for: pods, an APIService, a webhook, or other
 	// stuck objects (Stuck set), whose own causes are in the same list.
 	Blockers []Blocker `json:"blockers,omitempty"`
+	// External names the external resource behind the finalizer, when a preset knows
+	// where its operator keeps it: what to look up before removing anything.
+	External *External `json:"external,omitempty"`
+}
+
+// External is the external resource behind a finalizer, as a preset reads it.
+type External struct {
+	Preset string `json:"preset"`
+	// Identity are the values that name it (arn, region, volumeHandle, ...).
+	Identity map[string]string `json:"identity,omitempty"`
+	// Retained names the setting that makes it outlive the object.
+	Retained string `json:"retained,omitempty"`
+	// Held names the setting that forbids acting for its operator (paused, read-only).
+	Held string `json:"held,omitempty"`
 }
 
 // Causes the doctor recognises. The names are part of the JSON contract.

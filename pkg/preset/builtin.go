@@ -1,0 +1,158 @@
+package preset
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// The built-in presets. Sources: crossplane-runtime pkg/meta and pkg/reconciler/managed;
+// aws-controllers-k8s/runtime pkg/runtime (deletion policy, read-only); Config Connector
+// pkg/k8s/constants.go; aws-load-balancer-controller pkg/deploy/tracking; the Kubernetes
+// PersistentVolume API (see ../../shared/reference/unattended-cleanup-and-providers.md).
+var builtin = []*Preset{
+	{
+		Name:       "crossplane-managed",
+		Operator:   "Crossplane managed resources (providers)",
+		Finalizers: []string{"finalizer.managedresource.crossplane.io"},
+		Identity: []Identity{
+			{Name: "externalName", From: "annotation crossplane.io/external-name", get: annotation("crossplane.io/external-name")},
+			{Name: "arn", From: "status.atProvider.arn", get: field("status", "atProvider", "arn")},
+			{Name: "id", From: "status.atProvider.id", get: field("status", "atProvider", "id")},
+			{Name: "region", From: "spec.forProvider.region", get: field("spec", "forProvider", "region")},
+		},
+		Retain: []Signal{
+			{Description: "spec.deletionPolicy: Orphan", check: fieldIs([]string{"Orphan"}, "spec", "deletionPolicy")},
+			{Description: "spec.managementPolicies without Delete or *", check: managementWithoutDelete},
+		},
+		Hold: []Signal{
+			{Description: "annotation crossplane.io/paused: true", check: annotationIs("crossplane.io/paused", "true")},
+		},
+		Warnings: []string{"a fresh 404 may be eventual consistency: Crossplane itself ignores 'not found' for 30 s after a create; keep minAge well above that"},
+	},
+	{
+		Name:       "ack",
+		Operator:   "AWS Controllers for Kubernetes",
+		Finalizers: []string{"finalizers.*.services.k8s.aws/*"},
+		Identity: []Identity{
+			{Name: "arn", From: "status.ackResourceMetadata.arn", get: field("status", "ackResourceMetadata", "arn")},
+			{Name: "ownerAccountID", From: "status.ackResourceMetadata.ownerAccountID", get: field("status", "ackResourceMetadata", "ownerAccountID")},
+			{Name: "region", From: "status.ackResourceMetadata.region", get: field("status", "ackResourceMetadata", "region")},
+			{Name: "service", From: "the finalizer: finalizers.SERVICE.services.k8s.aws/KIND", get: ackService},
+		},
+		Retain: []Signal{
+			{Description: "annotation services.k8s.aws/deletion-policy: retain", check: annotationIs("services.k8s.aws/deletion-policy", "retain")},
+			{Description: "namespace annotation SERVICE.services.k8s.aws/deletion-policy: retain", check: ackNamespaceRetain},
+		},
+		Hold: []Signal{
+			{Description: "annotation services.k8s.aws/read-only: true", check: annotationIs("services.k8s.aws/read-only", "true")},
+		},
+		Warnings: []string{"the controller's own --deletion-policy flag can also retain resources, and cannot be read from the cluster"},
+		NeedsNamespace: true,
+	},
+	{
+		Name:       "config-connector",
+		Operator:   "Config Connector",
+		Finalizers: []string{"cnrm.cloud.google.com/finalizer"},
+		Identity: []Identity{
+			{Name: "resourceID", From: "spec.resourceID, else metadata.name", get: func(o *unstructured.Unstructured, f string) string {
+				if v := field("spec", "resourceID")(o, f); v != "" {
+					return v
+				}
+				return o.GetName()
+			}},
+			{Name: "externalRef", From: "status.externalRef", get: field("status", "externalRef")},
+			{Name: "selfLink", From: "status.selfLink", get: field("status", "selfLink")},
+			{Name: "projectID", From: "annotation cnrm.cloud.google.com/project-id", get: annotation("cnrm.cloud.google.com/project-id")},
+		},
+		Retain: []Signal{
+			{Description: "annotation cnrm.cloud.google.com/deletion-policy: abandon", check: annotationIs("cnrm.cloud.google.com/deletion-policy", "abandon")},
+		},
+	},
+	{
+		Name:     "aws-load-balancer",
+		Operator: "AWS Load Balancer Controller",
+		Finalizers: []string{"service.k8s.aws/resources", "ingress.k8s.aws/resources", "group.ingress.k8s.aws/*",
+			"elbv2.k8s.aws/resources"},
+		Identity: []Identity{
+			{Name: "hostname", From: "status.loadBalancer.ingress[0].hostname", get: lbHostname},
+			{Name: "stack", From: "the stack tag: NAMESPACE/NAME, or the group of a group.ingress.k8s.aws/GROUP finalizer", get: lbStack},
+			{Name: "targetGroupARN", From: "spec.targetGroupARN", get: field("spec", "targetGroupARN")},
+		},
+		Shared: func(f string) bool { return strings.HasPrefix(f, "group.ingress.k8s.aws/") },
+		Warnings: []string{
+			"the controller re-adopts a load balancer by its tags (elbv2.k8s.aws/cluster and the stack tag): remove the tags of a load balancer that stays",
+			"an ingress group shares one load balancer: a group.ingress.k8s.aws finalizer is verified gone only when the whole group's load balancer is",
+		},
+	},
+	{
+		Name:       "csi-volume",
+		Operator:   "CSI external-provisioner",
+		Finalizers: []string{"external-provisioner.volume.kubernetes.io/finalizer"},
+		Identity: []Identity{
+			{Name: "driver", From: "spec.csi.driver", get: field("spec", "csi", "driver")},
+			{Name: "volumeHandle", From: "spec.csi.volumeHandle", get: field("spec", "csi", "volumeHandle")},
+		},
+		Retain: []Signal{
+			{Description: "spec.persistentVolumeReclaimPolicy: Retain", check: fieldIs([]string{"Retain"}, "spec", "persistentVolumeReclaimPolicy")},
+		},
+	},
+}
+
+// managementWithoutDelete: Crossplane's managementPolicies without Delete or "*" keep the
+// external resource when the object goes.
+func managementWithoutDelete(o *unstructured.Unstructured, _ *corev1.Namespace, _ string) (string, bool) {
+	policies, found, _ := unstructured.NestedStringSlice(o.Object, "spec", "managementPolicies")
+	if !found || slices.Contains(policies, "*") || slices.Contains(policies, "Delete") {
+		return "", false
+	}
+	return fmt.Sprintf("spec.managementPolicies: [%s], without Delete", strings.Join(policies, ", ")), true
+}
+
+// ackService reads SERVICE out of finalizers.SERVICE.services.k8s.aws/KIND.
+func ackService(_ *unstructured.Unstructured, finalizer string) string {
+	domain, _, _ := strings.Cut(finalizer, "/")
+	svc, ok := strings.CutSuffix(strings.TrimPrefix(domain, "finalizers."), ".services.k8s.aws")
+	if !ok {
+		return ""
+	}
+	return svc
+}
+
+func ackNamespaceRetain(o *unstructured.Unstructured, ns *corev1.Namespace, finalizer string) (string, bool) {
+	svc := ackService(o, finalizer)
+	if ns == nil || svc == "" {
+		return "", false
+	}
+	key := svc + ".services.k8s.aws/deletion-policy"
+	if v := ns.Annotations[key]; strings.EqualFold(v, "retain") {
+		return fmt.Sprintf("namespace %s annotation %s: %s", ns.Name, key, v), true
+	}
+	return "", false
+}
+
+func lbHostname(o *unstructured.Unstructured, _ string) string {
+	ingress, _, _ := unstructured.NestedSlice(o.Object, "status", "loadBalancer", "ingress")
+	if len(ingress) == 0 {
+		return ""
+	}
+	if m, ok := ingress[0].(map[string]any); ok {
+		if h, ok := m["hostname"].(string); ok {
+			return h
+		}
+	}
+	return ""
+}
+
+func lbStack(o *unstructured.Unstructured, finalizer string) string {
+	if group, ok := strings.CutPrefix(finalizer, "group.ingress.k8s.aws/"); ok {
+		return group
+	}
+	if finalizer == "elbv2.k8s.aws/resources" {
+		return ""
+	}
+	return o.GetNamespace() + "/" + o.GetName()
+}

@@ -1,0 +1,194 @@
+// Package preset knows where well-known operators keep the identity of the external
+// resource behind their finalizers, and which settings mean that resource is meant to
+// outlive the object. A policy rule selects a preset by name; its identity values become
+// {identity.NAME} in templates and the identity of an exec provider's request, and its
+// retain and hold signals are read before any provider is asked. The doctor uses them to
+// name what to look up.
+package preset
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
+)
+
+// Preset is what one operator does with its finalizers.
+type Preset struct {
+	Name string
+	// Operator names the project, for people.
+	Operator string
+	// Finalizers are the finalizers it handles, names or globs.
+	Finalizers []string
+	// Identity are the values that name the external resource.
+	Identity []Identity
+	// Retain are the settings that make the external resource outlive the object.
+	Retain []Signal
+	// Hold are the settings that forbid acting for the operator: it is paused, or the
+	// resource is read-only to it.
+	Hold []Signal
+	// Warnings are what a person must know before trusting a verification.
+	Warnings []string
+	// NeedsNamespace: a signal reads the annotations of the object's namespace.
+	NeedsNamespace bool
+	// Shared, if set, says which finalizers stand for a resource shared by every object
+	// that carries them (an ingress group's load balancer): it is gone only when no live
+	// object carries the finalizer any more.
+	Shared func(finalizer string) bool
+
+	finalizers glob.Set
+}
+
+// Identity is one value that names the external resource.
+type Identity struct {
+	Name string
+	// From says where it is read, for people.
+	From string
+	get  func(o *unstructured.Unstructured, finalizer string) string
+}
+
+// Signal is a setting read on the object (and its namespace).
+type Signal struct {
+	// Description says which setting, for people.
+	Description string
+	// check returns the evidence when the signal is set.
+	check func(o *unstructured.Unstructured, ns *corev1.Namespace, finalizer string) (string, bool)
+}
+
+// Matches reports whether the preset handles finalizer.
+func (p *Preset) Matches(finalizer string) bool {
+	return len(p.finalizers) > 0 && p.finalizers.Match(finalizer)
+}
+
+// IdentityOf reads the identity of the external resource behind finalizer of o: every
+// value that is set.
+func (p *Preset) IdentityOf(o *unstructured.Unstructured, finalizer string) map[string]string {
+	out := map[string]string{}
+	for _, id := range p.Identity {
+		if v := id.get(o, finalizer); v != "" {
+			out[id.Name] = v
+		}
+	}
+	return out
+}
+
+// IdentityNames are the names of the identity values.
+func (p *Preset) IdentityNames() []string {
+	names := make([]string, 0, len(p.Identity))
+	for _, id := range p.Identity {
+		names = append(names, id.Name)
+	}
+	return names
+}
+
+// Retained says whether the external resource is meant to outlive the object, and which
+// setting says so.
+func (p *Preset) Retained(o *unstructured.Unstructured, ns *corev1.Namespace, finalizer string) (string, bool) {
+	return firstSet(p.Retain, o, ns, finalizer)
+}
+
+// Held says whether the operator must not be bypassed for the object: paused, read-only.
+func (p *Preset) Held(o *unstructured.Unstructured, ns *corev1.Namespace, finalizer string) (string, bool) {
+	return firstSet(p.Hold, o, ns, finalizer)
+}
+
+func firstSet(signals []Signal, o *unstructured.Unstructured, ns *corev1.Namespace, finalizer string) (string, bool) {
+	for _, s := range signals {
+		if ev, ok := s.check(o, ns, finalizer); ok {
+			return ev, true
+		}
+	}
+	return "", false
+}
+
+// Lookup returns the preset named name.
+func Lookup(name string) (*Preset, bool) {
+	for _, p := range All() {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// ForFinalizer returns the preset that handles finalizer, if any.
+func ForFinalizer(finalizer string) (*Preset, bool) {
+	for _, p := range All() {
+		if p.Matches(finalizer) {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// Names are the names of every preset, sorted.
+func Names() []string {
+	var out []string
+	for _, p := range All() {
+		out = append(out, p.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// All are the built-in presets.
+func All() []*Preset { return builtin }
+
+// field reads a string at path of the object.
+func field(path ...string) func(*unstructured.Unstructured, string) string {
+	return func(o *unstructured.Unstructured, _ string) string {
+		v, _, _ := unstructured.NestedFieldNoCopy(o.Object, path...)
+		switch t := v.(type) {
+		case string:
+			return t
+		case nil:
+			return ""
+		case map[string]any, []any:
+			return ""
+		default:
+			return fmt.Sprint(t)
+		}
+	}
+}
+
+// annotation reads an annotation of the object.
+func annotation(key string) func(*unstructured.Unstructured, string) string {
+	return func(o *unstructured.Unstructured, _ string) string { return o.GetAnnotations()[key] }
+}
+
+// annotationIs is set when the object's annotation has one of values (case-insensitive).
+func annotationIs(key string, values ...string) func(*unstructured.Unstructured, *corev1.Namespace, string) (string, bool) {
+	return func(o *unstructured.Unstructured, _ *corev1.Namespace, _ string) (string, bool) {
+		v, ok := o.GetAnnotations()[key]
+		if ok && slices.Contains(values, strings.ToLower(v)) {
+			return fmt.Sprintf("annotation %s: %s", key, v), true
+		}
+		return "", false
+	}
+}
+
+// fieldIs is set when the object's field at path has one of values.
+func fieldIs(values []string, path ...string) func(*unstructured.Unstructured, *corev1.Namespace, string) (string, bool) {
+	return func(o *unstructured.Unstructured, _ *corev1.Namespace, f string) (string, bool) {
+		v := field(path...)(o, f)
+		if v != "" && slices.Contains(values, v) {
+			return fmt.Sprintf("%s: %s", strings.Join(path, "."), v), true
+		}
+		return "", false
+	}
+}
+
+func init() {
+	for _, p := range builtin {
+		set, err := glob.CompileSet(p.Finalizers)
+		if err != nil {
+			panic(fmt.Sprintf("preset %s: %v", p.Name, err))
+		}
+		p.finalizers = set
+	}
+}

@@ -1,0 +1,90 @@
+package preset
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func obj(ns, name string, annotations map[string]string, fields map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: fields}
+	if u.Object == nil {
+		u.Object = map[string]any{}
+	}
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.SetAnnotations(annotations)
+	return u
+}
+
+func TestPresets(t *testing.T) {
+	retainNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prod", Annotations: map[string]string{"rds.services.k8s.aws/deletion-policy": "Retain"}}}
+	tests := []struct {
+		preset, finalizer string
+		obj               *unstructured.Unstructured
+		ns                *corev1.Namespace
+		identity          string
+		retained, held    string
+	}{
+		{"crossplane-managed", "finalizer.managedresource.crossplane.io",
+			obj("", "b", map[string]string{"crossplane.io/external-name": "logs"}, map[string]any{"spec": map[string]any{"forProvider": map[string]any{"region": "eu-west-1"}, "deletionPolicy": "Orphan"},
+				"status": map[string]any{"atProvider": map[string]any{"arn": "arn:aws:s3:::logs"}}}), nil,
+			"arn=arn:aws:s3:::logs externalName=logs region=eu-west-1", "spec.deletionPolicy: Orphan", ""},
+		{"crossplane-managed", "finalizer.managedresource.crossplane.io",
+			obj("", "b", map[string]string{"crossplane.io/paused": "true"}, map[string]any{"spec": map[string]any{"managementPolicies": []any{"Observe", "Create", "Update"}}}), nil,
+			"", "spec.managementPolicies: [Observe, Create, Update], without Delete", "annotation crossplane.io/paused: true"},
+		{"crossplane-managed", "finalizer.managedresource.crossplane.io",
+			obj("", "b", nil, map[string]any{"spec": map[string]any{"managementPolicies": []any{"*"}}}), nil, "", "", ""},
+		{"ack", "finalizers.rds.services.k8s.aws/DBInstance",
+			obj("prod", "db", nil, map[string]any{"status": map[string]any{"ackResourceMetadata": map[string]any{"arn": "arn:aws:rds:db", "ownerAccountID": "123", "region": "eu-west-1"}}}), retainNS,
+			"arn=arn:aws:rds:db ownerAccountID=123 region=eu-west-1 service=rds", "namespace prod annotation rds.services.k8s.aws/deletion-policy: Retain", ""},
+		{"ack", "finalizers.s3.services.k8s.aws/Bucket",
+			obj("prod", "b", map[string]string{"services.k8s.aws/read-only": "true", "services.k8s.aws/deletion-policy": "retain"}, nil), retainNS,
+			"service=s3", "annotation services.k8s.aws/deletion-policy: retain", "annotation services.k8s.aws/read-only: true"},
+		{"config-connector", "cnrm.cloud.google.com/finalizer",
+			obj("p", "sql-1", map[string]string{"cnrm.cloud.google.com/deletion-policy": "abandon"}, map[string]any{"status": map[string]any{"externalRef": "projects/p/instances/sql-1"}}), nil,
+			"externalRef=projects/p/instances/sql-1 resourceID=sql-1", "annotation cnrm.cloud.google.com/deletion-policy: abandon", ""},
+		{"aws-load-balancer", "service.k8s.aws/resources",
+			obj("shop", "web", nil, map[string]any{"status": map[string]any{"loadBalancer": map[string]any{"ingress": []any{map[string]any{"hostname": "k8s-shop-web.elb.amazonaws.com"}}}}}), nil,
+			"hostname=k8s-shop-web.elb.amazonaws.com stack=shop/web", "", ""},
+		{"aws-load-balancer", "group.ingress.k8s.aws/storefront", obj("shop", "web", nil, nil), nil, "stack=storefront", "", ""},
+		{"csi-volume", "external-provisioner.volume.kubernetes.io/finalizer",
+			obj("", "pv-1", nil, map[string]any{"spec": map[string]any{"csi": map[string]any{"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"}, "persistentVolumeReclaimPolicy": "Retain"}}), nil,
+			"driver=ebs.csi.aws.com volumeHandle=vol-1", "spec.persistentVolumeReclaimPolicy: Retain", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.preset+" "+tt.finalizer, func(t *testing.T) {
+			p, ok := Lookup(tt.preset)
+			if !ok || !p.Matches(tt.finalizer) {
+				t.Fatalf("preset %s does not handle %s", tt.preset, tt.finalizer)
+			}
+			if got, _ := ForFinalizer(tt.finalizer); got != p {
+				t.Errorf("ForFinalizer(%s) = %v", tt.finalizer, got)
+			}
+			ids := p.IdentityOf(tt.obj, tt.finalizer)
+			var got []string
+			for _, name := range p.IdentityNames() {
+				if v, ok := ids[name]; ok {
+					got = append(got, name+"="+v)
+				}
+			}
+			slices.Sort(got)
+			if strings.Join(got, " ") != tt.identity {
+				t.Errorf("identity %q, want %q", strings.Join(got, " "), tt.identity)
+			}
+			if r, _ := p.Retained(tt.obj, tt.ns, tt.finalizer); r != tt.retained {
+				t.Errorf("retained %q, want %q", r, tt.retained)
+			}
+			if h, _ := p.Held(tt.obj, tt.ns, tt.finalizer); h != tt.held {
+				t.Errorf("held %q, want %q", h, tt.held)
+			}
+		})
+	}
+	if _, ok := ForFinalizer("db.example.com/finalizer"); ok {
+		t.Error("no preset handles an unknown finalizer")
+	}
+}
