@@ -50,7 +50,7 @@ var builtin = []*Preset{
 		Hold: []Signal{
 			{Description: "annotation services.k8s.aws/read-only: true", check: annotationIs("services.k8s.aws/read-only", "true")},
 		},
-		Warnings: []string{"the controller's own --deletion-policy flag can also retain resources, and cannot be read from the cluster"},
+		Warnings:       []string{"the controller's own --deletion-policy flag can also retain resources, and cannot be read from the cluster"},
 		NeedsNamespace: true,
 	},
 	{
