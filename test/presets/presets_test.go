@@ -1,0 +1,330 @@
+// Package presets tests the presets on the real control plane: objects of each
+// operator's shape, verified through an HTTPS API that plays the cloud by identity.
+package presets
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
+	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	os.Exit(controlplane.RunMain(m, controlplane.Options{}, &cp))
+}
+
+// world creates objects and lets them go when the test ends.
+type world struct {
+	t   *testing.T
+	dyn dynamic.Interface
+	s   *seed.Seeder
+}
+
+func newWorld(t *testing.T) *world {
+	s, err := seed.New(cp.Config, "presets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &world{t: t, dyn: s.Dynamic, s: s}
+}
+
+func (w *world) crd(group, kind, plural string, cluster bool) schema.GroupVersionResource {
+	w.t.Helper()
+	crd := seed.CRD{Group: group, Kind: kind, Plural: plural, Singular: strings.ToLower(kind), Cluster: cluster, Versions: []string{"v1"}}
+	if err := w.s.EnsureCRD(w.t.Context(), crd); err != nil {
+		w.t.Fatal(err)
+	}
+	return crd.GVR()
+}
+
+// object creates an object with a finalizer, sets its status, and deletes it unless
+// live.
+func (w *world) object(gvr schema.GroupVersionResource, ns, name, finalizer string, annotations map[string]string, spec, status map[string]any, live bool) {
+	w.t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": kindOf(gvr),
+		"metadata": map[string]any{"name": name, "finalizers": []any{finalizer}}}}
+	if spec != nil {
+		u.Object["spec"] = spec
+	}
+	u.SetAnnotations(annotations)
+	var c dynamic.ResourceInterface = w.dyn.Resource(gvr)
+	if ns != "" {
+		c = w.dyn.Resource(gvr).Namespace(ns)
+		u.SetNamespace(ns)
+	}
+	created, err := c.Create(w.t.Context(), u, metav1.CreateOptions{})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if status != nil {
+		created.Object["status"] = status
+		if _, err := c.UpdateStatus(w.t.Context(), created, metav1.UpdateOptions{}); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	w.t.Cleanup(func() {
+		_, _ = c.Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = c.Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	if !live {
+		if err := c.Delete(w.t.Context(), name, metav1.DeleteOptions{}); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+}
+
+var kinds = map[string]string{}
+
+func kindOf(gvr schema.GroupVersionResource) string { return kinds[gvr.Resource] }
+
+// pass runs one reconcile pass and returns the action about each object, by name.
+func pass(t *testing.T, rules string) (map[string]finalizev1alpha1.Removal, *finalizev1alpha1.ReconcileReport, cli.Result) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	doc := "apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nminAge: 0s\nrules:\n" + rules
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := cli.Run(t, cp.AdminKubeconfig, "reconcile", "--once", "--policy", path, "-o", "json")
+	rep := &finalizev1alpha1.ReconcileReport{}
+	if err := json.Unmarshal([]byte(r.Stdout), rep); err != nil {
+		t.Fatalf("code %d: %v\n%s", r.Code, err, r.Stderr)
+	}
+	out := map[string]finalizev1alpha1.Removal{}
+	for _, a := range rep.Actions {
+		out[a.Target.Name] = a
+	}
+	return out, rep, r
+}
+
+// rule is a rule with a preset, asking the cloud about one identity value.
+func rule(c *fakecloud.Cloud, name, preset, resources, identity, extra string) string {
+	return fmt.Sprintf(`- name: %s
+  preset: %s
+  resources: [%s]
+  verify:
+    http:
+      url: "%s/instances/{identity.%s}"
+      tls: {caFile: %q}
+      response: {jsonPath: "{.state}", gone: [deleted]}
+%s`, name, preset, resources, c.URL, identity, c.CAFile, extra)
+}
+
+func want(t *testing.T, actions map[string]finalizev1alpha1.Removal, name string, result finalizev1alpha1.RemovalResult, verdict finalizev1alpha1.Verdict, says string) {
+	t.Helper()
+	a, ok := actions[name]
+	if !ok {
+		t.Errorf("no action about %s", name)
+		return
+	}
+	if a.Result != result || a.Verdict != verdict || !strings.Contains(a.Evidence+" "+a.Message, says) {
+		t.Errorf("%s: %s/%s %q %q; want %s/%s saying %q", name, a.Result, a.Verdict, a.Evidence, a.Message, result, verdict, says)
+	}
+}
+
+func TestCrossplaneManaged(t *testing.T) {
+	w := newWorld(t)
+	c := fakecloud.New(t)
+	kinds["buckets"] = "Bucket"
+	gvr := w.crd("s3.presets.example", "Bucket", "buckets", true)
+	const fin = "finalizer.managedresource.crossplane.io"
+	name := func(n string) map[string]string { return map[string]string{"crossplane.io/external-name": n} }
+	w.object(gvr, "", "control", fin, name("live-bucket"), nil, nil, true)
+	w.object(gvr, "", "gone", fin, name("deleted-bucket-1"), nil, nil, false)
+	w.object(gvr, "", "present", fin, name("bucket-2"), nil, nil, false)
+	w.object(gvr, "", "orphaned", fin, name("deleted-bucket-3"), map[string]any{"deletionPolicy": "Orphan"}, nil, false)
+	w.object(gvr, "", "observe-only", fin, name("deleted-bucket-4"), map[string]any{"managementPolicies": []any{"Observe"}}, nil, false)
+	w.object(gvr, "", "paused", fin, map[string]string{"crossplane.io/external-name": "deleted-bucket-5", "crossplane.io/paused": "true"}, nil, nil, false)
+	actions, _, r := pass(t, rule(c, "buckets", "crossplane-managed", "buckets.s3.presets.example", "externalName", ""))
+	want(t, actions, "gone", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-bucket-1: 404 Not Found")
+	want(t, actions, "present", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "/instances/bucket-2: 200 OK")
+	want(t, actions, "orphaned", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictRetained, "retained by design: spec.deletionPolicy: Orphan")
+	want(t, actions, "observe-only", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictRetained, "spec.managementPolicies: [Observe], without Delete")
+	want(t, actions, "paused", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation crossplane.io/paused: true")
+	if c.Hits("deleted-bucket-3")+c.Hits("deleted-bucket-4")+c.Hits("deleted-bucket-5") != 0 {
+		t.Errorf("the cloud was asked about retained or paused resources: %v", c.Asked())
+	}
+	if r.Code != 0 {
+		t.Errorf("code %d: %s", r.Code, r.Stderr)
+	}
+	// allowRetained lets the retained ones go; the paused one still stays.
+	actions, _, _ = pass(t, rule(c, "buckets", "crossplane-managed", "buckets.s3.presets.example", "externalName", "  allowRetained: true\n"))
+	want(t, actions, "orphaned", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictRetained, "Orphan")
+	want(t, actions, "observe-only", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictRetained, "without Delete")
+	want(t, actions, "paused", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "paused")
+}
+
+func TestACK(t *testing.T) {
+	w := newWorld(t)
+	c := fakecloud.New(t)
+	kinds["dbinstances"] = "DBInstance"
+	gvr := w.crd("rds.services.k8s.aws", "DBInstance", "dbinstances", false)
+	const fin = "finalizers.rds.services.k8s.aws/DBInstance"
+	ns, retaining := cp.Namespace(t), cp.Namespace(t)
+	if _, err := cp.Kube(t).CoreV1().Namespaces().Patch(t.Context(), retaining, types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"rds.services.k8s.aws/deletion-policy":"retain"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	arn := func(a string) map[string]any {
+		return map[string]any{"ackResourceMetadata": map[string]any{"arn": a, "ownerAccountID": "123456789012", "region": "eu-west-1"}}
+	}
+	w.object(gvr, ns, "control", fin, nil, nil, arn("arn-live"), true)
+	w.object(gvr, ns, "gone", fin, nil, nil, arn("deleted-arn-1"), false)
+	w.object(gvr, ns, "present", fin, nil, nil, arn("arn-2"), false)
+	w.object(gvr, ns, "retained", fin, map[string]string{"services.k8s.aws/deletion-policy": "retain"}, nil, arn("deleted-arn-3"), false)
+	w.object(gvr, retaining, "namespace-retained", fin, nil, nil, arn("deleted-arn-4"), false)
+	w.object(gvr, ns, "read-only", fin, map[string]string{"services.k8s.aws/read-only": "true"}, nil, arn("deleted-arn-5"), false)
+	actions, _, _ := pass(t, rule(c, "rds", "ack", "dbinstances.rds.services.k8s.aws", "arn", ""))
+	want(t, actions, "gone", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-arn-1: 404")
+	want(t, actions, "present", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "/instances/arn-2: 200")
+	want(t, actions, "retained", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictRetained, "annotation services.k8s.aws/deletion-policy: retain")
+	want(t, actions, "namespace-retained", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictRetained, "namespace "+retaining+" annotation rds.services.k8s.aws/deletion-policy: retain")
+	want(t, actions, "read-only", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation services.k8s.aws/read-only: true")
+}
+
+func TestConfigConnector(t *testing.T) {
+	w := newWorld(t)
+	c := fakecloud.New(t)
+	kinds["sqlinstances"] = "SQLInstance"
+	gvr := w.crd("sql.cnrm.cloud.google.com", "SQLInstance", "sqlinstances", false)
+	const fin = "cnrm.cloud.google.com/finalizer"
+	ns := cp.Namespace(t)
+	w.object(gvr, ns, "control", fin, nil, map[string]any{"resourceID": "live-sql"}, nil, true)
+	w.object(gvr, ns, "deleted-by-name", fin, nil, nil, nil, false)
+	w.object(gvr, ns, "present", fin, nil, map[string]any{"resourceID": "sql-2"}, nil, false)
+	w.object(gvr, ns, "abandoned", fin, map[string]string{"cnrm.cloud.google.com/deletion-policy": "abandon"}, map[string]any{"resourceID": "deleted-sql-3"}, nil, false)
+	actions, _, _ := pass(t, rule(c, "sql", "config-connector", "sqlinstances.sql.cnrm.cloud.google.com", "resourceID", ""))
+	want(t, actions, "deleted-by-name", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-by-name: 404")
+	want(t, actions, "present", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "/instances/sql-2: 200")
+	want(t, actions, "abandoned", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictRetained, "cnrm.cloud.google.com/deletion-policy: abandon")
+}
+
+func TestAWSLoadBalancer(t *testing.T) {
+	c := fakecloud.New(t)
+	kube := cp.Kube(t)
+	ns := cp.Namespace(t)
+	service := func(name, hostname string, live bool) {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"service.k8s.aws/resources"}},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}}}
+		created, err := kube.CoreV1().Services(ns).Create(t.Context(), svc, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: hostname}}
+		if _, err := kube.CoreV1().Services(ns).UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = kube.CoreV1().Services(ns).Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		})
+		if !live {
+			if err := kube.CoreV1().Services(ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	service("control", "live-lb.elb.amazonaws.com", true)
+	service("gone", "deleted-lb-1.elb.amazonaws.com", false)
+	service("present", "lb-2.elb.amazonaws.com", false)
+	ingress := func(name, group string, live bool) {
+		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"group.ingress.k8s.aws/" + group}},
+			Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}
+		if _, err := kube.NetworkingV1().Ingresses(ns).Create(t.Context(), ing, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = kube.NetworkingV1().Ingresses(ns).Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		})
+		if !live {
+			if err := kube.NetworkingV1().Ingresses(ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Group "deleted-shop": its load balancer is gone, yet one member still lives.
+	ingress("shop-front", "deleted-shop", true)
+	ingress("shop-admin", "deleted-shop", false)
+	// Group "deleted-blog": every member is being deleted, and its load balancer is gone.
+	ingress("blog", "deleted-blog", false)
+	ingress("live-member", "live-group", true)
+	rules := rule(c, "services", "aws-load-balancer", "services", "hostname", "") +
+		rule(c, "ingress-groups", "aws-load-balancer", "ingresses.networking.k8s.io", "stack", "")
+	actions, rep, _ := pass(t, rules)
+	want(t, actions, "gone", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-lb-1.elb.amazonaws.com: 404")
+	want(t, actions, "present", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "200")
+	want(t, actions, "shop-admin", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "is shared, and 1 live objects still carry it (ingresses.networking.k8s.io/shop-front -n "+ns+")")
+	want(t, actions, "blog", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-blog: 404")
+	warned := false
+	for _, st := range rep.Rules {
+		for _, w := range st.Warnings {
+			warned = warned || strings.Contains(w, "re-adopts a load balancer by its tags")
+		}
+	}
+	if !warned {
+		t.Errorf("the report does not warn about re-adoption by tags: %+v", rep.Rules)
+	}
+}
+
+func TestCSIVolume(t *testing.T) {
+	c := fakecloud.New(t)
+	kube := cp.Kube(t)
+	pv := func(name, handle string, policy corev1.PersistentVolumeReclaimPolicy, live bool) {
+		v := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"external-provisioner.volume.kubernetes.io/finalizer"}},
+			Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resourceQuantity("1Gi")}, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeReclaimPolicy: policy, PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: handle}}}}
+		if _, err := kube.CoreV1().PersistentVolumes().Create(t.Context(), v, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = kube.CoreV1().PersistentVolumes().Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			_ = kube.CoreV1().PersistentVolumes().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+		if !live {
+			if err := kube.CoreV1().PersistentVolumes().Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pv("presets-control", "live-vol", corev1.PersistentVolumeReclaimDelete, true)
+	pv("presets-gone", "deleted-vol-1", corev1.PersistentVolumeReclaimDelete, false)
+	pv("presets-present", "vol-2", corev1.PersistentVolumeReclaimDelete, false)
+	pv("presets-retain", "deleted-vol-3", corev1.PersistentVolumeReclaimRetain, false)
+	actions, _, _ := pass(t, rule(c, "volumes", "csi-volume", "persistentvolumes", "volumeHandle", ""))
+	want(t, actions, "presets-gone", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-vol-1: 404")
+	want(t, actions, "presets-present", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "/instances/vol-2: 200")
+	want(t, actions, "presets-retain", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictRetained, "spec.persistentVolumeReclaimPolicy: Retain")
+
+	// The doctor names what to look up.
+	r := cli.Run(t, cp.AdminKubeconfig, "doctor", "persistentvolume/presets-retain", "-o", "json")
+	var d finalizev1alpha1.Diagnosis
+	if err := json.Unmarshal([]byte(r.Stdout), &d); err != nil || len(d.Items) == 0 || d.Items[0].Cause == nil || d.Items[0].Cause.External == nil {
+		t.Fatalf("doctor: %v %s %s", err, r.Stdout, r.Stderr)
+	}
+	ext := d.Items[0].Cause.External
+	if ext.Preset != "csi-volume" || ext.Identity["volumeHandle"] != "deleted-vol-3" || ext.Identity["driver"] != "ebs.csi.aws.com" || ext.Retained != "spec.persistentVolumeReclaimPolicy: Retain" ||
+		!strings.Contains(d.Items[0].Cause.Message, "its external resource (preset csi-volume) is driver=ebs.csi.aws.com, volumeHandle=deleted-vol-3; it is meant to outlive the object") {
+		t.Errorf("doctor: %+v\n%s", ext, d.Items[0].Cause.Message)
+	}
+}
+
+func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
