@@ -7,6 +7,8 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.
 LDFLAGS  := -s -w -X $(MODULE)/pkg/version.version=$(VERSION)
 BIN      := bin
 GOTOOLS  := go tool -modfile=hack/tools/go.mod
+RELEASER := go tool -modfile=hack/release/go.mod goreleaser
+TOOLBIN  := $(CURDIR)/$(BIN)/tools
 # The control plane binaries (etcd, kube-apiserver, kube-controller-manager, kubectl),
 # built from the Go module proxy into a cache outside the repository.
 K8S_BINS  = $(shell hack/k8s-bins/build.sh)
@@ -46,7 +48,7 @@ test: verify lint test-unit test-integration ## Everything CI runs: verify, lint
 
 .PHONY: test-unit
 test-unit: ## Unit tests (fakes only), with the race detector.
-	go test -race -count=1 ./cmd/... ./pkg/... ./completion/...
+	go test -race -count=1 ./cmd/... ./pkg/... ./completion/... ./hack/...
 
 .PHONY: test-integration
 test-integration: ## Integration and end-to-end tests against a real control plane.
@@ -75,12 +77,13 @@ generate: ## Generate deepcopy functions of the API types.
 	$(GOTOOLS) deepcopy-gen --output-file zz_generated.deepcopy.go --go-header-file /dev/null ./pkg/apis/...
 
 .PHONY: docs
-docs: ## Generate the command reference in docs/reference.
+docs: ## Generate the command reference (docs/reference) and the demo captures (docs/demo, README).
 	rm -rf docs/reference
 	go run ./hack/docgen docs/reference
+	KUBEBUILDER_ASSETS="$(K8S_BINS)" go run ./hack/demo capture --out docs/demo --readme README.md
 
 .PHONY: verify
-verify: ## Fail if go.mod, formatting or generated docs are out of date.
+verify: ## Fail if go.mod, formatting, generated code or docs are stale; check the release.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: run make fmt"; exit 1; }
 	go mod tidy -diff
 	cd hack/tools && go mod tidy -diff
@@ -88,6 +91,17 @@ verify: ## Fail if go.mod, formatting or generated docs are out of date.
 	go vet ./...
 	@$(MAKE) --no-print-directory generate && git diff --exit-code -- pkg/apis || { echo "generated code is stale: run make generate"; exit 1; }
 	@tmp=$$(mktemp -d) && go run ./hack/docgen $$tmp && diff -ru docs/reference $$tmp || { echo "docs/reference is stale: run make docs"; exit 1; }
+	KUBEBUILDER_ASSETS="$(K8S_BINS)" go run ./hack/demo capture --out docs/demo --readme README.md --check
+	@$(MAKE) --no-print-directory verify-release
+
+.PHONY: verify-release
+verify-release: ## Check .goreleaser.yaml, build the snapshot archives and SBOMs into dist/, test them and the krew manifest.
+	cd hack/release && go mod tidy -diff
+	cd hack/sbom && go mod tidy -diff
+	go build -modfile=hack/sbom/go.mod -o $(TOOLBIN)/syft github.com/anchore/syft/cmd/syft
+	$(RELEASER) check
+	PATH="$(TOOLBIN):$$PATH" $(RELEASER) release --snapshot --clean --skip=ko,sign
+	KUBECTL_FINALIZE_DIST="$(CURDIR)/dist" KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -count=1 ./test/release
 
 ##@ Demo
 

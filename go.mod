@@ -7,6 +7,7 @@ require (
 	github.com/prometheus/client_golang v1.23.2
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
+	golang.org/x/mod v0.42.0
 	golang.org/x/term v0.39.0
 	k8s.io/api v0.36.3
 	k8s.io/apimachinery v0.36.3

@@ -3,6 +3,12 @@
 //
 //	go run ./hack/demo up   [--dir .demo]
 //	go run ./hack/demo down [--dir .demo]
+//
+// capture runs the demo's commands on a fresh demo cluster and writes their real output,
+// as text and as images, into docs/demo and the README; with --check it compares instead
+// (make docs, make verify):
+//
+//	go run ./hack/demo capture [--out docs/demo] [--readme README.md] [--check]
 package main
 
 import (
@@ -20,8 +26,11 @@ import (
 func main() {
 	fs := flag.NewFlagSet("demo", flag.ExitOnError)
 	dir := fs.String("dir", ".demo", "Folder for the demo cluster's state, kubeconfig and logs.")
+	out := fs.String("out", "docs/demo", "capture: the folder of the captures.")
+	readme := fs.String("readme", "README.md", "capture: the README that shows some of them.")
+	check := fs.Bool("check", false, "capture: compare with the committed captures instead of writing them.")
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: demo up|down [--dir DIR]")
+		fmt.Fprintln(os.Stderr, "usage: demo up|down [--dir DIR] | capture [--out DIR] [--readme FILE] [--check]")
 		os.Exit(2)
 	}
 	_ = fs.Parse(os.Args[2:])
@@ -34,8 +43,10 @@ func main() {
 		fail(up(abs))
 	case "down":
 		fail(down(abs))
+	case "capture":
+		fail(capture(*out, *readme, *check))
 	default:
-		fmt.Fprintf(os.Stderr, "unknown command %q: want up or down\n", os.Args[1])
+		fmt.Fprintf(os.Stderr, "unknown command %q: want up, down or capture\n", os.Args[1])
 		os.Exit(2)
 	}
 }

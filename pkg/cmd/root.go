@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/scan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/version"
+	pkgversion "github.com/kubectl-finalize/kubectl-finalize/pkg/version"
 )
 
 const long = `Find objects stuck in Terminating, explain why, and remove only the finalizers
@@ -49,6 +50,7 @@ func NewCmdFinalize(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceErrors: true,
 		Args:          util.NoArgs,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl finalize"},
+		Version:       pkgversion.Get().Version,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmd.Help()
 		},
@@ -56,6 +58,9 @@ func NewCmdFinalize(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return util.UsageErrorf(c, "%v", err)
 	})
+	// --version prints what "version" prints; -v stays klog's verbosity.
+	cmd.Flags().Bool("version", false, "Print the version of kubectl-finalize and exit.")
+	cmd.SetVersionTemplate("kubectl-finalize {{.Version}}\n")
 	f.AddFlags(cmd.PersistentFlags())
 	addKlogFlags(cmd.PersistentFlags())
 	util.RegisterConfigFlagCompletion(cmd, f)
@@ -67,8 +72,8 @@ func NewCmdFinalize(streams genericiooptions.IOStreams) *cobra.Command {
 		reconcile.NewCmdReconcile(f, streams),
 		policy.NewCmdPolicy(f, streams),
 		rbac.NewCmdRBAC(f, streams),
-		version.NewCmdVersion(streams),
-		completion.NewCmdCompletion(streams),
+		version.NewCmdVersion(f, streams),
+		completion.NewCmdCompletion(f, streams),
 	)
 	cmd.CompletionOptions.DisableDefaultCmd = true
 	return cmd

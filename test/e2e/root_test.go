@@ -10,9 +10,26 @@ func TestPluginDispatchAndVersion(t *testing.T) {
 	if r.code != 0 || r.stdout != "kubectl-finalize "+testVersion+"\n" {
 		t.Fatalf("kubectl finalize version: code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
+	r = kubectl(t, "finalize", "--version")
+	if r.code != 0 || r.stdout != "kubectl-finalize "+testVersion+"\n" {
+		t.Fatalf("kubectl finalize --version: code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
 	r = kubectl(t, "plugin", "list")
 	if !strings.Contains(r.stdout, "kubectl-finalize") {
 		t.Fatalf("kubectl plugin list does not show kubectl-finalize: %q %q", r.stdout, r.stderr)
+	}
+	if strings.Contains(strings.ToLower(r.stdout+r.stderr), "warning") {
+		t.Fatalf("kubectl plugin list warns: %q %q", r.stdout, r.stderr)
+	}
+	// Help names the command as the user types it, through kubectl.
+	r = kubectl(t, "finalize", "-h")
+	for _, want := range []string{"kubectl finalize [command]", "kubectl finalize [command] --help"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("kubectl finalize -h lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "kubectl-finalize [") {
+		t.Errorf("kubectl finalize -h says kubectl-finalize:\n%s", r.stdout)
 	}
 }
 

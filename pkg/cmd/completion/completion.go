@@ -2,8 +2,9 @@
 package completion
 
 import (
+	"context"
 	"fmt"
-	"io"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -27,40 +28,56 @@ const example = `  # Complete "kubectl finalize ..." in every shell kubectl comp
 
 var shells = []string{"bash", "zsh", "fish", "powershell", "kubectl"}
 
+// Options are the options of the completion command.
+type Options struct {
+	shell string
+	root  *cobra.Command
+	genericiooptions.IOStreams
+}
+
 // NewCmdCompletion returns the completion command.
-func NewCmdCompletion(streams genericiooptions.IOStreams) *cobra.Command {
-	return &cobra.Command{
+func NewCmdCompletion(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	return util.NewCommand(f, &Options{IOStreams: streams}, &cobra.Command{
 		Use:       "completion SHELL",
 		Short:     "Print a shell completion script (bash, zsh, fish, powershell, kubectl)",
 		Long:      long,
 		Example:   example,
 		ValidArgs: shells,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return util.UsageErrorf(cmd, "exactly one shell is required: one of %v", shells)
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd, args[0], streams.Out)
-		},
-	}
+	})
 }
 
-func run(cmd *cobra.Command, shell string, out io.Writer) error {
-	root := cmd.Root()
-	switch shell {
-	case "bash":
-		return root.GenBashCompletionV2(out, true)
-	case "zsh":
-		return root.GenZshCompletion(out)
-	case "fish":
-		return root.GenFishCompletion(out, true)
-	case "powershell":
-		return root.GenPowerShellCompletionWithDesc(out)
-	case "kubectl":
-		_, err := fmt.Fprint(out, completion.KubectlPluginScript)
-		return err
+// AddFlags binds no flags.
+func (o *Options) AddFlags(*cobra.Command) {}
+
+// Complete takes the shell and the command tree to complete.
+func (o *Options) Complete(_ util.Factory, cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return util.UsageErrorf(nil, "exactly one shell is required: one of %v", shells)
 	}
-	return util.UsageErrorf(cmd, "unsupported shell %q: must be one of %v", shell, shells)
+	o.shell, o.root = args[0], cmd.Root()
+	return nil
+}
+
+// Validate rejects an unknown shell.
+func (o *Options) Validate() error {
+	if !slices.Contains(shells, o.shell) {
+		return util.UsageErrorf(nil, "unsupported shell %q: must be one of %v", o.shell, shells)
+	}
+	return nil
+}
+
+// Run prints the script.
+func (o *Options) Run(context.Context) error {
+	switch o.shell {
+	case "bash":
+		return o.root.GenBashCompletionV2(o.Out, true)
+	case "zsh":
+		return o.root.GenZshCompletion(o.Out)
+	case "fish":
+		return o.root.GenFishCompletion(o.Out, true)
+	case "powershell":
+		return o.root.GenPowerShellCompletionWithDesc(o.Out)
+	}
+	_, err := fmt.Fprint(o.Out, completion.KubectlPluginScript)
+	return err
 }

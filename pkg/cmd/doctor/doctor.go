@@ -75,7 +75,7 @@ func NewCmdDoctor(f util.Factory, streams genericiooptions.IOStreams) *cobra.Com
 		Short:             "Explain why objects are stuck, grouped by root cause, and the next safe step",
 		Long:              long,
 		Example:           example,
-		ValidArgsFunction: util.ResourceTypeCompletion(f),
+		ValidArgsFunction: util.TerminatingCompletion(f),
 	})
 }
 

@@ -144,13 +144,15 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 
 // NewCmdRemove returns the remove command.
 func NewCmdRemove(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	return util.NewCommand(f, NewOptions(streams), &cobra.Command{
+	cmd := util.NewCommand(f, NewOptions(streams), &cobra.Command{
 		Use:               "remove (TYPE/NAME ... | TYPE NAME ...) (--finalizer NAME ... | --all-finalizers) [flags]",
 		Short:             "Remove named finalizers from stuck objects: guarded, previewed, audited",
 		Long:              long,
 		Example:           example,
-		ValidArgsFunction: util.ResourceTypeCompletion(f),
+		ValidArgsFunction: util.TerminatingCompletion(f),
 	})
+	_ = cmd.RegisterFlagCompletionFunc("finalizer", util.FinalizerCompletion(f))
+	return cmd
 }
 
 // AddFlags binds the flags to cmd.

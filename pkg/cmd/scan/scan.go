@@ -84,13 +84,15 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 
 // NewCmdScan returns the scan command.
 func NewCmdScan(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	return util.NewCommand(f, NewOptions(streams), &cobra.Command{
+	cmd := util.NewCommand(f, NewOptions(streams), &cobra.Command{
 		Use:               "scan [TYPE[.VERSION][.GROUP]...] [flags]",
 		Short:             "List every object stuck in Terminating, with age and finalizer owners",
 		Long:              long,
 		Example:           example,
 		ValidArgsFunction: util.ResourceTypeCompletion(f),
 	})
+	_ = cmd.RegisterFlagCompletionFunc("finalizer", util.FinalizerCompletion(f))
+	return cmd
 }
 
 // AddFlags binds the flags to cmd.

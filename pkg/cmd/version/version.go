@@ -2,6 +2,7 @@
 package version
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -20,35 +21,34 @@ type Options struct {
 }
 
 // NewCmdVersion returns the version command.
-func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{IOStreams: streams}
-	cmd := &cobra.Command{
+func NewCmdVersion(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	return util.NewCommand(f, &Options{IOStreams: streams}, &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of kubectl-finalize",
 		Args:  util.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(cmd); err != nil {
-				return err
-			}
-			return o.Run()
-		},
-	}
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "One of 'yaml' or 'json'.")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
-	return cmd
+	})
 }
 
+// AddFlags binds the flags to cmd.
+func (o *Options) AddFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "One of 'yaml' or 'json'.")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// Complete has nothing to resolve: the version needs no cluster.
+func (o *Options) Complete(util.Factory, *cobra.Command, []string) error { return nil }
+
 // Validate rejects an unknown output format.
-func (o *Options) Validate(cmd *cobra.Command) error {
+func (o *Options) Validate() error {
 	switch o.Output {
 	case "", "json", "yaml":
 		return nil
 	}
-	return util.UsageErrorf(cmd, "--output must be 'yaml' or 'json'")
+	return util.UsageErrorf(nil, "--output must be 'yaml' or 'json'")
 }
 
 // Run prints the version.
-func (o *Options) Run() error {
+func (o *Options) Run(context.Context) error {
 	info := version.Get()
 	switch o.Output {
 	case "json":
