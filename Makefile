@@ -100,7 +100,7 @@ verify-release: ## Check .goreleaser.yaml, build the snapshot archives and SBOMs
 	cd hack/sbom && go mod tidy -diff
 	go build -modfile=hack/sbom/go.mod -o $(TOOLBIN)/syft github.com/anchore/syft/cmd/syft
 	$(RELEASER) check
-	PATH="$(TOOLBIN):$$PATH" $(RELEASER) release --snapshot --clean --skip=ko,sign
+	PATH="$(TOOLBIN):$$PATH" $(RELEASER) release --snapshot --clean --skip=ko
 	KUBECTL_FINALIZE_DIST="$(CURDIR)/dist" KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -count=1 ./test/release
 
 ##@ Demo

@@ -1,0 +1,177 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+)
+
+// docs are the pages whose commands users copy.
+func docs(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(pages, "../../README.md")
+}
+
+var fence = regexp.MustCompile("(?s)```(?:sh|bash|console)\n(.*?)```")
+
+// commands returns every `kubectl finalize ...` command of the shell blocks of a page,
+// continuation lines joined, prompts, pipes and comments cut.
+func commands(text string) []string {
+	var out []string
+	for _, block := range fence.FindAllStringSubmatch(text, -1) {
+		joined := strings.ReplaceAll(block[1], "\\\n", " ")
+		for _, line := range strings.Split(joined, "\n") {
+			line = strings.TrimPrefix(strings.TrimSpace(line), "$ ")
+			if !strings.HasPrefix(line, "kubectl finalize ") {
+				continue
+			}
+			if i := strings.Index(line, " | "); i >= 0 {
+				line = line[:i]
+			}
+			if i := strings.Index(line, "  #"); i >= 0 {
+				line = line[:i]
+			}
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
+}
+
+// words splits a command line as a shell does for the quoting the docs use.
+func words(line string) []string {
+	var out []string
+	var cur strings.Builder
+	quote, in := rune(0), false
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote, in = r, true
+		case r == ' ' || r == '\t':
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// TestEveryDocumentedCommandParses runs the parser of the real command tree over every
+// command the docs show, so a renamed flag or command cannot leave the docs behind.
+func TestEveryDocumentedCommandParses(t *testing.T) {
+	n := 0
+	for _, page := range docs(t) {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range commands(string(b)) {
+			n++
+			if err := parse(line); err != nil {
+				t.Errorf("%s: %q: %v", filepath.Base(page), line, err)
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("found only %d commands in the docs: is the extraction broken?", n)
+	}
+}
+
+// parse parses a command line as the plugin would, without running it.
+func parse(line string) error {
+	root := NewCmdFinalize(genericiooptions.NewTestIOStreamsDiscard())
+	c, rest, err := root.Find(words(line)[2:])
+	if err != nil {
+		return err
+	}
+	if err := c.ParseFlags(rest); err != nil {
+		return err
+	}
+	return c.ValidateArgs(c.Flags().Args())
+}
+
+func TestParseCatchesStaleCommands(t *testing.T) {
+	page := "```sh\nkubectl finalize scan --no-such-flag  # x\n$ kubectl finalize reconcile --once \\\n  --polcy p.yaml\nkubectl finalize version extra\n```\n"
+	cmds := commands(page)
+	if len(cmds) != 3 {
+		t.Fatalf("commands: %q", cmds)
+	}
+	for _, c := range cmds {
+		if parse(c) == nil {
+			t.Errorf("%q parses", c)
+		}
+	}
+}
+
+// TestTheRunbookWalksEveryCause checks that docs/runbook.md has a section for every
+// reason the doctor prints.
+func TestTheRunbookWalksEveryCause(t *testing.T) {
+	b, err := os.ReadFile("../../docs/runbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, reason := range []string{
+		finalizev1alpha1.ReasonAPIServiceUnavailable, finalizev1alpha1.ReasonNamespaceContentRemaining,
+		finalizev1alpha1.ReasonNamespaceFinalizersRemaining, finalizev1alpha1.ReasonPodsUsingClaim,
+		finalizev1alpha1.ReasonClaimStillBound, finalizev1alpha1.ReasonDependentsRemaining,
+		finalizev1alpha1.ReasonInstancesRemaining, finalizev1alpha1.ReasonControllerInactive,
+		finalizev1alpha1.ReasonControllerFailing, finalizev1alpha1.ReasonWebhookBlocking,
+		finalizev1alpha1.ReasonProgressing, finalizev1alpha1.ReasonUnknown,
+	} {
+		if !regexp.MustCompile(`(?m)^### .*\b` + reason + `\b`).Match(b) {
+			t.Errorf("docs/runbook.md has no section on %s", reason)
+		}
+	}
+}
+
+var link = regexp.MustCompile(`\]\(([^)#\s]+)(?:#[^)]*)?\)`)
+
+// TestRelativeLinksResolve checks that every link of the docs to a file of the
+// repository points at one.
+func TestRelativeLinksResolve(t *testing.T) {
+	pages := docs(t)
+	more, _ := filepath.Glob("../../docs/*/*.md")
+	for _, page := range append(pages, more...) {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(page), target)); err != nil {
+				t.Errorf("%s links to %s, which does not exist", page, target)
+			}
+		}
+	}
+}
+
+func TestWords(t *testing.T) {
+	got := strings.Join(words(`kubectl finalize remove a --reason "x y" --f 'a b'`), "|")
+	if got != "kubectl|finalize|remove|a|--reason|x y|--f|a b" {
+		t.Fatal(got)
+	}
+}
