@@ -44,7 +44,7 @@ k8s-bins: ## Build the test control plane (about 5 minutes cold, instant when ca
 ##@ Test
 
 .PHONY: test
-test: verify lint test-unit test-integration ## Everything CI runs: verify, lint, unit and integration tests.
+test: verify lint test-unit test-integration test-bench-short ## Everything CI runs: verify, lint, unit and integration tests.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (fakes only), with the race detector.
@@ -58,9 +58,27 @@ test-integration: ## Integration and end-to-end tests against a real control pla
 test-update: ## Refresh golden files.
 	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -count=1 ./... -update
 
+BENCH_OBJECTS ?= 100000
+BENCH_CRDS    ?= 250
+BENCH_RUNS    ?= 3
+BENCH_FLAGS    = -run '^$$' -bench . -benchtime $(BENCH_RUNS)x -timeout 180m -bench.objects=$(BENCH_OBJECTS) -bench.crds=$(BENCH_CRDS)
+
 .PHONY: bench
-bench: ## Benchmarks, side by side (time, API requests, bytes, peak RSS).
-	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -run='^$$' -bench=. -benchtime=3x -timeout 60m ./pkg/... ./test/bench/...
+bench: bench-cluster ## The cluster benchmark (100k objects, 300 types), then the Go benchmarks of the hot paths.
+	go test -run '^$$' -bench . -benchmem ./pkg/...
+
+.PHONY: bench-cluster
+bench-cluster: ## Seed a cluster and compare scan, doctor, the listing floor and the shell idiom side by side.
+	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test ./test/bench -run '^$$' -bench . -benchtime $(BENCH_RUNS)x -timeout 180m \
+		-bench.objects=$(BENCH_OBJECTS) -bench.crds=$(BENCH_CRDS)
+
+.PHONY: bench-300k
+bench-300k: ## The cluster benchmark at 300,000 objects.
+	@$(MAKE) --no-print-directory bench-cluster BENCH_OBJECTS=300000 BENCH_RUNS=1
+
+.PHONY: test-bench-short
+test-bench-short: ## A short fixed-size run of the cluster benchmark (3,000 objects, 20 CRDs), part of make test.
+	@$(MAKE) --no-print-directory bench-cluster BENCH_OBJECTS=3000 BENCH_CRDS=20 BENCH_RUNS=1
 
 ##@ Quality
 

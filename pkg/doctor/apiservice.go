@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -29,18 +30,19 @@ type apiService struct {
 func (f *facts) apiServiceFor(gv string) *apiService {
 	f.apiServicesOnce.Do(func() {
 		f.apiServices = map[string]*apiService{}
-		list, err := f.dyn.Resource(apiServicesResource.GroupVersionResource).List(f.ctx, metav1.ListOptions{})
-		if err != nil {
-			f.warnf("could not list apiservices.apiregistration.k8s.io, so unavailable APIServices are not named: %v", err)
-			return
-		}
-		for i := range list.Items {
-			a := parseAPIService(&list.Items[i])
+		err := f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
+			return f.dyn.Resource(apiServicesResource.GroupVersionResource).List(f.ctx, opts)
+		}, metav1.ListOptions{}, func(obj runtime.Object) error {
+			a := parseAPIService(obj.(*unstructured.Unstructured))
 			gv := a.Group + "/" + a.Version
 			if a.Group == "" {
 				gv = a.Version
 			}
 			f.apiServices[gv] = a
+			return nil
+		})
+		if err != nil {
+			f.warnf("could not list apiservices.apiregistration.k8s.io, so unavailable APIServices are not named: %v", err)
 		}
 	})
 	return f.apiServices[gv]

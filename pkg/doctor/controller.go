@@ -10,7 +10,9 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -166,17 +168,28 @@ func inactive(who, msg, guards, removeCmd string) finding {
 // warningsFor returns the warning Events about o that were reported after since.
 // Events about cluster-scoped objects are recorded in the default namespace.
 func (f *facts) warningsFor(o *scan.Object, since time.Time) []eventsv1.Event {
-	ns := o.Meta.Namespace
-	if ns == "" {
-		ns = metav1.NamespaceDefault
-	}
+	ns := eventNamespace(o)
 	events, ok := f.events[ns]
 	if !ok {
-		list, err := f.kube.EventsV1().Events(ns).List(f.ctx, metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
+		// Only the warnings about stuck objects whose events live in ns are kept.
+		stuck := map[types.UID]bool{}
+		for _, s := range f.res.Objects {
+			if eventNamespace(s) == ns {
+				stuck[s.Meta.UID] = true
+			}
+		}
+		err := f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
+			return f.kube.EventsV1().Events(ns).List(f.ctx, opts)
+		},
+			metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning}, func(obj runtime.Object) error {
+				if e := obj.(*eventsv1.Event); stuck[e.Regarding.UID] {
+					events = append(events, *e)
+				}
+				return nil
+			})
 		if err != nil {
 			f.warnf("could not list events in namespace %s, so failing controllers there may look inactive: %v", ns, err)
-		} else {
-			events = list.Items
+			events = nil
 		}
 		f.events[ns] = events
 	}
@@ -191,6 +204,15 @@ func (f *facts) warningsFor(o *scan.Object, since time.Time) []eventsv1.Event {
 		}
 	}
 	return out
+}
+
+// eventNamespace is where the Events about o are: its namespace, or default for a
+// cluster-scoped object.
+func eventNamespace(o *scan.Object) string {
+	if o.Meta.Namespace == "" {
+		return metav1.NamespaceDefault
+	}
+	return o.Meta.Namespace
 }
 
 // eventTime is when an event was last seen.

@@ -25,6 +25,10 @@ type Options struct {
 	// NamespaceGrace is how long a namespace may go without deletion conditions before
 	// the namespace controller is said to be inactive; zero means DefaultNamespaceGrace.
 	NamespaceGrace time.Duration
+	// ChunkSize is the page size of the doctor's own lists (pods, events, webhooks,
+	// APIServices); 0 lists each in one request. Diagnose through the pipeline uses the
+	// scan's.
+	ChunkSize int64
 }
 
 // Doctor diagnoses the objects of a scan.
@@ -64,7 +68,9 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error
 	if grace == 0 {
 		grace = DefaultNamespaceGrace
 	}
-	dg := &diagnoser{f: newFacts(ctx, d.Kube, d.Dynamic, res), catalog: catalog, namespaceGrace: grace}
+	f := newFacts(ctx, d.Kube, d.Dynamic, res)
+	f.chunk = d.ChunkSize
+	dg := &diagnoser{f: f, catalog: catalog, namespaceGrace: grace}
 	rep := &Report{
 		Result: res,
 		causes: map[types.UID]*finalizev1alpha1.Cause{},

@@ -9,9 +9,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/pager"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
@@ -25,6 +28,8 @@ type facts struct {
 	dyn  dynamic.Interface
 	res  *scan.Result
 	now  time.Time
+	// chunk is the page size of every list; 0 lists in one request.
+	chunk int64
 
 	byUID       map[types.UID]*scan.Object
 	byNamespace map[string][]*scan.Object
@@ -58,6 +63,15 @@ func newFacts(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interf
 		}
 	}
 	return f
+}
+
+// each lists a collection in pages of f.chunk and calls fn with every item, a pointer
+// into the page: what fn keeps, it copies. An expired continue token falls back to one
+// full list (client-go's pager).
+func (f *facts) each(list func(metav1.ListOptions) (runtime.Object, error), opts metav1.ListOptions, fn func(runtime.Object) error) error {
+	p := pager.New(pager.SimplePageFunc(list))
+	p.PageSize = f.chunk
+	return p.EachListItem(f.ctx, opts, fn)
 }
 
 // warnf records a read that failed; the report prints it once.

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
@@ -16,18 +17,36 @@ const (
 	pvOwner  = "pv-protection controller (kube-controller-manager)"
 )
 
-// podsIn lists the pods of a namespace.
+// podsIn returns the pods of a namespace that mount a claim: listed in pages, only
+// those kept.
 func (f *facts) podsIn(ns string) ([]corev1.Pod, bool) {
 	if pods, ok := f.pods[ns]; ok {
 		return pods, true
 	}
-	list, err := f.kube.CoreV1().Pods(ns).List(f.ctx, metav1.ListOptions{})
+	var pods []corev1.Pod
+	err := f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
+		return f.kube.CoreV1().Pods(ns).List(f.ctx, opts)
+	},
+		metav1.ListOptions{}, func(obj runtime.Object) error {
+			p := obj.(*corev1.Pod)
+			var claims []corev1.Volume
+			for _, v := range p.Spec.Volumes {
+				if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+					claims = append(claims, v)
+				}
+			}
+			if len(claims) > 0 {
+				pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
+					Spec: corev1.PodSpec{NodeName: p.Spec.NodeName, Volumes: claims}, Status: corev1.PodStatus{Phase: p.Status.Phase}})
+			}
+			return nil
+		})
 	if err != nil {
 		f.warnf("could not list pods in namespace %s, so the pods that hold its claims are not named: %v", ns, err)
 		return nil, false
 	}
-	f.pods[ns] = list.Items
-	return list.Items, true
+	f.pods[ns] = pods
+	return pods, true
 }
 
 // pvc: the claim goes once no scheduled pod references it. Like the pvc-protection

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -190,18 +191,16 @@ func (f *facts) service(key types.NamespacedName) *serviceState {
 	s := &serviceState{}
 	if _, err := f.kube.CoreV1().Services(key.Namespace).Get(f.ctx, key.Name, metav1.GetOptions{}); err == nil {
 		s.Exists = true
-		list, err := f.kube.DiscoveryV1().EndpointSlices(key.Namespace).List(f.ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + key.Name})
-		if err != nil {
-			s.Err = err
-		} else {
-			for i := range list.Items {
-				for _, ep := range list.Items[i].Endpoints {
-					if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
-						s.Ready++
-					}
+		s.Err = f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
+			return f.kube.DiscoveryV1().EndpointSlices(key.Namespace).List(f.ctx, opts)
+		}, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + key.Name}, func(obj runtime.Object) error {
+			for _, ep := range obj.(*discoveryv1.EndpointSlice).Endpoints {
+				if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
+					s.Ready++
 				}
 			}
-		}
+			return nil
+		})
 	} else if !apierrors.IsNotFound(err) {
 		s.Err = err
 	}
@@ -225,25 +224,29 @@ func (s *serviceState) describe(key types.NamespacedName) string {
 // failingWebhooks returns the webhooks with failurePolicy Fail.
 func (f *facts) failingWebhooks() []webhook {
 	f.webhooksOnce.Do(func() {
-		vwcs, err := f.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(f.ctx, metav1.ListOptions{})
+		err := f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
+			return f.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(f.ctx, opts)
+		}, metav1.ListOptions{}, func(obj runtime.Object) error {
+			c := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+			for _, w := range c.Webhooks {
+				f.addWebhook("ValidatingWebhookConfiguration", c.Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
+			}
+			return nil
+		})
 		if err != nil {
 			f.warnf("could not list validatingwebhookconfigurations, so blocking webhooks are not named: %v", err)
-		} else {
-			for i := range vwcs.Items {
-				for _, w := range vwcs.Items[i].Webhooks {
-					f.addWebhook("ValidatingWebhookConfiguration", vwcs.Items[i].Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
-				}
-			}
 		}
-		mwcs, err := f.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(f.ctx, metav1.ListOptions{})
+		err = f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
+			return f.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(f.ctx, opts)
+		}, metav1.ListOptions{}, func(obj runtime.Object) error {
+			c := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
+			for _, w := range c.Webhooks {
+				f.addWebhook("MutatingWebhookConfiguration", c.Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
+			}
+			return nil
+		})
 		if err != nil {
 			f.warnf("could not list mutatingwebhookconfigurations, so blocking webhooks are not named: %v", err)
-		} else {
-			for i := range mwcs.Items {
-				for _, w := range mwcs.Items[i].Webhooks {
-					f.addWebhook("MutatingWebhookConfiguration", mwcs.Items[i].Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
-				}
-			}
 		}
 	})
 	return f.webhooks

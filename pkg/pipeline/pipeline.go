@@ -44,5 +44,6 @@ func Diagnose(ctx context.Context, c *Clients, opts scan.Options, d doctor.Optio
 	if err != nil {
 		return nil, err
 	}
+	d.ChunkSize = opts.ChunkSize
 	return (&doctor.Doctor{Kube: c.Kube, Dynamic: c.Dynamic, Options: d}).Diagnose(ctx, res)
 }

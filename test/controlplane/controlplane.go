@@ -58,6 +58,8 @@ type Options struct {
 	// APIServerFlags are added to (or override) kube-apiserver's flags, e.g.
 	// {"etcd-compaction-interval": "1s"}.
 	APIServerFlags map[string]string
+	// EtcdFlags are added to etcd's flags, e.g. {"quota-backend-bytes": "8589934592"}.
+	EtcdFlags map[string]string
 	// Detached processes outlive this process; Stop is then the caller's job (StopDir).
 	Detached bool
 	// Log receives progress lines; nil means none.
@@ -163,7 +165,7 @@ func (cp *ControlPlane) startEtcdAndAPIServer(ctx context.Context) error {
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	etcdDir := filepath.Join(cp.Dir, "etcd")
 	_ = os.RemoveAll(etcdDir)
-	cp.etcd, err = startProcess("etcd", filepath.Join(cp.BinDir, "etcd"), []string{
+	etcdArgs := append([]string{
 		"--name=kubectl-finalize",
 		"--data-dir=" + etcdDir,
 		"--listen-client-urls=" + etcdURL,
@@ -173,7 +175,8 @@ func (cp *ControlPlane) startEtcdAndAPIServer(ctx context.Context) error {
 		"--initial-cluster=kubectl-finalize=" + peerURL,
 		"--unsafe-no-fsync=true",
 		"--log-level=warn",
-	}, cp.Dir, cp.opts.Detached)
+	}, flagList(cp.opts.EtcdFlags)...)
+	cp.etcd, err = startProcess("etcd", filepath.Join(cp.BinDir, "etcd"), etcdArgs, cp.Dir, cp.opts.Detached)
 	if err != nil {
 		return err
 	}

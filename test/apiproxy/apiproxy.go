@@ -1,0 +1,174 @@
+// Package apiproxy puts a counting proxy in front of a test API server: the benchmarks
+// count requests and bytes through it the same way for every command, and tests check
+// what a command sent (every list in pages).
+package apiproxy
+
+import (
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Proxy forwards plain HTTP to the API server with the admin's credentials, and counts
+// requests and response bytes as they cross the wire (compressed when the client asked).
+type Proxy struct {
+	URL      string
+	requests atomic.Int64
+	bytes    atomic.Int64
+	lists    atomic.Int64
+	unpaged  atomic.Int64
+	server   *http.Server
+
+	mu           sync.Mutex
+	unpagedPaths map[string]int
+	limits       []int64 // the limit of every list, in order
+}
+
+// Counts is what crossed the proxy between two readings.
+type Counts struct {
+	Requests, Bytes int64
+	// Lists counts collection GETs; Unpaged those without a limit.
+	Lists, Unpaged int64
+}
+
+// Start starts a proxy in front of the cluster of cfg.
+func Start(cfg *rest.Config) (*Proxy, error) {
+	target, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{unpagedPaths: map[string]int{}}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = transport
+	rp.FlushInterval = -1 // watches and streamed lists pass through as they come
+	rp.ModifyResponse = func(resp *http.Response) error {
+		resp.Body = &countingBody{ReadCloser: resp.Body, n: &p.bytes}
+		return nil
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p.URL = "http://" + l.Addr().String()
+	p.server = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.requests.Add(1)
+		if r.Method == http.MethodGet && isList(r.URL) {
+			limit, _ := strconv.ParseInt(r.URL.Query().Get("limit"), 10, 64)
+			p.mu.Lock()
+			p.lists.Add(1)
+			p.limits = append(p.limits, limit)
+			if limit == 0 {
+				p.unpaged.Add(1)
+				p.unpagedPaths[r.URL.Path]++
+			}
+			p.mu.Unlock()
+		}
+		rp.ServeHTTP(w, r)
+	})}
+	go func() { _ = p.server.Serve(l) }()
+	return p, nil
+}
+
+// isList says whether a GET is a list of a collection: /api/v1/configmaps,
+// /apis/g/v/namespaces/ns/widgets, but not discovery nor a single object.
+func isList(u *url.URL) bool {
+	q := u.Query()
+	if q.Get("watch") == "true" {
+		return false
+	}
+	parts := splitPath(u.Path)
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		parts = parts[2:] // api/v1
+	case len(parts) >= 4 && parts[0] == "apis":
+		parts = parts[3:] // apis/g/v
+	default:
+		return false
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) != 2 {
+		parts = parts[2:] // namespaces/ns/...
+	}
+	return len(parts) == 1
+}
+
+func splitPath(p string) []string {
+	return strings.FieldsFunc(p, func(r rune) bool { return r == '/' })
+}
+
+// Counts returns the counts so far.
+func (p *Proxy) Counts() Counts {
+	return Counts{Requests: p.requests.Load(), Bytes: p.bytes.Load(), Lists: p.lists.Load(), Unpaged: p.unpaged.Load()}
+}
+
+// Sub is c minus an earlier reading.
+func (c Counts) Sub(before Counts) Counts {
+	return Counts{Requests: c.Requests - before.Requests, Bytes: c.Bytes - before.Bytes, Lists: c.Lists - before.Lists, Unpaged: c.Unpaged - before.Unpaged}
+}
+
+// UnpagedPaths returns the paths listed without a limit so far, and how often.
+func (p *Proxy) UnpagedPaths() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.unpagedPaths)
+}
+
+// LimitsSince returns the distinct limits of the lists sent since an earlier reading,
+// 0 for none.
+func (p *Proxy) LimitsSince(before Counts) []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []int64
+	for _, l := range p.limits[before.Lists:] {
+		if !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Close stops the proxy.
+func (p *Proxy) Close() error { return p.server.Close() }
+
+// WriteKubeconfig writes a kubeconfig that reaches the cluster through the proxy.
+func (p *Proxy) WriteKubeconfig(dir string) (string, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["bench"] = &clientcmdapi.Cluster{Server: p.URL}
+	cfg.AuthInfos["bench"] = &clientcmdapi.AuthInfo{}
+	cfg.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench"}
+	cfg.CurrentContext = "bench"
+	path := filepath.Join(dir, "bench.kubeconfig")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return path, clientcmd.WriteToFile(*cfg, path)
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
