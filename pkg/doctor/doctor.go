@@ -11,7 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
@@ -33,7 +34,7 @@ type Options struct {
 
 // Doctor diagnoses the objects of a scan.
 type Doctor struct {
-	Kube    kubernetes.Interface
+	Kube    client.Interface
 	Dynamic dynamic.Interface
 	Options
 }

@@ -13,8 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
@@ -24,7 +25,7 @@ import (
 // controller.go). One diagnosis uses it from one goroutine.
 type facts struct {
 	ctx  context.Context
-	kube kubernetes.Interface
+	kube client.Interface
 	dyn  dynamic.Interface
 	res  *scan.Result
 	now  time.Time
@@ -47,7 +48,7 @@ type facts struct {
 	events   map[string][]eventsv1.Event
 }
 
-func newFacts(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, res *scan.Result) *facts {
+func newFacts(ctx context.Context, kube client.Interface, dyn dynamic.Interface, res *scan.Result) *facts {
 	f := &facts{
 		ctx: ctx, kube: kube, dyn: dyn, res: res, now: res.Now,
 		byUID:       map[types.UID]*scan.Object{},

@@ -9,8 +9,9 @@ import (
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
@@ -21,7 +22,7 @@ import (
 type Clients struct {
 	Discovery discovery.DiscoveryInterface
 	Metadata  metadata.Interface
-	Kube      kubernetes.Interface
+	Kube      client.Interface
 	Dynamic   dynamic.Interface
 }
 

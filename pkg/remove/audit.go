@@ -15,7 +15,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/version"
@@ -33,7 +34,7 @@ const (
 )
 
 // WhoAmI asks the API server who the client is (SelfSubjectReview), for the audit.
-func WhoAmI(ctx context.Context, kube kubernetes.Interface) (string, error) {
+func WhoAmI(ctx context.Context, kube client.Interface) (string, error) {
 	r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
@@ -65,7 +66,7 @@ type Record struct {
 // NewAuditor returns an Auditor that writes its lines to log and names the user the API
 // server knows the client as. If the server cannot say who that is, the auditor names
 // the user "<unknown>" and the error says why.
-func NewAuditor(ctx context.Context, kube kubernetes.Interface, log io.Writer) (*Auditor, error) {
+func NewAuditor(ctx context.Context, kube client.Interface, log io.Writer) (*Auditor, error) {
 	host, _ := os.Hostname()
 	a := &Auditor{Kube: kube, User: "<unknown>", Instance: fmt.Sprintf("kubectl-finalize-%s@%s", version.Get().Version, host), Log: log}
 	user, err := WhoAmI(ctx, kube)
@@ -87,7 +88,7 @@ func OpenLog(path string) (*os.File, error) {
 
 // Auditor records removals: an Event on the object and a JSON line.
 type Auditor struct {
-	Kube kubernetes.Interface
+	Kube client.Interface
 	User string
 	// Instance identifies this run in Events (reportingInstance).
 	Instance string

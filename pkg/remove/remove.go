@@ -12,9 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
@@ -103,7 +104,7 @@ var ErrNotReverified = errors.New("the object changed after it was verified and 
 // Remover performs guarded removals.
 type Remover struct {
 	Metadata metadata.Interface
-	Kube     kubernetes.Interface
+	Kube     client.Interface
 	// MaxAttempts bounds re-decisions; zero means DefaultMaxAttempts.
 	MaxAttempts int
 	// BeforeWrite, if set, runs between the read and the write of every attempt. Tests

@@ -13,9 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
@@ -133,7 +134,7 @@ type Result struct {
 type Scanner struct {
 	Discovery discovery.DiscoveryInterface
 	Metadata  metadata.Interface
-	Kube      kubernetes.Interface
+	Kube      client.Interface
 }
 
 // Scan finds the stuck objects. It fails only when it can read nothing at all: when
@@ -348,16 +349,16 @@ func (s *Scanner) listPages(ctx context.Context, r Resource, opts Options, now t
 	if r.IsNamespaces() {
 		return s.listNamespaces(ctx, opts, lo, now, tr)
 	}
-	client := s.Metadata.Resource(r.GroupVersionResource)
+	lister := s.Metadata.Resource(r.GroupVersionResource)
 	if namespaces := opts.namespaces(); r.Namespaced && len(namespaces) > 0 {
 		for _, ns := range namespaces {
-			if err := s.listPagesOf(ctx, client.Namespace(ns), r, opts, lo, now, tr); err != nil {
+			if err := s.listPagesOf(ctx, lister.Namespace(ns), r, opts, lo, now, tr); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return s.listPagesOf(ctx, client, r, opts, lo, now, tr)
+	return s.listPagesOf(ctx, lister, r, opts, lo, now, tr)
 }
 
 func (s *Scanner) listPagesOf(ctx context.Context, lister metadata.ResourceInterface, r Resource, opts Options, lo metav1.ListOptions, now time.Time, tr *typeResult) error {

@@ -35,7 +35,8 @@ type Proxy struct {
 
 	mu           sync.Mutex
 	unpagedPaths map[string]int
-	limits       []int64 // the limit of every list, in order
+	limits       []int64  // the limit of every list, in order
+	listPaths    []string // the path of every list, in order
 }
 
 // Counts is what crossed the proxy between two readings.
@@ -75,6 +76,7 @@ func Start(cfg *rest.Config) (*Proxy, error) {
 			p.mu.Lock()
 			p.lists.Add(1)
 			p.limits = append(p.limits, limit)
+			p.listPaths = append(p.listPaths, r.URL.Path)
 			if limit == 0 {
 				p.unpaged.Add(1)
 				p.unpagedPaths[r.URL.Path]++
@@ -142,6 +144,18 @@ func (p *Proxy) LimitsSince(before Counts) []int64 {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// ListsSince returns how often each path was listed since an earlier reading: the
+// number of pages of each collection.
+func (p *Proxy) ListsSince(before Counts) map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]int{}
+	for _, path := range p.listPaths[before.Lists:] {
+		out[path]++
+	}
 	return out
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,38 +23,22 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/kubectl-finalize/kubectl-finalize/test/apiproxy"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
 var (
-	variant    = flag.String("bench.variant", "", "internal: the variant a child process runs")
-	kubeconfig = flag.String("bench.kubeconfig", "", "internal: the cluster a child process lists")
-	objects    = flag.Int("bench.objects", seed.DefaultProfile.Objects, "objects in the seeded cluster")
-	crds       = flag.Int("bench.crds", seed.DefaultProfile.CRDs, "custom resource types in the seeded cluster")
-	maxCR      = flag.Int("bench.cr-bytes", 50<<10, "largest custom resource payload, in bytes (the smallest is 1 KiB)")
+	objects  = flag.Int("bench.objects", seed.DefaultProfile.Objects, "objects in the seeded cluster")
+	crds     = flag.Int("bench.crds", seed.DefaultProfile.CRDs, "custom resource types in the seeded cluster")
+	maxCR    = flag.Int("bench.cr-bytes", 50<<10, "largest custom resource payload, in bytes")
+	minCR    = flag.Int("bench.cr-min-bytes", 1<<10, "smallest custom resource payload, in bytes (sizes are log-uniform in between)")
+	variants = flag.String("bench.variants", "floor,scan,doctor,shell", "the variants to run, comma-separated (the floor is always run)")
 )
 
-// The page size and concurrency of the floor: the plugin's defaults.
-const (
-	floorChunk       = 500
-	floorConcurrency = 8
-)
-
-// TestMain runs a child's variant, or the benchmarks and then the side-by-side table.
+// TestMain runs the benchmarks and then prints the side-by-side table.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if *variant == "floor" {
-		os.Exit(floor())
-	}
 	code := m.Run()
 	if env != nil {
 		env.report(os.Stdout)
@@ -63,70 +48,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// floor fetches the metadata pages of every listable type, as the scan does, and does
-// nothing with them but count the stuck objects. It prints the count.
-func floor() int {
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cfg.QPS, cfg.Burst = 100, 200 // the plugin's defaults
-	ctx := context.Background()
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	md, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	lists, _ := discovery.ServerPreferredResources(dc)
-	var mu sync.Mutex
-	stuck := 0
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(floorConcurrency)
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, r := range l.APIResources {
-			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") {
-				continue
-			}
-			res := md.Resource(gv.WithResource(r.Name))
-			g.Go(func() error {
-				opts := metav1.ListOptions{Limit: floorChunk}
-				for {
-					page, err := res.List(ctx, opts)
-					if err != nil {
-						return nil //nolint:nilerr // a type that cannot be listed adds nothing to the floor
-					}
-					n := 0
-					for i := range page.Items {
-						if page.Items[i].DeletionTimestamp != nil && len(page.Items[i].Finalizers) > 0 {
-							n++
-						}
-					}
-					mu.Lock()
-					stuck += n
-					mu.Unlock()
-					if page.Continue == "" {
-						return nil
-					}
-					opts.Continue = page.Continue
-				}
-			})
-		}
-	}
-	_ = g.Wait()
-	fmt.Println(stuck)
-	return 0
-}
-
 // benchEnv is the seeded cluster, the proxy in front of it and the binaries.
 type benchEnv struct {
 	cp         *controlplane.ControlPlane
@@ -134,6 +55,7 @@ type benchEnv struct {
 	dir        string
 	kubeconfig string
 	plugin     string
+	floor      string
 	stats      seed.ScaleStats
 	results    map[string]measured
 	order      []string
@@ -145,6 +67,8 @@ type measured struct {
 	requests, bytes   int64
 	lists, unpaged    int64
 	maxRSSKB, outRows int64
+	anonKB            int64          // peak anonymous memory (heap, stacks), sampled
+	pages             map[string]int // pages listed per collection path, in the last run
 }
 
 var (
@@ -162,8 +86,13 @@ func setup(b *testing.B) *benchEnv {
 			return
 		}
 		e.plugin = filepath.Join(e.dir, "kubectl-finalize")
+		e.floor = filepath.Join(e.dir, "floor")
+		// Built as releases are (goreleaser's flags), so the resident executable is the
+		// one users run.
+		release := []string{"-trimpath", "-ldflags=-s -w"}
 		for _, build := range [][]string{
-			{"build", "-o", e.plugin, "github.com/kubectl-finalize/kubectl-finalize/cmd/kubectl-finalize"},
+			append([]string{"build", "-o", e.plugin}, append(release, "github.com/kubectl-finalize/kubectl-finalize/cmd/kubectl-finalize")...),
+			append([]string{"build", "-o", e.floor}, append(release, "github.com/kubectl-finalize/kubectl-finalize/test/bench/floor")...),
 			{"build", "-modfile=../../hack/tools/go.mod", "-o", filepath.Join(e.dir, "jq"), "github.com/itchyny/gojq/cmd/gojq"},
 		} {
 			if out, err := exec.Command("go", build...).CombinedOutput(); err != nil {
@@ -181,14 +110,31 @@ func setup(b *testing.B) *benchEnv {
 		env = e
 		p := seed.DefaultProfile
 		p.Objects, p.CRDs, p.MaxCRBytes = *objects, *crds, *maxCR
-		p.MinCRBytes = min(1<<10, p.MaxCRBytes)
+		p.MinCRBytes = min(*minCR, p.MaxCRBytes)
 		if e.stats, envErr = seed.Scale(ctx, e.cp.Config, p); envErr != nil {
 			return
 		}
 		if e.proxy, envErr = apiproxy.Start(e.cp.Config); envErr != nil {
 			return
 		}
-		e.kubeconfig, envErr = e.proxy.WriteKubeconfig(e.dir)
+		if e.kubeconfig, envErr = e.proxy.WriteKubeconfig(e.dir); envErr != nil {
+			return
+		}
+		// A file just written sits in the page cache in large folios, and a process that
+		// maps it is charged for whole folios: a binary fresh from the linker shows up to
+		// 15 MB more RSS than the same binary read back from disk. Every executable starts
+		// from disk, as it does for a user.
+		// Then one untimed start of each reads it back, so no variant pays for the disk.
+		jq, kubectl := filepath.Join(e.dir, "jq"), filepath.Join(e.cp.BinDir, "kubectl")
+		if envErr = evict(e.plugin, e.floor, jq, kubectl); envErr != nil {
+			return
+		}
+		for _, warm := range [][]string{{e.plugin, "version"}, {e.floor, "-h"}, {jq, "--version"}, {kubectl, "version", "--client"}} {
+			if out, err := exec.Command(warm[0], warm[1:]...).CombinedOutput(); err != nil && warm[0] != e.floor {
+				envErr = fmt.Errorf("%s: %w\n%s", strings.Join(warm, " "), err, out)
+				return
+			}
+		}
 	})
 	if envErr != nil {
 		b.Fatal(envErr)
@@ -201,7 +147,7 @@ func setup(b *testing.B) *benchEnv {
 func (e *benchEnv) command(v string) *exec.Cmd {
 	switch v {
 	case "floor":
-		return exec.Command(os.Args[0], "-bench.variant=floor", "-bench.kubeconfig="+e.kubeconfig)
+		return exec.Command(e.floor, "-kubeconfig", e.kubeconfig)
 	case "scan":
 		return exec.Command(e.plugin, "scan", "-o", "json", "--kubeconfig", e.kubeconfig)
 	case "doctor":
@@ -240,17 +186,28 @@ func rows(v string, out []byte) (int64, error) {
 func BenchmarkCluster(b *testing.B) {
 	e := setup(b)
 	for _, v := range []string{"floor", "scan", "doctor", "shell"} {
+		if v != "floor" && !slices.Contains(strings.Split(*variants, ","), v) {
+			continue
+		}
 		b.Run(v, func(b *testing.B) {
 			var total measured
 			for range b.N {
 				cmd := e.command(v)
 				var out, errOut bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &out, &errOut
+				// Its own process group, so the sampler sees the whole pipeline of the shell idiom.
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 				before := e.proxy.Counts()
 				began := time.Now()
-				err := cmd.Run()
+				if err := cmd.Start(); err != nil {
+					b.Fatal(err)
+				}
+				anon := sampleAnon(cmd.Process.Pid, v == "shell")
+				err := cmd.Wait()
 				elapsed := time.Since(began)
+				peakAnon := anon()
 				c := e.proxy.Counts().Sub(before)
+				pages := e.proxy.ListsSince(before)
 				var exit *exec.ExitError
 				if err != nil && (v != "shell" || !errors.As(err, &exit)) { // xargs exits 123 when a type fails
 					b.Fatalf("%s: %v\n%s", v, err, errOut.String())
@@ -272,13 +229,16 @@ func BenchmarkCluster(b *testing.B) {
 				if ru != nil {
 					total.maxRSSKB = max(total.maxRSSKB, ru.Maxrss)
 				}
+				total.anonKB = max(total.anonKB, peakAnon)
+				total.pages = pages
 			}
 			if paths := e.proxy.UnpagedPaths(); len(paths) > 0 && v != "shell" {
 				b.Logf("lists without a limit so far: %v", paths)
 			}
 			n := float64(b.N)
 			m := measured{seconds: total.seconds / n, requests: total.requests / int64(b.N), bytes: total.bytes / int64(b.N),
-				lists: total.lists / int64(b.N), unpaged: total.unpaged / int64(b.N), maxRSSKB: total.maxRSSKB, outRows: total.outRows}
+				lists: total.lists / int64(b.N), unpaged: total.unpaged / int64(b.N), maxRSSKB: total.maxRSSKB, outRows: total.outRows,
+				anonKB: total.anonKB, pages: total.pages}
 			if _, seen := e.results[v]; !seen {
 				e.order = append(e.order, v)
 			}
@@ -287,6 +247,7 @@ func BenchmarkCluster(b *testing.B) {
 			b.ReportMetric(float64(m.requests), "requests/run")
 			b.ReportMetric(float64(m.bytes)/1e6, "MB-read/run")
 			b.ReportMetric(float64(m.maxRSSKB)/1024, "MB-peak-RSS")
+			b.ReportMetric(float64(m.anonKB)/1024, "MB-peak-anon")
 			b.ReportMetric(float64(m.unpaged), "unpaged-lists/run")
 		})
 	}
@@ -300,8 +261,8 @@ func (e *benchEnv) report(w *os.File) {
 	fl := e.results["floor"]
 	fmt.Fprintf(w, "\ncluster: %d objects (%d stuck) in %d namespaces, %d CRDs, %.0f MB of payload, seeded in %s; %s, %d CPUs\n",
 		e.stats.Objects, e.stats.Stuck, e.stats.Namespaces, e.stats.CRDs, float64(e.stats.Bytes)/1e6, e.stats.Duration.Round(time.Second), runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU())
-	fmt.Fprintln(w, "| variant | wall time | × floor | API requests | lists (unpaged) | MB read | × floor | peak RSS | × floor | found |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| variant | wall time | × floor | API requests | lists (unpaged) | MB read | × floor | peak RSS | × floor | peak anon | × floor | found |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	ratio := func(a, b float64) string {
 		if b == 0 {
 			return "–"
@@ -310,8 +271,37 @@ func (e *benchEnv) report(w *os.File) {
 	}
 	for _, v := range e.order {
 		m := e.results[v]
-		fmt.Fprintf(w, "| %s | %.2f s | %s | %d | %d (%d) | %.1f | %s | %.0f MB | %s | %d |\n", v, m.seconds, ratio(m.seconds, fl.seconds),
+		fmt.Fprintf(w, "| %s | %.2f s | %s | %d | %d (%d) | %.1f | %s | %.0f MB | %s | %.0f MB | %s | %d |\n", v, m.seconds, ratio(m.seconds, fl.seconds),
 			m.requests, m.lists, m.unpaged, float64(m.bytes)/1e6, ratio(float64(m.bytes), float64(fl.bytes)),
-			float64(m.maxRSSKB)/1024, ratio(float64(m.maxRSSKB), float64(fl.maxRSSKB)), m.outRows)
+			float64(m.maxRSSKB)/1024, ratio(float64(m.maxRSSKB), float64(fl.maxRSSKB)),
+			float64(m.anonKB)/1024, ratio(float64(m.anonKB), float64(fl.anonKB)), m.outRows)
 	}
+	// Where a variant's lists differ from the floor's: a collection it reads in more (or
+	// fewer) pages, or one it adds or skips.
+	for _, v := range e.order {
+		if v == "floor" || v == "shell" {
+			continue
+		}
+		var diff []string
+		for _, path := range slices.Sorted(maps.Keys(mergeKeys(e.results[v].pages, fl.pages))) {
+			if d := e.results[v].pages[path] - fl.pages[path]; d != 0 {
+				diff = append(diff, fmt.Sprintf("%s %+d", path, d))
+			}
+		}
+		if len(diff) > 0 {
+			fmt.Fprintf(w, "\n%s lists, beyond the floor's: %s\n", v, strings.Join(diff, ", "))
+		}
+	}
+}
+
+// mergeKeys returns a set of the keys of a and b.
+func mergeKeys(a, b map[string]int) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
 }

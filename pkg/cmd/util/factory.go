@@ -12,11 +12,12 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/version"
@@ -131,7 +132,7 @@ func (f *ConfigFactory) Clients() (*pipeline.Clients, error) {
 		return f.clients, nil
 	}
 	cfg := rest.CopyConfig(f.config)
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, err := client.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,92 @@
+// Command floor is the listing floor of the cluster benchmark: the least a program can do
+// to find the stuck objects of a cluster. It discovers the preferred version of every
+// listable type, fetches their metadata in pages as the scan does (same page size, same
+// concurrency, same client rate limits), counts the objects that are terminating and hold
+// a finalizer, and prints the count. It keeps nothing.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// The plugin's defaults.
+const (
+	chunkSize   = 500
+	concurrency = 8
+	qps, burst  = 100, 200
+)
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", "", "path to the kubeconfig file")
+	flag.Parse()
+	n, err := count(context.Background(), *kubeconfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(n)
+}
+
+func count(ctx context.Context, kubeconfig string) (int64, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return 0, err
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	lists, _ := discovery.ServerPreferredResources(dc) // a group that fails adds nothing to the floor
+	var stuck atomic.Int64
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(concurrency)
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") {
+				continue
+			}
+			res := md.Resource(gv.WithResource(r.Name))
+			g.Go(func() error {
+				opts := metav1.ListOptions{Limit: chunkSize}
+				for {
+					page, err := res.List(ctx, opts)
+					if err != nil {
+						return nil //nolint:nilerr // a type that cannot be listed adds nothing to the floor
+					}
+					for i := range page.Items {
+						if page.Items[i].DeletionTimestamp != nil && len(page.Items[i].Finalizers) > 0 {
+							stuck.Add(1)
+						}
+					}
+					if page.Continue == "" {
+						return nil
+					}
+					opts.Continue = page.Continue
+				}
+			})
+		}
+	}
+	return stuck.Load(), g.Wait()
+}
