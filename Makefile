@@ -58,27 +58,41 @@ test-integration: ## Integration and end-to-end tests against a real control pla
 test-update: ## Refresh golden files.
 	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -count=1 ./... -update
 
-BENCH_OBJECTS ?= 100000
-BENCH_CRDS    ?= 250
-BENCH_RUNS    ?= 3
-BENCH_FLAGS    = -run '^$$' -bench . -benchtime $(BENCH_RUNS)x -timeout 180m -bench.objects=$(BENCH_OBJECTS) -bench.crds=$(BENCH_CRDS)
+BENCH_OBJECTS  ?= 100000
+BENCH_CRDS     ?= 250
+BENCH_RUNS     ?= 3
+BENCH_VARIANTS ?= floor,scan,doctor,shell
+BENCH_CR_MIN   ?= 1024
+BENCH_CR_MAX   ?= 51200
+BENCH_REMOVALS ?= 1000
 
 .PHONY: bench
-bench: bench-cluster ## The cluster benchmark (100k objects, 300 types), then the Go benchmarks of the hot paths.
-	go test -run '^$$' -bench . -benchmem ./pkg/...
+bench: bench-cluster bench-reconcile bench-go ## Every benchmark: the cluster (100k objects, 300 types), reconcile's removals per second, the hot paths.
 
 .PHONY: bench-cluster
 bench-cluster: ## Seed a cluster and compare scan, doctor, the listing floor and the shell idiom side by side.
 	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test ./test/bench -run '^$$' -bench . -benchtime $(BENCH_RUNS)x -timeout 180m \
-		-bench.objects=$(BENCH_OBJECTS) -bench.crds=$(BENCH_CRDS)
+		-bench.objects=$(BENCH_OBJECTS) -bench.crds=$(BENCH_CRDS) -bench.variants=$(BENCH_VARIANTS) \
+		-bench.cr-min-bytes=$(BENCH_CR_MIN) -bench.cr-bytes=$(BENCH_CR_MAX)
 
 .PHONY: bench-300k
 bench-300k: ## The cluster benchmark at 300,000 objects.
 	@$(MAKE) --no-print-directory bench-cluster BENCH_OBJECTS=300000 BENCH_RUNS=1
 
+.PHONY: bench-reconcile
+bench-reconcile: ## Verified removals per second of one reconcile pass, against a 10 ms HTTPS provider.
+	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test ./test/reconcile -run '^$$' -bench VerifiedRemovals -benchtime 1x -timeout 30m \
+		-bench.removals=$(BENCH_REMOVALS)
+
+.PHONY: bench-go
+bench-go: ## The Go benchmarks of the hot in-process paths (managedFields, owners, rules, rendering).
+	go test -run '^$$' -bench . -benchmem ./pkg/...
+
 .PHONY: test-bench-short
-test-bench-short: ## A short fixed-size run of the cluster benchmark (3,000 objects, 20 CRDs), part of make test.
+test-bench-short: ## Short fixed-size runs of the benchmarks (3,000 objects, 20 CRDs; 100 removals), part of make test.
 	@$(MAKE) --no-print-directory bench-cluster BENCH_OBJECTS=3000 BENCH_CRDS=20 BENCH_RUNS=1
+	@$(MAKE) --no-print-directory bench-reconcile BENCH_REMOVALS=100
+	go test -run '^$$' -bench . -benchtime 1x ./pkg/...
 
 ##@ Quality
 

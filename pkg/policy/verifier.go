@@ -114,7 +114,7 @@ func (v *Verifier) Verify(ctx context.Context, req remove.VerifyRequest) remove.
 	if again := v.policy.Match(SubjectOf(o.Resource, full.GetNamespace(), full.GetName(), full.GetLabels()), req.Finalizer.Name); again != rule {
 		return unknown("%s changed and no longer matches rule %s", o.Ref(), rule.Name)
 	}
-	out.ResourceVersion = full.GetResourceVersion()
+	out.ResourceVersion, out.Finalizers = full.GetResourceVersion(), full.GetFinalizers()
 	a := v.ask(ctx, rule, full, req.Finalizer.Name, req.Fresh)
 	if a.Verdict == finalizev1alpha1.VerdictRetained && a.Evidence != "" && strings.HasPrefix(a.Evidence, retainedByDesign) {
 		// The object itself says so; no provider was asked, so none needs trusting.

@@ -34,6 +34,8 @@ type Options struct {
 	Scan scan.Options
 	// VerifyConcurrency bounds the verifications in flight.
 	VerifyConcurrency int
+	// WriteConcurrency bounds the objects being written at once; 0 writes one at a time.
+	WriteConcurrency int
 	// Auditor records each removal; it is required unless DryRun.
 	Auditor *remove.Auditor
 	// Providers reach the cluster for kubernetes providers.
@@ -215,7 +217,7 @@ func (r *Reconciler) act(ctx context.Context, plan *remove.Plan, results []final
 	// other starts.
 	ex := &remove.Executor{
 		Remover: &remove.Remover{Metadata: r.Clients.Metadata, Kube: r.Clients.Kube},
-		Auditor: r.Auditor, Verifier: verifier, OnRecord: r.OnRecord, Warn: r.Warn,
+		Auditor: r.Auditor, Verifier: verifier, OnRecord: r.OnRecord, Warn: r.Warn, Workers: r.WriteConcurrency,
 		Continue: func() bool { return ctx.Err() == nil && (r.Continue == nil || r.Continue()) },
 	}
 	var actions []remove.Action
@@ -228,12 +230,15 @@ func (r *Reconciler) act(ctx context.Context, plan *remove.Plan, results []final
 	}
 	records, _ := ex.Execute(context.WithoutCancel(ctx), actions)
 	for j, i := range index {
-		if j >= len(records) {
+		var rec *remove.Record
+		if j < len(records) {
+			rec = records[j]
+		}
+		if rec == nil {
 			results[i].Result = finalizev1alpha1.ResultKept
 			results[i].Message = "not attempted: the pass was stopped before it"
 			continue
 		}
-		rec := records[j]
 		results[i].Result = rec.Result
 		if rec.Error != "" {
 			results[i].Result, results[i].Error = finalizev1alpha1.ResultFailed, rec.Error

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/dynamic"
 
@@ -13,9 +15,9 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
-// Executor carries out the actions of a plan, one at a time, each the same way: a backup
-// of the object, the guarded removal, a re-read of what is left, an Event on the object
-// and an audit line. It is the only path by which kubectl-finalize removes a finalizer.
+// Executor carries out the actions of a plan, each the same way: a backup of the object,
+// the guarded removal, what is left of the object, an Event on the object and an audit
+// line. It is the only path by which kubectl-finalize removes a finalizer.
 type Executor struct {
 	Remover *Remover
 	// Auditor records each removal; it is required unless DryRun is client or server.
@@ -29,18 +31,22 @@ type Executor struct {
 	// Verifier verifies a pinned action again when its object changed after it was
 	// verified; without one, such an action fails and nothing is written.
 	Verifier Verifier
+	// Workers bounds how many objects are written at once; 0 or 1 writes one at a time.
+	// The actions on one object always run one after another, in plan order.
+	Workers int
 	// Continue, if set, is asked before each action; false stops the execution there,
-	// after the action in hand (a SIGTERM), and the rest are not attempted.
+	// after the actions in hand (a SIGTERM), and the rest are not attempted.
 	Continue func() bool
-	// OnRecord, if set, is called after each action with its record.
+	// OnRecord, if set, is called after each action with its record, one call at a time.
 	OnRecord func(*Record)
 	// Warn, if set, receives what went wrong after a removal succeeded: the re-read of
 	// the object, the Event.
 	Warn func(error)
 }
 
-// Execute carries out actions in order and returns one record per action attempted. An
-// action that fails does not stop the others; the error joins every failure.
+// Execute carries out actions, object by object in plan order, and returns one record
+// per action, nil for an action not attempted. An action that fails does not stop the
+// others; the error joins every failure.
 func (e *Executor) Execute(ctx context.Context, actions []Action) ([]*Record, error) {
 	if e.DryRun == "" {
 		e.DryRun = DryRunNone
@@ -52,22 +58,62 @@ func (e *Executor) Execute(ctx context.Context, actions []Action) ([]*Record, er
 	if remover.Reverify == nil && e.Verifier != nil {
 		remover.Reverify = e.reverify
 	}
-	records := make([]*Record, 0, len(actions))
-	var failed []error
-	for i := range actions {
-		if e.Continue != nil && !e.Continue() {
-			break
-		}
-		rec, err := e.one(ctx, &remover, &actions[i])
-		records = append(records, rec)
-		if err != nil {
-			failed = append(failed, err)
-		}
-		if e.OnRecord != nil {
-			e.OnRecord(rec)
+	records := make([]*Record, len(actions))
+	var (
+		mu     sync.Mutex
+		failed []error
+	)
+	proceed := func() bool { return e.Continue == nil || e.Continue() }
+	object := func(group []int) {
+		for k, i := range group {
+			if k > 0 && !proceed() {
+				return
+			}
+			rec, err := e.one(ctx, &remover, &actions[i])
+			mu.Lock()
+			records[i] = rec
+			if err != nil {
+				failed = append(failed, err)
+			}
+			if e.OnRecord != nil {
+				e.OnRecord(rec)
+			}
+			mu.Unlock()
 		}
 	}
+	slots := make(chan struct{}, max(e.Workers, 1))
+	var wg sync.WaitGroup
+	for _, group := range byObject(actions) {
+		slots <- struct{}{} // a free worker first, so a stop is seen before the next object
+		if !proceed() {
+			<-slots
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			object(group)
+		}()
+	}
+	wg.Wait()
 	return records, utilerrors.NewAggregate(failed)
+}
+
+// byObject groups the indexes of actions by the object they act on, in plan order.
+func byObject(actions []Action) [][]int {
+	var groups [][]int
+	at := map[types.UID]int{}
+	for i := range actions {
+		uid := actions[i].UID
+		if g, ok := at[uid]; ok && uid != "" {
+			groups[g] = append(groups[g], i)
+			continue
+		}
+		at[uid] = len(groups)
+		groups = append(groups, []int{i})
+	}
+	return groups
 }
 
 func (e *Executor) warn(err error) {
@@ -120,9 +166,13 @@ func (e *Executor) one(ctx context.Context, remover *Remover, a *Action) (*Recor
 		return rec, finish(err)
 	}
 	if out.Result == Removed {
-		var oerr error
-		if rec.Deleted, rec.Remaining, oerr = remover.Observe(ctx, a.Target); oerr != nil {
-			e.warn(fmt.Errorf("could not read %s after the removal: %w", a.Ref(), oerr))
+		if out.Observed {
+			rec.Deleted, rec.Remaining = out.Deleted, out.Remaining
+		} else {
+			var oerr error
+			if rec.Deleted, rec.Remaining, oerr = remover.Observe(ctx, a.Target); oerr != nil {
+				e.warn(fmt.Errorf("could not read %s after the removal: %w", a.Ref(), oerr))
+			}
 		}
 		var everr error
 		if rec.Event, everr = e.Auditor.Event(ctx, a.Target, rec); everr != nil {

@@ -3,7 +3,10 @@ package remove
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,5 +104,111 @@ func TestAPinnedWriteWithoutAVerifierIsRefused(t *testing.T) {
 	want := `[{"op":"test","path":"/metadata/uid","value":"uid-1"},{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"test","path":"/metadata/finalizers/0","value":"db.example.com/finalizer"},{"op":"remove","path":"/metadata/finalizers/0"}]`
 	if p := patchesOf(client); len(p) != 1 || p[0] != want {
 		t.Errorf("patch %q\nwant %s", p, want)
+	}
+}
+
+// TestAVerifiedSnapshotIsWrittenWithoutReadingFirst: a removal pinned to the version a
+// provider verified, with the finalizers seen at that version, is one guarded write and
+// no read: the write's tests are the read. Finalizers left on the object come from the
+// write's response, so the object is not read afterwards either.
+func TestAVerifiedSnapshotIsWrittenWithoutReadingFirst(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	obj := fakeObject("1", "a.example.com/x", "db.example.com/finalizer")
+	obj.ResourceVersion = "7"
+	client := metadatafake.NewSimpleMetadataClient(scheme, obj)
+	a := pinnedAction("7")
+	a.Finalizers = []string{"a.example.com/x", "db.example.com/finalizer"}
+	ex := &Executor{Remover: &Remover{Metadata: client}, Auditor: &Auditor{Kube: kubefake.NewClientset(), Log: &strings.Builder{}, User: "tester"}}
+	records, err := ex.Execute(context.Background(), []Action{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var verbs []string
+	for _, act := range client.Actions() {
+		verbs = append(verbs, act.GetVerb())
+	}
+	if !slices.Equal(verbs, []string{"patch"}) {
+		t.Errorf("requests %v, want one patch", verbs)
+	}
+	want := `[{"op":"test","path":"/metadata/uid","value":"uid-1"},{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"test","path":"/metadata/finalizers/1","value":"db.example.com/finalizer"},{"op":"remove","path":"/metadata/finalizers/1"}]`
+	if p := patchesOf(client); len(p) != 1 || p[0] != want {
+		t.Errorf("patch %q\nwant %s", p, want)
+	}
+	if rec := records[0]; rec.Result != Removed || rec.Deleted || !slices.Equal(rec.Remaining, []string{"a.example.com/x"}) {
+		t.Errorf("record %+v, want removed with a.example.com/x remaining", rec)
+	}
+}
+
+// TestAStaleSnapshotIsNeverWritten: when the object is not at the verified version any
+// more, the write that trusted the snapshot fails whole, and nothing is removed until
+// the object is verified again.
+func TestAStaleSnapshotIsNeverWritten(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	obj := fakeObject("1", "db.example.com/finalizer", "a.example.com/x")
+	obj.ResourceVersion = "9" // changed since version 8 was verified, and reordered
+	client := metadatafake.NewSimpleMetadataClient(scheme, obj)
+	a := pinnedAction("8")
+	a.Finalizers = []string{"a.example.com/x", "db.example.com/finalizer"}
+	_, err := (&Remover{Metadata: client}).Remove(context.Background(), a.Target, DryRunNone)
+	if err == nil {
+		t.Fatal("a write pinned to a stale version succeeded")
+	}
+	got, gerr := client.Resource(configmaps.GroupVersionResource).Namespace("a").Get(context.Background(), "cfg", metav1.GetOptions{})
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	if !slices.Equal(got.Finalizers, obj.Finalizers) {
+		t.Errorf("finalizers %v after a stale write, want %v untouched", got.Finalizers, obj.Finalizers)
+	}
+}
+
+// TestWorkersKeepEachObjectTogetherAndStopBetweenObjects: with several workers, every
+// action gets its record at its own index; the actions on one object run in one worker,
+// in order; a stop lets the action in hand finish and leaves the rest unattempted (nil
+// records).
+func TestWorkersKeepEachObjectTogetherAndStopBetweenObjects(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	var objs []runtime.Object
+	var actions []Action
+	for i := range 6 {
+		o := fakeObject(fmt.Sprint(i), "a.example.com/x", "b.example.com/y")
+		o.Name = fmt.Sprintf("cfg-%d", i)
+		objs = append(objs, o)
+		for _, f := range o.Finalizers {
+			actions = append(actions, Action{Target: Target{Resource: configmaps, Namespace: "a", Name: o.Name, UID: o.UID, Finalizer: f, Field: finalizev1alpha1.FieldMetadataFinalizers}, Finalizer: finalizev1alpha1.Finalizer{Name: f}, Reason: "test"})
+		}
+	}
+	// Interleave two objects' actions, as a plan may.
+	actions[1], actions[2] = actions[2], actions[1]
+	if got := byObject(actions); !slices.Equal(got[0], []int{0, 2}) || !slices.Equal(got[1], []int{1, 3}) || len(got) != 6 {
+		t.Fatalf("groups %v", got)
+	}
+	client := metadatafake.NewSimpleMetadataClient(scheme, objs...)
+	ex := &Executor{Remover: &Remover{Metadata: client}, Auditor: &Auditor{Kube: kubefake.NewClientset(), Log: &strings.Builder{}, User: "tester"}, Workers: 4}
+	records, err := ex.Execute(context.Background(), actions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rec := range records {
+		if rec == nil || rec.Target.Name != actions[i].Name || rec.Finalizer != actions[i].Target.Finalizer || rec.Result != Removed {
+			t.Errorf("record %d = %+v, want the removal of %s", i, rec, actions[i].String())
+		}
+	}
+
+	// A stop during the first action: it finishes, and nothing else starts.
+	client = metadatafake.NewSimpleMetadataClient(scheme, objs...)
+	var mu sync.Mutex
+	done := 0
+	ex = &Executor{Remover: &Remover{Metadata: client}, Auditor: &Auditor{Kube: kubefake.NewClientset(), Log: &strings.Builder{}, User: "tester"}, Workers: 1,
+		OnRecord: func(*Record) { mu.Lock(); done++; mu.Unlock() },
+		Continue: func() bool { mu.Lock(); defer mu.Unlock(); return done < 1 }}
+	records, _ = ex.Execute(context.Background(), actions)
+	for i, rec := range records {
+		if attempted := rec != nil; attempted != (i == 0) {
+			t.Errorf("record %d attempted: %v", i, attempted)
+		}
 	}
 }

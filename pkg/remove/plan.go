@@ -66,6 +66,8 @@ type Verification struct {
 	// from. A verified removal is pinned to it: if the object changed, it is verified
 	// again before anything is written.
 	ResourceVersion string
+	// Finalizers are the object's metadata.finalizers at ResourceVersion.
+	Finalizers []string
 	// Distrust, if set, says why a Gone cannot be trusted (the rule's provider called a
 	// live object gone): nothing is removed on it.
 	Distrust string
@@ -230,7 +232,7 @@ func (p *Planner) Plan(ctx context.Context, reqs []Request, opts Options) *Plan 
 			a.Cause = p.CauseOf(c.o)
 		}
 		if a.Verified {
-			a.ResourceVersion = c.verify.ResourceVersion
+			a.ResourceVersion, a.Finalizers = c.verify.ResourceVersion, c.verify.Finalizers
 		} else {
 			a.Reason = opts.Reason
 		}

@@ -52,6 +52,11 @@ type Target struct {
 	// provider verified: the write tests it, and if the object changed it is verified
 	// again (Remover.Reverify) before anything is written.
 	ResourceVersion string
+	// Finalizers, with ResourceVersion, are the object's metadata.finalizers at that
+	// version, as verified. The first attempt then writes without reading first: the
+	// write tests the uid, the version and the finalizer's place, so it fails, changing
+	// nothing, unless the object is exactly what was verified.
+	Finalizers []string
 }
 
 // Ref is the object's reference.
@@ -86,6 +91,9 @@ type Outcome struct {
 	Deleted bool
 	// Remaining are the finalizers still on the object, metadata and spec.
 	Remaining []string
+	// Observed: Deleted and Remaining are what the write's response showed, so the
+	// object need not be read again.
+	Observed bool
 	// Attempts is how many times the removal was decided.
 	Attempts int
 	// Reverified counts how often the object changed after it was verified and was
@@ -169,6 +177,7 @@ func (r *Remover) reverify(ctx context.Context, t *Target) error {
 	}
 	klog.V(2).InfoS("Verified again after the object changed", "target", t.String(), "resourceVersion", rv)
 	t.ResourceVersion = rv
+	t.Finalizers = nil // the verified version's finalizers are unknown here: read them
 	return nil
 }
 
@@ -184,25 +193,31 @@ func (r *Remover) metadataResource(t *Target) metadata.ResourceInterface {
 // removal must be decided anew.
 func (r *Remover) removeMetadata(ctx context.Context, t *Target, dry DryRun, attempt int) (Outcome, bool, error) {
 	res := r.metadataResource(t)
-	cur, err := res.Get(ctx, t.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return Outcome{Result: ObjectGone, Deleted: true}, false, nil
+	idx := -1
+	if attempt == 1 && t.ResourceVersion != "" && t.Finalizers != nil && dry != DryRunClient {
+		// Pinned to what was verified: the guarded write itself checks that nothing changed.
+		idx = slices.Index(t.Finalizers, t.Finalizer)
 	}
-	if err != nil {
-		return Outcome{}, false, fmt.Errorf("reading %s: %w", t.Ref(), err)
-	}
-	if cur.UID != t.UID {
-		return Outcome{}, false, fmt.Errorf("%s: %w (uid %s, expected %s): nothing was removed", t.String(), ErrUIDChanged, cur.UID, t.UID)
-	}
-	idx := slices.Index(cur.Finalizers, t.Finalizer)
 	if idx < 0 {
-		return Outcome{Result: AlreadyRemoved, Remaining: cur.Finalizers}, false, nil
-	}
-	if t.ResourceVersion != "" && cur.ResourceVersion != t.ResourceVersion {
-		return Outcome{}, true, errChangedSinceVerified
-	}
-	if dry == DryRunClient {
-		return Outcome{Result: WouldRemove, Remaining: slices.Delete(slices.Clone(cur.Finalizers), idx, idx+1)}, false, nil
+		cur, err := res.Get(ctx, t.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return Outcome{Result: ObjectGone, Deleted: true}, false, nil
+		}
+		if err != nil {
+			return Outcome{}, false, fmt.Errorf("reading %s: %w", t.Ref(), err)
+		}
+		if cur.UID != t.UID {
+			return Outcome{}, false, fmt.Errorf("%s: %w (uid %s, expected %s): nothing was removed", t.String(), ErrUIDChanged, cur.UID, t.UID)
+		}
+		if idx = slices.Index(cur.Finalizers, t.Finalizer); idx < 0 {
+			return Outcome{Result: AlreadyRemoved, Remaining: cur.Finalizers}, false, nil
+		}
+		if t.ResourceVersion != "" && cur.ResourceVersion != t.ResourceVersion {
+			return Outcome{}, true, errChangedSinceVerified
+		}
+		if dry == DryRunClient {
+			return Outcome{Result: WouldRemove, Remaining: slices.Delete(slices.Clone(cur.Finalizers), idx, idx+1)}, false, nil
+		}
 	}
 	patch, err := PinnedPatch(t.UID, t.ResourceVersion, idx, t.Finalizer)
 	if err != nil {
@@ -221,12 +236,32 @@ func (r *Remover) removeMetadata(ctx context.Context, t *Target, dry DryRun, att
 		if dry == DryRunServer {
 			return Outcome{Result: WouldRemove, Remaining: after.Finalizers}, false, nil
 		}
-		return Outcome{Result: Removed}, false, nil
+		if t.Resource.IsNamespaces() {
+			return Outcome{Result: Removed}, false, nil // spec.finalizers are not in the response: Observe reads them
+		}
+		return observed(after), false, nil
 	case apierrors.IsConflict(err), apierrors.IsInvalid(err), apierrors.IsNotFound(err):
 		// A failed test (422), a conflict (409) or a vanished object: look again.
 		return Outcome{}, true, err
 	}
 	return Outcome{}, false, writeError(*t, "patch", err)
+}
+
+// observed is the outcome of a removal as the write's response shows the object. A
+// write that leaves a deleted object without finalizers, and with no grace period left,
+// is the write in which the API server deletes it (the registry deletes during the
+// update), and the response is the object as deleted. A pod still within its grace
+// period is not deleted by that write: the kubelet deletes it later, so its outcome is
+// left for Observe.
+func observed(after *metav1.PartialObjectMetadata) Outcome {
+	out := Outcome{Result: Removed, Remaining: after.Finalizers}
+	switch {
+	case len(after.Finalizers) > 0:
+		out.Observed = true
+	case after.DeletionTimestamp != nil && after.DeletionGracePeriodSeconds != nil && *after.DeletionGracePeriodSeconds == 0:
+		out.Observed, out.Deleted, out.Remaining = true, true, nil
+	}
+	return out
 }
 
 // Patch is the guarded JSON patch that removes finalizer at index idx of the object with

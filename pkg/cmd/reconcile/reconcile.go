@@ -63,6 +63,11 @@ Exit status, in order of precedence:
   2  invalid invocation or policy
   0  done`
 
+// DefaultWriteConcurrency is how many objects a pass writes at once by default: enough
+// that a 10 ms round trip is not the limit, few enough that a pass never holds more than
+// a handful of writes against a busy API server (docs/performance.md).
+const DefaultWriteConcurrency = 4
+
 const example = `  # One pass, as a CronJob runs it
   kubectl finalize reconcile --once --policy /etc/kubectl-finalize/policy.yaml
 
@@ -88,6 +93,7 @@ const (
 	flagLeaderElectNS      = "leader-elect-namespace"
 	flagMetricsBindAddress = "metrics-bind-address"
 	flagVerifyConcurrency  = "verify-concurrency"
+	flagWriteConcurrency   = "write-concurrency"
 )
 
 // Options are the options of the reconcile command.
@@ -103,6 +109,7 @@ type Options struct {
 	LeaderElectNamespace string
 	MetricsBindAddress   string
 	VerifyConcurrency    int
+	WriteConcurrency     int
 	OutputFormat         string
 	ListFlags            util.ListFlags
 
@@ -120,7 +127,7 @@ type Options struct {
 func NewOptions(streams genericiooptions.IOStreams) *Options {
 	return &Options{
 		Interval: 15 * time.Minute, LeaderElectName: "kubectl-finalize", MetricsBindAddress: ":8080",
-		VerifyConcurrency: remove.DefaultVerifyConcurrency, ListFlags: util.NewListFlags(),
+		VerifyConcurrency: remove.DefaultVerifyConcurrency, WriteConcurrency: DefaultWriteConcurrency, ListFlags: util.NewListFlags(),
 		printFlags: genericclioptions.NewJSONYamlPrintFlags(), IOStreams: streams,
 	}
 }
@@ -150,6 +157,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.LeaderElectNamespace, flagLeaderElectNS, o.LeaderElectNamespace, "The namespace of the Lease; default: the namespace of the kubeconfig context (in a pod, its own).")
 	fs.StringVar(&o.MetricsBindAddress, flagMetricsBindAddress, o.MetricsBindAddress, `Without --once, where to serve /metrics and /healthz; "0" turns them off.`)
 	fs.IntVar(&o.VerifyConcurrency, flagVerifyConcurrency, o.VerifyConcurrency, "How many verifications to run at the same time.")
+	fs.IntVar(&o.WriteConcurrency, flagWriteConcurrency, o.WriteConcurrency, "How many objects to remove finalizers from at the same time. The finalizers of one object are removed one after another.")
 	fs.StringVarP(&o.OutputFormat, util.FlagOutput, "o", o.OutputFormat, "Output format: a table (default), or one of (json, yaml): the ReconcileReport.")
 	o.ListFlags.AddFlags(cmd)
 	_ = cmd.MarkFlagFilename(flagPolicy, "yaml", "yml", "json")
@@ -184,6 +192,8 @@ func (o *Options) Validate() error {
 		return util.UsageErrorf(nil, "--%s must not be negative, got %d", flagMaxRemovals, o.MaxRemovals)
 	case o.VerifyConcurrency < 1:
 		return util.UsageErrorf(nil, "--%s must be at least 1, got %d", flagVerifyConcurrency, o.VerifyConcurrency)
+	case o.WriteConcurrency < 1:
+		return util.UsageErrorf(nil, "--%s must be at least 1, got %d", flagWriteConcurrency, o.WriteConcurrency)
 	case o.Once && o.LeaderElect:
 		return util.UsageErrorf(nil, "--%s and --%s cannot be used together: a single pass has nobody to take turns with", flagOnce, flagLeaderElect)
 	case o.Once && o.intervalSet:
@@ -252,7 +262,7 @@ func (o *Options) Run(ctx context.Context) error {
 func (o *Options) reconciler(ctx context.Context) (*reconcile.Reconciler, func(), error) {
 	opts, done := o.ListFlags.ScanOptions(o.ErrOut)
 	r := &reconcile.Reconciler{Clients: o.clients, Options: reconcile.Options{
-		Policy: o.policy, DryRun: o.DryRun, MaxRemovals: o.MaxRemovals, Scan: opts, VerifyConcurrency: o.VerifyConcurrency,
+		Policy: o.policy, DryRun: o.DryRun, MaxRemovals: o.MaxRemovals, Scan: opts, VerifyConcurrency: o.VerifyConcurrency, WriteConcurrency: o.WriteConcurrency,
 		Providers: provider.Options{Dynamic: o.clients.Dynamic, Mapper: o.mapper},
 		Warn:      func(err error) { done(); fmt.Fprintf(o.ErrOut, "Warning: %v\n", err) },
 	}}

@@ -500,6 +500,9 @@ func (o *Options) printPlan(plan *remove.Plan, records []*remove.Record) error {
 	}
 	out := plan.API(o.dryRun)
 	for i, rec := range records {
+		if rec == nil {
+			continue // not attempted: the command was stopped before it
+		}
 		out.Actions[i].Result, out.Actions[i].Error = rec.Result, rec.Error
 		if rec.Error != "" {
 			out.Actions[i].Result = finalizev1alpha1.ResultFailed
