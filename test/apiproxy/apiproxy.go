@@ -37,6 +37,11 @@ type Proxy struct {
 	unpagedPaths map[string]int
 	limits       []int64  // the limit of every list, in order
 	listPaths    []string // the path of every list, in order
+
+	throttleEvery int             // 0: none; n: the first attempt of every nth distinct request
+	seen          map[string]bool // requests answered 429 once already
+	distinct      int
+	throttled     atomic.Int64
 }
 
 // Counts is what crossed the proxy between two readings.
@@ -71,6 +76,14 @@ func Start(cfg *rest.Config) (*Proxy, error) {
 	p.URL = "http://" + l.Addr().String()
 	p.server = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.requests.Add(1)
+		if p.throttle(r) {
+			// What API Priority and Fairness answers when a priority level's queues are full.
+			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Too many requests, please try again later.","reason":"TooManyRequests","details":{"retryAfterSeconds":1},"code":429}`))
+			return
+		}
 		if r.Method == http.MethodGet && isList(r.URL) {
 			limit, _ := strconv.ParseInt(r.URL.Query().Get("limit"), 10, 64)
 			p.mu.Lock()
@@ -145,6 +158,37 @@ func (p *Proxy) LimitsSince(before Counts) []int64 {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Throttle makes the proxy answer 429 Too Many Requests, with Retry-After: 1, to the
+// first attempt of every nth distinct request (method and URL), as API Priority and
+// Fairness does under load; the retry passes. 0 stops it.
+func (p *Proxy) Throttle(every int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.throttleEvery, p.seen, p.distinct = every, map[string]bool{}, 0
+}
+
+// Throttled counts the requests answered 429.
+func (p *Proxy) Throttled() int64 { return p.throttled.Load() }
+
+func (p *Proxy) throttle(r *http.Request) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.throttleEvery == 0 {
+		return false
+	}
+	key := r.Method + " " + r.URL.String()
+	if _, ok := p.seen[key]; ok {
+		return false
+	}
+	p.distinct++
+	hit := p.distinct%p.throttleEvery == 0
+	p.seen[key] = hit
+	if hit {
+		p.throttled.Add(1)
+	}
+	return hit
 }
 
 // ListsSince returns how often each path was listed since an earlier reading: the
