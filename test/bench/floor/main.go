@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -69,24 +70,44 @@ func count(ctx context.Context, kubeconfig string) (int64, error) {
 			}
 			res := md.Resource(gv.WithResource(r.Name))
 			g.Go(func() error {
-				opts := metav1.ListOptions{Limit: chunkSize}
-				for {
-					page, err := res.List(ctx, opts)
-					if err != nil {
-						return nil //nolint:nilerr // a type that cannot be listed adds nothing to the floor
-					}
-					for i := range page.Items {
-						if page.Items[i].DeletionTimestamp != nil && len(page.Items[i].Finalizers) > 0 {
-							stuck.Add(1)
-						}
-					}
-					if page.Continue == "" {
+				// An expired continue token (the list outlived etcd's compaction) starts
+				// the type over, as the scan does; any other failure fails the floor.
+				for attempt := 1; ; attempt++ {
+					n, err := pages(ctx, res)
+					switch {
+					case err == nil:
+						stuck.Add(n)
 						return nil
+					case apierrors.IsResourceExpired(err) && attempt < 3:
+						continue
+					case apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
+						return nil // served in discovery, not listable: adds nothing
 					}
-					opts.Continue = page.Continue
+					return fmt.Errorf("listing %s: %w", gv.WithResource(r.Name), err)
 				}
 			})
 		}
 	}
 	return stuck.Load(), g.Wait()
+}
+
+// pages lists every page of res and counts the stuck objects.
+func pages(ctx context.Context, res metadata.ResourceInterface) (int64, error) {
+	var n int64
+	opts := metav1.ListOptions{Limit: chunkSize}
+	for {
+		page, err := res.List(ctx, opts)
+		if err != nil {
+			return 0, err
+		}
+		for i := range page.Items {
+			if page.Items[i].DeletionTimestamp != nil && len(page.Items[i].Finalizers) > 0 {
+				n++
+			}
+		}
+		if page.Continue == "" {
+			return n, nil
+		}
+		opts.Continue = page.Continue
+	}
 }
