@@ -61,7 +61,7 @@ test-update: ## Refresh golden files.
 BENCH_OBJECTS  ?= 100000
 BENCH_CRDS     ?= 250
 BENCH_RUNS     ?= 3
-BENCH_VARIANTS ?= floor,scan,doctor,shell
+BENCH_VARIANTS ?= floor,scan,doctor,shell,floor-nolimit,scan-nolimit,doctor-nolimit
 BENCH_CR_MIN   ?= 1024
 BENCH_CR_MAX   ?= 51200
 BENCH_REMOVALS ?= 1000

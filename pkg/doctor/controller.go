@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
@@ -168,6 +170,10 @@ func inactive(who, msg, guards, removeCmd string) finding {
 // warningsFor returns the warning Events about o that were reported after since.
 // Events about cluster-scoped objects are recorded in the default namespace.
 func (f *facts) warningsFor(o *scan.Object, since time.Time) []eventsv1.Event {
+	if !f.warningsRead {
+		f.warningsRead = true
+		f.readWarningsClusterWide()
+	}
 	ns := eventNamespace(o)
 	events, ok := f.events[ns]
 	if !ok {
@@ -204,6 +210,50 @@ func (f *facts) warningsFor(o *scan.Object, since time.Time) []eventsv1.Event {
 		}
 	}
 	return out
+}
+
+// readWarningsClusterWide reads the warnings about every stuck object in one
+// cluster-wide list, when that takes fewer requests than one list per namespace that
+// holds stuck objects: the scan counted the events, and a page of warnings holds up to
+// f.chunk of them, so the cluster-wide list takes at most ceil(events/chunk) pages. A
+// cluster-wide list that is refused or fails leaves the reads to one list per namespace.
+func (f *facts) readWarningsClusterWide() {
+	where := map[types.UID]string{} // stuck object → the namespace of its Events
+	namespaces := sets.New[string]()
+	for _, o := range f.res.Objects {
+		ns := eventNamespace(o)
+		where[o.Meta.UID] = ns
+		namespaces.Insert(ns)
+	}
+	total, counted := f.res.Index.Counts[schema.GroupResource{Resource: "events"}]
+	if !counted || namespaces.Len() < 2 || pagesOf(total, f.chunk) >= namespaces.Len() {
+		return
+	}
+	found := map[string][]eventsv1.Event{}
+	err := f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
+		return f.kube.EventsV1().Events(metav1.NamespaceAll).List(f.ctx, opts)
+	},
+		metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning}, func(obj runtime.Object) error {
+			if e := obj.(*eventsv1.Event); where[e.Regarding.UID] == e.Namespace && e.Namespace != "" {
+				found[e.Namespace] = append(found[e.Namespace], *e)
+			}
+			return nil
+		})
+	if err != nil {
+		klog.V(2).InfoS("Listing warning Events cluster-wide failed; listing them namespace by namespace", "err", err)
+		return
+	}
+	for ns := range namespaces {
+		f.events[ns] = found[ns] // read, even when there were none
+	}
+}
+
+// pagesOf is how many pages of chunk hold n items; chunk 0 is one page.
+func pagesOf(n, chunk int64) int {
+	if chunk <= 0 || n <= chunk {
+		return 1
+	}
+	return int((n + chunk - 1) / chunk)
 }
 
 // eventNamespace is where the Events about o are: its namespace, or default for a

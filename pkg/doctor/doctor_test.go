@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -318,5 +319,52 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs (run go test ./pkg/doctor -update if the change is intended)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// TestWarningsAreReadInTheFewestLists: with stuck objects in three namespaces and few
+// events in the cluster, the warnings are read in one cluster-wide list; with more events
+// than three pages hold, one list per namespace. Either way each object gets its own.
+func TestWarningsAreReadInTheFewestLists(t *testing.T) {
+	for _, tt := range []struct {
+		events      int64
+		wantListsIn []string
+	}{
+		{10, []string{""}},
+		{5000, []string{"a", "b", "c"}},
+	} {
+		var objs []*scan.Object
+		var evs []runtime.Object
+		for _, ns := range []string{"a", "b", "c"} {
+			o := managedBy(stuck(databases, ns, "orders-"+ns, "db.example.com/finalizer"), now.Add(-2*time.Hour))
+			objs = append(objs, o)
+			evs = append(evs, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e-" + ns}, Type: corev1.EventTypeWarning, Reason: "DeleteFailed",
+				Note: "in " + ns, ReportingController: "db-operator", EventTime: metav1.NewMicroTime(now.Add(-5 * time.Minute)),
+				Regarding: corev1.ObjectReference{UID: o.Meta.UID}})
+		}
+		res := result(objs...)
+		res.Index.Counts[schema.GroupResource{Resource: "events"}] = tt.events
+		kube := kubefake.NewClientset(evs...)
+		d := &Doctor{Kube: kube, Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+			apiServicesResource.GroupVersionResource:                "APIServiceList",
+			{Group: "apps", Version: "v1", Resource: "deployments"}: "DeploymentList",
+		}), Options: Options{ChunkSize: 500}}
+		rep, err := d.Diagnose(context.Background(), res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			wantCause(t, rep, o, finalizev1alpha1.ReasonControllerFailing, "DeleteFailed: in "+o.Meta.Namespace)
+		}
+		var listed []string
+		for _, a := range kube.Actions() {
+			if a.GetVerb() == "list" && a.GetResource().Resource == "events" {
+				listed = append(listed, a.GetNamespace())
+			}
+		}
+		slices.Sort(listed)
+		if !slices.Equal(listed, tt.wantListsIn) {
+			t.Errorf("%d events in the cluster: warnings listed in namespaces %q, want %q", tt.events, listed, tt.wantListsIn)
+		}
 	}
 }

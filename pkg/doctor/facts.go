@@ -46,6 +46,8 @@ type facts struct {
 	services map[types.NamespacedName]*serviceState
 	pods     map[string][]corev1.Pod
 	events   map[string][]eventsv1.Event
+	// warningsRead: the cluster-wide read of warnings was considered (controller.go).
+	warningsRead bool
 }
 
 func newFacts(ctx context.Context, kube client.Interface, dyn dynamic.Interface, res *scan.Result) *facts {

@@ -33,7 +33,7 @@ var (
 	crds     = flag.Int("bench.crds", seed.DefaultProfile.CRDs, "custom resource types in the seeded cluster")
 	maxCR    = flag.Int("bench.cr-bytes", 50<<10, "largest custom resource payload, in bytes")
 	minCR    = flag.Int("bench.cr-min-bytes", 1<<10, "smallest custom resource payload, in bytes (sizes are log-uniform in between)")
-	variants = flag.String("bench.variants", "floor,scan,doctor,shell", "the variants to run, comma-separated (the floor is always run)")
+	variants = flag.String("bench.variants", "floor,scan,doctor,shell,floor-nolimit,scan-nolimit,doctor-nolimit", "the variants to run, comma-separated (the floor is always run)")
 )
 
 // TestMain runs the benchmarks and then prints the side-by-side table.
@@ -152,6 +152,13 @@ func (e *benchEnv) command(v string) *exec.Cmd {
 		return exec.Command(e.plugin, "scan", "-o", "json", "--kubeconfig", e.kubeconfig)
 	case "doctor":
 		return exec.Command(e.plugin, "doctor", "-o", "json", "--kubeconfig", e.kubeconfig)
+	// The same without client-side rate limiting: the API server sets the pace.
+	case "floor-nolimit":
+		return exec.Command(e.floor, "-kubeconfig", e.kubeconfig, "-qps", "-1")
+	case "scan-nolimit":
+		return exec.Command(e.plugin, "scan", "-o", "json", "--kubeconfig", e.kubeconfig, "--qps", "-1")
+	case "doctor-nolimit":
+		return exec.Command(e.plugin, "doctor", "-o", "json", "--kubeconfig", e.kubeconfig, "--qps", "-1")
 	case "shell":
 		// The idiom of the blog posts: every type, full objects, one kubectl after
 		// another, filtered by jq.
@@ -164,7 +171,7 @@ func (e *benchEnv) command(v string) *exec.Cmd {
 
 // rows counts what a variant found.
 func rows(v string, out []byte) (int64, error) {
-	switch v {
+	switch strings.TrimSuffix(v, "-nolimit") {
 	case "floor":
 		var n int64
 		_, err := fmt.Sscan(string(out), &n)
@@ -185,7 +192,7 @@ func rows(v string, out []byte) (int64, error) {
 // bytes read and peak RSS; TestMain prints them side by side with the ratios.
 func BenchmarkCluster(b *testing.B) {
 	e := setup(b)
-	for _, v := range []string{"floor", "scan", "doctor", "shell"} {
+	for _, v := range []string{"floor", "scan", "doctor", "shell", "floor-nolimit", "scan-nolimit", "doctor-nolimit"} {
 		if v != "floor" && !slices.Contains(strings.Split(*variants, ","), v) {
 			continue
 		}
@@ -272,7 +279,13 @@ func (e *benchEnv) report(w *os.File) {
 	if len(e.results) == 0 {
 		return
 	}
-	fl := e.results["floor"]
+	// A variant is compared with the floor that has the same client-side rate limit.
+	floorOf := func(v string) measured {
+		if f, ok := e.results["floor-nolimit"]; ok && strings.HasSuffix(v, "-nolimit") {
+			return f
+		}
+		return e.results["floor"]
+	}
 	fmt.Fprintf(w, "\ncluster: %d objects (%d stuck) in %d namespaces, %d CRDs, %.0f MB of payload, seeded in %s; %s, %d CPUs\n",
 		e.stats.Objects, e.stats.Stuck, e.stats.Namespaces, e.stats.CRDs, float64(e.stats.Bytes)/1e6, e.stats.Duration.Round(time.Second), runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU())
 	fmt.Fprintln(w, "| variant | wall time | × floor | API requests | lists (unpaged) | MB read | × floor | peak RSS | × floor | peak anon | × floor | found |")
@@ -284,7 +297,7 @@ func (e *benchEnv) report(w *os.File) {
 		return fmt.Sprintf("%.2f", a/b)
 	}
 	for _, v := range e.order {
-		m := e.results[v]
+		m, fl := e.results[v], floorOf(v)
 		fmt.Fprintf(w, "| %s | %.2f s | %s | %d | %d (%d) | %.1f | %s | %.0f MB | %s | %.0f MB | %s | %d |\n", v, m.seconds, ratio(m.seconds, fl.seconds),
 			m.requests, m.lists, m.unpaged, float64(m.bytes)/1e6, ratio(float64(m.bytes), float64(fl.bytes)),
 			float64(m.maxRSSKB)/1024, ratio(float64(m.maxRSSKB), float64(fl.maxRSSKB)),
@@ -293,10 +306,10 @@ func (e *benchEnv) report(w *os.File) {
 	// Where a variant's lists differ from the floor's: a collection it reads in more (or
 	// fewer) pages, or one it adds or skips.
 	for _, v := range e.order {
-		if v == "floor" || v == "shell" {
+		if strings.HasPrefix(v, "floor") || v == "shell" {
 			continue
 		}
-		mine, floor := byCollection(e.results[v].pages), byCollection(fl.pages)
+		mine, floor := byCollection(e.results[v].pages), byCollection(floorOf(v).pages)
 		var diff []string
 		for _, path := range slices.Sorted(maps.Keys(mergeKeys(mine, floor))) {
 			if d := mine[path] - floor[path]; d != 0 {

@@ -1,6 +1,7 @@
 package remove
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +35,19 @@ type race struct {
 // it first, replace the object with a namesake, or change something else. A wrongful
 // removal is any finalizer gone that was not ours, or ours gone from a namesake.
 func TestTwoHundredRacesWithoutAWrongfulRemoval(t *testing.T) {
+	raceTwoHundred(t, false)
+}
+
+// TestTwoHundredRacesAgainstAVerifiedSnapshot runs the same races against removals that
+// were verified: pinned to the resourceVersion verified, with the finalizers seen there,
+// so that the first write goes out without a read. Each race lands between the
+// verification and that write; the write must fail whole, and the removal go on only
+// from the object as it is now, verified again.
+func TestTwoHundredRacesAgainstAVerifiedSnapshot(t *testing.T) {
+	raceTwoHundred(t, true)
+}
+
+func raceTwoHundred(t *testing.T, pinned bool) {
 	ctx := t.Context()
 	ns := cp.Namespace(t)
 	kube := cp.Kube(t)
@@ -103,9 +117,30 @@ func TestTwoHundredRacesWithoutAWrongfulRemoval(t *testing.T) {
 		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		tg := remove.Target{Resource: configmaps, Namespace: ns, Name: name, UID: created.UID, Finalizer: target, Field: finalizev1alpha1.FieldMetadataFinalizers}
 		var want []string
 		var replaced bool
 		r := remover(t)
+		reverified := 0
+		if pinned {
+			verified, err := cms.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tg.ResourceVersion, tg.Finalizers = verified.ResourceVersion, slices.Clone(verified.Finalizers)
+			// The provider still says gone: verifying again pins the version as it is now.
+			r.Reverify = func(_ context.Context, tg remove.Target) (string, error) {
+				reverified++
+				cur, err := cms.Get(ctx, tg.Name, metav1.GetOptions{})
+				if err != nil {
+					return "", err
+				}
+				if cur.UID != tg.UID {
+					return "", remove.ErrUIDChanged
+				}
+				return cur.ResourceVersion, nil
+			}
+		}
 		r.BeforeWrite = func(attempt int) {
 			if attempt != 1 {
 				return
@@ -116,7 +151,10 @@ func TestTwoHundredRacesWithoutAWrongfulRemoval(t *testing.T) {
 			}
 			want, replaced = rc.do(t, cur)
 		}
-		out, err := r.Remove(ctx, remove.Target{Resource: configmaps, Namespace: ns, Name: name, UID: created.UID, Finalizer: target, Field: finalizev1alpha1.FieldMetadataFinalizers}, remove.DryRunNone)
+		out, err := r.Remove(ctx, tg, remove.DryRunNone)
+		if pinned && out.Result == remove.Removed && reverified == 0 {
+			t.Errorf("%s (%s): removed after a race without being verified again", name, rc.name)
+		}
 		if replaced != errors.Is(err, remove.ErrUIDChanged) {
 			t.Errorf("%s (%s): outcome %+v, err %v", name, rc.name, out, err)
 		}
@@ -138,5 +176,5 @@ func TestTwoHundredRacesWithoutAWrongfulRemoval(t *testing.T) {
 			t.Errorf("%s (%s): the namesake must be refused, err %v", name, rc.name, err)
 		}
 	}
-	t.Logf("200 races, %d wrongful removals", wrongful)
+	t.Logf("200 races (pinned to a verified snapshot: %v), %d wrongful removals", pinned, wrongful)
 }

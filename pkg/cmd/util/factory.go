@@ -82,7 +82,7 @@ func (f *ConfigFactory) AddFlags(fs *pflag.FlagSet) {
 	f.ConfigFlags.AddFlags(fs)
 	// Discovery is never cached on disk (see ConfigFactory), so the flag would do nothing.
 	_ = fs.MarkHidden("cache-dir")
-	fs.Float32Var(&f.QPS, FlagQPS, f.QPS, "Maximum queries per second to the API server from this client.")
+	fs.Float32Var(&f.QPS, FlagQPS, f.QPS, "Maximum queries per second to the API server from this client; a negative value turns client-side rate limiting off.")
 	fs.IntVar(&f.Burst, FlagBurst, f.Burst, "Maximum burst of queries to the API server from this client.")
 }
 
@@ -92,6 +92,13 @@ func (f *ConfigFactory) RESTConfig() (*rest.Config, error) {
 	defer f.mu.Unlock()
 	if f.config != nil {
 		return rest.CopyConfig(f.config), nil
+	}
+	switch {
+	case f.QPS == 0:
+		// client-go reads 0 as its own default of 5 per second.
+		return nil, UsageErrorf(nil, "--%s must not be 0: pass a rate, or a negative value to turn client-side rate limiting off", FlagQPS)
+	case f.QPS > 0 && f.Burst < 1:
+		return nil, UsageErrorf(nil, "--%s must be at least 1 when --%s is positive, got %d", FlagBurst, FlagQPS, f.Burst)
 	}
 	cfg, err := f.ConfigFlags.ToRESTConfig()
 	if err != nil {

@@ -27,13 +27,14 @@ import (
 const (
 	chunkSize   = 500
 	concurrency = 8
-	qps, burst  = 100, 200
+	qps         = 100
 )
 
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "path to the kubeconfig file")
+	rate := flag.Float64("qps", qps, "client-side rate limit, as the plugin's --qps (burst twice that); negative turns it off")
 	flag.Parse()
-	n, err := count(context.Background(), *kubeconfig)
+	n, err := count(context.Background(), *kubeconfig, float32(*rate))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -41,12 +42,12 @@ func main() {
 	fmt.Println(n)
 }
 
-func count(ctx context.Context, kubeconfig string) (int64, error) {
+func count(ctx context.Context, kubeconfig string, rate float32) (int64, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return 0, err
 	}
-	cfg.QPS, cfg.Burst = qps, burst
+	cfg.QPS, cfg.Burst = rate, int(2*rate)
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return 0, err
@@ -88,7 +89,10 @@ func count(ctx context.Context, kubeconfig string) (int64, error) {
 			})
 		}
 	}
-	return stuck.Load(), g.Wait()
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	return stuck.Load(), nil
 }
 
 // pages lists every page of res and counts the stuck objects.
