@@ -44,7 +44,7 @@ k8s-bins: ## Build the test control plane (about 5 minutes cold, instant when ca
 ##@ Test
 
 .PHONY: test
-test: verify lint test-unit test-integration test-bench-short ## Everything CI runs: verify, lint, unit and integration tests.
+test: verify lint test-unit test-integration test-bench-short test-fuzz-short ## Everything CI runs: verify, lint, unit and integration tests.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (fakes only), with the race detector.
@@ -93,6 +93,21 @@ test-bench-short: ## Short fixed-size runs of the benchmarks (3,000 objects, 20 
 	@$(MAKE) --no-print-directory bench-cluster BENCH_OBJECTS=3000 BENCH_CRDS=20 BENCH_RUNS=1
 	@$(MAKE) --no-print-directory bench-reconcile BENCH_REMOVALS=100
 	go test -run '^$$' -bench . -benchtime 1x ./pkg/...
+
+FUZZTIME ?= 10s
+FUZZERS   = ./pkg/owner:FuzzWriters ./pkg/policy:FuzzDecodeAndCompile ./pkg/provider:FuzzURLTemplate \
+            ./pkg/provider:FuzzExecDecode ./pkg/doctor:FuzzGroupVersionsIn
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz test for FUZZTIME each (default 10s; a long run: FUZZTIME=10m).
+	@for f in $(FUZZERS); do \
+		pkg=$${f%%:*}; name=$${f##*:}; echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
+		go test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x $$pkg || exit 1; \
+	done
+
+.PHONY: test-fuzz-short
+test-fuzz-short: ## Every fuzz test for a short fixed time (5s each), part of make test.
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 ##@ Quality
 

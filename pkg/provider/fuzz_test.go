@@ -1,0 +1,72 @@
+package provider
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+)
+
+// FuzzURLTemplate renders hostile annotation values into a URL's path and query: the
+// host never changes, the value stays one path segment, and the query value reads back
+// as exactly the value.
+func FuzzURLTemplate(f *testing.F) {
+	for _, v := range []string{"orders-prod", "a/../b?c=d#e%2Fx\nSet-Cookie: y", "..", ".", "", "@evil.example.com", "%2e%2e", "a b+c", "\x00"} {
+		f.Add(v)
+	}
+	u, err := ParseURLTemplate("https://api.example.com/v1/instances/{.metadata.annotations.x}?name={.metadata.annotations.x}")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		obj := map[string]any{"metadata": map[string]any{"annotations": map[string]any{"x": value}}}
+		out, err := u.Render(obj, nil)
+		if err != nil {
+			return // refused, which is safe
+		}
+		parsed, err := url.Parse(out)
+		if err != nil {
+			t.Fatalf("%q rendered %q, which does not parse: %v", value, out, err)
+		}
+		if parsed.Scheme != "https" || parsed.Host != "api.example.com" || parsed.User != nil || parsed.Fragment != "" {
+			t.Fatalf("%q moved the request: %q", value, out)
+		}
+		segments := strings.Split(parsed.EscapedPath(), "/")
+		if len(segments) != 4 || segments[1] != "v1" || segments[2] != "instances" {
+			t.Fatalf("%q changed the path's shape: %q", value, parsed.EscapedPath())
+		}
+		if seg, err := url.PathUnescape(segments[3]); err != nil || seg != value {
+			t.Fatalf("%q became path segment %q (%v)", value, seg, err)
+		}
+		if got := parsed.Query()["name"]; len(got) != 1 || got[0] != value {
+			t.Fatalf("%q became query %q", value, got)
+		}
+	})
+}
+
+// FuzzExecDecode feeds arbitrary stdout to the exec provider's decoder: it never panics,
+// and whatever it accepts is one valid verdict about exactly the object asked about.
+func FuzzExecDecode(f *testing.F) {
+	req := finalizev1alpha1.VerifyRequest{Rule: "r", Finalizer: "db.example.com/finalizer", UID: "uid-1", ResourceVersion: "7"}
+	ok := `{"apiVersion":"` + finalizev1alpha1.SchemeGroupVersion.String() + `","kind":"` + KindVerifyResponse + `","uid":"uid-1","resourceVersion":"7","finalizer":"db.example.com/finalizer","verdict":"Gone","evidence":"404"}`
+	for _, s := range []string{ok, ok + ok, ok + "\n", strings.Replace(ok, "Gone", "gone", 1), strings.Replace(ok, "uid-1", "uid-2", 1),
+		strings.Replace(ok, `"evidence"`, `"extra":1,"evidence"`, 1), "", "null", "[]", `{"verdict":"Gone"}`, "<html>"} {
+		f.Add([]byte(s))
+	}
+	c := &execCall{request: req}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		resp, err := c.decode(out)
+		if err != nil {
+			return
+		}
+		if resp.UID != req.UID || resp.ResourceVersion != req.ResourceVersion || resp.Finalizer != req.Finalizer {
+			t.Fatalf("accepted an answer about another object: %+v", resp)
+		}
+		switch resp.Verdict {
+		case finalizev1alpha1.VerdictGone, finalizev1alpha1.VerdictPresent, finalizev1alpha1.VerdictUnknown, finalizev1alpha1.VerdictRetained:
+		default:
+			t.Fatalf("accepted verdict %q", resp.Verdict)
+		}
+	})
+}
