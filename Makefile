@@ -106,8 +106,8 @@ fuzz: ## Run every fuzz test for FUZZTIME each (default 10s; a long run: FUZZTIM
 	done
 
 .PHONY: test-fuzz-short
-test-fuzz-short: ## Every fuzz test for a short fixed time (5s each), part of make test.
-	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+test-fuzz-short: ## Every fuzz test for a short fixed length (10,000 inputs each), part of make test.
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=10000x
 
 ##@ Quality
 

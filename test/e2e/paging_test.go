@@ -15,15 +15,7 @@ import (
 // the page of every list, the doctor's own reads included.
 func TestEveryCommandListsInPages(t *testing.T) {
 	seedStuck(t)
-	p, err := apiproxy.Start(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	kubeconfig, err := p.WriteKubeconfig(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, kubeconfig := proxied(t)
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
 	if err := os.WriteFile(policy, []byte(`apiVersion: kubectl-finalize.github.io/v1alpha1
 kind: Policy
@@ -76,4 +68,20 @@ rules:
 			}
 		}
 	}
+}
+
+// proxied starts a counting proxy in front of the control plane for t, and returns it
+// with a kubeconfig that reaches the cluster through it.
+func proxied(t *testing.T) (*apiproxy.Proxy, string) {
+	t.Helper()
+	p, err := apiproxy.Start(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	kubeconfig, err := p.WriteKubeconfig(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, kubeconfig
 }

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/test/apiproxy"
 )
 
 // TestAThrottledAPIServerIsWaitedFor: the API server answers 429 with Retry-After, as API
@@ -39,15 +38,7 @@ func TestAThrottledAPIServerIsWaitedFor(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p, err := apiproxy.Start(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	kubeconfig, err := p.WriteKubeconfig(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, kubeconfig := proxied(t)
 	env := []string{"KUBECONFIG=" + kubeconfig}
 	bin := filepath.Join(binDir, "kubectl-finalize")
 	causes := func(out string) []string {
