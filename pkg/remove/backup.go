@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,9 +14,14 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// RedactedAnnotation names, on the backup of a Secret, the keys whose values were left out.
+const RedactedAnnotation = "kubectl-finalize.github.io/redacted-keys"
+
 // Backup writes the whole object as YAML into dir before a removal, and returns the
 // file's path. The file is complete on disk before the removal begins, or the removal
-// does not happen.
+// does not happen. The folder is created 0700, and one that others may read is refused;
+// the file is 0600. A Secret's values are left out of its backup: its keys are listed in
+// the RedactedAnnotation, so no credential is copied to disk.
 func Backup(ctx context.Context, dyn dynamic.Interface, dir string, t Target) (string, error) {
 	var r dynamic.ResourceInterface = dyn.Resource(t.Resource.GroupVersionResource)
 	if t.Namespace != "" {
@@ -28,12 +34,20 @@ func Backup(ctx context.Context, dyn dynamic.Interface, dir string, t Target) (s
 	if u.GetUID() != t.UID {
 		return "", fmt.Errorf("backing up %s: %w", t.String(), ErrUIDChanged)
 	}
+	if t.Resource.Group == "" && t.Resource.Resource == "secrets" {
+		redact(u.Object)
+	}
 	b, err := yaml.Marshal(u.Object)
 	if err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("creating the backup folder: %w", err)
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return "", fmt.Errorf("creating the backup folder: %w", err)
+	} else if mode := fi.Mode().Perm(); mode&0o077 != 0 {
+		return "", fmt.Errorf("the backup folder %s may be read by others (mode %04o), and backups hold whole objects: chmod 700 it, or choose another --backup-dir", dir, mode)
 	}
 	ns := t.Namespace
 	if ns == "" {
@@ -62,4 +76,31 @@ func Backup(ctx context.Context, dyn dynamic.Interface, dir string, t Target) (s
 		return "", fmt.Errorf("writing the backup: %w", err)
 	}
 	return path, nil
+}
+
+// redact leaves a Secret's values out of obj, and lists its keys in RedactedAnnotation.
+func redact(obj map[string]any) {
+	var keys []string
+	for _, field := range []string{"data", "stringData"} {
+		if m, ok := obj[field].(map[string]any); ok {
+			for k := range m {
+				keys = append(keys, k)
+			}
+			delete(obj, field)
+		}
+	}
+	slices.Sort(keys)
+	meta, _ := obj["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		obj["metadata"] = meta
+	}
+	annotations, _ := meta["annotations"].(map[string]any)
+	if annotations == nil {
+		annotations = map[string]any{}
+		meta["annotations"] = annotations
+	}
+	annotations[RedactedAnnotation] = strings.Join(keys, ",")
+	// kubectl's last-applied configuration holds the values too.
+	delete(annotations, "kubectl.kubernetes.io/last-applied-configuration")
 }
