@@ -114,7 +114,9 @@ func (c *execCall) Do(ctx context.Context) Answer {
 	cmd := exec.CommandContext(ctx, c.argv[0], c.argv[1:]...) //nolint:gosec // the program is the policy's; its arguments are never read by a shell
 	cmd.Env = append(os.Environ(), c.p.env...)
 	cmd.Stdin = bytes.NewReader(c.stdin)
-	stdout := &cappedBuffer{max: MaxStdoutBytes}
+	// A provider that writes more than one response's worth is stopped at once, not
+	// read until its timeout: its answer is Unknown whatever else it writes.
+	stdout := &cappedBuffer{max: MaxStdoutBytes, onOverflow: func() { killProcessGroup(cmd) }}
 	stderr := &tailBuffer{max: StderrTailBytes}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = waitDelay
@@ -125,14 +127,14 @@ func (c *execCall) Do(ctx context.Context) Answer {
 	killProcessGroup(cmd)
 	name := c.argv[0]
 	switch {
+	case stdout.overflow:
+		return Unknown("exec %s: more than %d bytes on stdout; the process group was killed", name, MaxStdoutBytes)
 	case ctx.Err() != nil:
 		return Unknown("exec %s: no answer within %s; the process group was killed%s", name, c.p.timeout, stderr.evidence())
 	case errors.Is(err, exec.ErrWaitDelay):
 		return Unknown("exec %s: it exited, but processes it started kept its output open; they were killed%s", name, stderr.evidence())
 	case err != nil:
 		return Unknown("exec %s: %v%s", name, err, stderr.evidence())
-	case stdout.overflow:
-		return Unknown("exec %s: more than %d bytes on stdout", name, MaxStdoutBytes)
 	}
 	resp, err := c.decode(stdout.Bytes())
 	if err != nil {
@@ -188,20 +190,24 @@ func (c *execCall) decode(out []byte) (*finalizev1alpha1.VerifyResponse, error) 
 	return &resp, nil
 }
 
-// cappedBuffer keeps the first max bytes written and notes whether more came. It is not
-// an io.ReaderFrom, so every write goes through Write.
+// cappedBuffer keeps the first max bytes written, notes whether more came and then
+// calls onOverflow, once. It is not an io.ReaderFrom, so every write goes through Write.
 type cappedBuffer struct {
-	buf      bytes.Buffer
-	max      int
-	overflow bool
+	buf        bytes.Buffer
+	max        int
+	overflow   bool
+	onOverflow func()
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
 	if room := b.max - b.buf.Len(); room < len(p) {
-		b.overflow = true
 		if room > 0 {
 			b.buf.Write(p[:room])
 		}
+		if !b.overflow && b.onOverflow != nil {
+			b.onOverflow()
+		}
+		b.overflow = true
 		return len(p), nil
 	}
 	return b.buf.Write(p)

@@ -9,4 +9,9 @@ import "os/exec"
 // output.
 func inOwnProcessGroup(*exec.Cmd) {}
 
-func killProcessGroup(*exec.Cmd) {}
+// killProcessGroup kills the provider itself.
+func killProcessGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = cmd.Process.Kill()
+	}
+}

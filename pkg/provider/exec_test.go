@@ -66,6 +66,8 @@ func fakeProvider(mode string) int {
 		fmt.Printf(`{"apiVersion":"kubectl-finalize.github.io/v1alpha1","kind":"VerifyResponse","uid":%q,"resourceVersion":%q,"finalizer":%q,"verdict":"Probably"}`+"\n", req.UID, req.ResourceVersion, req.Finalizer)
 	case "huge":
 		_, _ = io.Copy(os.Stdout, io.LimitReader(zeros{}, 5<<20))
+	case "flood":
+		_, _ = io.Copy(os.Stdout, zeros{})
 	case "sleep":
 		time.Sleep(time.Minute)
 	case "orphan":
@@ -144,6 +146,16 @@ func TestExecTimeoutsKillTheProcessGroup(t *testing.T) {
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("the timeout is 300ms, the run took %s", d)
+	}
+	// A provider that floods stdout is killed once it passes the bound, not read until
+	// its timeout.
+	start = time.Now()
+	a = execAsk(t, "flood", time.Minute)
+	if a.Verdict != finalizev1alpha1.VerdictUnknown || !strings.Contains(a.Evidence, "more than 1048576 bytes on stdout; the process group was killed") {
+		t.Errorf("flood: %s %s", a.Verdict, a.Evidence)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("a flood of stdout was read for %s; it should stop at the bound", d)
 	}
 	marker := filepath.Join(t.TempDir(), "marker")
 	t.Setenv("MARKER", marker)

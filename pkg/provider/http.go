@@ -30,7 +30,9 @@ const (
 	DefaultHTTPTimeout = 10 * time.Second
 	// MaxResponseBytes bounds how much of a response body is read.
 	MaxResponseBytes = 1 << 20
-	maxRedirects     = 5
+	// MaxResponseHeaderBytes bounds a response's status line and headers.
+	MaxResponseHeaderBytes = 64 << 10
+	maxRedirects           = 5
 )
 
 // Default statuses: 404 and 410 mean gone, every 2xx present.
@@ -180,7 +182,7 @@ func newHTTP(spec *finalizev1alpha1.HTTPProvider, opts Options) (*httpProvider, 
 	}
 	p.client = &http.Client{
 		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsConfig, MaxIdleConnsPerHost: 16,
-			TLSHandshakeTimeout: 10 * time.Second},
+			TLSHandshakeTimeout: 10 * time.Second, MaxResponseHeaderBytes: MaxResponseHeaderBytes},
 		CheckRedirect: checkRedirect,
 	}
 	return p, nil
@@ -387,7 +389,10 @@ func (p *httpProvider) isPresent(code int) bool {
 // readResponse reads a value of a JSON body, at most MaxResponseBytes of it.
 func (p *httpProvider) readResponse(body io.Reader, shown string) Answer {
 	b, err := io.ReadAll(io.LimitReader(body, MaxResponseBytes+1))
-	if err != nil {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return Unknown("%s: the body did not arrive in full within %s", shown, p.timeout)
+	case err != nil:
 		return Unknown("%s: reading the body: %v", shown, err)
 	}
 	if len(b) > MaxResponseBytes {

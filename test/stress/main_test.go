@@ -1,0 +1,170 @@
+// Package stress holds the tests that try to make kubectl-finalize remove a finalizer on
+// a guess, on a real control plane: providers that hang, crash, flood and lie, and a
+// chaos run of verified and forced removals against concurrent writers. Their counts
+// and bounds are in docs/reliability.md.
+package stress
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+)
+
+var (
+	cp *controlplane.ControlPlane
+	// binary is kubectl-finalize, built so that passes run as processes of their own
+	// whose memory can be measured.
+	binary string
+)
+
+func TestMain(m *testing.M) {
+	// The test binary is also the exec provider of these tests.
+	if os.Getenv("STRESS_PROVIDER") != "" {
+		os.Exit(misbehave(os.Args[1:]))
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "kubectl-finalize-stress-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "kubectl-finalize")
+	if out, err := exec.Command("go", "build", "-o", binary, "../../cmd/kubectl-finalize").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building kubectl-finalize: %v\n%s", err, out)
+		return 1
+	}
+	return controlplane.RunMain(m, controlplane.Options{}, &cp)
+}
+
+// finalizerOf is a finalizer of the test's own.
+func finalizerOf(t *testing.T) string {
+	slug := strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	return slug + ".example.com/cleanup"
+}
+
+// stuck creates a deleted configmap held by finalizer, with annotations.
+func stuck(t *testing.T, ns, name, finalizer string, annotations map[string]string) {
+	t.Helper()
+	c := cp.Kube(t).CoreV1().ConfigMaps(ns)
+	if _, err := c.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{finalizer},
+		Annotations: annotations}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.Patch(context.Background(), name, "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	if err := c.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writePolicy writes a policy with minAge 0s and rules.
+func writePolicy(t *testing.T, rules string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	doc := "apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nminAge: 0s\nrules:\n" + rules
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// measured is one kubectl-finalize process: what it printed, how it ended, how long it
+// took and the most memory it held.
+type measured struct {
+	Stdout, Stderr string
+	Code           int
+	Took           time.Duration
+	// PeakRSS is the process's own high-water mark of resident memory (VmHWM), read
+	// every few milliseconds while it runs: its providers are not counted.
+	PeakRSS int64
+}
+
+// runMeasured runs kubectl-finalize with args against the control plane.
+func runMeasured(t *testing.T, env []string, args ...string) measured {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var peak atomic.Int64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if kb := statusKB(cmd.Process.Pid, "VmHWM:"); kb > peak.Load() {
+				peak.Store(kb)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	err := cmd.Wait()
+	close(done)
+	wg.Wait()
+	m := measured{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode(), Took: time.Since(start), PeakRSS: peak.Load() << 10}
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("running kubectl-finalize: %v", err)
+	}
+	return m
+}
+
+// statusKB reads a "Name: N kB" line of /proc/pid/status; 0 once the process is gone.
+func statusKB(pid int, field string) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
+
+// report decodes a pass's JSON report.
+func report(t *testing.T, m measured) *finalizev1alpha1.ReconcileReport {
+	t.Helper()
+	rep := &finalizev1alpha1.ReconcileReport{}
+	if err := json.Unmarshal([]byte(m.Stdout), rep); err != nil {
+		t.Fatalf("the report is not JSON (code %d): %v\nstdout: %s\nstderr: %s", m.Code, err, m.Stdout, m.Stderr)
+	}
+	return rep
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
