@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -99,13 +100,20 @@ func scannedTypes(p *policy.Policy, resolve func(string) ([]schema.GroupResource
 	if p.MatchesNamespaceFinalizers() {
 		return nil, true, nil
 	}
-	return actedTypes(p, resolve)
+	return namedTypes(p, resolve, false)
 }
 
-// actedTypes are the types the rules name, whose finalizers a pass may patch away; all
-// means every type.
+// actedTypes are the types whose finalizers a pass may patch away; all means every type.
 func actedTypes(p *policy.Policy, resolve func(string) ([]schema.GroupResource, error)) ([]schema.GroupResource, bool, error) {
+	return namedTypes(p, resolve, true)
+}
+
+// namedTypes are the types the rules name; all means every type. For patches, a
+// namespace is left out of a rule that only removes the namespace's own finalizer
+// ("kubernetes", in its spec): that goes through namespaces/finalize, not a patch.
+func namedTypes(p *policy.Policy, resolve func(string) ([]schema.GroupResource, error), patched bool) ([]schema.GroupResource, bool, error) {
 	var out []schema.GroupResource
+	namespaces := schema.GroupResource{Resource: "namespaces"}
 	for _, r := range p.Rules {
 		if len(r.Spec.Resources) == 0 {
 			return nil, true, nil
@@ -113,6 +121,10 @@ func actedTypes(p *policy.Policy, resolve func(string) ([]schema.GroupResource, 
 		grs, err := expand(r.Spec.Resources, resolve)
 		if err != nil {
 			return nil, false, fmt.Errorf("rule %s: %w", r.Name, err)
+		}
+		onlySpec := len(r.Spec.Finalizers) > 0 && !slices.ContainsFunc(r.Spec.Finalizers, func(f string) bool { return f != string(corev1.FinalizerKubernetes) })
+		if patched && onlySpec {
+			grs = slices.DeleteFunc(grs, func(gr schema.GroupResource) bool { return gr == namespaces })
 		}
 		out = append(out, grs...)
 	}

@@ -95,6 +95,13 @@ func TestRBAC(t *testing.T) {
 	if !strings.Contains(role, "namespaces/finalize\n  verbs:\n  - update") || !strings.Contains(role, "resources:\n  - '*'\n  verbs:\n  - get\n  - list") {
 		t.Errorf("a namespace finalizer rule lists every type and may update namespaces/finalize:\n%s", role)
 	}
+	if strings.Contains(role, "patch") {
+		t.Errorf("the namespace's own finalizer goes through namespaces/finalize; nothing is patched:\n%s", role)
+	}
+	role, _, _ = roleOf(t, "- {name: ns, finalizers: [kubernetes, ns.example.com/x], resources: [namespaces], allowSystem: true, verify: {exec: {command: [x]}}}\n", RBACOptions{})
+	if !strings.Contains(role, "- namespaces\n  verbs:\n  - patch") {
+		t.Errorf("a rule that also removes a namespace's metadata finalizer patches namespaces:\n%s", role)
+	}
 
 	role, _, _ = roleOf(t, "- {name: k, finalizers: [x.example.com/y], resources: [configmaps], verify: {kubernetes: {resource: machines.cluster.x-k8s.io, name: \"{.metadata.name}\"}}}\n", RBACOptions{})
 	if !strings.Contains(role, "- cluster.x-k8s.io\n  resources:\n  - machines\n  verbs:\n  - get\n  - list\n") {

@@ -77,11 +77,22 @@ func NewAuditor(ctx context.Context, kube client.Interface, log io.Writer) (*Aud
 	return a, nil
 }
 
-// OpenLog opens an audit log file for appending, readable by its owner only.
+// OpenLog opens an audit log file for appending. A new file is readable by its owner
+// only; an existing one keeps its mode, unless others may write it: a trail others can
+// rewrite proves nothing, so it is refused.
 func OpenLog(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening the audit log: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("opening the audit log: %w", err)
+	}
+	if mode := fi.Mode().Perm(); mode&0o022 != 0 {
+		f.Close()
+		return nil, fmt.Errorf("the audit log %s may be written by others (mode %04o): chmod go-w it, or choose another --audit-log", path, mode)
 	}
 	return f, nil
 }

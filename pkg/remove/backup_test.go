@@ -74,3 +74,31 @@ func TestABackupFolderOthersMayReadIsRefused(t *testing.T) {
 		t.Errorf("files written to a refused folder: %v", entries)
 	}
 }
+
+func TestTheAuditLogIsTheOwnersOnly(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.jsonl")
+	f, err := OpenLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("a new audit log: mode %v (%v), want 0600", fi.Mode().Perm(), err)
+	}
+	// An existing log others may read keeps its mode; one others may write is refused.
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := OpenLog(path); err != nil {
+		t.Errorf("a log others may read: %v", err)
+	} else {
+		f.Close()
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenLog(path); err == nil || !strings.Contains(err.Error(), "may be written by others (mode 0666): chmod go-w it") {
+		t.Errorf("a log others may write: %v", err)
+	}
+}

@@ -30,6 +30,8 @@ var (
 	cp *controlplane.ControlPlane
 	// binary is kubectl-finalize, built for the tests that need a process of its own.
 	binary string
+	// auditLog is the API server's audit log of ServiceAccounts' requests.
+	auditPolicy, auditLog string
 )
 
 func TestMain(m *testing.M) {
@@ -48,7 +50,23 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building kubectl-finalize: %v\n%s", err, out)
 		return 1
 	}
-	return controlplane.RunMain(m, controlplane.Options{}, &cp)
+	// The API server's audit log records every request of a ServiceAccount: it shows
+	// which of the verbs the generated RBAC grants a pass uses.
+	auditPolicy = filepath.Join(dir, "audit-policy.yaml")
+	auditLog = filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(auditPolicy, []byte(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  userGroups: ["system:serviceaccounts"]
+- level: None
+`), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return controlplane.RunMain(m, controlplane.Options{APIServerFlags: map[string]string{
+		"audit-policy-file": auditPolicy, "audit-log-path": auditLog, "audit-log-mode": "blocking"}}, &cp)
 }
 
 // Each test uses a finalizer of its own, so that a pass of one test never sees another's

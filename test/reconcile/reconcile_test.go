@@ -167,16 +167,28 @@ func TestABrokenRuleFailsThePass(t *testing.T) {
 // prints for it, and returns a kubeconfig with a TokenRequest token.
 func serviceAccount(t *testing.T, policy string, edit func(string) string) string {
 	t.Helper()
+	kubeconfig, _, _ := serviceAccountWith(t, policy, edit, false)
+	return kubeconfig
+}
+
+// serviceAccountWith is serviceAccount that may add the leader election Role in the
+// account's namespace, and returns that namespace and the manifests applied too.
+func serviceAccountWith(t *testing.T, policy string, edit func(string) string, leaderElect bool) (kubeconfig, namespace, manifests string) {
+	t.Helper()
 	ns, name := cp.Namespace(t), "reconciler"
 	kube := cp.Kube(t)
 	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r := cli.Run(t, cp.AdminKubeconfig, "rbac", "--policy", policy, "--service-account", ns+"/"+name, "--name", ns)
+	args := []string{"rbac", "--policy", policy, "--service-account", ns + "/" + name, "--name", ns}
+	if leaderElect {
+		args = append(args, "--leader-elect-namespace", ns)
+	}
+	r := cli.Run(t, cp.AdminKubeconfig, args...)
 	if r.Code != 0 {
 		t.Fatalf("rbac: %s", r.Stderr)
 	}
-	manifests := r.Stdout
+	manifests = r.Stdout
 	if edit != nil {
 		manifests = edit(manifests)
 	}
@@ -193,11 +205,11 @@ func serviceAccount(t *testing.T, policy string, edit func(string) string) strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
 	if err := controlplane.WriteKubeconfig(cfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	return kubeconfig
+	return kubeconfig, ns, manifests
 }
 
 // canI asks the real kubectl whether the kubeconfig's user may do something.
