@@ -15,6 +15,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 
@@ -167,16 +168,38 @@ func (a *Auditor) Event(ctx context.Context, t Target, rec *Record) (string, err
 		ns = metav1.NamespaceDefault
 	}
 	ev.Namespace = ns
-	created, err := a.Kube.EventsV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{})
+	err := a.createEvent(ctx, ev)
 	if err != nil && ns != metav1.NamespaceDefault && (apierrors.IsForbidden(err) || apierrors.IsNotFound(err)) {
 		// "unable to create new content in namespace X because it is being terminated"
 		ev.Namespace = metav1.NamespaceDefault
-		created, err = a.Kube.EventsV1().Events(metav1.NamespaceDefault).Create(ctx, ev, metav1.CreateOptions{})
+		err = a.createEvent(ctx, ev)
 	}
 	if err != nil {
 		return "", fmt.Errorf("recording an Event about the removal of %s: %w", t.String(), err)
 	}
-	return created.Namespace + "/" + created.Name, nil
+	return ev.Namespace + "/" + ev.Name, nil
+}
+
+// createEvent creates ev, again after a server error: the name is the same each time,
+// so an attempt that was stored without an answer shows as AlreadyExists, and counts.
+func (a *Auditor) createEvent(ctx context.Context, ev *eventsv1.Event) error {
+	unanswered := false
+	return retry.OnError(client.ReadBackoff, func(err error) bool {
+		unanswered = serverError(err)
+		return unanswered
+	}, func() error {
+		_, err := a.Kube.EventsV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) && unanswered {
+			return nil
+		}
+		return err
+	})
+}
+
+// serverError is an error the API server may not repeat: 500, 503, 504.
+func serverError(err error) bool {
+	return apierrors.IsInternalError(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err) ||
+		apierrors.IsUnexpectedServerError(err)
 }
 
 // safeName turns an object name into the start of an Event name.

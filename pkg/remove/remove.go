@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
 
@@ -134,8 +136,9 @@ func (r *Remover) Remove(ctx context.Context, t Target, dry DryRun) (Outcome, er
 	if t.UID == "" {
 		return Outcome{}, fmt.Errorf("%s: refusing to remove a finalizer without the uid of the object it was decided for", t.String())
 	}
-	var lastErr error
+	var lastErr, unanswered error
 	reverified := 0
+	pause := client.ReadBackoff
 	for attempt := 1; attempt <= attempts; attempt++ {
 		var (
 			out   Outcome
@@ -155,12 +158,37 @@ func (r *Remover) Remove(ctx context.Context, t Target, dry DryRun) (Outcome, er
 		}
 		out.Attempts, out.Reverified = attempt, reverified
 		if !again {
+			if err != nil && unanswered != nil {
+				err = fmt.Errorf("%w; before that, the API server did not answer the write (%w): whether the finalizer was removed is unknown until the object is read again, which a rerun does", err, unanswered)
+			}
 			return out, err
+		}
+		if errors.Is(err, errUnanswered) {
+			// The write may or may not have been applied: wait, then read and decide anew.
+			unanswered = err
+			select {
+			case <-ctx.Done():
+				return Outcome{Attempts: attempt, Reverified: reverified}, fmt.Errorf("%s: %w; whether the finalizer was removed is unknown until the object is read again, which a rerun does", t.String(), err)
+			case <-time.After(pause.Step()):
+			}
 		}
 		klog.V(2).InfoS("The object changed under the removal; deciding again", "target", t.String(), "attempt", attempt, "err", err)
 		lastErr = err
 	}
+	if errors.Is(lastErr, errUnanswered) {
+		return Outcome{Attempts: attempts, Reverified: reverified}, fmt.Errorf("%s: gave up after %d attempts, the API server kept failing: %w; whether the finalizer was removed is unknown until the object is read again, which a rerun does", t.String(), attempts, lastErr)
+	}
 	return Outcome{Attempts: attempts, Reverified: reverified}, fmt.Errorf("%s: gave up after %d attempts, the object kept changing: %w", t.String(), attempts, lastErr)
+}
+
+// errUnanswered means a write got a server error or a broken connection instead of an
+// answer: it may or may not have been applied. The guard makes sending it again
+// harmless, but the object is read first, so the next attempt is a decision of its own.
+var errUnanswered = errors.New("no answer to the write")
+
+// unanswered says whether err leaves a write's outcome unknown.
+func unanswered(err error) bool {
+	return serverError(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
 }
 
 // errChangedSinceVerified means the object's resourceVersion is not the one verified.
@@ -243,6 +271,8 @@ func (r *Remover) removeMetadata(ctx context.Context, t *Target, dry DryRun, att
 	case apierrors.IsConflict(err), apierrors.IsInvalid(err), apierrors.IsNotFound(err):
 		// A failed test (422), a conflict (409) or a vanished object: look again.
 		return Outcome{}, true, err
+	case unanswered(err):
+		return Outcome{}, true, fmt.Errorf("%w: %w", errUnanswered, err)
 	}
 	return Outcome{}, false, writeError(*t, "patch", err)
 }
@@ -326,6 +356,8 @@ func (r *Remover) removeSpec(ctx context.Context, t *Target, dry DryRun, attempt
 		return Outcome{Result: Removed}, false, nil
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		return Outcome{}, true, err
+	case unanswered(err):
+		return Outcome{}, true, fmt.Errorf("%w: %w", errUnanswered, err)
 	}
 	return Outcome{}, false, writeError(*t, "update", err)
 }

@@ -175,3 +175,72 @@ func TestPlanRefuses(t *testing.T) {
 		t.Errorf("incomplete scan: %+v", p)
 	}
 }
+
+// TestAWriteWithoutAnAnswerIsReadAgain: a server error or a broken connection leaves a
+// write's outcome unknown. The object is read again and the removal decided anew: sent
+// again if the finalizer is still there, reported as already removed if not, and a
+// failure that says the outcome is unknown if the object cannot be read.
+func TestAWriteWithoutAnAnswerIsReadAgain(t *testing.T) {
+	fin := "db.example.com/finalizer"
+	tgt := Target{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1", Finalizer: fin, Field: finalizev1alpha1.FieldMetadataFinalizers}
+	setup := func(onPatch func(client *metadatafake.FakeMetadataClient, n int) error) (*metadatafake.FakeMetadataClient, *Remover) {
+		scheme := runtime.NewScheme()
+		_ = metav1.AddMetaToScheme(scheme)
+		client := metadatafake.NewSimpleMetadataClient(scheme, fakeObject("1", fin))
+		n := 0
+		client.PrependReactor("patch", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+			n++
+			if err := onPatch(client, n); err != nil {
+				return true, nil, err
+			}
+			return false, nil, nil
+		})
+		return client, &Remover{Metadata: client}
+	}
+	verbs := func(client *metadatafake.FakeMetadataClient) string {
+		var out []string
+		for _, a := range client.Actions() {
+			out = append(out, a.GetVerb())
+		}
+		return strings.Join(out, ",")
+	}
+	timeout := apierrors.NewTimeoutError("etcd did not answer in time", 0)
+
+	// Not applied: sent again.
+	client, r := setup(func(_ *metadatafake.FakeMetadataClient, n int) error {
+		if n == 1 {
+			return timeout
+		}
+		return nil
+	})
+	out, err := r.Remove(context.Background(), tgt, DryRunNone)
+	if err != nil || out.Result != Removed || out.Attempts != 2 || verbs(client) != "get,patch,get,patch" {
+		t.Errorf("a write that was not applied: %+v %v (%s)", out, err, verbs(client))
+	}
+
+	// Applied, but the answer was lost: the read shows it.
+	client, r = setup(func(client *metadatafake.FakeMetadataClient, n int) error {
+		if n == 1 {
+			_ = client.Tracker().Update(configmaps.GroupVersionResource, fakeObject("1"), "a")
+			return apierrors.NewInternalError(errors.New("connection to etcd lost"))
+		}
+		return nil
+	})
+	out, err = r.Remove(context.Background(), tgt, DryRunNone)
+	if err != nil || out.Result != AlreadyRemoved || verbs(client) != "get,patch,get" {
+		t.Errorf("a write applied without an answer: %+v %v (%s)", out, err, verbs(client))
+	}
+
+	// The server is gone after the write: unknown, and said so.
+	client, r = setup(func(client *metadatafake.FakeMetadataClient, n int) error {
+		client.PrependReactor("get", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+		})
+		return timeout
+	})
+	_, err = r.Remove(context.Background(), tgt, DryRunNone)
+	if err == nil || !strings.Contains(err.Error(), "connection refused; before that, the API server did not answer the write") ||
+		!strings.Contains(err.Error(), "whether the finalizer was removed is unknown") {
+		t.Errorf("a write without an answer, then no server: %v", err)
+	}
+}

@@ -4,6 +4,7 @@
 package apiproxy
 
 import (
+	"errors"
 	"io"
 	"maps"
 	"net"
@@ -39,9 +40,13 @@ type Proxy struct {
 	listPaths    []string // the path of every list, in order
 
 	throttleEvery int             // 0: none; n: the first attempt of every nth distinct request
-	seen          map[string]bool // requests answered 429 once already
+	failCode      int             // what those requests are answered: 429, or a 5xx
+	retryAfter    string          // and the Retry-After they carry, "" for none
+	seen          map[string]bool // requests answered failCode once already
 	distinct      int
 	throttled     atomic.Int64
+
+	cut func(r *http.Request, answered bool) bool
 }
 
 // Counts is what crossed the proxy between two readings.
@@ -66,8 +71,16 @@ func Start(cfg *rest.Config) (*Proxy, error) {
 	rp.Transport = transport
 	rp.FlushInterval = -1 // watches and streamed lists pass through as they come
 	rp.ModifyResponse = func(resp *http.Response) error {
+		if p.cutNow(resp.Request, true) {
+			return errCut
+		}
 		resp.Body = &countingBody{ReadCloser: resp.Body, n: &p.bytes}
 		return nil
+	}
+	// A server that is gone, or an answer cut: the client's connection closes with no
+	// answer, as it does when the API server dies.
+	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		hangUp(w)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -76,12 +89,17 @@ func Start(cfg *rest.Config) (*Proxy, error) {
 	p.URL = "http://" + l.Addr().String()
 	p.server = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.requests.Add(1)
-		if p.throttle(r) {
-			// What API Priority and Fairness answers when a priority level's queues are full.
-			w.Header().Set("Retry-After", "1")
+		if code, retryAfter, ok := p.throttle(r); ok {
+			if retryAfter != "" {
+				w.Header().Set("Retry-After", retryAfter)
+			}
 			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusTooManyRequests)
-			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Too many requests, please try again later.","reason":"TooManyRequests","details":{"retryAfterSeconds":1},"code":429}`))
+			w.WriteHeader(code)
+			_, _ = w.Write([]byte(failures[code]))
+			return
+		}
+		if p.cutNow(r, false) {
+			hangUp(w)
 			return
 		}
 		if r.Method == http.MethodGet && isList(r.URL) {
@@ -160,27 +178,41 @@ func (p *Proxy) LimitsSince(before Counts) []int64 {
 	return out
 }
 
+// The bodies of what the API server answers when it is busy or failing.
+var failures = map[int]string{
+	http.StatusTooManyRequests:     `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Too many requests, please try again later.","reason":"TooManyRequests","details":{"retryAfterSeconds":1},"code":429}`,
+	http.StatusInternalServerError: `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"etcdserver: leader changed","reason":"InternalError","code":500}`,
+	http.StatusServiceUnavailable:  `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server is currently unable to handle the request","reason":"ServiceUnavailable","code":503}`,
+	http.StatusGatewayTimeout:      `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Timeout: request did not complete within the allotted timeout","reason":"Timeout","code":504}`,
+}
+
 // Throttle makes the proxy answer 429 Too Many Requests, with Retry-After: 1, to the
 // first attempt of every nth distinct request (method and URL), as API Priority and
 // Fairness does under load; the retry passes. 0 stops it.
-func (p *Proxy) Throttle(every int) {
+func (p *Proxy) Throttle(every int) { p.Fail(every, http.StatusTooManyRequests, "1") }
+
+// Fail makes the proxy answer code (429, 500, 503 or 504) with retryAfter ("" for none)
+// to the first attempt of every nth distinct request, without forwarding it; the retry
+// passes. 0 stops it.
+func (p *Proxy) Fail(every, code int, retryAfter string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.throttleEvery, p.seen, p.distinct = every, map[string]bool{}, 0
+	p.throttleEvery, p.failCode, p.retryAfter, p.seen, p.distinct = every, code, retryAfter, map[string]bool{}, 0
+	p.throttled.Store(0)
 }
 
-// Throttled counts the requests answered 429.
+// Throttled counts the requests answered by Throttle or Fail since it was last called.
 func (p *Proxy) Throttled() int64 { return p.throttled.Load() }
 
-func (p *Proxy) throttle(r *http.Request) bool {
+func (p *Proxy) throttle(r *http.Request) (int, string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.throttleEvery == 0 {
-		return false
+		return 0, "", false
 	}
 	key := r.Method + " " + r.URL.String()
 	if _, ok := p.seen[key]; ok {
-		return false
+		return 0, "", false
 	}
 	p.distinct++
 	hit := p.distinct%p.throttleEvery == 0
@@ -188,7 +220,35 @@ func (p *Proxy) throttle(r *http.Request) bool {
 	if hit {
 		p.throttled.Add(1)
 	}
-	return hit
+	return p.failCode, p.retryAfter, hit
+}
+
+// Cut sets a function asked about every request before it is forwarded (answered is
+// false) and once the API server has answered it (answered true). When it says true, the
+// client's connection is closed with no answer, as when the API server dies; after the
+// API server answered, the request has taken effect. nil stops it.
+func (p *Proxy) Cut(f func(r *http.Request, answered bool) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = f
+}
+
+var errCut = errors.New("cut by the test")
+
+func (p *Proxy) cutNow(r *http.Request, answered bool) bool {
+	p.mu.Lock()
+	cut := p.cut
+	p.mu.Unlock()
+	return cut != nil && cut(r, answered)
+}
+
+// hangUp closes the client's connection without an answer.
+func hangUp(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	_ = conn.Close()
 }
 
 // ListsSince returns how often each path was listed since an earlier reading: the

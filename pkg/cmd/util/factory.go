@@ -108,6 +108,7 @@ func (f *ConfigFactory) RESTConfig() (*rest.Config, error) {
 	cfg.QPS = f.QPS
 	cfg.Burst = f.Burst
 	cfg.UserAgent = version.UserAgent()
+	cfg.Wrap(client.RetryServerErrors)
 	f.config = cfg
 	return rest.CopyConfig(cfg), nil
 }
