@@ -98,7 +98,11 @@ func (v *Verifier) Verify(ctx context.Context, req remove.VerifyRequest) remove.
 	if err := v.errs[rule.Name]; err != nil {
 		return unknown("the rule's provider cannot run: %v", err)
 	}
-	full, why := v.fetch(ctx, o.Resource, o.Meta.Namespace, o.Meta.Name)
+	full, why, err := v.fetch(ctx, o.Resource, o.Meta.Namespace, o.Meta.Name)
+	if err != nil {
+		out.ReadError = why
+		return unknown("%s", why)
+	}
 	if full == nil {
 		return unknown("%s", why)
 	}
@@ -123,14 +127,16 @@ func (v *Verifier) Verify(ctx context.Context, req remove.VerifyRequest) remove.
 	}
 	out.Verdict, out.Evidence = a.Verdict, a.Evidence
 	if a.Verdict == finalizev1alpha1.VerdictGone || a.Verdict == finalizev1alpha1.VerdictRetained {
-		out.Distrust = v.check(ctx, rule).distrust
+		c := v.check(ctx, rule)
+		out.Distrust, out.ReadError = c.distrust, c.readError
 	}
 	return out
 }
 
 // fetch reads the full object a provider's request is built from. Only candidates are
 // read this way, never during the scan.
-func (v *Verifier) fetch(ctx context.Context, r scan.Resource, namespace, name string) (*unstructured.Unstructured, string) {
+// A vanished object is nil and says so; a failed read is an error, and says so.
+func (v *Verifier) fetch(ctx context.Context, r scan.Resource, namespace, name string) (*unstructured.Unstructured, string, error) {
 	var client dynamic.ResourceInterface = v.dynamic.Resource(r.GroupVersionResource)
 	if namespace != "" {
 		client = v.dynamic.Resource(r.GroupVersionResource).Namespace(namespace)
@@ -139,11 +145,11 @@ func (v *Verifier) fetch(ctx context.Context, r scan.Resource, namespace, name s
 	ref := r.Ref(namespace, name, "")
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Sprintf("%s is gone", ref)
+		return nil, fmt.Sprintf("%s is gone", ref), nil
 	case err != nil:
-		return nil, fmt.Sprintf("reading %s: %v", ref, err)
+		return nil, fmt.Sprintf("reading %s: %v", ref, err), err
 	}
-	return full, ""
+	return full, "", nil
 }
 
 func hasFinalizer(u *unstructured.Unstructured, fin finalizev1alpha1.Finalizer) bool {
@@ -238,6 +244,8 @@ type check struct {
 	once sync.Once
 	// distrust says why the rule's Gone answers cannot be trusted, or is empty.
 	distrust string
+	// readError says that the check failed because the cluster could not be read.
+	readError string
 	// broken: the provider called a live object gone.
 	broken  bool
 	results []finalizev1alpha1.ControlResult
@@ -272,7 +280,14 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, c *check) {
 	present := 0
 	var unknown []string
 	for _, ctl := range controls {
-		full, _ := v.fetch(ctx, ctl.resource, ctl.namespace, ctl.name)
+		full, why, err := v.fetch(ctx, ctl.resource, ctl.namespace, ctl.name)
+		if err != nil {
+			// Not a change of the object: the cluster could not be read, so the provider
+			// cannot be checked, and the pass did not do its job.
+			c.distrust = "its live objects could not be read to check its provider: " + why
+			c.readError = c.distrust
+			return
+		}
 		if full == nil || full.GetDeletionTimestamp() != nil {
 			continue // it changed since the scan: not a control any more
 		}

@@ -90,7 +90,7 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 	opts.Now = r.Now
 	res, err := pipeline.Scan(ctx, r.Clients, opts)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the pass stopped before it verified or removed anything: %w", err)
 	}
 	rep.Incomplete = append(rep.Incomplete, res.Incomplete...)
 
@@ -193,8 +193,12 @@ func refusals(plan *remove.Plan) []finalizev1alpha1.Removal {
 		v := ref.Verification
 		a := finalizev1alpha1.Removal{Target: ref.Target, Finalizer: ref.Finalizer, Rule: v.Rule, Verdict: v.Verdict, Evidence: v.Evidence,
 			Result: finalizev1alpha1.ResultKept, Message: ref.Why}
-		if ref.Kind == finalizev1alpha1.RefusalTooYoung {
+		switch {
+		case ref.Kind == finalizev1alpha1.RefusalTooYoung:
 			a.Result = finalizev1alpha1.ResultTooYoung
+		case v.ReadError != "":
+			// Kept, but not by a decision: the cluster could not be read to make one.
+			a.Result, a.Message, a.Error = finalizev1alpha1.ResultFailed, "", fmt.Sprintf("%s: %s", ref.Target.String(), ref.Why)
 		}
 		out = append(out, a)
 	}

@@ -57,11 +57,18 @@ type Record struct {
 	Evidence  string                           `json:"evidence,omitempty"`
 	Reason    string                           `json:"reason,omitempty"`
 	Result    Result                           `json:"result,omitempty"`
-	Deleted   bool                             `json:"deleted"`
-	Remaining []string                         `json:"remaining"`
-	Backup    string                           `json:"backup,omitempty"`
-	Event     string                           `json:"event,omitempty"`
-	Error     string                           `json:"error,omitempty"`
+	// ResourceVersion is the version of the object the provider verified, which the
+	// write was pinned to; empty for a forced removal.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// Attempts counts the decisions the removal took (more than one when the object
+	// changed under it); Reverified, the times it was verified again because it had.
+	Attempts   int      `json:"attempts,omitempty"`
+	Reverified int      `json:"reverified,omitempty"`
+	Deleted    bool     `json:"deleted"`
+	Remaining  []string `json:"remaining"`
+	Backup     string   `json:"backup,omitempty"`
+	Event      string   `json:"event,omitempty"`
+	Error      string   `json:"error,omitempty"`
 }
 
 // NewAuditor returns an Auditor that writes its lines to log and names the user the API
@@ -196,10 +203,19 @@ func (a *Auditor) createEvent(ctx context.Context, ev *eventsv1.Event) error {
 	})
 }
 
-// serverError is an error the API server may not repeat: 500, 503, 504.
+// serverError is an error the API server may not repeat: 500, 503, 504. An admission
+// webhook that failed is not one: admission runs before anything is stored, so nothing
+// was written, and the webhook answers the same way until someone mends it.
 func serverError(err error) bool {
+	if err == nil || isWebhookError(err) {
+		return false
+	}
 	return apierrors.IsInternalError(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err) ||
 		apierrors.IsUnexpectedServerError(err)
+}
+
+func isWebhookError(err error) bool {
+	return strings.Contains(err.Error(), "failed calling webhook") || strings.Contains(err.Error(), "admission webhook")
 }
 
 // safeName turns an object name into the start of an Event name.

@@ -161,7 +161,10 @@ func (e *Executor) one(ctx context.Context, remover *Remover, a *Action) (*Recor
 		rec.Backup = path
 	}
 	out, err := remover.Remove(ctx, a.Target, DryRunNone)
-	rec.Result = out.Result
+	rec.Result, rec.Attempts, rec.Reverified = out.Result, out.Attempts, out.Reverified
+	if a.Verified {
+		rec.ResourceVersion = out.Pinned
+	}
 	if err != nil {
 		return rec, finish(err)
 	}

@@ -74,6 +74,10 @@ type Verification struct {
 	// TooYoung means the object has been terminating for less than the rule's minAge; the
 	// provider was not asked.
 	TooYoung bool
+	// ReadError, if set, says that verifying needed a read of the cluster that failed (not
+	// an object that vanished, an API server that did not answer): the finalizer is kept,
+	// and the pass failed to do its job.
+	ReadError string
 	// AllowSystem and AllowRetained are the rule's permissions.
 	AllowSystem   bool
 	AllowRetained bool
@@ -81,7 +85,7 @@ type Verification struct {
 
 // Gone reports whether the verification proves the finalizer's work is done.
 func (v *Verification) Gone() bool {
-	if v.Rule == "" || v.Distrust != "" || v.TooYoung {
+	if v.Rule == "" || v.Distrust != "" || v.TooYoung || v.ReadError != "" {
 		return false
 	}
 	return v.Verdict == finalizev1alpha1.VerdictGone || (v.Verdict == finalizev1alpha1.VerdictRetained && v.AllowRetained)
@@ -306,6 +310,8 @@ func (p *Planner) refuse(a *Action, o *scan.Object, opts Options) *Refusal {
 		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: fmt.Sprintf("nothing verified that %s%s", guards, cause)}
 	case v.TooYoung:
 		return &Refusal{Kind: finalizev1alpha1.RefusalTooYoung, Why: fmt.Sprintf("rule %s does not verify it yet: %s", v.Rule, v.Evidence)}
+	case v.ReadError != "":
+		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: fmt.Sprintf("rule %s could not verify it: %s", v.Rule, v.ReadError)}
 	case v.Distrust != "":
 		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: fmt.Sprintf("rule %s cannot be trusted: %s", v.Rule, v.Distrust)}
 	case v.Verdict == finalizev1alpha1.VerdictRetained:

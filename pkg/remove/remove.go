@@ -101,6 +101,9 @@ type Outcome struct {
 	// Reverified counts how often the object changed after it was verified and was
 	// verified again.
 	Reverified int
+	// Pinned is the resourceVersion the last write was guarded by: the version the
+	// provider verified. Empty for a removal that was not pinned (forced).
+	Pinned string
 }
 
 // ErrUIDChanged means the object was deleted and a namesake created: the decision was
@@ -136,7 +139,8 @@ func (r *Remover) Remove(ctx context.Context, t Target, dry DryRun) (Outcome, er
 	if t.UID == "" {
 		return Outcome{}, fmt.Errorf("%s: refusing to remove a finalizer without the uid of the object it was decided for", t.String())
 	}
-	var lastErr, unanswered error
+	var lastErr error
+	var unanswered *unansweredError
 	reverified := 0
 	pause := client.ReadBackoff
 	for attempt := 1; attempt <= attempts; attempt++ {
@@ -156,16 +160,16 @@ func (r *Remover) Remove(ctx context.Context, t Target, dry DryRun) (Outcome, er
 			}
 			reverified++
 		}
-		out.Attempts, out.Reverified = attempt, reverified
+		out.Attempts, out.Reverified, out.Pinned = attempt, reverified, t.ResourceVersion
 		if !again {
 			if err != nil && unanswered != nil {
-				err = fmt.Errorf("%w; before that, the API server did not answer the write (%w): whether the finalizer was removed is unknown until the object is read again, which a rerun does", err, unanswered)
+				err = fmt.Errorf("%s: the API server did not answer the write (%w), then %w: whether the finalizer was removed is unknown until the object is read again, which a rerun does",
+					t.String(), unanswered.err, err)
 			}
 			return out, err
 		}
-		if errors.Is(err, errUnanswered) {
+		if errors.As(err, &unanswered) {
 			// The write may or may not have been applied: wait, then read and decide anew.
-			unanswered = err
 			select {
 			case <-ctx.Done():
 				return Outcome{Attempts: attempt, Reverified: reverified}, fmt.Errorf("%s: %w; whether the finalizer was removed is unknown until the object is read again, which a rerun does", t.String(), err)
@@ -175,19 +179,25 @@ func (r *Remover) Remove(ctx context.Context, t Target, dry DryRun) (Outcome, er
 		klog.V(2).InfoS("The object changed under the removal; deciding again", "target", t.String(), "attempt", attempt, "err", err)
 		lastErr = err
 	}
-	if errors.Is(lastErr, errUnanswered) {
+	if errors.As(lastErr, &unanswered) {
 		return Outcome{Attempts: attempts, Reverified: reverified}, fmt.Errorf("%s: gave up after %d attempts, the API server kept failing: %w; whether the finalizer was removed is unknown until the object is read again, which a rerun does", t.String(), attempts, lastErr)
 	}
 	return Outcome{Attempts: attempts, Reverified: reverified}, fmt.Errorf("%s: gave up after %d attempts, the object kept changing: %w", t.String(), attempts, lastErr)
 }
 
-// errUnanswered means a write got a server error or a broken connection instead of an
+// unansweredError means a write got a server error or a broken connection instead of an
 // answer: it may or may not have been applied. The guard makes sending it again
 // harmless, but the object is read first, so the next attempt is a decision of its own.
-var errUnanswered = errors.New("no answer to the write")
+type unansweredError struct{ err error }
+
+func (e *unansweredError) Error() string { return "no answer to the write: " + e.err.Error() }
+func (e *unansweredError) Unwrap() error { return e.err }
 
 // unanswered says whether err leaves a write's outcome unknown.
 func unanswered(err error) bool {
+	if isWebhookError(err) {
+		return false // refused in admission, before anything was stored
+	}
 	return serverError(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
 }
 
@@ -272,7 +282,7 @@ func (r *Remover) removeMetadata(ctx context.Context, t *Target, dry DryRun, att
 		// A failed test (422), a conflict (409) or a vanished object: look again.
 		return Outcome{}, true, err
 	case unanswered(err):
-		return Outcome{}, true, fmt.Errorf("%w: %w", errUnanswered, err)
+		return Outcome{}, true, &unansweredError{err}
 	}
 	return Outcome{}, false, writeError(*t, "patch", err)
 }
@@ -357,7 +367,7 @@ func (r *Remover) removeSpec(ctx context.Context, t *Target, dry DryRun, attempt
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		return Outcome{}, true, err
 	case unanswered(err):
-		return Outcome{}, true, fmt.Errorf("%w: %w", errUnanswered, err)
+		return Outcome{}, true, &unansweredError{err}
 	}
 	return Outcome{}, false, writeError(*t, "update", err)
 }
@@ -386,7 +396,7 @@ func writeError(t Target, verb string, err error) error {
 	switch {
 	case apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "admission webhook"):
 		return fmt.Errorf("%s: you may not %s %q%s; ask for RBAC permission to %s %s: %w", t.String(), verb, resource, where, verb, resource, err)
-	case strings.Contains(err.Error(), "failed calling webhook") || strings.Contains(err.Error(), "admission webhook"):
+	case isWebhookError(err):
 		return fmt.Errorf("%s: an admission webhook refused the write (run kubectl finalize doctor to see which, and why): %w", t.String(), err)
 	}
 	return fmt.Errorf("%s: %w", t.String(), err)

@@ -239,7 +239,7 @@ func TestAWriteWithoutAnAnswerIsReadAgain(t *testing.T) {
 		return timeout
 	})
 	_, err = r.Remove(context.Background(), tgt, DryRunNone)
-	if err == nil || !strings.Contains(err.Error(), "connection refused; before that, the API server did not answer the write") ||
+	if err == nil || !strings.Contains(err.Error(), "the API server did not answer the write (Timeout: etcd did not answer in time), then reading configmaps/cfg -n a: dial tcp") ||
 		!strings.Contains(err.Error(), "whether the finalizer was removed is unknown") {
 		t.Errorf("a write without an answer, then no server: %v", err)
 	}

@@ -33,6 +33,8 @@ type Proxy struct {
 	lists    atomic.Int64
 	unpaged  atomic.Int64
 	server   *http.Server
+	handler  http.Handler
+	addr     string
 
 	mu           sync.Mutex
 	unpagedPaths map[string]int
@@ -87,7 +89,8 @@ func Start(cfg *rest.Config) (*Proxy, error) {
 		return nil, err
 	}
 	p.URL = "http://" + l.Addr().String()
-	p.server = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p.addr = l.Addr().String()
+	p.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.requests.Add(1)
 		if code, retryAfter, ok := p.throttle(r); ok {
 			if retryAfter != "" {
@@ -115,7 +118,8 @@ func Start(cfg *rest.Config) (*Proxy, error) {
 			p.mu.Unlock()
 		}
 		rp.ServeHTTP(w, r)
-	})}
+	})
+	p.server = &http.Server{Handler: p.handler}
 	go func() { _ = p.server.Serve(l) }()
 	return p, nil
 }
@@ -264,7 +268,32 @@ func (p *Proxy) ListsSince(before Counts) map[string]int {
 }
 
 // Close stops the proxy.
-func (p *Proxy) Close() error { return p.server.Close() }
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.server.Close()
+}
+
+// Down closes the proxy's listener and every connection through it: from then on the
+// client's connections are refused, as they are by an address nothing listens on.
+func (p *Proxy) Down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = p.server.Close()
+}
+
+// Up listens again on the address Down closed.
+func (p *Proxy) Up() error {
+	l, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.server = &http.Server{Handler: p.handler}
+	go func(srv *http.Server) { _ = srv.Serve(l) }(p.server)
+	return nil
+}
 
 // WriteKubeconfig writes a kubeconfig that reaches the cluster through the proxy.
 func (p *Proxy) WriteKubeconfig(dir string) (string, error) {

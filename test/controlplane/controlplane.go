@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -80,6 +81,7 @@ type ControlPlane struct {
 	ownDir    bool
 	pki       *pki
 	apiURL    string
+	apiArgs   []string
 	etcd      *process
 	apiserver *process
 	kcm       *process
@@ -218,7 +220,8 @@ func (cp *ControlPlane) startEtcdAndAPIServer(ctx context.Context) error {
 		flags[k] = v
 	}
 	cp.apiURL = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
-	if cp.apiserver, err = startProcess("kube-apiserver", filepath.Join(cp.BinDir, "kube-apiserver"), flagList(flags), cp.Dir, cp.opts.Detached); err != nil {
+	cp.apiArgs = flagList(flags)
+	if cp.apiserver, err = startProcess("kube-apiserver", filepath.Join(cp.BinDir, "kube-apiserver"), cp.apiArgs, cp.Dir, cp.opts.Detached); err != nil {
 		return err
 	}
 
@@ -229,6 +232,11 @@ func (cp *ControlPlane) startEtcdAndAPIServer(ctx context.Context) error {
 	if err := WriteKubeconfig(cp.Config, cp.AdminKubeconfig); err != nil {
 		return err
 	}
+	return cp.waitAPIServer(ctx)
+}
+
+// waitAPIServer waits until the API server is ready and has its default namespace.
+func (cp *ControlPlane) waitAPIServer(ctx context.Context) error {
 	client, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
 		return err
@@ -325,6 +333,32 @@ func (cp *ControlPlane) StopControllerManager() {
 	cp.kcm.stop(10 * time.Second)
 	cp.kcm = nil
 	_ = cp.saveState()
+}
+
+// KillAPIServer kills kube-apiserver with SIGKILL, as the OOM killer or a node failure
+// would: no graceful shutdown, requests in flight are cut. etcd keeps the state.
+func (cp *ControlPlane) KillAPIServer() {
+	if done, _ := cp.apiserver.exited(); done {
+		return
+	}
+	_ = syscall.Kill(-cp.apiserver.cmd.Process.Pid, syscall.SIGKILL)
+	<-cp.apiserver.done
+}
+
+// RestartAPIServer starts kube-apiserver again after KillAPIServer, on the same address
+// with the same flags, and waits until it is ready.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
+	if done, _ := cp.apiserver.exited(); !done {
+		return errors.New("kube-apiserver is still running")
+	}
+	var err error
+	if cp.apiserver, err = startProcess("kube-apiserver", filepath.Join(cp.BinDir, "kube-apiserver"), cp.apiArgs, cp.Dir, cp.opts.Detached); err != nil {
+		return err
+	}
+	if err := cp.waitAPIServer(ctx); err != nil {
+		return err
+	}
+	return cp.saveState()
 }
 
 // Stop stops every component and removes the state folder if Start created it.

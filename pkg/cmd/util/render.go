@@ -41,8 +41,9 @@ func StandardErrorMessage(err error) string {
 		// A bare API error, as kubectl prints it.
 		return fmt.Sprintf("Error from server (%s): %s", status.Status().Reason, err.Error())
 	}
-	if host, ok := refusedHost(err); ok {
-		return fmt.Sprintf("error: the connection to the server %s was refused - did you specify the right host or port?", host)
+	if host, context, ok := refusedHost(err); ok {
+		// kubectl's words; what the command was doing, if it says, comes first.
+		return fmt.Sprintf("error: %sthe connection to the server %s was refused - did you specify the right host or port?", context, host)
 	}
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "error: ") {
@@ -51,18 +52,41 @@ func StandardErrorMessage(err error) string {
 	return msg
 }
 
-// refusedHost finds the host of a refused connection inside err.
-func refusedHost(err error) (string, bool) {
+// refusedHost finds the host of a refused connection inside err, and the context err
+// gives it ("listing configmaps: ", or "").
+func refusedHost(err error) (host, context string, ok bool) {
 	var uerr *url.Error
 	if !errors.As(err, &uerr) {
-		return "", false
+		return "", "", false
 	}
 	var operr *net.OpError
 	if !errors.As(uerr.Err, &operr) || operr.Op != "dial" || !strings.Contains(operr.Err.Error(), "connection refused") {
-		return "", false
+		return "", "", false
 	}
-	if u, perr := url.Parse(uerr.URL); perr == nil && u.Host != "" {
-		return u.Host, true
+	u, perr := url.Parse(uerr.URL)
+	if perr != nil || u.Host == "" {
+		return uerr.URL, "", true
 	}
-	return uerr.URL, true
+	// Refused at discovery, nothing was done yet: kubectl's words alone. Refused later,
+	// what the command was doing says what it did not finish.
+	if before, _, found := strings.Cut(err.Error(), uerr.Error()); found && !discoveryPath(u.Path) {
+		context = before
+	}
+	return u.Host, context, true
+}
+
+// discoveryPath is /version, /api, /apis, /api/v1 or /apis/GROUP[/VERSION].
+func discoveryPath(p string) bool {
+	parts := strings.FieldsFunc(p, func(r rune) bool { return r == '/' })
+	switch {
+	case len(parts) == 0:
+		return true
+	case parts[0] == "version" || parts[0] == "openapi":
+		return true
+	case parts[0] == "api":
+		return len(parts) <= 2
+	case parts[0] == "apis":
+		return len(parts) <= 3
+	}
+	return false
 }

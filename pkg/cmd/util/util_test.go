@@ -38,6 +38,7 @@ func TestExitCode(t *testing.T) {
 
 func TestPrintError(t *testing.T) {
 	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api", Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}}
+	refusedList := &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api/v1/configmaps?limit=500", Err: refused.Err}
 	cmd := &cobra.Command{Use: "scan"}
 	tests := []struct {
 		name string
@@ -48,6 +49,8 @@ func TestPrintError(t *testing.T) {
 		{"api error", apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", errors.New("no")), "Error from server (Forbidden): secrets is forbidden: no\n"},
 		{"wrapped api error keeps its context", fmt.Errorf("listing secrets: %w", apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", errors.New("no"))), "error: listing secrets: secrets is forbidden: no\n"},
 		{"refused", fmt.Errorf("discovery: %w", refused), "error: the connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?\n"},
+		{"refused later", fmt.Errorf("the pass stopped before it removed anything: listing configmaps: %w", refusedList),
+			"error: the pass stopped before it removed anything: listing configmaps: the connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?\n"},
 		{"usage", UsageErrorf(cmd, "--older-than must be positive"), "error: --older-than must be positive\nSee 'scan -h' for help and examples\n"},
 		{"silent", IncompleteError(errors.New("partial")), ""},
 		{"aggregate", utilerrors.NewAggregate([]error{errors.New("a"), errors.New("b")}), "error: a\nerror: b\n"},

@@ -1,0 +1,400 @@
+// Package outage kills the API server (SIGKILL) in the middle of a scan, a verification
+// and a write, and shows that a command then exits non-zero naming what it did not do,
+// never reports a partial scan as complete, removes nothing unverified, and that a rerun
+// once the API server is back ends where an undisturbed run ends.
+package outage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/test/apiproxy"
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
+	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	os.Exit(controlplane.RunMain(m, controlplane.Options{}, &cp))
+}
+
+// proxied is a proxy in front of the API server, and a kubeconfig through it: the tests
+// kill the API server at the request they choose.
+func proxied(t *testing.T) (*apiproxy.Proxy, string) {
+	t.Helper()
+	p, err := apiproxy.Start(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	kubeconfig, err := p.WriteKubeconfig(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, kubeconfig
+}
+
+// killer kills the API server once, from the proxy or a provider: kube-apiserver gets
+// SIGKILL and the proxy's address stops listening, so the client's requests are cut and
+// its next connections refused, as with a dead API server. When the test ends, the API
+// server is brought back if the test has not done it.
+type killer struct {
+	p      *apiproxy.Proxy
+	once   sync.Once
+	killed atomic.Bool
+	back   bool
+}
+
+func newKiller(t *testing.T, p *apiproxy.Proxy) *killer {
+	k := &killer{p: p}
+	t.Cleanup(func() {
+		if k.killed.Load() && !k.back {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			if err := cp.RestartAPIServer(ctx); err != nil {
+				t.Errorf("restarting kube-apiserver: %v", err)
+			}
+		}
+	})
+	return k
+}
+
+func (k *killer) now(t *testing.T) {
+	k.once.Do(func() {
+		cp.KillAPIServer()
+		k.p.Down()
+		k.killed.Store(true)
+		t.Logf("kube-apiserver killed")
+	})
+}
+
+func (k *killer) restart(t *testing.T) {
+	t.Helper()
+	if !k.killed.Load() {
+		t.Fatal("the API server was never killed: the test did not reach the moment it aims at")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := cp.RestartAPIServer(ctx); err != nil {
+		t.Fatalf("restarting kube-apiserver: %v", err)
+	}
+	k.back = true
+	if err := k.p.Up(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube-apiserver back after %s", time.Since(start).Round(time.Millisecond))
+}
+
+// seed makes a namespace of stuck configmaps: n whose instances are deleted, one whose
+// instance is present, and a live control.
+func seed(t *testing.T, fin string, n int) string {
+	t.Helper()
+	ns := cp.Namespace(t)
+	cms := cp.Kube(t).CoreV1().ConfigMaps(ns)
+	create := func(name, instance string, stuck bool) {
+		if _, err := cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{fin},
+			Annotations: map[string]string{"instance": instance}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = cms.Patch(context.Background(), name, "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		})
+		if stuck {
+			if err := cms.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	create("control", "live", false)
+	create("present", "present-1", true)
+	for i := range n {
+		create(fmt.Sprintf("gone-%02d", i), fmt.Sprintf("deleted-%s-%02d", ns, i), true)
+	}
+	return ns
+}
+
+// state is what is left in a namespace: each configmap and its finalizers.
+func state(t *testing.T, ns string) []string {
+	t.Helper()
+	list, err := cp.Kube(t).CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, cm := range list.Items {
+		out = append(out, cm.Name+" "+strings.Join(cm.Finalizers, ","))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func writePolicy(t *testing.T, c *fakecloud.Cloud, fin string) string {
+	t.Helper()
+	path := t.TempDir() + "/policy.yaml"
+	doc := "apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nminAge: 0s\nrules:\n" + c.Rule("dbs", fin, "")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func report(t *testing.T, r cli.Result) *finalizev1alpha1.ReconcileReport {
+	t.Helper()
+	rep := &finalizev1alpha1.ReconcileReport{}
+	if err := json.Unmarshal([]byte(r.Stdout), rep); err != nil {
+		t.Fatalf("the report is not JSON (code %d): %v\nstdout: %s\nstderr: %s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	return rep
+}
+
+// undisturbed runs one pass over a fresh namespace like the disturbed one and returns
+// the state it ends in, with the namespace's name made generic.
+func undisturbed(t *testing.T, c *fakecloud.Cloud, fin string, n int) []string {
+	t.Helper()
+	ns := seed(t, fin, n)
+	r := cli.Run(t, cp.AdminKubeconfig, "reconcile", "--once", "--policy", writePolicy(t, c, fin), "-n", ns, "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("the undisturbed pass: code %d\n%s", r.Code, r.Stderr)
+	}
+	return state(t, ns)
+}
+
+func isPatch(r *http.Request) bool { return r.Method == http.MethodPatch }
+
+func isList(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.URL.Query().Has("limit") && r.URL.Query().Get("watch") != "true"
+}
+
+// TestKilledMidScan: the API server dies after the scan listed some types. The scan
+// exits 3 and names the types it could not list; it is never printed as complete. A
+// reconcile pass in the same place removes nothing. Once the server is back, both give
+// what they give undisturbed.
+func TestKilledMidScan(t *testing.T) {
+	fin := "mid-scan.example.com/cleanup"
+	c := fakecloud.New(t)
+	ns := seed(t, fin, 3)
+	policy := writePolicy(t, c, fin)
+	before := cli.Run(t, cp.AdminKubeconfig, "scan", "-A", "-o", "name")
+	if before.Code != 0 {
+		t.Fatalf("the undisturbed scan: %d\n%s", before.Code, before.Stderr)
+	}
+
+	// The scan lists every type: it dies at the 8th list. A pass lists only the types its
+	// rules match, here configmaps: it dies at its first.
+	for _, tt := range []struct {
+		command []string
+		at      int32
+	}{
+		{[]string{"scan", "-A", "-o", "json"}, 8},
+		{[]string{"doctor", "-o", "json"}, 8},
+		{[]string{"reconcile", "--once", "--policy", policy, "-o", "json"}, 1},
+	} {
+		command := tt.command
+		t.Run(command[0], func(t *testing.T) {
+			p, kubeconfig := proxied(t)
+			k := newKiller(t, p)
+			var lists atomic.Int32
+			p.Cut(func(r *http.Request, answered bool) bool {
+				if !answered && isList(r) && lists.Add(1) == tt.at {
+					k.now(t)
+					return true
+				}
+				return false
+			})
+			start := time.Now()
+			r := cli.Run(t, kubeconfig, command...)
+			took := time.Since(start)
+			if r.Code == 0 {
+				t.Fatalf("exit 0 after the API server died mid-scan:\n%s\n%s", r.Stdout, r.Stderr)
+			}
+			var incomplete []finalizev1alpha1.IncompleteResource
+			switch command[0] {
+			case "scan":
+				var list finalizev1alpha1.StuckObjectList
+				if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil {
+					t.Fatalf("scan -o json: %v\n%s", err, r.Stdout)
+				}
+				incomplete = list.Incomplete
+				if r.Code != 3 || len(incomplete) == 0 || !strings.Contains(r.Stderr, "the scan is incomplete") {
+					t.Errorf("exit %d with %d incomplete types, want 3 and the types named\n%s", r.Code, len(incomplete), r.Stderr)
+				}
+			case "doctor":
+				var d finalizev1alpha1.Diagnosis
+				if err := json.Unmarshal([]byte(r.Stdout), &d); err != nil {
+					t.Fatalf("doctor -o json (exit %d): %v\n%s\n%s", r.Code, err, r.Stdout, r.Stderr)
+				}
+				incomplete = d.Incomplete
+				if r.Code != 3 || len(incomplete) == 0 || !strings.Contains(r.Stderr, "incomplete") {
+					t.Errorf("exit %d with %d incomplete types, want 3 and the types named\n%s", r.Code, len(incomplete), r.Stderr)
+				}
+			case "reconcile":
+				// Its only type could not be listed: nothing to act on, and it says so.
+				want := "error: the pass stopped before it verified or removed anything: could not list any resource type: the connection to the server "
+				if r.Code != 1 || r.Stdout != "" || !strings.HasPrefix(r.Stderr, want) || c.Hits("deleted-"+ns+"-00") != 0 {
+					t.Errorf("exit %d, provider asked %d times, stderr %q; want 1 and %q", r.Code, c.Hits("deleted-"+ns+"-00"), r.Stderr, want)
+				}
+			}
+			for _, in := range incomplete {
+				if in.Reason == "" {
+					t.Errorf("incomplete %s without a reason", in.Resource)
+				}
+			}
+			t.Logf("%s: exit %d after %s, %d types named as not listed; stderr starts %q", command[0], r.Code, took.Round(time.Millisecond), len(incomplete), firstLine(r.Stderr))
+
+			k.restart(t)
+			p.Cut(nil)
+			if command[0] == "scan" {
+				again := cli.Run(t, kubeconfig, "scan", "-A", "-o", "name")
+				if again.Code != 0 || again.Stdout != before.Stdout {
+					t.Errorf("the rerun: exit %d\n%s\nwant\n%s", again.Code, again.Stdout, before.Stdout)
+				}
+			}
+		})
+	}
+	// After both, a pass over the namespace ends where an undisturbed pass ends.
+	want := undisturbed(t, c, fin+"-u", 3)
+	r := cli.Run(t, cp.AdminKubeconfig, "reconcile", "--once", "--policy", policy, "-n", ns, "-o", "json")
+	if got := state(t, ns); r.Code != 0 || !sameShape(got, want) {
+		t.Errorf("the rerun: exit %d, state %v, want the shape of %v\n%s", r.Code, got, want, r.Stderr)
+	}
+}
+
+// sameShape compares two states whose finalizer names differ by a suffix.
+func sameShape(a, b []string) bool {
+	norm := func(s []string) []string {
+		var out []string
+		for _, x := range s {
+			name, _, _ := strings.Cut(x, " ")
+			out = append(out, name)
+		}
+		return out
+	}
+	return slices.Equal(norm(a), norm(b))
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// TestKilledMidVerify: the API server dies while the provider is verifying. The pass
+// exits 1 naming each removal it could not make; nothing is removed; the rerun converges.
+func TestKilledMidVerify(t *testing.T) {
+	fin := "mid-verify.example.com/cleanup"
+	c := fakecloud.New(t)
+	const n = 5
+	want := undisturbed(t, c, fin+"-u", n)
+	ns := seed(t, fin, n)
+	policy := writePolicy(t, c, fin)
+	p, kubeconfig := proxied(t)
+	k := newKiller(t, p)
+	c.OnRequest(func(id string) {
+		if strings.HasPrefix(id, "deleted-"+ns) {
+			k.now(t)
+		}
+	})
+	start := time.Now()
+	r := cli.Run(t, kubeconfig, "reconcile", "--once", "--policy", policy, "-n", ns, "-o", "json")
+	took := time.Since(start)
+	rep := report(t, r)
+	if r.Code != 1 || rep.Summary[finalizev1alpha1.ResultRemoved] != 0 || rep.Summary[finalizev1alpha1.ResultFailed] != n {
+		t.Errorf("exit %d, summary %v; want 1 and %d failed\n%s", r.Code, rep.Summary, n, r.Stderr)
+	}
+	for _, a := range rep.Actions {
+		if a.Result == finalizev1alpha1.ResultFailed && !strings.Contains(a.Error, a.Target.Name) {
+			t.Errorf("a failed removal that does not name its object: %+v", a)
+		}
+	}
+	t.Logf("exit %d after %s; summary %v; a failure reads %q", r.Code, took.Round(time.Millisecond), rep.Summary, failure(rep))
+	c.OnRequest(nil)
+	k.restart(t)
+	if got := state(t, ns); len(got) != n+2 {
+		t.Errorf("after the failed pass: %v; every finalizer should still be there", got)
+	}
+	r = cli.Run(t, kubeconfig, "reconcile", "--once", "--policy", policy, "-n", ns, "-o", "json")
+	if got := state(t, ns); r.Code != 0 || !sameShape(got, want) {
+		t.Errorf("the rerun: exit %d, state %v, want the shape of %v\n%s", r.Code, got, want, r.Stderr)
+	}
+}
+
+func failure(rep *finalizev1alpha1.ReconcileReport) string {
+	for _, a := range rep.Actions {
+		if a.Result == finalizev1alpha1.ResultFailed {
+			return a.Error
+		}
+	}
+	return ""
+}
+
+// TestKilledMidWrite: the API server applies the third removal and dies before its
+// answer leaves. The pass exits 1: two removed, the third named as unknown, the rest
+// not done. The rerun converges.
+func TestKilledMidWrite(t *testing.T) {
+	fin := "mid-write.example.com/cleanup"
+	c := fakecloud.New(t)
+	const n = 6
+	want := undisturbed(t, c, fin+"-u", n)
+	ns := seed(t, fin, n)
+	policy := writePolicy(t, c, fin)
+	p, kubeconfig := proxied(t)
+	k := newKiller(t, p)
+	var patches atomic.Int32
+	p.Cut(func(r *http.Request, answered bool) bool {
+		if answered && isPatch(r) && patches.Add(1) == 3 {
+			k.now(t)
+			return true
+		}
+		return false
+	})
+	start := time.Now()
+	r := cli.Run(t, kubeconfig, "reconcile", "--once", "--policy", policy, "-n", ns, "-o", "json", "--write-concurrency", "1")
+	took := time.Since(start)
+	rep := report(t, r)
+	if r.Code != 1 || rep.Summary[finalizev1alpha1.ResultRemoved] != 2 || rep.Summary[finalizev1alpha1.ResultFailed] != n-2 {
+		t.Errorf("exit %d, summary %v; want 1, 2 removed and %d failed\n%s", r.Code, rep.Summary, n-2, r.Stderr)
+	}
+	unknown := 0
+	for _, a := range rep.Actions {
+		if a.Result == finalizev1alpha1.ResultFailed && strings.Contains(a.Error, "whether the finalizer was removed is unknown") {
+			unknown++
+		}
+	}
+	if unknown != 1 {
+		t.Errorf("%d failures say their outcome is unknown, want exactly the write the server took without answering", unknown)
+	}
+	t.Logf("exit %d after %s; summary %v; the unanswered write reads %q", r.Code, took.Round(time.Millisecond), rep.Summary, unknownMessage(rep))
+	for _, a := range rep.Actions {
+		t.Logf("%s: %s %s%s", a.Target.Name, a.Result, a.Message, a.Error)
+	}
+	p.Cut(nil)
+	k.restart(t)
+	r = cli.Run(t, kubeconfig, "reconcile", "--once", "--policy", policy, "-n", ns, "-o", "json")
+	if got := state(t, ns); r.Code != 0 || !sameShape(got, want) {
+		t.Errorf("the rerun: exit %d, state %v, want the shape of %v\n%s", r.Code, got, want, r.Stderr)
+	}
+}
+
+func unknownMessage(rep *finalizev1alpha1.ReconcileReport) string {
+	for _, a := range rep.Actions {
+		if strings.Contains(a.Error, "unknown") {
+			return a.Error
+		}
+	}
+	return ""
+}
