@@ -105,6 +105,14 @@ fuzz: ## Run every fuzz test for FUZZTIME each (default 10s; a long run: FUZZTIM
 		go test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x $$pkg || exit 1; \
 	done
 
+CHAOS_ATTEMPTS ?= 2000
+CHAOS_SEED     ?= 1
+
+.PHONY: chaos
+chaos: ## The chaos run: CHAOS_ATTEMPTS removal attempts (default 2000) against concurrent writers; make test runs 300.
+	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -count=1 -timeout 30m -run '^TestChaosNeverRemovesOnAGuess$$' -v ./test/stress \
+		-chaos.attempts=$(CHAOS_ATTEMPTS) -chaos.seed=$(CHAOS_SEED) | grep -E '^(---|===|ok|FAIL|\s+chaos_test)'
+
 .PHONY: test-fuzz-short
 test-fuzz-short: ## Every fuzz test for a short fixed length (10,000 inputs each), part of make test.
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=10000x

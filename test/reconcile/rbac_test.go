@@ -15,6 +15,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
@@ -136,6 +137,19 @@ func TestEveryVerbTheGeneratedRBACGrantsIsUsed(t *testing.T) {
 	object(t, ns, "control", fin, "live", false)
 	object(t, ns, "gone", fin, "deleted-1", true)
 	object(t, ns, "changing", fin, "deleted-changing", true)
+	// Not the last finalizer: removed by a patch (the others' last one, by an update).
+	if _, err := kube.CoreV1().ConfigMaps(ns).Patch(t.Context(), "gone", types.JSONPatchType,
+		[]byte(`[{"op":"add","path":"/metadata/finalizers/-","value":"other.example.com/keep"}]`), metav1.PatchOptions{}); err == nil {
+		t.Fatal("a finalizer was added to an object being deleted")
+	}
+	two := object(t, ns, "two", fin, "deleted-2", false)
+	two.Finalizers = append(two.Finalizers, "other.example.com/keep")
+	if _, err := kube.CoreV1().ConfigMaps(ns).Update(t.Context(), two, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), "two", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	// The object changes while its instance is being verified: the pinned write fails,
 	// the object is read again and verified again.
 	c.OnRequest(func(id string) {
@@ -172,6 +186,7 @@ func TestEveryVerbTheGeneratedRBACGrantsIsUsed(t *testing.T) {
 
 	rep, r := pass(t, kubeconfig, policy)
 	if r.Code != 0 || action(t, rep, "gone").Result != finalizev1alpha1.ResultRemoved || action(t, rep, "changing").Result != finalizev1alpha1.ResultRemoved ||
+		action(t, rep, "two").Result != finalizev1alpha1.ResultRemoved ||
 		action(t, rep, empty).Result != finalizev1alpha1.ResultRemoved {
 		t.Fatalf("the pass as the ServiceAccount: code %d, %+v\n%s", r.Code, rep.Actions, r.Stderr)
 	}
