@@ -42,9 +42,9 @@ func (r *retryServerErrors) RoundTrip(req *http.Request) (*http.Response, error)
 			return resp, err
 		}
 		if req.Body != nil {
-			body, err := req.GetBody()
-			if err != nil {
-				return resp, nil
+			body, berr := req.GetBody()
+			if berr != nil {
+				return resp, err // err is nil: the server's answer stands when the request cannot be sent again
 			}
 			req = req.Clone(req.Context())
 			req.Body = body

@@ -232,7 +232,7 @@ func TestAWriteWithoutAnAnswerIsReadAgain(t *testing.T) {
 	}
 
 	// The server is gone after the write: unknown, and said so.
-	client, r = setup(func(client *metadatafake.FakeMetadataClient, n int) error {
+	_, r = setup(func(client *metadatafake.FakeMetadataClient, n int) error {
 		client.PrependReactor("get", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
 			return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
 		})

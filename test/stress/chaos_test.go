@@ -162,7 +162,7 @@ func TestChaosNeverRemovesOnAGuess(t *testing.T) {
 					return
 				}
 				if ev.Type == watch.Error {
-					watched <- fmt.Errorf("the watch failed: %v", apierrors.FromObject(ev.Object))
+					watched <- fmt.Errorf("the watch failed: %w", apierrors.FromObject(ev.Object))
 					return
 				}
 				eventsMu.Lock()
@@ -349,15 +349,16 @@ func TestChaosNeverRemovesOnAGuess(t *testing.T) {
 		if !byVerification && !byForce && ev.Type == watch.Deleted && len(versions) >= 2 {
 			before := versions[len(versions)-2]
 			for _, rec := range records[cm.UID] {
-				if rec.Verified && rec.Result == remove.Removed && rec.ResourceVersion == before.ResourceVersion &&
-					slices.Equal(before.Finalizers, old.Finalizers) && tr.saidGone(cm.UID, before.ResourceVersion, before.Annotations["instance"]) {
-					raced++
-					removedAt[cm.UID+types.UID("/"+before.ResourceVersion)] = true
-					t.Logf("%s (uid %s): verified at resourceVersion %s and written; a concurrent write made %s (instance %s -> %s) before kube-apiserver deleted it",
-						cm.Name, cm.UID, before.ResourceVersion, old.ResourceVersion, before.Annotations["instance"], old.Annotations["instance"])
-					byVerification = true
-					break
+				if !rec.Verified || rec.Result != remove.Removed || rec.ResourceVersion != before.ResourceVersion ||
+					!slices.Equal(before.Finalizers, old.Finalizers) || !tr.saidGone(cm.UID, before.ResourceVersion, before.Annotations["instance"]) {
+					continue
 				}
+				raced++
+				removedAt[cm.UID+types.UID("/"+before.ResourceVersion)] = true
+				t.Logf("%s (uid %s): verified at resourceVersion %s and written; a concurrent write made %s (instance %s -> %s) before kube-apiserver deleted it",
+					cm.Name, cm.UID, before.ResourceVersion, old.ResourceVersion, before.Annotations["instance"], old.Annotations["instance"])
+				byVerification = true
+				break
 			}
 			if byVerification {
 				continue
@@ -484,16 +485,15 @@ func chaosWrite(ctx context.Context, rng *rand.Rand, kube kubernetes.Interface, 
 // chaosRemove makes removal attempts: a reconcile pass, a verified remove or a forced
 // remove, each a process of its own.
 func chaosRemove(t *testing.T, rng *rand.Rand, ns, name, fin, policy, audit string, counts *chaosCounts) {
-	base := []string{"--kubeconfig", cp.AdminKubeconfig, "-n", ns}
-	var args []string
+	args := []string{"--kubeconfig", cp.AdminKubeconfig, "-n", ns}
 	kind := rng.IntN(10)
 	switch {
 	case kind < 4:
-		args = append(base, "reconcile", "--once", "--policy", policy, "-o", "json", "--audit-log", audit)
+		args = append(args, "reconcile", "--once", "--policy", policy, "-o", "json", "--audit-log", audit)
 	case kind < 7:
-		args = append(base, "remove", "configmap/"+name, "--finalizer", fin, "--policy", policy, "--yes", "-o", "json", "--audit-log", audit)
+		args = append(args, "remove", "configmap/"+name, "--finalizer", fin, "--policy", policy, "--yes", "-o", "json", "--audit-log", audit)
 	default:
-		args = append(base, "remove", "configmap/"+name, "--finalizer", fin, "--force-unverified", "--reason", "chaos", "--yes", "-o", "json", "--audit-log", audit)
+		args = append(args, "remove", "configmap/"+name, "--finalizer", fin, "--force-unverified", "--reason", "chaos", "--yes", "-o", "json", "--audit-log", audit)
 	}
 	out, err := exec.Command(binary, args...).Output()
 	var exit *exec.ExitError

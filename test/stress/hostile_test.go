@@ -89,7 +89,7 @@ func misbehave(args []string) int {
 	case "huge":
 		_, _ = os.Stdout.Write(response(finalizev1alpha1.VerdictGone, strings.Repeat("x", 4<<20)))
 	case "nested":
-		_, _ = os.Stdout.Write([]byte(strings.Repeat("[", 512<<10)))
+		_, _ = os.Stdout.WriteString(strings.Repeat("[", 512<<10))
 	case "malformed":
 		_, _ = os.Stdout.Write(gone[:len(gone)/2])
 	case "binary":
@@ -379,7 +379,7 @@ func processes(argv ...string) int {
 	entries, _ := os.ReadDir("/proc")
 	n := 0
 	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
 		if err == nil && string(b) == want {
 			n++
 		}

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -134,7 +135,7 @@ func runMeasured(t *testing.T, env []string, args ...string) measured {
 	close(done)
 	wg.Wait()
 	m := measured{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode(), Took: time.Since(start), PeakRSS: peak.Load() << 10}
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+	if exit := (*exec.ExitError)(nil); err != nil && !errors.As(err, &exit) {
 		t.Fatalf("running kubectl-finalize: %v", err)
 	}
 	return m
