@@ -26,6 +26,69 @@ func age(seconds int64) string {
 // objects it explains listed compactly by namespace, one example of what it does to
 // them, and the next safe step.
 func RootCauses(w io.Writer, d *finalizev1alpha1.Diagnosis) error {
+	var b strings.Builder
+	rootCauses(&b, d)
+	if len(d.Items) > 0 {
+		b.WriteString("\nThe whole chain behind one object: kubectl finalize doctor TYPE/NAME\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// FleetRootCauses prints the diagnosis of several clusters: each cluster's root causes
+// under its context, then the root causes found in more than one cluster, each once.
+func FleetRootCauses(w io.Writer, d *finalizev1alpha1.Diagnosis, clusters []string) error {
+	var b strings.Builder
+	unread := map[string]string{}
+	for _, in := range d.Incomplete {
+		if in.Reason == finalizev1alpha1.ReasonClusterUnreachable {
+			unread[in.Cluster] = in.Message
+		}
+	}
+	for i, c := range clusters {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "== context %s ==\n", c)
+		if msg, ok := unread[c]; ok {
+			fmt.Fprintf(&b, "Not read: %s\n", msg)
+			continue
+		}
+		sub := &finalizev1alpha1.Diagnosis{}
+		for _, it := range d.Items {
+			if it.Cluster == c {
+				sub.Items = append(sub.Items, it)
+			}
+		}
+		for _, rc := range d.RootCauses {
+			if rc.Cluster == c {
+				sub.RootCauses = append(sub.RootCauses, rc)
+			}
+		}
+		if len(sub.Items) == 0 {
+			b.WriteString("No stuck objects found.\n")
+			continue
+		}
+		rootCauses(&b, sub)
+	}
+	if len(d.AcrossClusters) > 0 {
+		fmt.Fprintf(&b, "\nAcross clusters: %s found in more than one cluster.\n", Plural(len(d.AcrossClusters), "root cause"))
+		for i := range d.AcrossClusters {
+			r := &d.AcrossClusters[i]
+			fmt.Fprintf(&b, "\n%d. %s: %s %s, in %s (%s), %s\n", i+1, r.Reason, r.Subject.Kind, subjectName(r.Subject),
+				Plural(len(r.Clusters), "cluster"), strings.Join(r.Clusters, ", "), Plural(r.Objects, "object"))
+			fmt.Fprintf(&b, "   Next: %s\n", r.NextStep)
+		}
+	}
+	if len(d.Items) > 0 {
+		b.WriteString("\nThe whole chain behind one object: kubectl finalize --context CONTEXT doctor TYPE/NAME\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// rootCauses writes a diagnosis grouped by root cause on b.
+func rootCauses(b *strings.Builder, d *finalizev1alpha1.Diagnosis) {
 	items := map[types.UID]*finalizev1alpha1.StuckObject{}
 	namespaces := sets.New[string]()
 	for i := range d.Items {
@@ -36,12 +99,11 @@ func RootCauses(w io.Writer, d *finalizev1alpha1.Diagnosis) error {
 			namespaces.Insert(d.Items[i].Target.Name)
 		}
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s in %s, explained by %s.\n", Plural(len(d.Items), "stuck object"), Plural(namespaces.Len(), "namespace"), Plural(len(d.RootCauses), "root cause"))
+	fmt.Fprintf(b, "%s in %s, explained by %s.\n", Plural(len(d.Items), "stuck object"), Plural(namespaces.Len(), "namespace"), Plural(len(d.RootCauses), "root cause"))
 	for i := range d.RootCauses {
 		r := &d.RootCauses[i]
-		fmt.Fprintf(&b, "\n%d. %s: %s %s\n", i+1, r.Reason, r.Subject.Kind, subjectName(r.Subject))
-		fmt.Fprintf(&b, "   %s\n", r.Message)
+		fmt.Fprintf(b, "\n%d. %s: %s %s\n", i+1, r.Reason, r.Subject.Kind, subjectName(r.Subject))
+		fmt.Fprintf(b, "   %s\n", r.Message)
 		verb := "wait"
 		if len(r.Objects) == 1 {
 			verb = "waits"
@@ -56,20 +118,15 @@ func RootCauses(w io.Writer, d *finalizev1alpha1.Diagnosis) error {
 				}
 			}
 		}
-		fmt.Fprintf(&b, "   %s %s on it, the oldest terminating for %s:\n", Plural(len(r.Objects), "object"), verb, age(oldest))
+		fmt.Fprintf(b, "   %s %s on it, the oldest terminating for %s:\n", Plural(len(r.Objects), "object"), verb, age(oldest))
 		for _, line := range byNamespace(r.Objects) {
-			fmt.Fprintf(&b, "     %s\n", line)
+			fmt.Fprintf(b, "     %s\n", line)
 		}
 		if example != nil {
-			fmt.Fprintf(&b, "   For %s: %s\n", example.Target, example.Cause.Message)
+			fmt.Fprintf(b, "   For %s: %s\n", example.Target, example.Cause.Message)
 		}
-		fmt.Fprintf(&b, "   Next: %s\n", r.NextStep)
+		fmt.Fprintf(b, "   Next: %s\n", r.NextStep)
 	}
-	if len(d.Items) > 0 {
-		b.WriteString("\nThe whole chain behind one object: kubectl finalize doctor TYPE/NAME\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // byNamespace lists objects one type and namespace a line, the way kubectl is typed

@@ -18,12 +18,17 @@ const none = "<none>"
 type StuckTableOptions struct {
 	Wide      bool
 	NoHeaders bool
+	// Cluster adds the CLUSTER column first: objects of several clusters.
+	Cluster bool
 }
 
 // StuckTable prints NAMESPACE, RESOURCE, AGE (how long terminating), FINALIZERS and
-// OWNER, and with Wide also DELETED, UID and CAUSE.
+// OWNER, and with Wide also DELETED, UID and CAUSE; with Cluster, CLUSTER first.
 func StuckTable(w io.Writer, list *finalizev1alpha1.StuckObjectList, opts StuckTableOptions) error {
 	headers := []string{"namespace", "resource", "age", "finalizers", "owner"}
+	if opts.Cluster {
+		headers = append([]string{"cluster"}, headers...)
+	}
 	if opts.Wide {
 		headers = append(headers, "deleted", "uid", "cause")
 	}
@@ -36,6 +41,9 @@ func StuckTable(w io.Writer, list *finalizev1alpha1.StuckObjectList, opts StuckT
 			duration.HumanDuration(time.Duration(o.TerminatingSeconds) * time.Second),
 			finalizerNames(o.Finalizers),
 			owners(o.Finalizers),
+		}
+		if opts.Cluster {
+			row = append([]string{o.Cluster}, row...)
 		}
 		if opts.Wide {
 			cause := none
@@ -50,10 +58,17 @@ func StuckTable(w io.Writer, list *finalizev1alpha1.StuckObjectList, opts StuckT
 }
 
 // StuckNames prints one "kind.group/name" per object, exactly as kubectl's -o name does,
-// so the list pipes into any kubectl command.
+// so the list pipes into any kubectl command. An object found through a context of
+// several is prefixed with that context and a tab (a context name may hold ':' and '/'):
+// while IFS=$'\t' read -r ctx obj; do kubectl --context "$ctx" ...; done.
 func StuckNames(w io.Writer, list *finalizev1alpha1.StuckObjectList) error {
 	for i := range list.Items {
-		if _, err := fmt.Fprintln(w, list.Items[i].Target.KindName()); err != nil {
+		o := &list.Items[i]
+		line := o.Target.KindName()
+		if o.Cluster != "" {
+			line = o.Cluster + "\t" + line
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +16,7 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/fleet"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
@@ -38,7 +40,13 @@ proven yet), Unknown.
 
 The doctor reads the scan's metadata and a few objects more (APIServices, webhook
 configurations and their endpoints, pods of namespaces with stuck claims, warning
-events, controllers' workloads). It changes nothing.`
+events, controllers' workloads). It changes nothing.
+
+With --context given more than once, --all-contexts or --context-selector, each cluster
+is diagnosed on its own and its root causes printed under its context; then the root
+causes found in more than one cluster are said once, with their clusters: the same
+operator gone in four clusters is one finding. A cluster that cannot be read is
+reported as incomplete (exit status 3).`
 
 const example = `  # Every stuck object, grouped by root cause
   kubectl finalize doctor
@@ -47,25 +55,32 @@ const example = `  # Every stuck object, grouped by root cause
   kubectl finalize doctor namespace/team-a
 
   # One custom resource, as JSON
-  kubectl finalize doctor databases.db.example.com/orders -n team-a -o json`
+  kubectl finalize doctor databases.db.example.com/orders -n team-a -o json
+
+  # Every production cluster: what is stuck where, and what repeats
+  kubectl finalize doctor --context-selector 'prod-*'`
 
 // Options are the options of the doctor command.
 type Options struct {
 	PrintFlags *util.PrintFlags
 	ListFlags  util.ListFlags
+	FleetFlags util.FleetFlags
 
 	clients   *pipeline.Clients
 	namespace string
 	explicit  bool
 	// target is the object `doctor TYPE/NAME` asks about.
 	target *finalizev1alpha1.ObjectReference
+	// clusters, when more than one, are the contexts a fleet run diagnoses.
+	clusters  []string
+	factories map[string]util.Factory
 
 	genericiooptions.IOStreams
 }
 
 // NewOptions returns the options with their defaults.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
-	return &Options{PrintFlags: util.NewPrintFlags(), ListFlags: util.NewListFlags(), IOStreams: streams}
+	return &Options{PrintFlags: util.NewPrintFlags(), ListFlags: util.NewListFlags(), FleetFlags: util.NewFleetFlags(), IOStreams: streams}
 }
 
 // NewCmdDoctor returns the doctor command.
@@ -83,6 +98,7 @@ func NewCmdDoctor(f util.Factory, streams genericiooptions.IOStreams) *cobra.Com
 func (o *Options) AddFlags(cmd *cobra.Command) {
 	o.PrintFlags.AddFlags(cmd)
 	o.ListFlags.AddFlags(cmd)
+	o.FleetFlags.AddFlags(cmd)
 }
 
 // Complete resolves the clients, the target and the namespace.
@@ -90,6 +106,21 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 	var err error
 	if o.namespace, o.explicit, err = f.Namespace(); err != nil {
 		return err
+	}
+	if o.clusters, err = o.FleetFlags.Clusters(f); err != nil {
+		return err
+	}
+	switch {
+	case len(o.clusters) > 1 && len(args) > 0:
+		return util.UsageErrorf(nil, "doctor TYPE/NAME explains one object of one cluster: give one --%s", util.FlagContext)
+	case len(o.clusters) > 1:
+		o.factories = map[string]util.Factory{}
+		for _, c := range o.clusters {
+			o.factories[c] = f.(util.Fleet).ForContext(c)
+		}
+		return nil
+	case len(o.clusters) == 1 && (o.FleetFlags.AllContexts || o.FleetFlags.ContextSelector != ""):
+		f = f.(util.Fleet).ForContext(o.clusters[0])
 	}
 	if o.clients, err = f.Clients(); err != nil {
 		return err
@@ -133,11 +164,17 @@ func (o *Options) Validate() error {
 	if err := o.PrintFlags.Validate(); err != nil {
 		return err
 	}
+	if err := o.FleetFlags.Validate(); err != nil {
+		return err
+	}
 	return o.ListFlags.Validate()
 }
 
 // Run diagnoses and prints.
 func (o *Options) Run(ctx context.Context) error {
+	if len(o.clusters) > 1 {
+		return o.runFleet(ctx)
+	}
 	opts, done := o.ListFlags.ScanOptions(o.ErrOut)
 	switch {
 	case o.target == nil && o.explicit:
@@ -213,4 +250,45 @@ func (o *Options) notStuck(ctx context.Context) error {
 	}
 	_, err = fmt.Fprintf(o.Out, "%s %s.\n", o.target, msg)
 	return err
+}
+
+// runFleet diagnoses every cluster, a few at a time, and prints each cluster's root
+// causes under its context, then the causes found in more than one cluster, once each.
+func (o *Options) runFleet(ctx context.Context) error {
+	fopts, done := o.FleetFlags.Options(o.ErrOut, "diagnosing")
+	var mu sync.Mutex
+	var warnings []string
+	results := fleet.Run(ctx, o.clusters, fopts, func(ctx context.Context, cluster string) (*finalizev1alpha1.Diagnosis, error) {
+		clients, err := o.factories[cluster].Clients()
+		if err != nil {
+			return nil, err
+		}
+		opts := scan.Options{Concurrency: o.ListFlags.Concurrency, ChunkSize: o.ListFlags.ChunkSize}
+		if o.explicit {
+			opts.Namespace = o.namespace
+		}
+		rep, err := pipeline.Diagnose(ctx, clients, opts, doctor.Options{})
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		warnings = append(warnings, util.ClusterWarnings(cluster, rep.Warnings)...)
+		mu.Unlock()
+		return rep.Diagnosis(nil), nil
+	})
+	done()
+	d, err := fleet.MergeDiagnoses(results)
+	if err != nil {
+		return err
+	}
+	util.PrintWarnings(o.ErrOut, warnings)
+	if !o.PrintFlags.Table() {
+		err = o.PrintFlags.PrintObject(d, o.Out)
+	} else {
+		err = printer.FleetRootCauses(o.Out, d, o.clusters)
+	}
+	if err != nil {
+		return err
+	}
+	return util.IncompleteWarning(o.ErrOut, d.Incomplete)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/fleet"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
@@ -35,7 +37,14 @@ diagnoses it (a few more reads).
 
 If a resource type cannot be discovered or listed (an unavailable APIService, a type
 you may not list), the scan goes on, warns on stderr, lists it under "incomplete" in
--o json|yaml, and exits with status 3: a partial scan never looks clean.`
+-o json|yaml, and exits with status 3: a partial scan never looks clean.
+
+With --context given more than once, --all-contexts or --context-selector, the clusters
+of those kubeconfig contexts are scanned, --cluster-concurrency at a time, each within
+--cluster-timeout. Every object then names its cluster: a CLUSTER column, a "cluster"
+field, and -o name lines of CONTEXT, a tab, and the name. A cluster that cannot be read
+is listed under "incomplete" with its context, the others are still printed, and the
+scan exits with status 3.`
 
 const example = `  # Every stuck object in the cluster
   kubectl finalize scan
@@ -50,7 +59,13 @@ const example = `  # Every stuck object in the cluster
   kubectl finalize scan --finalizer '*.crossplane.io' -o json
 
   # Names only, one per line
-  kubectl finalize scan configmaps,secrets -o name`
+  kubectl finalize scan configmaps,secrets -o name
+
+  # Which clusters have something stuck?
+  kubectl finalize scan --all-contexts
+
+  # Two clusters, each given 30 seconds
+  kubectl finalize scan --context prod-eu --context prod-us --cluster-timeout 30s`
 
 // Flag names.
 const (
@@ -64,6 +79,7 @@ const (
 type Options struct {
 	PrintFlags    *util.PrintFlags
 	ListFlags     util.ListFlags
+	FleetFlags    util.FleetFlags
 	OlderThan     time.Duration
 	Finalizers    []string
 	Selector      string
@@ -73,13 +89,18 @@ type Options struct {
 	resources  []schema.GroupResource
 	namespace  string
 	finalizers glob.Set
+	// clusters, when more than one, are the contexts a fleet run reads, each through its
+	// own factory, with the type arguments resolved against each.
+	clusters  []string
+	factories map[string]util.Factory
+	typeArgs  []string
 
 	genericiooptions.IOStreams
 }
 
 // NewOptions returns the options with their defaults.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
-	return &Options{PrintFlags: util.NewPrintFlags(), ListFlags: util.NewListFlags(), IOStreams: streams}
+	return &Options{PrintFlags: util.NewPrintFlags(), ListFlags: util.NewListFlags(), FleetFlags: util.NewFleetFlags(), IOStreams: streams}
 }
 
 // NewCmdScan returns the scan command.
@@ -104,9 +125,10 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVarP(&o.Selector, flagSelector, "l", o.Selector, "Selector (label query) to filter on, supports '=', '==', '!=', 'in', 'notin'.(e.g. -l key1=value1,key2=value2). Matching objects must satisfy all of the specified label constraints.")
 	fs.BoolVarP(&o.AllNamespaces, flagAllNamespaces, "A", o.AllNamespaces, "If true, scan the whole cluster. This is the default unless --namespace is given.")
 	o.ListFlags.AddFlags(cmd)
+	o.FleetFlags.AddFlags(cmd)
 }
 
-// Complete resolves the clients, the type arguments and the namespace.
+// Complete resolves the clusters, the clients, the type arguments and the namespace.
 func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) error {
 	ns, explicit, err := f.Namespace()
 	if err != nil {
@@ -118,16 +140,39 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 	if o.finalizers, err = glob.CompileSet(o.Finalizers); err != nil {
 		return util.UsageErrorf(nil, "invalid --%s: %v", flagFinalizer, err)
 	}
+	if o.clusters, err = o.FleetFlags.Clusters(f); err != nil {
+		return err
+	}
+	switch {
+	case len(o.clusters) > 1:
+		// Each cluster is read on its own in Run: one that cannot be reached must not
+		// keep the others from being reported.
+		o.factories = map[string]util.Factory{}
+		for _, c := range o.clusters {
+			o.factories[c] = f.(util.Fleet).ForContext(c)
+		}
+		o.typeArgs = args
+		return nil
+	case len(o.clusters) == 1 && (o.FleetFlags.AllContexts || o.FleetFlags.ContextSelector != ""):
+		f = f.(util.Fleet).ForContext(o.clusters[0])
+	}
 	if o.clients, err = f.Clients(); err != nil {
 		return err
 	}
+	o.resources, err = resolveTypes(f, args)
+	return err
+}
+
+// resolveTypes resolves kubectl-style type arguments against f's cluster.
+func resolveTypes(f util.Factory, args []string) ([]schema.GroupResource, error) {
 	if len(args) == 0 {
-		return nil
+		return nil, nil
 	}
 	mapper, err := f.RESTMapper()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var out []schema.GroupResource
 	for _, arg := range args {
 		for _, typ := range strings.Split(arg, ",") {
 			if typ == "" {
@@ -135,12 +180,12 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 			}
 			gr, err := scan.ResolveType(mapper, typ)
 			if err != nil {
-				return util.UsageError(err)
+				return nil, util.UsageError(err)
 			}
-			o.resources = append(o.resources, gr)
+			out = append(out, gr)
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // Validate rejects bad flag values and combinations.
@@ -154,31 +199,77 @@ func (o *Options) Validate() error {
 	case o.OlderThan < 0:
 		return util.UsageErrorf(nil, "--%s must not be negative, got %s", flagOlderThan, o.OlderThan)
 	}
+	if err := o.FleetFlags.Validate(); err != nil {
+		return err
+	}
 	return o.ListFlags.Validate()
 }
 
 // Run scans and prints.
 func (o *Options) Run(ctx context.Context) error {
-	opts, done := o.ListFlags.ScanOptions(o.ErrOut)
-	opts.Resources, opts.Namespace, opts.LabelSelector, opts.OlderThan, opts.Finalizers = o.resources, o.namespace, o.Selector, o.OlderThan, o.finalizers
-	var list *finalizev1alpha1.StuckObjectList
-	if o.PrintFlags.OutputFormat == "" || o.PrintFlags.Name() {
-		res, err := pipeline.Scan(ctx, o.clients, opts)
-		done()
-		if err != nil {
-			return err
-		}
-		list = res.List()
-	} else {
-		// Wide and machine-readable output carry each object's cause.
-		rep, err := pipeline.Diagnose(ctx, o.clients, opts, doctor.Options{})
-		done()
-		if err != nil {
-			return err
-		}
-		util.PrintWarnings(o.ErrOut, rep.Warnings)
-		list = rep.List()
+	if len(o.clusters) > 1 {
+		return o.runFleet(ctx)
 	}
+	opts, done := o.ListFlags.ScanOptions(o.ErrOut)
+	list, warnings, err := o.scan(ctx, o.clients, o.resources, opts)
+	done()
+	if err != nil {
+		return err
+	}
+	util.PrintWarnings(o.ErrOut, warnings)
+	if err := o.print(list); err != nil {
+		return err
+	}
+	return util.IncompleteWarning(o.ErrOut, list.Incomplete)
+}
+
+// scan reads one cluster.
+func (o *Options) scan(ctx context.Context, clients *pipeline.Clients, resources []schema.GroupResource, opts scan.Options) (*finalizev1alpha1.StuckObjectList, []string, error) {
+	opts.Resources, opts.Namespace, opts.LabelSelector, opts.OlderThan, opts.Finalizers = resources, o.namespace, o.Selector, o.OlderThan, o.finalizers
+	if o.PrintFlags.OutputFormat == "" || o.PrintFlags.Name() {
+		res, err := pipeline.Scan(ctx, clients, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return res.List(), nil, nil
+	}
+	// Wide and machine-readable output carry each object's cause.
+	rep, err := pipeline.Diagnose(ctx, clients, opts, doctor.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return rep.List(), rep.Warnings, nil
+}
+
+// runFleet reads every cluster, a few at a time, and prints one list where each object
+// names its cluster. A cluster that cannot be read is reported incomplete (exit 3), and
+// the others are still printed.
+func (o *Options) runFleet(ctx context.Context) error {
+	fopts, done := o.FleetFlags.Options(o.ErrOut, "scanning")
+	var mu sync.Mutex
+	var warnings []string
+	results := fleet.Run(ctx, o.clusters, fopts, func(ctx context.Context, cluster string) (*finalizev1alpha1.StuckObjectList, error) {
+		f := o.factories[cluster]
+		clients, err := f.Clients()
+		if err != nil {
+			return nil, err
+		}
+		resources, err := resolveTypes(f, o.typeArgs)
+		if err != nil {
+			return nil, err
+		}
+		list, w, err := o.scan(ctx, clients, resources, scan.Options{Concurrency: o.ListFlags.Concurrency, ChunkSize: o.ListFlags.ChunkSize})
+		mu.Lock()
+		warnings = append(warnings, util.ClusterWarnings(cluster, w)...)
+		mu.Unlock()
+		return list, err
+	})
+	done()
+	list, err := fleet.MergeLists(results)
+	if err != nil {
+		return err
+	}
+	util.PrintWarnings(o.ErrOut, warnings)
 	if err := o.print(list); err != nil {
 		return err
 	}
@@ -190,7 +281,12 @@ func (o *Options) print(list *finalizev1alpha1.StuckObjectList) error {
 	case o.PrintFlags.Table() || o.PrintFlags.Name():
 		if len(list.Items) == 0 {
 			where := "in the cluster"
-			if o.namespace != "" {
+			switch {
+			case len(o.clusters) > 1 && o.namespace != "":
+				where = fmt.Sprintf("in namespace %s of %d clusters", o.namespace, len(o.clusters))
+			case len(o.clusters) > 1:
+				where = fmt.Sprintf("in %d clusters", len(o.clusters))
+			case o.namespace != "":
 				where = fmt.Sprintf("in namespace %s", o.namespace)
 			}
 			fmt.Fprintf(o.ErrOut, "No stuck objects found %s.\n", where)
@@ -199,7 +295,7 @@ func (o *Options) print(list *finalizev1alpha1.StuckObjectList) error {
 		if o.PrintFlags.Name() {
 			return printer.StuckNames(o.Out, list)
 		}
-		return printer.StuckTable(o.Out, list, printer.StuckTableOptions{Wide: o.PrintFlags.Wide(), NoHeaders: o.PrintFlags.NoHeaders})
+		return printer.StuckTable(o.Out, list, printer.StuckTableOptions{Wide: o.PrintFlags.Wide(), NoHeaders: o.PrintFlags.NoHeaders, Cluster: len(o.clusters) > 1})
 	default:
 		return o.PrintFlags.PrintObject(list, o.Out)
 	}

@@ -58,6 +58,8 @@ type ConfigFactory struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	QPS         float32
 	Burst       int
+	// contexts are the values of --context, in the order given (see Fleet).
+	contexts []string
 
 	mu        sync.Mutex
 	config    *rest.Config
@@ -66,7 +68,10 @@ type ConfigFactory struct {
 	clients   *pipeline.Clients
 }
 
-var _ Factory = &ConfigFactory{}
+var (
+	_ Factory = &ConfigFactory{}
+	_ Fleet   = &ConfigFactory{}
+)
 
 // NewFactory returns a Factory with kubectl's flags and raised rate limits.
 func NewFactory() *ConfigFactory {
@@ -80,6 +85,7 @@ func NewFactory() *ConfigFactory {
 // AddFlags adds the kubectl flags and the rate limits to fs.
 func (f *ConfigFactory) AddFlags(fs *pflag.FlagSet) {
 	f.ConfigFlags.AddFlags(fs)
+	f.multiContext(fs)
 	// Discovery is never cached on disk (see ConfigFactory), so the flag would do nothing.
 	_ = fs.MarkHidden("cache-dir")
 	fs.Float32Var(&f.QPS, FlagQPS, f.QPS, "Maximum queries per second to the API server from this client; a negative value turns client-side rate limiting off.")
@@ -99,6 +105,8 @@ func (f *ConfigFactory) RESTConfig() (*rest.Config, error) {
 		return nil, UsageErrorf(nil, "--%s must not be 0: pass a rate, or a negative value to turn client-side rate limiting off", FlagQPS)
 	case f.QPS > 0 && f.Burst < 1:
 		return nil, UsageErrorf(nil, "--%s must be at least 1 when --%s is positive, got %d", FlagBurst, FlagQPS, f.Burst)
+	case len(f.distinctContexts()) > 1:
+		return nil, UsageErrorf(nil, "--%s was given %d times: only scan and doctor read several clusters; run one command per context", FlagContext, len(f.distinctContexts()))
 	}
 	cfg, err := f.ConfigFlags.ToRESTConfig()
 	if err != nil {

@@ -79,6 +79,12 @@ func IncompleteWarning(w io.Writer, incomplete []finalizev1alpha1.IncompleteReso
 		if in.Resource != "" {
 			what = schema.FromAPIVersionAndKind(in.GroupVersion, "").GroupVersion().WithResource(in.Resource).GroupResource().String()
 		}
+		switch {
+		case unreachable(in):
+			what = fmt.Sprintf("context %s (every type)", in.Cluster)
+		case in.Cluster != "":
+			what = fmt.Sprintf("context %s: %s", in.Cluster, what)
+		}
 		fmt.Fprintf(w, "  %s: %s: %s\n", what, in.Reason, in.Message)
 	}
 	return IncompleteError(errors.New("the scan is incomplete"))

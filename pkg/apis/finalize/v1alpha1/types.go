@@ -38,6 +38,9 @@ const (
 	ReasonForbidden IncompleteReason = "Forbidden"
 	// ReasonListFailed means listing the resource failed for another reason.
 	ReasonListFailed IncompleteReason = "ListFailed"
+	// ReasonClusterUnreachable means a whole cluster could not be read: unreachable, its
+	// credentials refused, or no answer within --cluster-timeout.
+	ReasonClusterUnreachable IncompleteReason = "ClusterUnreachable"
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -55,6 +58,9 @@ type StuckObjectList struct {
 
 // StuckObject is one object being deleted that still carries finalizers.
 type StuckObject struct {
+	// Cluster is the kubeconfig context the object was found through, when more than one
+	// cluster was scanned.
+	Cluster            string          `json:"cluster,omitempty"`
 	Target             ObjectReference `json:"target"`
 	DeletionTimestamp  metav1.Time     `json:"deletionTimestamp"`
 	TerminatingSeconds int64           `json:"terminatingSeconds"`
@@ -153,11 +159,28 @@ type Diagnosis struct {
 	RootCauses []RootCause          `json:"rootCauses"`
 	Items      []StuckObject        `json:"items"`
 	Incomplete []IncompleteResource `json:"incomplete"`
+	// AcrossClusters are the root causes found in more than one cluster, each once with
+	// the clusters it was found in, when more than one cluster was diagnosed.
+	AcrossClusters []RepeatedCause `json:"acrossClusters,omitempty"`
+}
+
+// RepeatedCause is one root cause (the same reason about the same subject) found in
+// several clusters: the same operator dead in four clusters is one finding.
+type RepeatedCause struct {
+	Reason   string  `json:"reason"`
+	Subject  Subject `json:"subject"`
+	NextStep string  `json:"nextStep"`
+	// Clusters are the kubeconfig contexts it was found in, sorted.
+	Clusters []string `json:"clusters"`
+	// Objects counts the stuck objects it explains, in all those clusters.
+	Objects int `json:"objects"`
 }
 
 // RootCause is one reason many objects may be stuck for: an unavailable APIService, an
 // inactive controller, a pod that holds a claim.
 type RootCause struct {
+	// Cluster is the kubeconfig context, when more than one cluster was diagnosed.
+	Cluster  string  `json:"cluster,omitempty"`
 	Reason   string  `json:"reason"`
 	Subject  Subject `json:"subject"`
 	Message  string  `json:"message"`
@@ -178,6 +201,9 @@ type Subject struct {
 
 // IncompleteResource is a resource type, or a whole group version, that could not be read.
 type IncompleteResource struct {
+	// Cluster is the kubeconfig context, when more than one cluster was scanned. With
+	// reason ClusterUnreachable, nothing of that cluster was read.
+	Cluster      string           `json:"cluster,omitempty"`
 	GroupVersion string           `json:"groupVersion"`
 	Resource     string           `json:"resource"`
 	Reason       IncompleteReason `json:"reason"`
