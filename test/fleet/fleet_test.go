@@ -49,6 +49,13 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building kubectl-finalize: %v\n%s", err, out)
 		return 1
 	}
+	defer func() {
+		for _, cp := range []*controlplane.ControlPlane{alpha, beta} {
+			if cp != nil {
+				cp.Stop()
+			}
+		}
+	}()
 	for _, cp := range []**controlplane.ControlPlane{&alpha, &beta} {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		*cp, err = controlplane.Start(ctx, controlplane.Options{})
@@ -57,7 +64,6 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "starting a control plane: %v\n", err)
 			return 1
 		}
-		defer (*cp).Stop()
 	}
 	mute, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
