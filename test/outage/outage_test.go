@@ -313,12 +313,18 @@ func TestKilledMidVerify(t *testing.T) {
 	r := cli.Run(t, kubeconfig, "reconcile", "--once", "--policy", policy, "-n", ns, "-o", "json")
 	took := time.Since(start)
 	rep := report(t, r)
-	if r.Code != 1 || rep.Summary[finalizev1alpha1.ResultRemoved] != 0 || rep.Summary[finalizev1alpha1.ResultFailed] != n {
-		t.Errorf("exit %d, summary %v; want 1 and %d failed\n%s", r.Code, rep.Summary, n, r.Stderr)
+	// Each gone object fails: not read, or not written. The present one is kept on its
+	// Present, or fails too when the server died before it was read: that depends on
+	// which verification the kill lands in.
+	if r.Code != 1 || rep.Summary[finalizev1alpha1.ResultRemoved] != 0 || rep.Summary[finalizev1alpha1.ResultFailed] < n {
+		t.Errorf("exit %d, summary %v; want 1 and at least %d failed\n%s", r.Code, rep.Summary, n, r.Stderr)
 	}
 	for _, a := range rep.Actions {
-		if a.Result == finalizev1alpha1.ResultFailed && !strings.Contains(a.Error, a.Target.Name) {
+		switch {
+		case a.Result == finalizev1alpha1.ResultFailed && !strings.Contains(a.Error, a.Target.Name):
 			t.Errorf("a failed removal that does not name its object: %+v", a)
+		case a.Result != finalizev1alpha1.ResultFailed && (a.Target.Name != "present" || a.Verdict != finalizev1alpha1.VerdictPresent):
+			t.Errorf("neither failed nor kept on Present: %+v", a)
 		}
 	}
 	t.Logf("exit %d after %s; summary %v; a failure reads %q", r.Code, took.Round(time.Millisecond), rep.Summary, failure(rep))

@@ -344,19 +344,24 @@ func TestChaosNeverRemovesOnAGuess(t *testing.T) {
 		// kube-apiserver deletes an object whose finalizers a write emptied after that
 		// write's checks, with the uid as the only precondition (genericregistry.Store:
 		// Update, then deleteWithoutFinalizers): a write that lands in between is deleted
-		// with the object. The signature: a removal verified against version V, then a
-		// write that changed no finalizer, then the deletion.
-		if !byVerification && !byForce && ev.Type == watch.Deleted && len(versions) >= 2 {
-			before := versions[len(versions)-2]
+		// with the object. The signature: a removal verified against version V, then only
+		// writes that changed no finalizer, then the deletion.
+		if !byVerification && !byForce && ev.Type == watch.Deleted {
 			for _, rec := range records[cm.UID] {
-				if !rec.Verified || rec.Result != remove.Removed || rec.ResourceVersion != before.ResourceVersion ||
-					!slices.Equal(before.Finalizers, old.Finalizers) || !tr.saidGone(cm.UID, before.ResourceVersion, before.Annotations["instance"]) {
+				// The verified version, followed only by writes that changed no finalizer.
+				at := slices.IndexFunc(versions, func(v *corev1.ConfigMap) bool { return v.ResourceVersion == rec.ResourceVersion })
+				if !rec.Verified || rec.Result != remove.Removed || at < 0 || at == len(versions)-1 ||
+					slices.ContainsFunc(versions[at:], func(v *corev1.ConfigMap) bool { return !slices.Equal(v.Finalizers, old.Finalizers) }) {
+					continue
+				}
+				before := versions[at]
+				if !tr.saidGone(cm.UID, before.ResourceVersion, before.Annotations["instance"]) {
 					continue
 				}
 				raced++
 				removedAt[cm.UID+types.UID("/"+before.ResourceVersion)] = true
-				t.Logf("%s (uid %s): verified at resourceVersion %s and written; a concurrent write made %s (instance %s -> %s) before kube-apiserver deleted it",
-					cm.Name, cm.UID, before.ResourceVersion, old.ResourceVersion, before.Annotations["instance"], old.Annotations["instance"])
+				t.Logf("%s (uid %s): verified at resourceVersion %s and written; %d concurrent writes made %s (instance %s -> %s) before kube-apiserver deleted it",
+					cm.Name, cm.UID, before.ResourceVersion, len(versions)-1-at, old.ResourceVersion, before.Annotations["instance"], old.Annotations["instance"])
 				byVerification = true
 				break
 			}
