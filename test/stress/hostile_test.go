@@ -93,6 +93,8 @@ func misbehave(args []string) int {
 	case "malformed":
 		_, _ = os.Stdout.Write(gone[:len(gone)/2])
 	case "binary":
+		// Bytes no JSON value starts with, then random ones.
+		_, _ = os.Stdout.Write([]byte{0xff, 0xfe})
 		_, _ = io.CopyN(os.Stdout, rand.Reader, 64<<10)
 	case "lie":
 		// Gone, about another object.
