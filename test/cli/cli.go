@@ -4,6 +4,9 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -38,4 +41,14 @@ func RunWithInput(t testing.TB, kubeconfig, stdin string, args ...string) Result
 	err := root.ExecuteContext(ctx)
 	util.PrintError(errOut, err)
 	return Result{Stdout: out.String(), Stderr: errOut.String(), Code: util.ExitCode(err)}
+}
+
+// Build builds kubectl-finalize into dir, for the tests that run it as a process of its
+// own, and returns the binary's path.
+func Build(dir string) (string, error) {
+	binary := filepath.Join(dir, "kubectl-finalize")
+	if out, err := exec.Command("go", "build", "-o", binary, "github.com/kubectl-finalize/kubectl-finalize/cmd/kubectl-finalize").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building kubectl-finalize: %w\n%s", err, out)
+	}
+	return binary, nil
 }

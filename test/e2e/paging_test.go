@@ -72,16 +72,4 @@ rules:
 
 // proxied starts a counting proxy in front of the control plane for t, and returns it
 // with a kubeconfig that reaches the cluster through it.
-func proxied(t *testing.T) (*apiproxy.Proxy, string) {
-	t.Helper()
-	p, err := apiproxy.Start(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	kubeconfig, err := p.WriteKubeconfig(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, kubeconfig
-}
+func proxied(t *testing.T) (*apiproxy.Proxy, string) { return apiproxy.ForTest(t, cp.Config) }

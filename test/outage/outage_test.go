@@ -35,19 +35,7 @@ func TestMain(m *testing.M) {
 
 // proxied is a proxy in front of the API server, and a kubeconfig through it: the tests
 // kill the API server at the request they choose.
-func proxied(t *testing.T) (*apiproxy.Proxy, string) {
-	t.Helper()
-	p, err := apiproxy.Start(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	kubeconfig, err := p.WriteKubeconfig(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, kubeconfig
-}
+func proxied(t *testing.T) (*apiproxy.Proxy, string) { return apiproxy.ForTest(t, cp.Config) }
 
 // killer kills the API server once, from the proxy or a provider: kube-apiserver gets
 // SIGKILL and the proxy's address stops listening, so the client's requests are cut and

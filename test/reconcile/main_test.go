@@ -45,9 +45,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "kubectl-finalize")
-	if out, err := exec.Command("go", "build", "-o", binary, "../../cmd/kubectl-finalize").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building kubectl-finalize: %v\n%s", err, out)
+	if binary, err = cli.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	// The API server's audit log records every request of a ServiceAccount: it shows

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 )
 
@@ -51,9 +52,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "kubectl-finalize")
-	if out, err := exec.Command("go", "build", "-o", binary, "../../cmd/kubectl-finalize").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building kubectl-finalize: %v\n%s", err, out)
+	if binary, err = cli.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return controlplane.RunMain(m, controlplane.Options{}, &cp)
