@@ -12,7 +12,7 @@ import (
 // The built-in presets. Sources: crossplane-runtime pkg/meta and pkg/reconciler/managed;
 // aws-controllers-k8s/runtime pkg/runtime (deletion policy, read-only); Config Connector
 // pkg/k8s/constants.go; aws-load-balancer-controller pkg/deploy/tracking; the Kubernetes
-// PersistentVolume API (see ../../shared/reference/unattended-cleanup-and-providers.md).
+// PersistentVolume API. docs/presets.md lists the fields each preset reads.
 var builtin = []*Preset{
 	{
 		Name:       "crossplane-managed",
