@@ -9,13 +9,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// ReadBackoff paces the retries of a read the API server answered with a server error:
-// 4 more attempts, 250 ms to 2 s apart, under 4 s in all.
-var ReadBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 4}
+// ServerErrorBackoff paces what is sent again after a server error: a read, a review, an
+// Event, the decision of a write that got no answer. 4 more attempts, 250 ms to 2 s
+// apart, under 4 s in all.
+var ServerErrorBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 4}
 
 // RetryServerErrors wraps a transport so that a read (GET), or a review that stores
 // nothing (SelfSubjectReview, SelfSubjectAccessReview), the API server answered with 500,
-// 502, 503 or 504 and no Retry-After is sent again after ReadBackoff. client-go
+// 502, 503 or 504 and no Retry-After is sent again after ServerErrorBackoff. client-go
 // already waits and retries when a Retry-After is given (429 from API Priority and
 // Fairness, 5xx from a server shutting down), and retries a read whose connection was
 // reset; a server error without one, such as an etcd timeout, would otherwise end the
@@ -23,7 +24,7 @@ var ReadBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitt
 // writer's decision (pkg/remove reads the object again and decides anew; an Event is
 // created again under the same name).
 func RetryServerErrors(rt http.RoundTripper) http.RoundTripper {
-	return &retryServerErrors{next: rt, backoff: ReadBackoff}
+	return &retryServerErrors{next: rt, backoff: ServerErrorBackoff}
 }
 
 type retryServerErrors struct {
@@ -83,5 +84,5 @@ func serverError(resp *http.Response) bool {
 	return false
 }
 
-// Unwrap lets client-go reach the transport underneath.
+// WrappedRoundTripper lets client-go reach the transport underneath.
 func (r *retryServerErrors) WrappedRoundTripper() http.RoundTripper { return r.next }

@@ -128,7 +128,10 @@ func (v *Verifier) Verify(ctx context.Context, req remove.VerifyRequest) remove.
 	out.Verdict, out.Evidence = a.Verdict, a.Evidence
 	if a.Verdict == finalizev1alpha1.VerdictGone || a.Verdict == finalizev1alpha1.VerdictRetained {
 		c := v.check(ctx, rule)
-		out.Distrust, out.ReadError = c.distrust, c.readError
+		out.Distrust = c.distrust
+		if c.unread {
+			out.ReadError = c.distrust
+		}
 	}
 	return out
 }
@@ -244,8 +247,8 @@ type check struct {
 	once sync.Once
 	// distrust says why the rule's Gone answers cannot be trusted, or is empty.
 	distrust string
-	// readError says that the check failed because the cluster could not be read.
-	readError string
+	// unread: the check failed because the cluster could not be read (distrust says so).
+	unread bool
 	// broken: the provider called a live object gone.
 	broken  bool
 	results []finalizev1alpha1.ControlResult
@@ -284,8 +287,7 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, c *check) {
 		if err != nil {
 			// Not a change of the object: the cluster could not be read, so the provider
 			// cannot be checked, and the pass did not do its job.
-			c.distrust = "its live objects could not be read to check its provider: " + why
-			c.readError = c.distrust
+			c.distrust, c.unread = "its live objects could not be read to check its provider: "+why, true
 			return
 		}
 		if full == nil || full.GetDeletionTimestamp() != nil {

@@ -191,7 +191,7 @@ func (a *Auditor) Event(ctx context.Context, t Target, rec *Record) (string, err
 // so an attempt that was stored without an answer shows as AlreadyExists, and counts.
 func (a *Auditor) createEvent(ctx context.Context, ev *eventsv1.Event) error {
 	unanswered := false
-	return retry.OnError(client.ReadBackoff, func(err error) bool {
+	return retry.OnError(client.ServerErrorBackoff, func(err error) bool {
 		unanswered = serverError(err)
 		return unanswered
 	}, func() error {

@@ -142,7 +142,7 @@ func (r *Remover) Remove(ctx context.Context, t Target, dry DryRun) (Outcome, er
 	var lastErr error
 	var unanswered *unansweredError
 	reverified := 0
-	pause := client.ReadBackoff
+	pause := client.ServerErrorBackoff
 	for attempt := 1; attempt <= attempts; attempt++ {
 		var (
 			out   Outcome
@@ -163,8 +163,7 @@ func (r *Remover) Remove(ctx context.Context, t Target, dry DryRun) (Outcome, er
 		out.Attempts, out.Reverified, out.Pinned = attempt, reverified, t.ResourceVersion
 		if !again {
 			if err != nil && unanswered != nil {
-				err = fmt.Errorf("%s: the API server did not answer the write (%w), then %w: whether the finalizer was removed is unknown until the object is read again, which a rerun does",
-					t.String(), unanswered.err, err)
+				err = fmt.Errorf("%s: the API server did not answer the write (%w), then %w: %s", t.String(), unanswered.err, err, unknownOutcome)
 			}
 			return out, err
 		}
@@ -172,7 +171,7 @@ func (r *Remover) Remove(ctx context.Context, t Target, dry DryRun) (Outcome, er
 			// The write may or may not have been applied: wait, then read and decide anew.
 			select {
 			case <-ctx.Done():
-				return Outcome{Attempts: attempt, Reverified: reverified}, fmt.Errorf("%s: %w; whether the finalizer was removed is unknown until the object is read again, which a rerun does", t.String(), err)
+				return Outcome{Attempts: attempt, Reverified: reverified}, fmt.Errorf("%s: %w; %s", t.String(), err, unknownOutcome)
 			case <-time.After(pause.Step()):
 			}
 		}
@@ -180,10 +179,13 @@ func (r *Remover) Remove(ctx context.Context, t Target, dry DryRun) (Outcome, er
 		lastErr = err
 	}
 	if errors.As(lastErr, &unanswered) {
-		return Outcome{Attempts: attempts, Reverified: reverified}, fmt.Errorf("%s: gave up after %d attempts, the API server kept failing: %w; whether the finalizer was removed is unknown until the object is read again, which a rerun does", t.String(), attempts, lastErr)
+		return Outcome{Attempts: attempts, Reverified: reverified}, fmt.Errorf("%s: gave up after %d attempts, the API server kept failing: %w; %s", t.String(), attempts, lastErr, unknownOutcome)
 	}
 	return Outcome{Attempts: attempts, Reverified: reverified}, fmt.Errorf("%s: gave up after %d attempts, the object kept changing: %w", t.String(), attempts, lastErr)
 }
+
+// unknownOutcome ends the error of a write whose answer never came.
+const unknownOutcome = "whether the finalizer was removed is unknown until the object is read again, which a rerun does"
 
 // unansweredError means a write got a server error or a broken connection instead of an
 // answer: it may or may not have been applied. The guard makes sending it again

@@ -315,7 +315,7 @@ func TestKilledMidVerify(t *testing.T) {
 			t.Errorf("neither failed nor kept on Present: %+v", a)
 		}
 	}
-	t.Logf("exit %d after %s; summary %v; a failure reads %q", r.Code, took.Round(time.Millisecond), rep.Summary, failure(rep))
+	t.Logf("exit %d after %s; summary %v; a failure reads %q", r.Code, took.Round(time.Millisecond), rep.Summary, firstError(rep, ""))
 	c.OnRequest(nil)
 	k.restart(t)
 	if got := state(t, ns); len(got) != n+2 {
@@ -327,9 +327,10 @@ func TestKilledMidVerify(t *testing.T) {
 	}
 }
 
-func failure(rep *finalizev1alpha1.ReconcileReport) string {
+// firstError is the first error of the report that holds text ("" for any).
+func firstError(rep *finalizev1alpha1.ReconcileReport, text string) string {
 	for _, a := range rep.Actions {
-		if a.Result == finalizev1alpha1.ResultFailed {
+		if a.Error != "" && strings.Contains(a.Error, text) {
 			return a.Error
 		}
 	}
@@ -372,7 +373,7 @@ func TestKilledMidWrite(t *testing.T) {
 	if unknown != 1 {
 		t.Errorf("%d failures say their outcome is unknown, want exactly the write the server took without answering", unknown)
 	}
-	t.Logf("exit %d after %s; summary %v; the unanswered write reads %q", r.Code, took.Round(time.Millisecond), rep.Summary, unknownMessage(rep))
+	t.Logf("exit %d after %s; summary %v; the unanswered write reads %q", r.Code, took.Round(time.Millisecond), rep.Summary, firstError(rep, "unknown"))
 	for _, a := range rep.Actions {
 		t.Logf("%s: %s %s%s", a.Target.Name, a.Result, a.Message, a.Error)
 	}
@@ -382,13 +383,4 @@ func TestKilledMidWrite(t *testing.T) {
 	if got := state(t, ns); r.Code != 0 || !sameShape(got, want) {
 		t.Errorf("the rerun: exit %d, state %v, want the shape of %v\n%s", r.Code, got, want, r.Stderr)
 	}
-}
-
-func unknownMessage(rep *finalizev1alpha1.ReconcileReport) string {
-	for _, a := range rep.Actions {
-		if strings.Contains(a.Error, "unknown") {
-			return a.Error
-		}
-	}
-	return ""
 }

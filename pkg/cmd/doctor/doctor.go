@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -71,9 +70,9 @@ type Options struct {
 	explicit  bool
 	// target is the object `doctor TYPE/NAME` asks about.
 	target *finalizev1alpha1.ObjectReference
-	// clusters, when more than one, are the contexts a fleet run diagnoses.
-	clusters  []string
-	factories map[string]util.Factory
+	// clusters, when more than one, are the contexts a fleet run diagnoses through factory.
+	clusters []string
+	factory  util.Factory
 
 	genericiooptions.IOStreams
 }
@@ -107,20 +106,15 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 	if o.namespace, o.explicit, err = f.Namespace(); err != nil {
 		return err
 	}
-	if o.clusters, err = o.FleetFlags.Clusters(f); err != nil {
+	if f, o.clusters, err = o.FleetFlags.Resolve(f); err != nil {
 		return err
 	}
 	switch {
 	case len(o.clusters) > 1 && len(args) > 0:
 		return util.UsageErrorf(nil, "doctor TYPE/NAME explains one object of one cluster: give one --%s", util.FlagContext)
 	case len(o.clusters) > 1:
-		o.factories = map[string]util.Factory{}
-		for _, c := range o.clusters {
-			o.factories[c] = f.(util.Fleet).ForContext(c)
-		}
+		o.factory = f
 		return nil
-	case len(o.clusters) == 1 && (o.FleetFlags.AllContexts || o.FleetFlags.ContextSelector != ""):
-		f = f.(util.Fleet).ForContext(o.clusters[0])
 	}
 	if o.clients, err = f.Clients(); err != nil {
 		return err
@@ -255,28 +249,22 @@ func (o *Options) notStuck(ctx context.Context) error {
 // runFleet diagnoses every cluster, a few at a time, and prints each cluster's root
 // causes under its context, then the causes found in more than one cluster, once each.
 func (o *Options) runFleet(ctx context.Context) error {
-	fopts, done := o.FleetFlags.Options(o.ErrOut, "diagnosing")
-	var mu sync.Mutex
-	var warnings []string
-	results := fleet.Run(ctx, o.clusters, fopts, func(ctx context.Context, cluster string) (*finalizev1alpha1.Diagnosis, error) {
-		clients, err := o.factories[cluster].Clients()
-		if err != nil {
-			return nil, err
-		}
-		opts := scan.Options{Concurrency: o.ListFlags.Concurrency, ChunkSize: o.ListFlags.ChunkSize}
-		if o.explicit {
-			opts.Namespace = o.namespace
-		}
-		rep, err := pipeline.Diagnose(ctx, clients, opts, doctor.Options{})
-		if err != nil {
-			return nil, err
-		}
-		mu.Lock()
-		warnings = append(warnings, util.ClusterWarnings(cluster, rep.Warnings)...)
-		mu.Unlock()
-		return rep.Diagnosis(nil), nil
-	})
-	done()
+	results, warnings := util.RunFleet(ctx, o.factory, o.clusters, &o.FleetFlags, o.ErrOut, "diagnosing",
+		func(ctx context.Context, f util.Factory) (*finalizev1alpha1.Diagnosis, []string, error) {
+			clients, err := f.Clients()
+			if err != nil {
+				return nil, nil, err
+			}
+			opts := scan.Options{Concurrency: o.ListFlags.Concurrency, ChunkSize: o.ListFlags.ChunkSize}
+			if o.explicit {
+				opts.Namespace = o.namespace
+			}
+			rep, err := pipeline.Diagnose(ctx, clients, opts, doctor.Options{})
+			if err != nil {
+				return nil, nil, err
+			}
+			return rep.Diagnosis(nil), rep.Warnings, nil
+		})
 	d, err := fleet.MergeDiagnoses(results)
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -89,11 +88,11 @@ type Options struct {
 	resources  []schema.GroupResource
 	namespace  string
 	finalizers glob.Set
-	// clusters, when more than one, are the contexts a fleet run reads, each through its
-	// own factory, with the type arguments resolved against each.
-	clusters  []string
-	factories map[string]util.Factory
-	typeArgs  []string
+	// clusters, when more than one, are the contexts a fleet run reads through factory,
+	// with the type arguments resolved against each.
+	clusters []string
+	factory  util.Factory
+	typeArgs []string
 
 	genericiooptions.IOStreams
 }
@@ -140,21 +139,14 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 	if o.finalizers, err = glob.CompileSet(o.Finalizers); err != nil {
 		return util.UsageErrorf(nil, "invalid --%s: %v", flagFinalizer, err)
 	}
-	if o.clusters, err = o.FleetFlags.Clusters(f); err != nil {
+	if f, o.clusters, err = o.FleetFlags.Resolve(f); err != nil {
 		return err
 	}
-	switch {
-	case len(o.clusters) > 1:
+	if len(o.clusters) > 1 {
 		// Each cluster is read on its own in Run: one that cannot be reached must not
 		// keep the others from being reported.
-		o.factories = map[string]util.Factory{}
-		for _, c := range o.clusters {
-			o.factories[c] = f.(util.Fleet).ForContext(c)
-		}
-		o.typeArgs = args
+		o.factory, o.typeArgs = f, args
 		return nil
-	case len(o.clusters) == 1 && (o.FleetFlags.AllContexts || o.FleetFlags.ContextSelector != ""):
-		f = f.(util.Fleet).ForContext(o.clusters[0])
 	}
 	if o.clients, err = f.Clients(); err != nil {
 		return err
@@ -245,26 +237,18 @@ func (o *Options) scan(ctx context.Context, clients *pipeline.Clients, resources
 // names its cluster. A cluster that cannot be read is reported incomplete (exit 3), and
 // the others are still printed.
 func (o *Options) runFleet(ctx context.Context) error {
-	fopts, done := o.FleetFlags.Options(o.ErrOut, "scanning")
-	var mu sync.Mutex
-	var warnings []string
-	results := fleet.Run(ctx, o.clusters, fopts, func(ctx context.Context, cluster string) (*finalizev1alpha1.StuckObjectList, error) {
-		f := o.factories[cluster]
-		clients, err := f.Clients()
-		if err != nil {
-			return nil, err
-		}
-		resources, err := resolveTypes(f, o.typeArgs)
-		if err != nil {
-			return nil, err
-		}
-		list, w, err := o.scan(ctx, clients, resources, scan.Options{Concurrency: o.ListFlags.Concurrency, ChunkSize: o.ListFlags.ChunkSize})
-		mu.Lock()
-		warnings = append(warnings, util.ClusterWarnings(cluster, w)...)
-		mu.Unlock()
-		return list, err
-	})
-	done()
+	results, warnings := util.RunFleet(ctx, o.factory, o.clusters, &o.FleetFlags, o.ErrOut, "scanning",
+		func(ctx context.Context, f util.Factory) (*finalizev1alpha1.StuckObjectList, []string, error) {
+			clients, err := f.Clients()
+			if err != nil {
+				return nil, nil, err
+			}
+			resources, err := resolveTypes(f, o.typeArgs)
+			if err != nil {
+				return nil, nil, err
+			}
+			return o.scan(ctx, clients, resources, scan.Options{Concurrency: o.ListFlags.Concurrency, ChunkSize: o.ListFlags.ChunkSize})
+		})
 	list, err := fleet.MergeLists(results)
 	if err != nil {
 		return err

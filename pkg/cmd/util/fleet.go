@@ -1,10 +1,12 @@
 package util
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -159,9 +161,22 @@ func (ff *FleetFlags) Validate() error {
 	return nil
 }
 
-// Clusters are the contexts to read: more than one means a fleet run; one or none, the
-// command's usual single-cluster run (with that context, if one).
-func (ff *FleetFlags) Clusters(f Factory) ([]string, error) {
+// Resolve chooses what a command reads. More than one cluster means a fleet run: the
+// command calls RunFleet with f and them. Otherwise the command reads one cluster through
+// the factory returned: the context a selection chose, or f as it was given.
+func (ff *FleetFlags) Resolve(f Factory) (Factory, []string, error) {
+	clusters, err := ff.clusters(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(clusters) == 1 && (ff.AllContexts || ff.ContextSelector != "") {
+		f = f.(Fleet).ForContext(clusters[0])
+	}
+	return f, clusters, nil
+}
+
+// clusters are the contexts the flags name, none for the factory's own.
+func (ff *FleetFlags) clusters(f Factory) ([]string, error) {
 	fl, ok := f.(Fleet)
 	if !ok {
 		if ff.AllContexts || ff.ContextSelector != "" {
@@ -172,23 +187,28 @@ func (ff *FleetFlags) Clusters(f Factory) ([]string, error) {
 	return fl.Contexts(ff.AllContexts, ff.ContextSelector)
 }
 
-// Options are fleet run options with these bounds and a progress line on errOut that
-// counts clusters done (shown on a terminal only). Call the returned function when the
-// run is over.
-func (ff *FleetFlags) Options(errOut io.Writer, verb string) (fleet.Options, func()) {
+// RunFleet reads every cluster through a factory of its own, as ff bounds them, with a
+// progress line on errOut that counts clusters done (on a terminal only). It returns what
+// each cluster gave, and every cluster's warnings, each prefixed with its context.
+func RunFleet[T any](ctx context.Context, f Factory, clusters []string, ff *FleetFlags, errOut io.Writer, verb string,
+	read func(ctx context.Context, f Factory) (T, []string, error)) ([]fleet.Result[T], []string) {
 	progress := NewProgress(errOut)
-	return fleet.Options{Concurrency: ff.Concurrency, Timeout: ff.Timeout, OnDone: func(done, total int, _ string) {
+	defer progress.Done()
+	opts := fleet.Options{Concurrency: ff.Concurrency, Timeout: ff.Timeout, OnDone: func(done, total int, _ string) {
 		progress.Update(fmt.Sprintf("%s: %d/%d clusters done", verb, done, total), done == total)
-	}}, progress.Done
-}
-
-// ClusterWarnings prefixes each warning of a cluster with its context.
-func ClusterWarnings(cluster string, warnings []string) []string {
-	out := make([]string, len(warnings))
-	for i, w := range warnings {
-		out[i] = fmt.Sprintf("context %s: %s", cluster, w)
-	}
-	return out
+	}}
+	var mu sync.Mutex
+	var warnings []string
+	results := fleet.Run(ctx, clusters, opts, func(ctx context.Context, cluster string) (T, error) {
+		v, w, err := read(ctx, f.(Fleet).ForContext(cluster))
+		mu.Lock()
+		defer mu.Unlock()
+		for _, msg := range w {
+			warnings = append(warnings, fmt.Sprintf("context %s: %s", cluster, msg))
+		}
+		return v, err
+	})
+	return results, warnings
 }
 
 // unreachable names the clusters that could not be read, for the incomplete warning.
