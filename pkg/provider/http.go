@@ -362,6 +362,13 @@ func (c *httpCall) once(ctx context.Context) (string, *Answer, time.Duration) {
 		return "", &a, 0
 	}
 	defer resp.Body.Close()
+	if ctx.Err() != nil {
+		// net/http hands back a response that raced the deadline rather than the
+		// deadline's error, and a server whose lookup the disconnect aborted may answer
+		// anything (an empty 200, a 404): a late answer is never used.
+		a := Unknown("%s: no answer within %s", c.shown, c.p.timeout)
+		return "", &a, 0
+	}
 	code := resp.StatusCode
 	status := fmt.Sprintf("%d %s", code, http.StatusText(code))
 	switch {

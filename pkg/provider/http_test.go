@@ -223,3 +223,31 @@ func TestHTTPUnknownCAIsUnknown(t *testing.T) {
 		t.Errorf("an unknown CA: %s %s", a.Verdict, a.Evidence)
 	}
 }
+
+// roundTripFunc lets a test stand in for the network.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestHTTPAnAnswerAfterTheDeadlineIsNotUsed replays what net/http does when a response
+// races the request's deadline: it returns the response, not the deadline's error. CI
+// caught it once, a hanging server's empty 200 read as "the body is not JSON"; a 404
+// that late must not count as Gone either.
+func TestHTTPAnAnswerAfterTheDeadlineIsNotUsed(t *testing.T) {
+	p, err := New(&finalizev1alpha1.Verify{HTTP: &finalizev1alpha1.HTTPProvider{
+		URL: "https://cloud.invalid/v1/{.status.instanceID}", Timeout: &metav1.Duration{Duration: 100 * time.Millisecond}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.(*httpProvider).client.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		<-r.Context().Done()
+		return &http.Response{StatusCode: http.StatusNotFound, Body: http.NoBody, Request: r}, nil
+	})
+	call, err := p.Prepare(request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := call.Do(context.Background()); a.Verdict != finalizev1alpha1.VerdictUnknown || !strings.Contains(a.Evidence, "no answer within 100ms") {
+		t.Errorf("a 404 after the deadline: %s %s, want Unknown: no answer within 100ms", a.Verdict, a.Evidence)
+	}
+}

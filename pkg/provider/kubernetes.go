@@ -168,6 +168,8 @@ func (c *kubernetesCall) Do(ctx context.Context) Answer {
 		ref := r.Ref(c.namespace, c.name, "")
 		found, err := client.Get(ctx, c.name, metav1.GetOptions{})
 		switch {
+		case ctx.Err() != nil:
+			return c.late(ref.String())
 		case apierrors.IsNotFound(err):
 			return Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: fmt.Sprintf("%s not found %s", ref, p.where)}
 		case err != nil:
@@ -176,6 +178,9 @@ func (c *kubernetesCall) Do(ctx context.Context) Answer {
 		return Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s exists %s (uid %s)", ref, p.where, found.GetUID())}
 	}
 	list, err := client.List(ctx, metav1.ListOptions{LabelSelector: c.selector, Limit: 1})
+	if ctx.Err() != nil {
+		return c.late(what)
+	}
 	if err != nil {
 		return Unknown("listing %s with selector %q %s: %v", what, c.selector, p.where, err)
 	}
@@ -184,4 +189,11 @@ func (c *kubernetesCall) Do(ctx context.Context) Answer {
 	}
 	first := list.Items[0]
 	return Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s matches %q %s", r.Ref(first.GetNamespace(), first.GetName(), "").String(), c.selector, p.where)}
+}
+
+// late is the answer when the deadline passed before the API server's answer was read:
+// net/http may still hand over a response that raced the deadline, and a server whose
+// lookup the disconnect aborted may answer anything, so a late answer is never used.
+func (c *kubernetesCall) late(what string) Answer {
+	return Unknown("%s %s: no answer within %s", what, c.p.where, c.p.timeout)
 }

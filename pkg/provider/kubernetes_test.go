@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -89,5 +91,34 @@ func TestKubernetesProvider(t *testing.T) {
 	}
 	if _, err := New(&finalizev1alpha1.Verify{Kubernetes: &finalizev1alpha1.KubernetesProvider{Resource: "instances", Name: "x", Context: "nope", Kubeconfig: "/nonexistent"}}, opts); err == nil {
 		t.Error("a kubeconfig that does not exist must fail the provider")
+	}
+}
+
+// TestKubernetesALateAnswerIsNotUsed: a NotFound read after the deadline, or an empty
+// list, does not count as Gone.
+func TestKubernetesALateAnswerIsNotUsed(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{instances: "InstanceList"})
+	dyn.PrependReactor("*", "instances", func(clienttesting.Action) (bool, runtime.Object, error) {
+		time.Sleep(150 * time.Millisecond)
+		return false, nil, nil
+	})
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(instances.GroupVersion().WithKind("Instance"), meta.RESTScopeNamespace)
+	late := &metav1.Duration{Duration: 50 * time.Millisecond}
+	for _, spec := range []finalizev1alpha1.KubernetesProvider{
+		{Resource: "instances", Namespace: "{.metadata.namespace}", Name: "{.metadata.name}", Timeout: late},
+		{Resource: "instances", Selector: "app={.metadata.name}", Timeout: late},
+	} {
+		p, err := New(&finalizev1alpha1.Verify{Kubernetes: &spec}, Options{Dynamic: dyn, Mapper: mapper})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call, err := p.Prepare(request())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := call.Do(context.Background()); a.Verdict != finalizev1alpha1.VerdictUnknown || !strings.Contains(a.Evidence, "no answer within 50ms") {
+			t.Errorf("an answer after the deadline: %s %s, want Unknown: no answer within 50ms", a.Verdict, a.Evidence)
+		}
 	}
 }
