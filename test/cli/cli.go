@@ -4,13 +4,16 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
 )
@@ -51,4 +54,39 @@ func Build(dir string) (string, error) {
 		return "", fmt.Errorf("building kubectl-finalize: %w\n%s", err, out)
 	}
 	return binary, nil
+}
+
+// BuildTemp builds kubectl-finalize into a new temporary directory named after pattern
+// (see os.MkdirTemp). The caller removes dir.
+func BuildTemp(pattern string) (binary, dir string, err error) {
+	if dir, err = os.MkdirTemp("", pattern); err != nil {
+		return "", "", err
+	}
+	if binary, err = Build(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", "", err
+	}
+	return binary, dir, nil
+}
+
+// WritePolicy writes a policy with minAge 0s, the fields of head and rules into a file
+// of t's, and returns its path.
+func WritePolicy(t testing.TB, head, rules string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	doc := "apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nminAge: 0s\n" + head + "rules:\n" + rules
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Report decodes the JSON report of a reconcile pass.
+func Report(t testing.TB, r Result) *finalizev1alpha1.ReconcileReport {
+	t.Helper()
+	rep := &finalizev1alpha1.ReconcileReport{}
+	if err := json.Unmarshal([]byte(r.Stdout), rep); err != nil {
+		t.Fatalf("the report is not JSON (code %d): %v\nstdout: %s\nstderr: %s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	return rep
 }

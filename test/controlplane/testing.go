@@ -48,12 +48,21 @@ func (cp *ControlPlane) Kube(t testing.TB) kubernetes.Interface {
 
 var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
 
+// slug is t's name as lower-case letters, digits and dashes.
+func slug(t testing.TB) string {
+	return strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+}
+
+// FinalizerOf is a finalizer of t's own, so that a pass of one test never sees another
+// test's objects.
+func FinalizerOf(t testing.TB) string { return slug(t) + ".example.com/cleanup" }
+
 // Namespace creates a namespace for t, named after the test, and deletes it when t ends.
 // Objects the test left stuck stay behind in a Terminating namespace of their own, so
 // they never leak into another test's namespace.
 func (cp *ControlPlane) Namespace(t testing.TB) string {
 	t.Helper()
-	base := strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	base := slug(t)
 	if len(base) > 40 {
 		base = strings.TrimRight(base[:40], "-")
 	}

@@ -38,16 +38,13 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "kubectl-finalize-fleet-")
-	if err != nil {
+	var dir string
+	var err error
+	if binary, dir, err = cli.BuildTemp("kubectl-finalize-fleet-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if binary, err = cli.Build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	defer func() {
 		for _, cp := range []*controlplane.ControlPlane{alpha, beta} {
 			if cp != nil {

@@ -134,21 +134,7 @@ func state(t *testing.T, ns string) []string {
 
 func writePolicy(t *testing.T, c *fakecloud.Cloud, fin string) string {
 	t.Helper()
-	path := t.TempDir() + "/policy.yaml"
-	doc := "apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nminAge: 0s\nrules:\n" + c.Rule("dbs", fin, "")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func report(t *testing.T, r cli.Result) *finalizev1alpha1.ReconcileReport {
-	t.Helper()
-	rep := &finalizev1alpha1.ReconcileReport{}
-	if err := json.Unmarshal([]byte(r.Stdout), rep); err != nil {
-		t.Fatalf("the report is not JSON (code %d): %v\nstdout: %s\nstderr: %s", r.Code, err, r.Stdout, r.Stderr)
-	}
-	return rep
+	return cli.WritePolicy(t, "", c.Rule("dbs", fin, ""))
 }
 
 // undisturbed runs one pass over a fresh namespace like the disturbed one and returns
@@ -300,7 +286,7 @@ func TestKilledMidVerify(t *testing.T) {
 	start := time.Now()
 	r := cli.Run(t, kubeconfig, "reconcile", "--once", "--policy", policy, "-n", ns, "-o", "json")
 	took := time.Since(start)
-	rep := report(t, r)
+	rep := cli.Report(t, r)
 	// Each gone object fails: not read, or not written. The present one is kept on its
 	// Present, or fails too when the server died before it was read: that depends on
 	// which verification the kill lands in.
@@ -360,7 +346,7 @@ func TestKilledMidWrite(t *testing.T) {
 	start := time.Now()
 	r := cli.Run(t, kubeconfig, "reconcile", "--once", "--policy", policy, "-n", ns, "-o", "json", "--write-concurrency", "1")
 	took := time.Since(start)
-	rep := report(t, r)
+	rep := cli.Report(t, r)
 	if r.Code != 1 || rep.Summary[finalizev1alpha1.ResultRemoved] != 2 || rep.Summary[finalizev1alpha1.ResultFailed] != n-2 {
 		t.Errorf("exit %d, summary %v; want 1, 2 removed and %d failed\n%s", r.Code, rep.Summary, n-2, r.Stderr)
 	}

@@ -6,14 +6,11 @@ package reconcile
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,16 +36,13 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "kubectl-finalize-reconcile-")
-	if err != nil {
+	var dir string
+	var err error
+	if binary, dir, err = cli.BuildTemp("kubectl-finalize-reconcile-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if binary, err = cli.Build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	// The API server's audit log records every request of a ServiceAccount: it shows
 	// which of the verbs the generated RBAC grants a pass uses.
 	auditPolicy = filepath.Join(dir, "audit-policy.yaml")
@@ -66,13 +60,6 @@ rules:
 	}
 	return controlplane.RunMain(m, controlplane.Options{APIServerFlags: map[string]string{
 		"audit-policy-file": auditPolicy, "audit-log-path": auditLog, "audit-log-mode": "blocking"}}, &cp)
-}
-
-// Each test uses a finalizer of its own, so that a pass of one test never sees another's
-// objects.
-func finalizerOf(t *testing.T) string {
-	slug := strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
-	return slug + ".example.com/cleanup"
 }
 
 // object creates a configmap with finalizer and an "instance" annotation, deleted when
@@ -108,26 +95,11 @@ func resourceVersion(t *testing.T, ns, name string) string {
 	return cm.ResourceVersion
 }
 
-// writePolicy writes a policy with minAge 0s and rules.
-func writePolicy(t *testing.T, extra, rules string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "policy.yaml")
-	doc := "apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nminAge: 0s\n" + extra + "rules:\n" + rules
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // pass runs `reconcile --once -o json` and decodes its report.
 func pass(t *testing.T, kubeconfig, policy string, extra ...string) (*finalizev1alpha1.ReconcileReport, cli.Result) {
 	t.Helper()
 	r := cli.Run(t, kubeconfig, append([]string{"reconcile", "--once", "--policy", policy, "-o", "json"}, extra...)...)
-	rep := &finalizev1alpha1.ReconcileReport{}
-	if err := json.Unmarshal([]byte(r.Stdout), rep); err != nil {
-		t.Fatalf("the report is not JSON (code %d): %v\nstdout: %s\nstderr: %s", r.Code, err, r.Stdout, r.Stderr)
-	}
-	return rep, r
+	return cli.Report(t, r), r
 }
 
 // action finds the report's action about an object.

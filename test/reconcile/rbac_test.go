@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
+	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
 )
 
@@ -132,7 +134,7 @@ func TestEveryVerbTheGeneratedRBACGrantsIsUsed(t *testing.T) {
 	cp.RequireNoControllerManager(t)
 	kube := cp.Kube(t)
 	ns, empty := cp.Namespace(t), cp.Namespace(t)
-	fin := finalizerOf(t)
+	fin := controlplane.FinalizerOf(t)
 	c := fakecloud.New(t)
 	object(t, ns, "control", fin, "live", false)
 	object(t, ns, "gone", fin, "deleted-1", true)
@@ -165,7 +167,7 @@ func TestEveryVerbTheGeneratedRBACGrantsIsUsed(t *testing.T) {
 	if err := kube.CoreV1().Namespaces().Delete(t.Context(), empty, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	policy := writePolicy(t, "", c.Rule("dbs", fin, "")+`- name: namespaces
+	policy := cli.WritePolicy(t, "", c.Rule("dbs", fin, "")+`- name: namespaces
   finalizers: [kubernetes]
   resources: [namespaces]
   selector: "kubectl-finalize.test/rbac=`+fin[:20]+`"

@@ -32,7 +32,7 @@ import (
 // rule matches.
 func TestAPassRemovesOnlyWhatWasVerified(t *testing.T) {
 	ns, excluded := cp.Namespace(t), cp.Namespace(t)
-	fin := finalizerOf(t)
+	fin := controlplane.FinalizerOf(t)
 	c := fakecloud.New(t)
 	object(t, ns, "control", fin, "live", false)
 	object(t, ns, "gone", fin, "deleted-1", true)
@@ -40,7 +40,7 @@ func TestAPassRemovesOnlyWhatWasVerified(t *testing.T) {
 	object(t, ns, "young", fin+"-young", "deleted-2", true)
 	object(t, excluded, "excluded", fin, "deleted-3", true)
 	object(t, ns, "unmatched", "other.example.com/x", "deleted-4", true)
-	policy := writePolicy(t, "exclude: {namespaces: ["+excluded+"]}\n",
+	policy := cli.WritePolicy(t, "exclude: {namespaces: ["+excluded+"]}\n",
 		c.Rule("dbs", fin, "")+c.Rule("young", fin+"-young", "  minAge: 1h\n"))
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	rep, r := pass(t, cp.AdminKubeconfig, policy, "--audit-log", audit)
@@ -82,11 +82,11 @@ func TestAPassRemovesOnlyWhatWasVerified(t *testing.T) {
 // TestDryRunWritesNothing: the plan is verified and printed; no resourceVersion moves.
 func TestDryRunWritesNothing(t *testing.T) {
 	ns := cp.Namespace(t)
-	fin := finalizerOf(t)
+	fin := controlplane.FinalizerOf(t)
 	c := fakecloud.New(t)
 	object(t, ns, "control", fin, "live", false)
 	before := object(t, ns, "gone", fin, "deleted-1", true).ResourceVersion
-	rep, r := pass(t, cp.AdminKubeconfig, writePolicy(t, "", c.Rule("dbs", fin, "")), "--dry-run")
+	rep, r := pass(t, cp.AdminKubeconfig, cli.WritePolicy(t, "", c.Rule("dbs", fin, "")), "--dry-run")
 	if r.Code != 0 || !rep.DryRun || action(t, rep, "gone").Result != finalizev1alpha1.ResultWouldRemove {
 		t.Errorf("code %d, report %+v", r.Code, rep)
 	}
@@ -99,14 +99,14 @@ func TestDryRunWritesNothing(t *testing.T) {
 // exits 4, and reports the plan.
 func TestTheBreakerTripsBeforeAnyWrite(t *testing.T) {
 	ns := cp.Namespace(t)
-	fin := finalizerOf(t)
+	fin := controlplane.FinalizerOf(t)
 	c := fakecloud.New(t)
 	object(t, ns, "control", fin, "live", false)
 	versions := map[string]string{}
 	for _, name := range []string{"a", "b", "c"} {
 		versions[name] = object(t, ns, name, fin, "deleted-"+name, true).ResourceVersion
 	}
-	policy := writePolicy(t, "maxRemovals: 5\n", c.Rule("dbs", fin, ""))
+	policy := cli.WritePolicy(t, "maxRemovals: 5\n", c.Rule("dbs", fin, ""))
 	rep, r := pass(t, cp.AdminKubeconfig, policy, "--max-removals", "2")
 	if r.Code != 4 || rep.Breaker == nil || rep.Breaker.Planned != 3 || rep.Breaker.MaxRemovals != 2 || len(rep.Actions) != 3 ||
 		!strings.Contains(r.Stderr, "the breaker tripped: the pass planned 3 removals, more than the 2 allowed; nothing was removed") {
@@ -130,12 +130,12 @@ func TestTheBreakerTripsBeforeAnyWrite(t *testing.T) {
 // answers, the next pass removes them, and a third finds nothing to do.
 func TestAFailedPassConvergesOnRerun(t *testing.T) {
 	ns := cp.Namespace(t)
-	fin := finalizerOf(t)
+	fin := controlplane.FinalizerOf(t)
 	c := fakecloud.New(t)
 	object(t, ns, "control", fin, "live", false)
 	object(t, ns, "now", fin, "deleted-1", true)
 	object(t, ns, "later", fin, "error", true)
-	policy := writePolicy(t, "", c.Rule("dbs", fin, ""))
+	policy := cli.WritePolicy(t, "", c.Rule("dbs", fin, ""))
 	rep, r := pass(t, cp.AdminKubeconfig, policy)
 	if r.Code != 0 || action(t, rep, "later").Result != finalizev1alpha1.ResultKept || action(t, rep, "now").Result != finalizev1alpha1.ResultRemoved {
 		t.Fatalf("first pass: code %d, %+v", r.Code, rep.Actions)
@@ -152,11 +152,11 @@ func TestAFailedPassConvergesOnRerun(t *testing.T) {
 // TestABrokenRuleFailsThePass: exit 1, the rule named, nothing removed under it.
 func TestABrokenRuleFailsThePass(t *testing.T) {
 	ns := cp.Namespace(t)
-	fin := finalizerOf(t)
+	fin := controlplane.FinalizerOf(t)
 	c := fakecloud.New(t)
 	object(t, ns, "control", fin, "deleted-live", false)
 	object(t, ns, "target", fin, "deleted-1", true)
-	rep, r := pass(t, cp.AdminKubeconfig, writePolicy(t, "", c.Rule("typo", fin, "")))
+	rep, r := pass(t, cp.AdminKubeconfig, cli.WritePolicy(t, "", c.Rule("typo", fin, "")))
 	if r.Code != 1 || len(rep.Rules) != 1 || !rep.Rules[0].Broken || action(t, rep, "target").Result != finalizev1alpha1.ResultKept ||
 		!strings.Contains(r.Stderr, "rule typo is broken") {
 		t.Errorf("code %d, rules %+v, stderr:\n%s", r.Code, rep.Rules, r.Stderr)
@@ -223,11 +223,11 @@ func canI(t *testing.T, kubeconfig string, args ...string) bool {
 // `kubectl finalize rbac` prints, then shows the account can do nothing else.
 func TestTheGeneratedRBACIsEnoughAndNoMore(t *testing.T) {
 	ns := cp.Namespace(t)
-	fin := finalizerOf(t)
+	fin := controlplane.FinalizerOf(t)
 	c := fakecloud.New(t)
 	object(t, ns, "control", fin, "live", false)
 	object(t, ns, "gone", fin, "deleted-1", true)
-	policy := writePolicy(t, "", c.Rule("dbs", fin, ""))
+	policy := cli.WritePolicy(t, "", c.Rule("dbs", fin, ""))
 	kubeconfig := serviceAccount(t, policy, nil)
 	var rep *finalizev1alpha1.ReconcileReport
 	var r cli.Result
@@ -266,11 +266,11 @@ func TestTheGeneratedRBACIsEnoughAndNoMore(t *testing.T) {
 // no removal is attempted, and each says what is missing.
 func TestAMissingPermissionFailsByNameBeforeAnyWrite(t *testing.T) {
 	ns := cp.Namespace(t)
-	fin := finalizerOf(t)
+	fin := controlplane.FinalizerOf(t)
 	c := fakecloud.New(t)
 	object(t, ns, "control", fin, "live", false)
 	before := object(t, ns, "gone", fin, "deleted-1", true).ResourceVersion
-	policy := writePolicy(t, "", c.Rule("dbs", fin, ""))
+	policy := cli.WritePolicy(t, "", c.Rule("dbs", fin, ""))
 	withoutEvents := func(s string) string {
 		return regexp.MustCompile(`(?s)- apiGroups:\n  - events.k8s.io\n  resources:\n  - events\n  verbs:\n  - create\n`).ReplaceAllString(s, "")
 	}
@@ -293,12 +293,12 @@ func TestAMissingPermissionFailsByNameBeforeAnyWrite(t *testing.T) {
 // TestSIGTERMStopsCleanly: continuous mode, stopped mid-pass, exits 0; a rerun finishes.
 func TestSIGTERMStopsCleanly(t *testing.T) {
 	ns := cp.Namespace(t)
-	fin := finalizerOf(t)
+	fin := controlplane.FinalizerOf(t)
 	c := fakecloud.New(t)
 	c.Delay = 3 * time.Second
 	object(t, ns, "control", fin, "live", false)
 	object(t, ns, "slow", fin, "slow-1", true)
-	policy := writePolicy(t, "", c.Rule("dbs", fin, "  controls: {requireLive: false}\n"))
+	policy := cli.WritePolicy(t, "", c.Rule("dbs", fin, "  controls: {requireLive: false}\n"))
 	p := start(t, cp.AdminKubeconfig, "reconcile", "--policy", policy, "--interval", "1h", "--metrics-bind-address", "0")
 	// The pass is asking the slow provider.
 	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -322,13 +322,13 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 // acts, the other waits.
 func TestTwoReplicasNeverBothAct(t *testing.T) {
 	ns := cp.Namespace(t)
-	fin := finalizerOf(t)
+	fin := controlplane.FinalizerOf(t)
 	c := fakecloud.New(t)
 	object(t, ns, "control", fin, "live", false)
 	for _, name := range []string{"a", "b", "c", "d"} {
 		object(t, ns, name, fin, "deleted-"+name, true)
 	}
-	policy := writePolicy(t, "", c.Rule("dbs", fin, ""))
+	policy := cli.WritePolicy(t, "", c.Rule("dbs", fin, ""))
 	dir := t.TempDir()
 	var ps []*process
 	for i := range 2 {
@@ -369,12 +369,12 @@ func TestTwoReplicasNeverBothAct(t *testing.T) {
 // TestMetricsCountWhatTheReportSays: /metrics after a pass, and /healthz.
 func TestMetricsCountWhatTheReportSays(t *testing.T) {
 	ns := cp.Namespace(t)
-	fin := finalizerOf(t)
+	fin := controlplane.FinalizerOf(t)
 	c := fakecloud.New(t)
 	object(t, ns, "control", fin, "live", false)
 	object(t, ns, "gone", fin, "deleted-1", true)
 	object(t, ns, "kept", fin, "present-1", true)
-	policy := writePolicy(t, "", c.Rule("dbs", fin, ""))
+	policy := cli.WritePolicy(t, "", c.Rule("dbs", fin, ""))
 	p := start(t, cp.AdminKubeconfig, "reconcile", "--policy", policy, "--interval", "1h", "--metrics-bind-address", "127.0.0.1:0", "-o", "json")
 	var addr string
 	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -509,13 +509,13 @@ func TestANamespaceFinalizerOnlyWhenTheNamespaceIsEmpty(t *testing.T) {
   controls: {count: 0}
 `
 	}
-	rep, r := pass(t, cp.AdminKubeconfig, writePolicy(t, "", rule("false")))
+	rep, r := pass(t, cp.AdminKubeconfig, cli.WritePolicy(t, "", rule("false")))
 	for _, ns := range []string{full, empty} {
 		if a := action(t, rep, ns); a.Result != finalizev1alpha1.ResultKept || !strings.Contains(a.Message, "system finalizer") {
 			t.Errorf("without allowSystem, %s: %+v (code %d)", ns, a, r.Code)
 		}
 	}
-	rep, r = pass(t, cp.AdminKubeconfig, writePolicy(t, "", rule("true")))
+	rep, r = pass(t, cp.AdminKubeconfig, cli.WritePolicy(t, "", rule("true")))
 	if a := action(t, rep, full); a.Result != finalizev1alpha1.ResultKept || !strings.Contains(a.Message, "the namespace still holds 1 objects") {
 		t.Errorf("a namespace with content: %+v (code %d, %s)", a, r.Code, r.Stderr)
 	}

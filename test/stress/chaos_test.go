@@ -31,6 +31,7 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 )
 
 var (
@@ -126,7 +127,7 @@ func TestChaosNeverRemovesOnAGuess(t *testing.T) {
 	for i := range instances {
 		tr.set(fmt.Sprintf("i-%02d", i), i%2 == 0)
 	}
-	policy := writePolicy(t, fmt.Sprintf(`- name: chaos
+	policy := cli.WritePolicy(t, "", fmt.Sprintf(`- name: chaos
   finalizers: [%s]
   resources: [configmaps]
   rateLimit: {qps: 1000, burst: 1000}

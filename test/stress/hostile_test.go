@@ -23,6 +23,8 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
+	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 )
 
 // misbehave is the exec provider of these tests: the first argument says how it misbehaves.
@@ -262,7 +264,7 @@ var (
 // within the bound the limits set.
 func TestHostileProvidersRemoveNothing(t *testing.T) {
 	ns := cp.Namespace(t)
-	fin := finalizerOf(t)
+	fin := controlplane.FinalizerOf(t)
 	h := newHostile(t)
 	rules := func(prefix string) string {
 		return fmt.Sprintf(`- name: exec
@@ -304,7 +306,7 @@ func TestHostileProvidersRemoveNothing(t *testing.T) {
 		}
 	}
 	passOf := func(prefix string) (measured, *finalizev1alpha1.ReconcileReport) {
-		policy := writePolicy(t, rules(prefix))
+		policy := cli.WritePolicy(t, "", rules(prefix))
 		m := runMeasured(t, nil, "reconcile", "--once", "--policy", policy, "-n", ns, "-o", "json")
 		return m, report(t, m)
 	}

@@ -8,13 +8,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,23 +43,14 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "kubectl-finalize-stress-")
-	if err != nil {
+	var dir string
+	var err error
+	if binary, dir, err = cli.BuildTemp("kubectl-finalize-stress-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if binary, err = cli.Build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	return controlplane.RunMain(m, controlplane.Options{}, &cp)
-}
-
-// finalizerOf is a finalizer of the test's own.
-func finalizerOf(t *testing.T) string {
-	slug := strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
-	return slug + ".example.com/cleanup"
 }
 
 // stuck creates a deleted configmap held by finalizer, with annotations.
@@ -79,17 +67,6 @@ func stuck(t *testing.T, ns, name, finalizer string, annotations map[string]stri
 	if err := c.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// writePolicy writes a policy with minAge 0s and rules.
-func writePolicy(t *testing.T, rules string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "policy.yaml")
-	doc := "apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nminAge: 0s\nrules:\n" + rules
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // measured is one kubectl-finalize process: what it printed, how it ended, how long it
@@ -161,11 +138,7 @@ func statusKB(pid int, field string) int64 {
 // report decodes a pass's JSON report.
 func report(t *testing.T, m measured) *finalizev1alpha1.ReconcileReport {
 	t.Helper()
-	rep := &finalizev1alpha1.ReconcileReport{}
-	if err := json.Unmarshal([]byte(m.Stdout), rep); err != nil {
-		t.Fatalf("the report is not JSON (code %d): %v\nstdout: %s\nstderr: %s", m.Code, err, m.Stdout, m.Stderr)
-	}
-	return rep
+	return cli.Report(t, cli.Result{Stdout: m.Stdout, Stderr: m.Stderr, Code: m.Code})
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

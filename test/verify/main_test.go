@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 )
 
@@ -127,12 +128,4 @@ func finalizers(t *testing.T, ns, name string) []string {
 }
 
 // writePolicy writes a policy of rules into a file.
-func writePolicy(t *testing.T, rules string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "policy.yaml")
-	doc := "apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nminAge: 0s\nrules:\n" + rules
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+func writePolicy(t *testing.T, rules string) string { return cli.WritePolicy(t, "", rules) }
