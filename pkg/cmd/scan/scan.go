@@ -208,11 +208,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	util.PrintWarnings(o.ErrOut, warnings)
-	if err := o.print(list); err != nil {
-		return err
-	}
-	return util.IncompleteWarning(o.ErrOut, list.Incomplete)
+	return o.show(list, warnings)
 }
 
 // scan reads one cluster.
@@ -253,6 +249,11 @@ func (o *Options) runFleet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return o.show(list, warnings)
+}
+
+// show prints the warnings and the list, then says what could not be read.
+func (o *Options) show(list *finalizev1alpha1.StuckObjectList, warnings []string) error {
 	util.PrintWarnings(o.ErrOut, warnings)
 	if err := o.print(list); err != nil {
 		return err
