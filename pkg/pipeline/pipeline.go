@@ -26,6 +26,15 @@ type Clients struct {
 	Dynamic   dynamic.Interface
 }
 
+// Refresh drops what the discovery client cached, so that the next scan discovers the
+// cluster's types as they are then: a run that scans more than once (reconcile without
+// --once) lists a type installed since its last scan, and no longer a type removed.
+func (c *Clients) Refresh() {
+	if cached, ok := c.Discovery.(discovery.CachedDiscoveryInterface); ok {
+		cached.Invalidate()
+	}
+}
+
 // Scan finds the stuck objects and names the owner of each of their finalizers.
 func Scan(ctx context.Context, c *Clients, opts scan.Options) (*scan.Result, error) {
 	s := &scan.Scanner{Discovery: c.Discovery, Metadata: c.Metadata, Kube: c.Kube}

@@ -195,6 +195,16 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 			r.Burst = int(rl.Burst)
 		}
 	}
+	if spec.TrustIdentityFromAnyWriter {
+		switch {
+		case spec.Preset == "":
+			c.add(field.Invalid(path.Child("trustIdentityFromAnyWriter"), true, "applies to the identity values of a preset, and the rule names none"))
+		case r.Preset != nil:
+			c.warnings = append(c.warnings, fmt.Sprintf("rule %s sets trustIdentityFromAnyWriter: its identity values (%s) are trusted whoever wrote them, "+
+				"so anyone who may edit a stuck object can point its verification at a resource that does not exist "+
+				"(`kubectl annotate` with a typo), and its finalizer is removed", spec.Name, strings.Join(r.Preset.WriterCheckedFields(), ", ")))
+		}
+	}
 	c.verify(path.Child("verify"), &spec.Verify, r.Preset)
 	return r
 }
@@ -223,9 +233,12 @@ func (c *compiler) verify(path *field.Path, v *finalizev1alpha1.Verify, p *prese
 	}
 }
 
-// credentialHeaders are headers that carry credentials: their value never comes from the
-// policy text.
-var credentialHeaderRE = regexp.MustCompile(`(?i)^(authorization|proxy-authorization|cookie)$|token|secret|password|passwd|api-?key|auth|credential|signature`)
+// credentialHeaderRE matches headers that carry credentials: their value never comes
+// from the policy text. Besides the standard ones: tokens (X-Auth-Token, Private-Token,
+// X-Vault-Token), API keys (X-Api-Key, and any name ending in -key or _key:
+// Ocp-Apim-Subscription-Key, X-Functions-Key, DD-Application-Key), signatures, sessions
+// and JWTs.
+var credentialHeaderRE = regexp.MustCompile(`(?i)^(authorization|proxy-authorization|cookie)$|token|secret|passw(or)?d|passphrase|api[-_]?key|[-_]key$|^key$|auth|credential|signature|(^|[-_])sig$|session|jwt`)
 
 var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
@@ -234,8 +247,44 @@ func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 		c.add(field.Required(path.Child("url"), ""))
 	} else if u, err := provider.ParseURLTemplate(h.URL); err != nil {
 		c.add(field.Invalid(path.Child("url"), h.URL, err.Error()))
-	} else if strings.HasPrefix(u.String(), "http://") {
-		c.warnings = append(c.warnings, fmt.Sprintf("%s: %s is plain http: its answers and headers travel unencrypted", path.Child("url"), h.URL))
+	} else {
+		if strings.HasPrefix(u.String(), "http://") {
+			c.warnings = append(c.warnings, fmt.Sprintf("%s: %s is plain http: its answers and headers travel unencrypted", path.Child("url"), h.URL))
+		}
+		for _, name := range u.QueryNames() {
+			if provider.CredentialQueryParameter(name) {
+				// The URL is shown in evidence, reports, Events and audit lines: the value
+				// is left out of the error too.
+				c.add(field.Forbidden(path.Child("url"), fmt.Sprintf("query parameter %s carries credentials, and a URL is shown in evidence, reports, Events and audit lines: "+
+					"remove it from the url and add it under query with valueFrom (an environment variable or a file), which is sent but shown as %s=REDACTED", name, name)))
+			}
+		}
+	}
+	for i, q := range h.Query {
+		qp := path.Child("query").Index(i)
+		switch {
+		case q.Name == "":
+			c.add(field.Required(qp.Child("name"), "the parameter's name"))
+		case strings.ContainsAny(q.Name, "&=#") || strings.TrimSpace(q.Name) != q.Name:
+			c.add(field.Invalid(qp.Child("name"), q.Name, "a query parameter's name holds no '&', '=', '#' or surrounding spaces"))
+		}
+		switch {
+		case q.Value != "" && q.ValueFrom != nil:
+			c.add(field.Invalid(qp, q.Name, "set value or valueFrom, not both"))
+		case q.ValueFrom != nil:
+			c.valueFrom(qp.Child("valueFrom"), q.ValueFrom)
+		case q.Value == "":
+			c.add(field.Required(qp.Child("value"), "set value or valueFrom"))
+		case provider.CredentialQueryParameter(q.Name):
+			c.add(field.Forbidden(qp.Child("value"), fmt.Sprintf("query parameter %s carries credentials: %s", q.Name, credentialHeaderHint)))
+		default:
+			c.template(qp.Child("value"), q.Value)
+		}
+	}
+	switch h.Redirects {
+	case "", finalizev1alpha1.RedirectsRefuse, finalizev1alpha1.RedirectsSameHost:
+	default:
+		c.add(field.NotSupported(path.Child("redirects"), h.Redirects, []finalizev1alpha1.HTTPRedirects{finalizev1alpha1.RedirectsRefuse, finalizev1alpha1.RedirectsSameHost}))
 	}
 	switch strings.ToUpper(h.Method) {
 	case "", http.MethodGet, http.MethodHead, http.MethodPost:
@@ -257,10 +306,7 @@ func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 		case hd.Value != "" && hd.ValueFrom != nil:
 			c.add(field.Invalid(hp, hd.Name, "set value or valueFrom, not both"))
 		case hd.ValueFrom != nil:
-			src := hd.ValueFrom
-			if (src.Env == "") == (src.File == "") {
-				c.add(field.Invalid(hp.Child("valueFrom"), field.OmitValueType{}, "set exactly one of env and file"))
-			}
+			c.valueFrom(hp.Child("valueFrom"), hd.ValueFrom)
 		case hd.Value == "":
 			c.add(field.Required(hp.Child("value"), "set value or valueFrom"))
 		case credentialHeaderRE.MatchString(hd.Name):
@@ -293,10 +339,19 @@ func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 	c.timeout(path.Child("timeout"), h.Timeout)
 }
 
+func (c *compiler) valueFrom(path *field.Path, src *finalizev1alpha1.ValueSource) {
+	if (src.Env == "") == (src.File == "") {
+		c.add(field.Invalid(path, field.OmitValueType{}, "set exactly one of env and file"))
+	}
+}
+
 func (c *compiler) statuses(path *field.Path, codes []int32) {
 	for i, s := range codes {
 		if s < 100 || s > 599 {
 			c.add(field.Invalid(path.Index(i), s, "not an HTTP status"))
+		}
+		if s >= 300 && s < 400 {
+			c.add(field.Invalid(path.Index(i), s, "a 3xx is a redirect, which is never a verdict: it is Unknown (redirects: SameHost follows those on the same host)"))
 		}
 		if s == http.StatusTooManyRequests || s >= 500 {
 			c.add(field.Invalid(path.Index(i), s, "429 and 5xx are retried, then mean Unknown"))
@@ -319,6 +374,9 @@ func (c *compiler) exec(path *field.Path, e *finalizev1alpha1.ExecProvider) {
 		if !envNameRE.MatchString(v.Name) {
 			c.add(field.Invalid(path.Child("env").Index(i).Child("name"), v.Name, "not an environment variable name"))
 		}
+	}
+	if e.SecretData {
+		c.warnings = append(c.warnings, fmt.Sprintf("%s: secretData is true: the program reads the values of every Secret the rule matches", path.Child("secretData")))
 	}
 	c.timeout(path.Child("timeout"), e.Timeout)
 }

@@ -66,6 +66,10 @@ func (r *Rule) matches(s Subject, finalizer string) bool {
 	return r.selector == nil || r.selector.Matches(labels.Set(s.Labels))
 }
 
+// MatchesType reports whether the rule may match objects of type resource
+// ("resource.group"), by its resources: a rule that names none matches every type.
+func (r *Rule) MatchesType(resource string) bool { return r.resources.Match(resource) }
+
 // MatchesFinalizer reports whether some rule could match finalizer, on some object.
 func (p *Policy) MatchesFinalizer(finalizer string) bool {
 	for _, r := range p.Rules {
@@ -87,7 +91,9 @@ type Scope struct {
 }
 
 // Scope narrows a pass to the types and namespaces the rules name, when every rule names
-// them exactly; a rule without resources (or with a glob) needs every type.
+// them exactly; a rule without resources (or with a glob) needs every type. The types a
+// pass lists, globs resolved against the cluster, are reconcile.ListedTypes: the pass and
+// `kubectl finalize rbac` both use that, not Resources.
 func (p *Policy) Scope() Scope {
 	var sc Scope
 	resources, namespaces := map[string]bool{}, map[string]bool{}

@@ -111,6 +111,18 @@ func TestInvalidPolicies(t *testing.T) {
 		{"templated program", rule("    exec: {command: [\"{.spec.program}\"]}\n"), []string{"the program is fixed: only its arguments may be templated"}},
 		{"templated host", rule("    http: {url: \"https://{.spec.host}/x\"}\n"), []string{"the scheme, host and port are fixed"}},
 		{"credentials in the policy", rule("    http: {url: \"https://x/y\", headers: [{name: X-Api-Key, value: abc}]}\n"), []string{"rules[0].verify.http.headers[0].value: Forbidden: header X-Api-Key carries credentials"}},
+		{"an Azure API Management key", rule("    http: {url: \"https://x/y\", headers: [{name: Ocp-Apim-Subscription-Key, value: abc}]}\n"), []string{"headers[0].value: Forbidden: header Ocp-Apim-Subscription-Key carries credentials"}},
+		{"more credential headers", rule("    http: {url: \"https://x/y\", headers: [{name: X-Auth-Token, value: a}, {name: Private-Token, value: b}, {name: X-Functions-Key, value: c}, {name: DD-Application-Key, value: d}, {name: X-Session-Id, value: e}, {name: X-Goog-Iap-Jwt-Assertion, value: f}, {name: X-Hub-Signature, value: g}]}\n"),
+			[]string{"headers[0].value: Forbidden", "headers[1].value: Forbidden", "headers[2].value: Forbidden", "headers[3].value: Forbidden", "headers[4].value: Forbidden", "headers[5].value: Forbidden", "headers[6].value: Forbidden"}},
+		{"a credential in the URL's query", rule("    http: {url: \"https://x/v1/{.status.id}?region=eu&api_key=abc123\"}\n"),
+			[]string{"rules[0].verify.http.url: Forbidden: query parameter api_key carries credentials", "add it under query with valueFrom"}},
+		{"credential query parameters of every kind", rule("    http: {url: \"https://x/y?apikey=1&key=2&token=3&access_token=4&sig=5&signature=6&X-Amz-Signature=7&X-Goog-Signature=8&password=9&secret=10&client_secret=11&X-Amz-Security-Token=12&subscription-key=13\"}\n"),
+			[]string{"parameter apikey ", "parameter key ", "parameter token ", "parameter access_token ", "parameter sig ", "parameter signature ", "parameter X-Amz-Signature ", "parameter X-Goog-Signature ", "parameter password ", "parameter secret ", "parameter client_secret ", "parameter X-Amz-Security-Token ", "parameter subscription-key "}},
+		{"a credential in query with a value", rule("    http: {url: \"https://x/y\", query: [{name: api_key, value: abc}]}\n"), []string{"query[0].value: Forbidden: query parameter api_key carries credentials"}},
+		{"query without a value", rule("    http: {url: \"https://x/y\", query: [{name: region}, {name: \"\", value: a}, {name: \"a&b\", value: c}, {name: t, value: a, valueFrom: {env: T}}, {name: t, valueFrom: {}}]}\n"),
+			[]string{"query[0].value: Required value: set value or valueFrom", "query[1].name: Required value", `query[2].name: Invalid value: "a&b"`, "query[3]: Invalid value: \"t\": set value or valueFrom, not both", "query[4].valueFrom: Invalid value: set exactly one of env and file"}},
+		{"redirects", rule("    http: {url: \"https://x/y\", redirects: Follow}\n"), []string{`verify.http.redirects: Unsupported value: "Follow": supported values: "Refuse", "SameHost"`}},
+		{"a redirect as a verdict", rule("    http: {url: \"https://x/y\", gone: [404, 302], present: [301]}\n"), []string{"gone[1]: Invalid value: 302: a 3xx is a redirect, which is never a verdict", "present[0]: Invalid value: 301: a 3xx is a redirect"}},
 		{"value and valueFrom", rule("    http: {url: \"https://x/y\", headers: [{name: X-A, value: a, valueFrom: {env: B}}]}\n"), []string{"set value or valueFrom, not both"}},
 		{"both env and file", rule("    http: {url: \"https://x/y\", headers: [{name: X-A, valueFrom: {env: B, file: /c}}]}\n"), []string{"set exactly one of env and file"}},
 		{"statuses", rule("    http: {url: \"https://x/y\", gone: [404, 999, 503], present: [404]}\n"), []string{"gone[1]: Invalid value: 999: not an HTTP status", "gone[2]: Invalid value: 503: 429 and 5xx are retried", "present: Invalid value: 404: a status cannot mean both gone and present"}},
@@ -142,6 +154,30 @@ func TestInvalidPolicies(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWhatIsNotACredential: names that only look like a credential's are allowed in the
+// policy text.
+func TestWhatIsNotACredential(t *testing.T) {
+	p, warnings := compile(t, header+`rules:
+- name: r
+  finalizers: [a.example.com/x]
+  resources: [secrets]
+  verify:
+    http:
+      url: "https://x/v1/{.status.id}?region=eu&code=EU&monkey=1&keyword=a&sort_order=asc"
+      query: [{name: name, value: "{.metadata.name}"}, {name: api_key, valueFrom: {env: KEY}}]
+      headers: [{name: X-Request-Id, value: "{.metadata.uid}"}, {name: Accept-Language, value: en}]
+      redirects: SameHost
+- name: e
+  finalizers: [b.example.com/x]
+  resources: [secrets]
+  verify:
+    exec: {command: [x], secretData: true}
+`)
+	if len(p.Rules) != 2 || len(warnings) != 1 || !strings.Contains(warnings[0], "rules[1].verify.exec.secretData: secretData is true: the program reads the values of every Secret the rule matches") {
+		t.Errorf("warnings %q", warnings)
 	}
 }
 

@@ -14,12 +14,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/preset"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
@@ -27,7 +29,8 @@ import (
 
 // Verifier verifies removals with the rules of a policy and their providers. It
 // implements remove.Verifier. One Verifier serves one pass: it caches answers by their
-// rendered request, and checks each rule's provider against live objects once.
+// rendered request, and checks each rule's provider against live objects of each
+// resource type once.
 type Verifier struct {
 	policy  *Policy
 	dynamic dynamic.Interface
@@ -38,10 +41,15 @@ type Verifier struct {
 	providers map[string]provider.Provider
 	errs      map[string]error
 	limiters  map[string]flowcontrol.RateLimiter
+	// identityUsed says which identity values a rule's provider uses; nil uses them all
+	// (an exec provider reads every one on stdin).
+	identityUsed map[string]func(name string) bool
 
-	mu         sync.Mutex
-	cache      map[string]*answer
-	checks     map[string]*check
+	mu     sync.Mutex
+	cache  map[string]*answer
+	checks map[checkKey]*check
+	// cannotRun holds, by rule, the first answer that said its provider cannot run.
+	cannotRun  map[string]string
 	namespaces map[string]*corev1.Namespace
 }
 
@@ -53,14 +61,16 @@ type answer struct {
 
 // NewVerifier builds each rule's provider. A provider that cannot be built (a missing
 // environment variable, an unreadable CA file) leaves its rule unable to verify: every
-// answer under it is Unknown, with the reason.
+// answer under it is Unknown, with the reason, and its status says it cannot verify.
 func NewVerifier(p *Policy, dyn dynamic.Interface, opts provider.Options) *Verifier {
 	v := &Verifier{
 		policy: p, dynamic: dyn, now: time.Now, Controls: NewControls(p),
 		providers: map[string]provider.Provider{}, errs: map[string]error{}, limiters: map[string]flowcontrol.RateLimiter{},
-		cache: map[string]*answer{}, checks: map[string]*check{}, namespaces: map[string]*corev1.Namespace{},
+		identityUsed: map[string]func(string) bool{},
+		cache:        map[string]*answer{}, checks: map[checkKey]*check{}, cannotRun: map[string]string{}, namespaces: map[string]*corev1.Namespace{},
 	}
 	for _, r := range p.Rules {
+		v.identityUsed[r.Name] = identityUsed(&r.Spec.Verify)
 		prov, err := provider.New(&r.Spec.Verify, opts)
 		if err != nil {
 			v.errs[r.Name] = err
@@ -120,20 +130,63 @@ func (v *Verifier) Verify(ctx context.Context, req remove.VerifyRequest) remove.
 	}
 	out.ResourceVersion, out.Finalizers = full.GetResourceVersion(), full.GetFinalizers()
 	a := v.ask(ctx, rule, full, req.Finalizer.Name, req.Fresh)
-	if a.Verdict == finalizev1alpha1.VerdictRetained && a.Evidence != "" && strings.HasPrefix(a.Evidence, retainedByDesign) {
-		// The object itself says so; no provider was asked, so none needs trusting.
-		out.Verdict, out.Evidence = a.Verdict, a.Evidence
+	out.Verdict, out.Evidence = a.Verdict, a.Evidence
+	if a.byObject {
+		// The object decided (retained, held, shared, an identity that is not the
+		// operator's): no provider was asked, so none needs trusting.
 		return out
 	}
-	out.Verdict, out.Evidence = a.Verdict, a.Evidence
+	if a.CannotRun {
+		v.mu.Lock()
+		if v.cannotRun[rule.Name] == "" {
+			v.cannotRun[rule.Name] = a.Evidence
+		}
+		v.mu.Unlock()
+	}
+	// The controls are checked whatever the answer: a rule whose provider answers
+	// Unknown for everything fails the pass rather than keep it green.
+	distrust, unread := v.trust(ctx, rule, o.Resource)
 	if a.Verdict == finalizev1alpha1.VerdictGone || a.Verdict == finalizev1alpha1.VerdictRetained {
-		c := v.check(ctx, rule)
-		out.Distrust = c.distrust
-		if c.unread {
-			out.ReadError = c.distrust
+		out.Distrust = distrust
+		if unread {
+			out.ReadError = distrust
 		}
 	}
 	return out
+}
+
+// identityUsed says which identity values the provider of v uses: those its templates
+// name, or every one for an exec provider, which reads them all on stdin.
+func identityUsed(v *finalizev1alpha1.Verify) func(string) bool {
+	var templates []string
+	switch {
+	case v.HTTP != nil:
+		templates = append(templates, v.HTTP.URL, v.HTTP.Body)
+		for _, h := range v.HTTP.Headers {
+			templates = append(templates, h.Value)
+		}
+		for _, q := range v.HTTP.Query {
+			templates = append(templates, q.Value)
+		}
+	case v.Kubernetes != nil:
+		templates = append(templates, v.Kubernetes.Namespace, v.Kubernetes.Name, v.Kubernetes.Selector)
+	default:
+		return nil
+	}
+	used := map[string]bool{}
+	for _, s := range templates {
+		if s == "" {
+			continue
+		}
+		t, err := provider.ParseTemplate(s)
+		if err != nil {
+			return nil // validated already; if not, every value counts
+		}
+		for _, name := range t.IdentityRefs() {
+			used[name] = true
+		}
+	}
+	return func(name string) bool { return used[name] }
 }
 
 // fetch reads the full object a provider's request is built from. Only candidates are
@@ -166,36 +219,59 @@ func hasFinalizer(u *unstructured.Unstructured, fin finalizev1alpha1.Finalizer) 
 // retainedByDesign starts the evidence of a resource a preset's setting retains.
 const retainedByDesign = "retained by design: "
 
+// reply is what ask found out about one object.
+type reply struct {
+	provider.Answer
+	// byObject: the object decided the verdict alone (a retain or hold setting, the live
+	// holders of a shared finalizer, an identity that is not the operator's, a request
+	// that cannot be made from it), and the rule's provider was not asked. Such a
+	// verdict says nothing about the provider: it never counts as a control.
+	byObject bool
+}
+
+// decided is a verdict the object decided alone.
+func decided(a provider.Answer) reply { return reply{Answer: a, byObject: true} }
+
 // ask asks the rule's provider about one object, once per rendered request unless fresh.
 // A preset's settings are read first: a held resource is not verified, a retained one
-// is Retained without asking.
-func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstructured, finalizer string, fresh bool) provider.Answer {
+// is Retained without asking, and an identity the operator did not write is Unknown.
+func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstructured, finalizer string, fresh bool) reply {
+	prov := v.providers[rule.Name]
+	if prov == nil {
+		return decided(provider.Unknown("the rule's provider cannot run: %v", v.errs[rule.Name]))
+	}
 	var identity map[string]string
 	if p := rule.Preset; p != nil && p.Matches(finalizer) {
 		var ns *corev1.Namespace
 		if p.NeedsNamespace && full.GetNamespace() != "" {
 			var err error
 			if ns, err = v.namespace(ctx, full.GetNamespace()); err != nil {
-				return provider.Unknown("reading namespace %s for preset %s: %v", full.GetNamespace(), p.Name, err)
+				return decided(provider.Unknown("reading namespace %s for preset %s: %v", full.GetNamespace(), p.Name, err))
 			}
 		}
 		if why, held := p.Held(full, ns, finalizer); held {
-			return provider.Unknown("not verified: %s; the operator of the resource must not be bypassed", why)
+			return decided(provider.Unknown("not verified: %s; the operator of the resource must not be bypassed", why))
 		}
 		if why, retained := p.Retained(full, ns, finalizer); retained {
-			return provider.Answer{Verdict: finalizev1alpha1.VerdictRetained, Evidence: retainedByDesign + why}
+			return decided(provider.Answer{Verdict: finalizev1alpha1.VerdictRetained, Evidence: retainedByDesign + why})
 		}
 		if p.Shared != nil && p.Shared(finalizer) {
 			if n, names := v.Controls.liveHolders(finalizer); n > 0 {
-				return provider.Answer{Verdict: finalizev1alpha1.VerdictPresent,
-					Evidence: fmt.Sprintf("the resource behind %s is shared, and %d live objects still carry it (%s): it is not gone until all of them are", finalizer, n, strings.Join(names, ", "))}
+				return decided(provider.Answer{Verdict: finalizev1alpha1.VerdictPresent,
+					Evidence: fmt.Sprintf("the resource behind %s is shared, and %d live objects still carry it (%s): it is not gone until all of them are", finalizer, n, strings.Join(names, ", "))})
+			}
+		}
+		if !rule.Spec.TrustIdentityFromAnyWriter {
+			if why := p.UntrustedIdentity(full, finalizer, v.identityUsed[rule.Name]); len(why) > 0 {
+				return decided(provider.Unknown("not verified: %s; an identity that anyone who may edit the object can change is trusted only when the operator wrote it "+
+					"(trustIdentityFromAnyWriter in the rule trusts any writer)", strings.Join(why, "; ")))
 			}
 		}
 		identity = p.IdentityOf(full, finalizer)
 	}
-	call, err := v.providers[rule.Name].Prepare(&provider.Request{Rule: rule.Name, Finalizer: finalizer, Object: full, Identity: identity})
+	call, err := prov.Prepare(&provider.Request{Rule: rule.Name, Finalizer: finalizer, Object: full, Identity: identity})
 	if err != nil {
-		return provider.Unknown("the request cannot be made from this object: %v", err)
+		return decided(provider.Unknown("the request cannot be made from this object: %v", err))
 	}
 	do := func() provider.Answer {
 		if err := v.limiters[rule.Name].Wait(ctx); err != nil {
@@ -206,7 +282,7 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 		return a
 	}
 	if fresh {
-		return do()
+		return reply{Answer: do()}
 	}
 	key := rule.Name + "\x00" + call.Key()
 	v.mu.Lock()
@@ -217,7 +293,7 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 	}
 	v.mu.Unlock()
 	a.once.Do(func() { a.Answer = do() })
-	return a.Answer
+	return reply{Answer: a.Answer}
 }
 
 // namespace reads a namespace, once per pass.
@@ -242,47 +318,92 @@ func (v *Verifier) namespace(ctx context.Context, name string) (*corev1.Namespac
 	return ns, nil
 }
 
-// check is what a rule's controls showed of its provider.
+// checkKey names the controls of one rule and one resource type.
+type checkKey struct {
+	rule string
+	gr   schema.GroupResource
+}
+
+// check is what a rule's controls of one resource type showed of its provider.
 type check struct {
 	once sync.Once
-	// distrust says why the rule's Gone answers cannot be trusted, or is empty.
+	// distrust says why the rule's Gone answers about objects of the type cannot be
+	// trusted, or is empty.
 	distrust string
 	// unread: the check failed because the cluster could not be read (distrust says so).
 	unread bool
 	// broken: the provider called a live object gone.
-	broken  bool
-	results []finalizev1alpha1.ControlResult
+	broken bool
+	// present counts the controls the provider answered Present for; unknown holds what
+	// it answered for those it answered Unknown for.
+	present int
+	unknown []string
+	// cannotRun is the first answer that said the provider cannot run.
+	cannotRun string
+	results   []finalizev1alpha1.ControlResult
 }
 
-// check asks the rule's provider about live objects, once per pass: every one must be
-// Present, or Unknown, and at least one Present.
-func (v *Verifier) check(ctx context.Context, rule *Rule) *check {
+// trust checks the rule's provider against live objects of every type the rule has
+// them for, once per pass each, and says why a Gone about an object of type r cannot be
+// trusted: controls of r itself must have answered Present (another type's controls do
+// not vouch for it), and no control of any type may have been called gone.
+func (v *Verifier) trust(ctx context.Context, rule *Rule, r scan.Resource) (string, bool) {
+	own := v.check(ctx, rule, r)
+	if own.broken || own.unread {
+		return own.distrust, own.unread
+	}
+	for _, other := range v.Controls.Types(rule) {
+		if other.GroupResource() == r.GroupResource() {
+			continue
+		}
+		if c := v.check(ctx, rule, other); c.broken {
+			return c.distrust, false
+		}
+	}
+	return own.distrust, own.unread
+}
+
+// check asks the rule's provider about live objects of one type, once per pass.
+func (v *Verifier) check(ctx context.Context, rule *Rule, r scan.Resource) *check {
+	key := checkKey{rule: rule.Name, gr: r.GroupResource()}
 	v.mu.Lock()
-	c, ok := v.checks[rule.Name]
+	c, ok := v.checks[key]
 	if !ok {
 		c = &check{}
-		v.checks[rule.Name] = c
+		v.checks[key] = c
 	}
 	v.mu.Unlock()
-	c.once.Do(func() { v.runCheck(ctx, rule, c) })
+	c.once.Do(func() { v.runCheck(ctx, rule, r, c) })
 	return c
 }
 
-func (v *Verifier) runCheck(ctx context.Context, rule *Rule, c *check) {
+// runCheck draws controls of one type until the rule's count of them were answered by
+// its provider: every answer must be Present or Unknown, and at least one Present. A
+// control the object decides alone (retained, held, shared, an identity that is not the
+// operator's) proves nothing about the provider: it is skipped, and the next drawn.
+func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r scan.Resource, c *check) {
 	if rule.Controls == 0 {
 		return
 	}
-	controls := v.Controls.For(rule)
-	if len(controls) == 0 {
+	typ := r.GroupResource().String()
+	requireLive := "; to act without that check, set controls.requireLive: false in the rule"
+	candidates := v.Controls.For(rule, r.GroupResource())
+	if len(candidates) == 0 {
 		if rule.RequireLive {
-			c.distrust = "no live object carries a finalizer this rule matches, so its provider could not be checked against one that exists; " +
-				"to act without that check, set controls.requireLive: false in the rule"
+			uncounted := ""
+			if rule.Preset != nil {
+				uncounted = " (the holders of a shared finalizer and objects an annotation holds or retains do not count: the provider is never asked about them)"
+			}
+			c.distrust = fmt.Sprintf("no live object carries a finalizer this rule matches among %s%s, so its provider could not be checked against one that exists%s", typ, uncounted, requireLive)
 		}
 		return
 	}
-	present := 0
-	var unknown []string
-	for _, ctl := range controls {
+	asked := 0
+	var skipped []string
+	for _, ctl := range candidates {
+		if asked == rule.Controls {
+			break
+		}
 		full, why, err := v.fetch(ctx, ctl.resource, ctl.namespace, ctl.name)
 		if err != nil {
 			// Not a change of the object: the cluster could not be read, so the provider
@@ -302,54 +423,136 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, c *check) {
 		}
 		a := v.ask(ctx, rule, full, ctl.finalizer, false)
 		ref := ctl.resource.Ref(ctl.namespace, ctl.name, full.GetUID())
+		if a.byObject {
+			skipped = append(skipped, fmt.Sprintf("%s: %s", ref, a.Evidence))
+			continue
+		}
+		asked++
 		c.results = append(c.results, finalizev1alpha1.ControlResult{Target: ref, Verdict: a.Verdict, Evidence: a.Evidence})
+		if a.CannotRun && c.cannotRun == "" {
+			c.cannotRun = a.Evidence
+		}
 		switch a.Verdict {
 		case finalizev1alpha1.VerdictGone:
 			c.broken = true
 			c.distrust = fmt.Sprintf("the provider is broken: it called %s gone (%s), but that object is live and its finalizer %s still guards something", ref, a.Evidence, ctl.finalizer)
 			return
-		case finalizev1alpha1.VerdictPresent, finalizev1alpha1.VerdictRetained:
-			present++
+		case finalizev1alpha1.VerdictPresent:
+			c.present++
 		default:
-			unknown = append(unknown, fmt.Sprintf("%s: %s", ref, a.Evidence))
+			// Retained from a provider is not Present: it says nothing of whether the
+			// provider tells present from gone.
+			c.unknown = append(c.unknown, fmt.Sprintf("%s: %s: %s", ref, a.Verdict, a.Evidence))
 		}
 	}
 	switch {
-	case present > 0:
-	case len(unknown) > 0:
-		c.distrust = fmt.Sprintf("the provider answered Present for no live object (%s), so it is not shown to tell present from gone", strings.Join(unknown, "; "))
-	case rule.RequireLive:
-		c.distrust = "the live objects this rule matches changed before they could be checked; its provider could not be checked"
+	case c.present > 0:
+	case len(c.unknown) > 0:
+		c.distrust = fmt.Sprintf("every live object its provider was asked about answered Unknown (%s), so it is not shown to tell present from gone among %s",
+			strings.Join(c.unknown, "; "), typ)
+	case !rule.RequireLive:
+	case len(skipped) > 0:
+		c.distrust = fmt.Sprintf("no live object among %s could check its provider: what an object decides alone proves nothing about the provider (%s)%s",
+			typ, strings.Join(skipped, "; "), requireLive)
+	default:
+		c.distrust = fmt.Sprintf("the live objects among %s that this rule matches changed before they could be checked; its provider could not be checked", typ)
 	}
 }
 
-// RuleStatuses say, for each rule whose controls were checked in this pass, what they
-// showed; a broken rule first.
+// RuleStatuses say, for each rule whose controls were checked in this pass or that
+// could not verify, what they showed; a broken rule first, then a rule that could not
+// verify.
 func (v *Verifier) RuleStatuses() []finalizev1alpha1.RuleStatus {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	var out []finalizev1alpha1.RuleStatus
-	for name, c := range v.checks {
-		out = append(out, finalizev1alpha1.RuleStatus{Rule: name, Broken: c.broken, Distrust: c.distrust, Controls: c.results})
+	byRule := map[string]*finalizev1alpha1.RuleStatus{}
+	status := func(name string) *finalizev1alpha1.RuleStatus {
+		st := byRule[name]
+		if st == nil {
+			st = &finalizev1alpha1.RuleStatus{Rule: name}
+			byRule[name] = st
+		}
+		return st
+	}
+	keys := make([]checkKey, 0, len(v.checks))
+	for k := range v.checks {
+		keys = append(keys, k)
+	}
+	// Broken types first, then by type: the distrust of a broken rule leads with why.
+	sort.Slice(keys, func(i, j int) bool {
+		if bi, bj := v.checks[keys[i]].broken, v.checks[keys[j]].broken; bi != bj {
+			return bi
+		}
+		return keys[i].gr.String() < keys[j].gr.String()
+	})
+	asked, present := map[string]int{}, map[string]int{}
+	unknown, cannotRun := map[string][]string{}, map[string]string{}
+	for _, k := range keys {
+		c := v.checks[k]
+		st := status(k.rule)
+		st.Broken = st.Broken || c.broken
+		if c.distrust != "" {
+			if st.Distrust != "" {
+				st.Distrust += "; "
+			}
+			st.Distrust += c.distrust
+		}
+		st.Controls = append(st.Controls, c.results...)
+		asked[k.rule] += len(c.results)
+		present[k.rule] += c.present
+		unknown[k.rule] = append(unknown[k.rule], c.unknown...)
+		if cannotRun[k.rule] == "" {
+			cannotRun[k.rule] = c.cannotRun
+		}
+	}
+	for name, why := range v.cannotRun {
+		if cannotRun[name] == "" {
+			cannotRun[name] = why
+		}
+	}
+	for name, why := range cannotRun {
+		if why != "" {
+			status(name).CannotVerify = why
+		}
+	}
+	for name, st := range byRule {
+		if st.CannotVerify == "" && !st.Broken && asked[name] > 0 && present[name] == 0 && len(unknown[name]) > 0 {
+			st.CannotVerify = fmt.Sprintf("every live object its provider was asked about answered Unknown (%s)", strings.Join(unknown[name], "; "))
+		}
 	}
 	for name, err := range v.errs {
-		out = append(out, finalizev1alpha1.RuleStatus{Rule: name, Distrust: "its provider cannot run: " + err.Error()})
+		st := status(name)
+		st.Distrust, st.CannotVerify = "its provider cannot run: "+err.Error(), err.Error()
+	}
+	out := make([]finalizev1alpha1.RuleStatus, 0, len(byRule))
+	for _, st := range byRule {
+		out = append(out, *st)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Broken != out[j].Broken {
 			return out[i].Broken
+		}
+		if ci, cj := out[i].CannotVerify != "", out[j].CannotVerify != ""; ci != cj {
+			return ci
 		}
 		return out[i].Rule < out[j].Rule
 	})
 	return out
 }
 
-// Controls collects, while a scan lists, up to each rule's count of live objects that
-// carry a finalizer the rule matches: the objects its provider is checked with.
+// candidatesPerControl bounds the live objects collected per rule and type: several for
+// each control asked, so that those which prove nothing (retained, held, an identity
+// that is not the operator's) can be replaced.
+const candidatesPerControl = 4
+
+// Controls collects, while a scan lists, live objects that carry a finalizer a rule
+// matches, per rule and resource type: the objects its provider is checked with.
 type Controls struct {
 	policy *Policy
 	mu     sync.Mutex
-	byRule map[string][]control
+	byRule map[checkKey][]control
+	// types are, by rule, the resource types that have candidates, in the order seen.
+	types map[string][]scan.Resource
 	// holders count the live objects that carry a shared finalizer, and name a few.
 	holders map[string]*holders
 }
@@ -367,7 +570,7 @@ type control struct {
 
 // NewControls collects controls for the rules of p.
 func NewControls(p *Policy) *Controls {
-	return &Controls{policy: p, byRule: map[string][]control{}, holders: map[string]*holders{}}
+	return &Controls{policy: p, byRule: map[checkKey][]control{}, types: map[string][]scan.Resource{}, holders: map[string]*holders{}}
 }
 
 // Observe looks at one listed object; a scan calls it for every object, concurrently.
@@ -391,18 +594,48 @@ func (c *Controls) Observe(r scan.Resource, meta *metav1.ObjectMeta, ns *corev1.
 		if rule == nil {
 			continue
 		}
-		if rule.Preset != nil && rule.Preset.Shared != nil && rule.Preset.Shared(f) {
+		p := rule.Preset
+		if p != nil && p.Matches(f) && p.Shared != nil && p.Shared(f) {
+			// Its live holders decide its verdict, never the provider: not a control.
 			c.hold(f, r.Ref(meta.Namespace, meta.Name, "").String())
+			continue
 		}
-		if rule.Controls == 0 {
+		key := checkKey{rule: rule.Name, gr: r.GroupResource()}
+		if rule.Controls == 0 || c.full(key, rule) || (p != nil && p.Matches(f) && decidedByMetadata(p, meta, f)) {
 			continue
 		}
 		c.mu.Lock()
-		if len(c.byRule[rule.Name]) < rule.Controls {
-			c.byRule[rule.Name] = append(c.byRule[rule.Name], control{resource: r, namespace: meta.Namespace, name: meta.Name, finalizer: f})
+		if n := len(c.byRule[key]); n < rule.Controls*candidatesPerControl {
+			if n == 0 {
+				c.types[rule.Name] = append(c.types[rule.Name], r)
+			}
+			c.byRule[key] = append(c.byRule[key], control{resource: r, namespace: meta.Namespace, name: meta.Name, finalizer: f})
 		}
 		c.mu.Unlock()
 	}
+}
+
+// full reports whether enough candidates of one rule and type were collected.
+func (c *Controls) full(key checkKey, rule *Rule) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.byRule[key]) >= rule.Controls*candidatesPerControl
+}
+
+// decidedByMetadata reports whether the object's annotations alone hold or retain it:
+// the provider would not be asked about it, so it is not worth collecting. Settings in
+// its spec or its namespace are read when it is checked.
+func decidedByMetadata(p *preset.Preset, meta *metav1.ObjectMeta, finalizer string) bool {
+	if len(meta.Annotations) == 0 {
+		return false
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetAnnotations(meta.Annotations)
+	if _, held := p.Held(u, nil, finalizer); held {
+		return true
+	}
+	_, retained := p.Retained(u, nil, finalizer)
+	return retained
 }
 
 func (c *Controls) hold(finalizer, name string) {
@@ -429,11 +662,18 @@ func (c *Controls) liveHolders(finalizer string) (int, []string) {
 	return 0, nil
 }
 
-// For returns the controls found for rule.
-func (c *Controls) For(rule *Rule) []control {
+// For returns the candidate controls found for rule among objects of gr.
+func (c *Controls) For(rule *Rule, gr schema.GroupResource) []control {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Clone(c.byRule[rule.Name])
+	return slices.Clone(c.byRule[checkKey{rule: rule.Name, gr: gr}])
+}
+
+// Types returns the resource types rule has candidate controls of.
+func (c *Controls) Types(rule *Rule) []scan.Resource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.types[rule.Name])
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +159,261 @@ func TestTheObjectVerifiedIsTheObjectAskedAbout(t *testing.T) {
 	v, objs = verifier(t, doc, noID, database("live", "i-live", 0))
 	if got := v.Verify(context.Background(), remove.VerifyRequest{Object: objs["blank"], Finalizer: dbFin}); got.Gone() || !strings.Contains(got.Evidence, "resolves to an empty value") {
 		t.Errorf("an empty id: %+v", got)
+	}
+}
+
+const crossplaneFin = "finalizer.managedresource.crossplane.io"
+
+var caches = scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "caches"}, Kind: "Cache", Namespaced: true}
+
+// managed is a Crossplane managed resource of r: its external name written by manager
+// (none when empty), deleted unless live, with spec.
+func managed(r scan.Resource, name, externalName, manager string, live bool, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(r.GroupVersion().WithKind(r.Kind))
+	u.SetNamespace("prod")
+	u.SetName(name)
+	u.SetUID(types.UID("uid-" + name))
+	u.SetResourceVersion("7")
+	u.SetFinalizers([]string{crossplaneFin})
+	u.SetAnnotations(map[string]string{"crossplane.io/external-name": externalName})
+	if manager != "" {
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{".":{},"f:crossplane.io/external-name":{}}}}`)}})
+	}
+	if !live {
+		ts := metav1.NewTime(now.Add(-time.Hour))
+		u.SetDeletionTimestamp(&ts)
+	}
+	if spec != nil {
+		u.Object["spec"] = spec
+	}
+	return u
+}
+
+// paused sets Crossplane's paused annotation on o.
+func paused(o *unstructured.Unstructured) *unstructured.Unstructured {
+	a := o.GetAnnotations()
+	a["crossplane.io/paused"] = "true"
+	o.SetAnnotations(a)
+	return o
+}
+
+// presetAPI is a policy with a crossplane-managed rule over databases and caches, asking
+// an HTTPS server that says names are gone when gone says so.
+func presetAPI(t *testing.T, gone func(name string) bool, extra string) string {
+	t.Helper()
+	return strings.Replace(strings.Replace(dbAPI(t, gone), `- name: dbs
+  finalizers: [db.example.com/finalizer]
+  resources: [databases.db.example.com]`, `- name: dbs
+  preset: crossplane-managed
+  resources: [databases.db.example.com, caches.db.example.com]`+extra, 1), "{.status.instanceID}", "{identity.externalName}", 1)
+}
+
+// presetVerifier is verifier for objects of several types.
+func presetVerifier(t *testing.T, doc string, objs ...*unstructured.Unstructured) (*Verifier, map[string]*scan.Object) {
+	t.Helper()
+	p, _ := compile(t, doc)
+	var ros []runtime.Object
+	for _, o := range objs {
+		ros = append(ros, o)
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{databases.GroupVersionResource: "DatabaseList", caches.GroupVersionResource: "CacheList"}, ros...)
+	v := NewVerifier(p, dyn, provider.Options{})
+	v.SetClock(func() time.Time { return now })
+	stuck := map[string]*scan.Object{}
+	for _, o := range objs {
+		r := databases
+		if o.GetKind() == "Cache" {
+			r = caches
+		}
+		meta := &metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID(), Finalizers: o.GetFinalizers(),
+			DeletionTimestamp: o.GetDeletionTimestamp(), Labels: o.GetLabels(), Annotations: o.GetAnnotations()}
+		v.Controls.Observe(r, meta, nil)
+		stuck[o.GetName()] = scan.NewObject(r, meta, nil)
+	}
+	return v, stuck
+}
+
+func verifyPreset(v *Verifier, o *scan.Object) remove.Verification {
+	return v.Verify(context.Background(), remove.VerifyRequest{Object: o, Finalizer: finalizev1alpha1.Finalizer{Name: crossplaneFin, Field: finalizev1alpha1.FieldMetadataFinalizers}})
+}
+
+// TestAControlTheObjectDecidesProvesNothing: retained, held and shared objects are not
+// controls; the next live object is drawn in their place, or the rule is not trusted.
+func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
+	everything := func(string) bool { return true }
+	orphan := map[string]any{"deletionPolicy": "Orphan"}
+	tests := []struct {
+		name     string
+		controls []*unstructured.Unstructured
+		extra    string
+		distrust string
+		broken   bool
+	}{
+		{name: "retained by its spec", controls: []*unstructured.Unstructured{managed(databases, "a-orphan", "live-1", "op", true, orphan)},
+			distrust: "proves nothing about the provider (databases.db.example.com/a-orphan -n prod: retained by design: spec.deletionPolicy: Orphan)"},
+		{name: "held", controls: []*unstructured.Unstructured{paused(managed(databases, "a-paused", "live-1", "op", true, nil))},
+			distrust: "no live object carries a finalizer this rule matches among databases.db.example.com (the holders of a shared finalizer and objects an annotation holds or retains do not count"},
+		{name: "its external name not the operator's", controls: []*unstructured.Unstructured{managed(databases, "a-annotated", "live-1", "kubectl-annotate", true, nil)},
+			distrust: "annotation crossplane.io/external-name was last written by kubectl-annotate"},
+		{name: "a retained one is replaced by the next", controls: []*unstructured.Unstructured{
+			managed(databases, "a-orphan", "live-1", "op", true, orphan), managed(databases, "b-live", "live-2", "op", true, nil)},
+			extra: "\n  controls: {count: 1}", distrust: "the provider is broken: it called databases.db.example.com/b-live -n prod gone", broken: true},
+		{name: "requireLive false acts unchecked", controls: []*unstructured.Unstructured{managed(databases, "a-orphan", "live-1", "op", true, orphan)},
+			extra: "\n  controls: {count: 2, requireLive: false}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := presetAPI(t, everything, "")
+			if tt.extra != "" {
+				doc = strings.Replace(presetAPI(t, everything, tt.extra), "  controls: {count: 2}\n", "", 1)
+			}
+			v, objs := presetVerifier(t, doc, append(tt.controls, managed(databases, "stuck", "deleted-1", "op", false, nil))...)
+			got := verifyPreset(v, objs["stuck"])
+			if got.Verdict != finalizev1alpha1.VerdictGone || !strings.Contains(got.Distrust, tt.distrust) || (tt.distrust == "") != got.Gone() {
+				t.Errorf("stuck: %+v; want distrust %q", got, tt.distrust)
+			}
+			st := v.RuleStatuses()
+			if len(st) != 1 || st[0].Broken != tt.broken {
+				t.Fatalf("statuses %+v", st)
+			}
+			for _, c := range st[0].Controls {
+				if c.Target.Name == "a-orphan" || c.Target.Name == "a-annotated" {
+					t.Errorf("a control the object decides was counted: %+v", c)
+				}
+			}
+		})
+	}
+}
+
+// TestControlsArePerType: a Gone of one type is trusted only on controls of that type,
+// and a provider broken for any type is trusted for none.
+func TestControlsArePerType(t *testing.T) {
+	gone := func(name string) bool { return strings.HasPrefix(name, "deleted") }
+	v, objs := presetVerifier(t, presetAPI(t, gone, ""),
+		managed(databases, "db-control", "live-db", "op", true, nil),
+		managed(databases, "db-stuck", "deleted-db", "op", false, nil),
+		managed(caches, "cache-stuck", "deleted-cache", "op", false, nil))
+	if got := verifyPreset(v, objs["db-stuck"]); !got.Gone() {
+		t.Errorf("db-stuck: %+v", got)
+	}
+	if got := verifyPreset(v, objs["cache-stuck"]); got.Gone() || !strings.Contains(got.Distrust, "no live object carries a finalizer this rule matches among caches.db.example.com") {
+		t.Errorf("cache-stuck: %+v", got)
+	}
+
+	// A live cache the provider calls gone: the rule is broken, for databases too.
+	v, objs = presetVerifier(t, presetAPI(t, gone, ""),
+		managed(databases, "db-control", "live-db", "op", true, nil),
+		managed(caches, "cache-control", "deleted-but-live", "op", true, nil),
+		managed(databases, "db-stuck", "deleted-db", "op", false, nil))
+	if got := verifyPreset(v, objs["db-stuck"]); got.Gone() || !strings.Contains(got.Distrust, "it called caches.db.example.com/cache-control -n prod gone") {
+		t.Errorf("db-stuck with a broken cache control: %+v", got)
+	}
+	if st := v.RuleStatuses(); len(st) != 1 || !st[0].Broken {
+		t.Errorf("statuses %+v", st)
+	}
+}
+
+// TestTheIdentityIsTheOperators: an external name a generic client wrote, or that no
+// managedFields entry accounts for, is Unknown and not asked about, unless the rule
+// trusts any writer or does not use it.
+func TestTheIdentityIsTheOperators(t *testing.T) {
+	var asked []string
+	gone := func(name string) bool { asked = append(asked, name); return strings.HasPrefix(name, "deleted") }
+	tests := []struct {
+		name, manager, extra string
+		url                  string
+		verdict              finalizev1alpha1.Verdict
+		says                 string
+	}{
+		{name: "the operator", manager: "provider-aws", verdict: finalizev1alpha1.VerdictGone, says: "404"},
+		{name: "kubectl annotate", manager: "kubectl-annotate", verdict: finalizev1alpha1.VerdictUnknown,
+			says: "annotation crossplane.io/external-name was last written by kubectl-annotate, not by the operator"},
+		{name: "helm", manager: "helm", verdict: finalizev1alpha1.VerdictUnknown, says: "was last written by helm"},
+		{name: "nobody known", manager: "", verdict: finalizev1alpha1.VerdictUnknown, says: "no managedFields entry says who wrote annotation crossplane.io/external-name"},
+		{name: "any writer trusted", manager: "kubectl-annotate", extra: "\n  trustIdentityFromAnyWriter: true", verdict: finalizev1alpha1.VerdictGone, says: "404"},
+		{name: "not used by the request", manager: "kubectl-annotate", url: "{.metadata.name}", verdict: finalizev1alpha1.VerdictGone, says: "404"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			asked = nil
+			doc := presetAPI(t, gone, tt.extra)
+			if tt.url != "" {
+				doc = strings.Replace(doc, "{identity.externalName}", tt.url, 1)
+			}
+			name := "deleted-stuck"
+			v, objs := presetVerifier(t, doc, managed(databases, "live-control", "live-1", "provider-aws", true, nil), managed(databases, name, name, tt.manager, false, nil))
+			got := verifyPreset(v, objs[name])
+			if got.Verdict != tt.verdict || !strings.Contains(got.Evidence, tt.says) {
+				t.Errorf("got %s %q; want %s saying %q", got.Verdict, got.Evidence, tt.verdict, tt.says)
+			}
+			if tt.verdict == finalizev1alpha1.VerdictUnknown && slices.Contains(asked, name) {
+				t.Errorf("the provider was asked about an identity the operator did not write: %v", asked)
+			}
+		})
+	}
+}
+
+// TestARuleThatCannotVerifySaysWhy: a provider that cannot be built, or whose every
+// control answered Unknown, makes the rule's status say why it cannot verify, whatever
+// the stuck objects' answers were.
+func TestARuleThatCannotVerifySaysWhy(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/i-gone") {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	_ = os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)
+	doc := header + `rules:
+- name: dbs
+  finalizers: [db.example.com/finalizer]
+  resources: [databases.db.example.com]
+  minAge: 10m
+  verify:
+    http:
+      url: "` + srv.URL + `/v1/instances/{.status.instanceID}"
+      tls: {caFile: "` + ca + `"}
+`
+	for _, stuck := range []string{"i-gone", "i-expired"} {
+		v, objs := verifier(t, doc, database("stuck", stuck, time.Hour), database("live", "i-live", 0))
+		if got := v.Verify(context.Background(), remove.VerifyRequest{Object: objs["stuck"], Finalizer: dbFin}); got.Gone() {
+			t.Errorf("%s: %+v", stuck, got)
+		}
+		st := v.RuleStatuses()
+		if len(st) != 1 || !strings.Contains(st[0].CannotVerify, "every live object its provider was asked about answered Unknown") ||
+			!strings.Contains(st[0].CannotVerify, "401") || st[0].Broken {
+			t.Errorf("%s: statuses %+v", stuck, st)
+		}
+	}
+
+	unset := strings.Replace(doc, `      tls:`, `      headers: [{name: Authorization, valueFrom: {env: KUBECTL_FINALIZE_UNIT_TOKEN_NEVER_SET}}]
+      tls:`, 1)
+	v, objs := verifier(t, unset, database("stuck", "i-gone", time.Hour), database("live", "i-live", 0))
+	if got := v.Verify(context.Background(), remove.VerifyRequest{Object: objs["stuck"], Finalizer: dbFin}); got.Gone() || !strings.Contains(got.Evidence, "KUBECTL_FINALIZE_UNIT_TOKEN_NEVER_SET") {
+		t.Errorf("unbuildable: %+v", got)
+	}
+	if st := v.RuleStatuses(); len(st) != 1 || !strings.Contains(st[0].CannotVerify, "header Authorization: environment variable KUBECTL_FINALIZE_UNIT_TOKEN_NEVER_SET") {
+		t.Errorf("unbuildable: statuses %+v", st)
+	}
+}
+
+func TestTrustIdentityFromAnyWriterNeedsAPreset(t *testing.T) {
+	doc := dbAPI(t, func(string) bool { return false })
+	spec, errs := Decode([]byte(strings.Replace(doc, "  minAge: 10m\n", "  minAge: 10m\n  trustIdentityFromAnyWriter: true\n", 1)))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if _, errs, _ := Compile(spec); len(errs) != 1 || !strings.Contains(errs[0].Error(), "rules[0].trustIdentityFromAnyWriter") || !strings.Contains(errs[0].Error(), "names none") {
+		t.Errorf("without a preset: %v", errs)
+	}
+	_, warnings := compile(t, presetAPI(t, func(string) bool { return false }, "\n  trustIdentityFromAnyWriter: true"))
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "rule dbs sets trustIdentityFromAnyWriter: its identity values (annotation crossplane.io/external-name, status.atProvider.arn, status.atProvider.id)") {
+		t.Errorf("warnings %q", warnings)
 	}
 }

@@ -19,10 +19,10 @@ var builtin = []*Preset{
 		Operator:   "Crossplane managed resources (providers)",
 		Finalizers: []string{"finalizer.managedresource.crossplane.io"},
 		Identity: []Identity{
-			{Name: "externalName", From: "annotation crossplane.io/external-name", get: annotation("crossplane.io/external-name")},
-			{Name: "arn", From: "status.atProvider.arn", get: field("status", "atProvider", "arn")},
-			{Name: "id", From: "status.atProvider.id", get: field("status", "atProvider", "id")},
-			{Name: "region", From: "spec.forProvider.region", get: field("spec", "forProvider", "region")},
+			{Name: "externalName", From: "annotation crossplane.io/external-name", Field: annotationField("crossplane.io/external-name"), get: annotation("crossplane.io/external-name")},
+			{Name: "arn", From: "status.atProvider.arn", Field: path("status", "atProvider", "arn"), get: field("status", "atProvider", "arn")},
+			{Name: "id", From: "status.atProvider.id", Field: path("status", "atProvider", "id"), get: field("status", "atProvider", "id")},
+			{Name: "region", From: "spec.forProvider.region", Field: path("spec", "forProvider", "region"), get: field("spec", "forProvider", "region")},
 		},
 		Retain: []Signal{
 			{Description: "spec.deletionPolicy: Orphan", check: fieldIs([]string{"Orphan"}, "spec", "deletionPolicy")},
@@ -38,9 +38,9 @@ var builtin = []*Preset{
 		Operator:   "AWS Controllers for Kubernetes",
 		Finalizers: []string{"finalizers.*.services.k8s.aws/*"},
 		Identity: []Identity{
-			{Name: "arn", From: "status.ackResourceMetadata.arn", get: field("status", "ackResourceMetadata", "arn")},
-			{Name: "ownerAccountID", From: "status.ackResourceMetadata.ownerAccountID", get: field("status", "ackResourceMetadata", "ownerAccountID")},
-			{Name: "region", From: "status.ackResourceMetadata.region", get: field("status", "ackResourceMetadata", "region")},
+			{Name: "arn", From: "status.ackResourceMetadata.arn", Field: path("status", "ackResourceMetadata", "arn"), get: field("status", "ackResourceMetadata", "arn")},
+			{Name: "ownerAccountID", From: "status.ackResourceMetadata.ownerAccountID", Field: path("status", "ackResourceMetadata", "ownerAccountID"), get: field("status", "ackResourceMetadata", "ownerAccountID")},
+			{Name: "region", From: "status.ackResourceMetadata.region", Field: path("status", "ackResourceMetadata", "region"), get: field("status", "ackResourceMetadata", "region")},
 			{Name: "service", From: "the finalizer: finalizers.SERVICE.services.k8s.aws/KIND", get: ackService},
 		},
 		Retain: []Signal{
@@ -58,15 +58,15 @@ var builtin = []*Preset{
 		Operator:   "Config Connector",
 		Finalizers: []string{"cnrm.cloud.google.com/finalizer"},
 		Identity: []Identity{
-			{Name: "resourceID", From: "spec.resourceID, else metadata.name", get: func(o *unstructured.Unstructured, f string) string {
+			{Name: "resourceID", From: "spec.resourceID, else metadata.name", Field: path("spec", "resourceID"), get: func(o *unstructured.Unstructured, f string) string {
 				if v := field("spec", "resourceID")(o, f); v != "" {
 					return v
 				}
 				return o.GetName()
 			}},
-			{Name: "externalRef", From: "status.externalRef", get: field("status", "externalRef")},
-			{Name: "selfLink", From: "status.selfLink", get: field("status", "selfLink")},
-			{Name: "projectID", From: "annotation cnrm.cloud.google.com/project-id", get: annotation("cnrm.cloud.google.com/project-id")},
+			{Name: "externalRef", From: "status.externalRef", Field: path("status", "externalRef"), get: field("status", "externalRef")},
+			{Name: "selfLink", From: "status.selfLink", Field: path("status", "selfLink"), get: field("status", "selfLink")},
+			{Name: "projectID", From: "annotation cnrm.cloud.google.com/project-id", Field: annotationField("cnrm.cloud.google.com/project-id"), get: annotation("cnrm.cloud.google.com/project-id")},
 		},
 		Retain: []Signal{
 			{Description: "annotation cnrm.cloud.google.com/deletion-policy: abandon", check: annotationIs("cnrm.cloud.google.com/deletion-policy", "abandon")},
@@ -78,9 +78,9 @@ var builtin = []*Preset{
 		Finalizers: []string{"service.k8s.aws/resources", "ingress.k8s.aws/resources", "group.ingress.k8s.aws/*",
 			"elbv2.k8s.aws/resources"},
 		Identity: []Identity{
-			{Name: "hostname", From: "status.loadBalancer.ingress[0].hostname", get: lbHostname},
+			{Name: "hostname", From: "status.loadBalancer.ingress[0].hostname", Field: path("status", "loadBalancer", "ingress"), get: lbHostname},
 			{Name: "stack", From: "the stack tag: NAMESPACE/NAME, or the group of a group.ingress.k8s.aws/GROUP finalizer", get: lbStack},
-			{Name: "targetGroupARN", From: "spec.targetGroupARN", get: field("spec", "targetGroupARN")},
+			{Name: "targetGroupARN", From: "spec.targetGroupARN", Field: path("spec", "targetGroupARN"), get: field("spec", "targetGroupARN")},
 		},
 		Shared: func(f string) bool { return strings.HasPrefix(f, "group.ingress.k8s.aws/") },
 		Warnings: []string{
@@ -93,8 +93,8 @@ var builtin = []*Preset{
 		Operator:   "CSI external-provisioner",
 		Finalizers: []string{"external-provisioner.volume.kubernetes.io/finalizer"},
 		Identity: []Identity{
-			{Name: "driver", From: "spec.csi.driver", get: field("spec", "csi", "driver")},
-			{Name: "volumeHandle", From: "spec.csi.volumeHandle", get: field("spec", "csi", "volumeHandle")},
+			{Name: "driver", From: "spec.csi.driver", Field: path("spec", "csi", "driver"), get: field("spec", "csi", "driver")},
+			{Name: "volumeHandle", From: "spec.csi.volumeHandle", Field: path("spec", "csi", "volumeHandle"), get: field("spec", "csi", "volumeHandle")},
 		},
 		Retain: []Signal{
 			{Description: "spec.persistentVolumeReclaimPolicy: Retain", check: fieldIs([]string{"Retain"}, "spec", "persistentVolumeReclaimPolicy")},

@@ -7,15 +7,18 @@
 package preset
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 )
 
 // Preset is what one operator does with its finalizers.
@@ -49,7 +52,23 @@ type Identity struct {
 	Name string
 	// From says where it is read, for people.
 	From string
-	get  func(o *unstructured.Unstructured, finalizer string) string
+	// Field is the field it is read from, as managedFields track it ("metadata",
+	// "annotations", KEY); empty when it is not read from a field (the object's name,
+	// the finalizer). Fields in a list end at the list: its owner owns every item.
+	Field []string
+	get   func(o *unstructured.Unstructured, finalizer string) string
+}
+
+// WriterChecked reports whether the identity is trusted only when the operator wrote
+// it (docs/presets.md, "Who wrote the identity"): a value in metadata (an annotation,
+// a label) or status. Anyone who may edit the object can rewrite an annotation or a
+// label, and a stuck object is still editable: a wrong value turns into a 404, which
+// reads as Gone. Status is the operator's, written through the status subresource, so
+// the check costs it nothing and catches a hand-made status patch. Spec is the
+// declared state: people and pipelines write it by design, so its writer says nothing
+// about whether it is right, and it is not checked.
+func (id *Identity) WriterChecked() bool {
+	return len(id.Field) > 0 && id.Field[0] != "spec"
 }
 
 // Signal is a setting read on the object (and its namespace).
@@ -75,6 +94,84 @@ func (p *Preset) IdentityOf(o *unstructured.Unstructured, finalizer string) map[
 		}
 	}
 	return out
+}
+
+// UntrustedIdentity says, for each identity value of o that is set, that used selects
+// (nil selects every one) and whose writer is checked, why it is not the operator's:
+// managedFields name a generic client (kubectl, helm, Argo CD, a GitOps applier, ...)
+// among the writers of its field, or name no writer at all. Empty when every such
+// value is the operator's.
+func (p *Preset) UntrustedIdentity(o *unstructured.Unstructured, finalizer string, used func(name string) bool) []string {
+	var out []string
+	var managed []metav1.ManagedFieldsEntry
+	read := false
+	for i := range p.Identity {
+		id := &p.Identity[i]
+		if !id.WriterChecked() || (used != nil && !used(id.Name)) || id.get(o, finalizer) == "" {
+			continue
+		}
+		if !read {
+			managed, read = o.GetManagedFields(), true
+		}
+		writers := fieldWriters(managed, id.Field)
+		var generic []string
+		for _, w := range writers {
+			if owner.IsGenericManager(w) {
+				generic = append(generic, w)
+			}
+		}
+		switch {
+		case len(writers) == 0:
+			out = append(out, fmt.Sprintf("no managedFields entry says who wrote %s (identity %s), so it is not known to be the operator's", id.From, id.Name))
+		case len(generic) > 0:
+			out = append(out, fmt.Sprintf("%s was last written by %s, not by the operator (identity %s)", id.From, strings.Join(generic, ", "), id.Name))
+		}
+	}
+	return out
+}
+
+// WriterCheckedFields say, for people, where the identity values whose writer is
+// checked are read.
+func (p *Preset) WriterCheckedFields() []string {
+	var out []string
+	for i := range p.Identity {
+		if p.Identity[i].WriterChecked() {
+			out = append(out, p.Identity[i].From)
+		}
+	}
+	return out
+}
+
+// fieldWriters are the field managers whose managed fields hold field, or a field
+// inside it, in managedFields order.
+func fieldWriters(managed []metav1.ManagedFieldsEntry, field []string) []string {
+	var writers []string
+	for i := range managed {
+		e := &managed[i]
+		if e.FieldsV1 == nil || e.Manager == "" || slices.Contains(writers, e.Manager) {
+			continue
+		}
+		if holdsField(e.FieldsV1.GetRawBytes(), field) {
+			writers = append(writers, e.Manager)
+		}
+	}
+	return writers
+}
+
+// holdsField walks a fieldsV1 set along field and reports whether it reaches the end.
+func holdsField(raw []byte, field []string) bool {
+	for _, name := range field {
+		var node map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &node); err != nil {
+			return false
+		}
+		next, ok := node["f:"+name]
+		if !ok {
+			return false
+		}
+		raw = next
+	}
+	return true
 }
 
 // IdentityNames are the names of the identity values.
@@ -155,6 +252,12 @@ func field(path ...string) func(*unstructured.Unstructured, string) string {
 		}
 	}
 }
+
+// path is a field path, as Identity.Field holds it.
+func path(names ...string) []string { return names }
+
+// annotationField is the field of an annotation, as Identity.Field holds it.
+func annotationField(key string) []string { return []string{"metadata", "annotations", key} }
 
 // annotation reads an annotation of the object.
 func annotation(key string) func(*unstructured.Unstructured, string) string {

@@ -88,3 +88,54 @@ func TestPresets(t *testing.T) {
 		t.Error("no preset handles an unknown finalizer")
 	}
 }
+
+func TestUntrustedIdentity(t *testing.T) {
+	entry := func(manager, subresource, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource,
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
+	}
+	const annotationBy = `{"f:metadata":{"f:annotations":{".":{},"f:crossplane.io/external-name":{}}}}`
+	const arnBy = `{"f:status":{".":{},"f:atProvider":{".":{},"f:arn":{}}}}`
+	const regionBy = `{"f:spec":{"f:forProvider":{"f:region":{}}}}`
+	crossplane := func(entries ...metav1.ManagedFieldsEntry) *unstructured.Unstructured {
+		o := obj("", "b", map[string]string{"crossplane.io/external-name": "logs"}, map[string]any{
+			"spec":   map[string]any{"forProvider": map[string]any{"region": "eu-west-1"}},
+			"status": map[string]any{"atProvider": map[string]any{"arn": "arn:aws:s3:::logs"}}})
+		o.SetManagedFields(entries)
+		return o
+	}
+	p, _ := Lookup("crossplane-managed")
+	tests := []struct {
+		name string
+		o    *unstructured.Unstructured
+		used func(string) bool
+		want []string
+	}{
+		{name: "all the operator's", o: crossplane(entry("provider-aws", "", annotationBy), entry("provider-aws", "status", arnBy), entry("kubectl-client-side-apply", "", regionBy))},
+		{name: "an annotation kubectl wrote", o: crossplane(entry("kubectl-annotate", "", annotationBy), entry("provider-aws", "status", arnBy)),
+			want: []string{"annotation crossplane.io/external-name was last written by kubectl-annotate, not by the operator (identity externalName)"}},
+		{name: "status patched by hand", o: crossplane(entry("provider-aws", "", annotationBy), entry("kubectl-patch", "status", arnBy)),
+			want: []string{"status.atProvider.arn was last written by kubectl-patch, not by the operator (identity arn)"}},
+		{name: "shared with a GitOps applier", o: crossplane(entry("provider-aws", "", annotationBy), entry("argocd-controller", "", annotationBy), entry("provider-aws", "status", arnBy)),
+			want: []string{"annotation crossplane.io/external-name was last written by argocd-controller, not by the operator (identity externalName)"}},
+		{name: "no entry", o: crossplane(entry("provider-aws", "status", arnBy)),
+			want: []string{"no managedFields entry says who wrote annotation crossplane.io/external-name (identity externalName), so it is not known to be the operator's"}},
+		{name: "only what the request uses", o: crossplane(entry("kubectl-annotate", "", annotationBy), entry("provider-aws", "status", arnBy)),
+			used: func(name string) bool { return name == "arn" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := p.UntrustedIdentity(tt.o, "finalizer.managedresource.crossplane.io", tt.used); !slices.Equal(got, tt.want) {
+				t.Errorf("got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+
+	// A field in a list is owned at the list.
+	lb, _ := Lookup("aws-load-balancer")
+	svc := obj("web", "front", nil, map[string]any{"status": map[string]any{"loadBalancer": map[string]any{"ingress": []any{map[string]any{"hostname": "lb.example.com"}}}}})
+	svc.SetManagedFields([]metav1.ManagedFieldsEntry{entry("kubectl-edit", "status", `{"f:status":{"f:loadBalancer":{"f:ingress":{}}}}`)})
+	if got := lb.UntrustedIdentity(svc, "service.k8s.aws/resources", nil); len(got) != 1 || !strings.HasPrefix(got[0], "status.loadBalancer.ingress[0].hostname was last written by kubectl-edit") {
+		t.Errorf("load balancer: %q", got)
+	}
+}

@@ -9,12 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -43,13 +46,15 @@ type execProvider struct {
 	args    []*Template
 	env     []string
 	timeout time.Duration
+	// secretData sends a Secret's values; without it they are REDACTED.
+	secretData bool
 }
 
 func newExec(spec *finalizev1alpha1.ExecProvider) (*execProvider, error) {
 	if len(spec.Command) == 0 {
 		return nil, errors.New("command: the program to run is missing")
 	}
-	p := &execProvider{path: spec.Command[0], timeout: DefaultExecTimeout}
+	p := &execProvider{path: spec.Command[0], timeout: DefaultExecTimeout, secretData: spec.SecretData}
 	if spec.Timeout != nil {
 		p.timeout = spec.Timeout.Duration
 	}
@@ -84,7 +89,17 @@ func (p *execProvider) Prepare(req *Request) (Call, error) {
 		}
 		c.argv = append(c.argv, a)
 	}
-	raw, err := json.Marshal(req.Object.Object)
+	// The whole identity goes to the program, so every value of it must be one.
+	for _, name := range slices.Sorted(maps.Keys(req.Identity)) {
+		if v := req.Identity[name]; Placeholder(v) {
+			return nil, fmt.Errorf("identity value %s is %q, a placeholder, not a value", name, v)
+		}
+	}
+	obj := req.Object.Object
+	if !p.secretData && isSecret(req.Object) {
+		obj = redactSecret(obj)
+	}
+	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +112,47 @@ func (p *execProvider) Prepare(req *Request) (Call, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// lastApplied is kubectl's annotation that holds the object as last applied: a Secret's
+// values included.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// isSecret reports whether o is a core Secret.
+func isSecret(o *unstructured.Unstructured) bool {
+	gvk := o.GroupVersionKind()
+	return gvk.Group == "" && gvk.Kind == "Secret"
+}
+
+// redactSecret is a copy of a Secret whose values are REDACTED: each value of data and
+// stringData (the keys stay, a program may look for one), and kubectl's
+// last-applied-configuration annotation.
+// Only the maps it changes are copied; the object asked about is left as it is.
+func redactSecret(obj map[string]any) map[string]any {
+	out := maps.Clone(obj)
+	for _, field := range []string{"data", "stringData"} {
+		if m, ok := out[field].(map[string]any); ok {
+			values := make(map[string]any, len(m))
+			for k := range m {
+				values[k] = redacted
+			}
+			out[field] = values
+		} else if out[field] != nil {
+			out[field] = redacted
+		}
+	}
+	if md, ok := out["metadata"].(map[string]any); ok {
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			if _, ok := ann[lastApplied]; ok {
+				md = maps.Clone(md)
+				ann = maps.Clone(ann)
+				ann[lastApplied] = redacted
+				md["annotations"] = ann
+				out["metadata"] = md
+			}
+		}
+	}
+	return out
 }
 
 // Key is the program, its arguments and environment, and the object version asked
@@ -127,6 +183,10 @@ func (c *execCall) Do(ctx context.Context) Answer {
 	killProcessGroup(cmd)
 	name := c.argv[0]
 	switch {
+	case err != nil && cmd.Process == nil:
+		// The program never started (not found, not executable): every call under the
+		// rule would fail the same way.
+		return Answer{Verdict: finalizev1alpha1.VerdictUnknown, CannotRun: true, Evidence: fmt.Sprintf("exec %s: the program cannot run: %v", name, err)}
 	case stdout.overflow:
 		return Unknown("exec %s: more than %d bytes on stdout; the process group was killed", name, MaxStdoutBytes)
 	case ctx.Err() != nil:

@@ -56,6 +56,18 @@ func fakeProvider(mode string) int {
 	case "two":
 		respond("Gone", "one")
 		respond("Gone", "two")
+	case "object":
+		// What the program was given of the object's values, and of the environment.
+		var obj struct {
+			Data       map[string]string `json:"data"`
+			StringData map[string]string `json:"stringData"`
+			Metadata   struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		}
+		_ = json.Unmarshal(req.Object.Raw, &obj)
+		respond("Unknown", fmt.Sprintf("data=%v stringData=%v last-applied=%q inherited=%q", obj.Data, obj.StringData,
+			obj.Metadata.Annotations["kubectl.kubernetes.io/last-applied-configuration"], os.Getenv("KF_INHERITED")))
 	case "nothing":
 	case "echo":
 		resp := fmt.Sprintf(`{"apiVersion":"kubectl-finalize.github.io/v1alpha1","kind":"VerifyResponse","uid":"another","resourceVersion":%q,"finalizer":%q,"verdict":"Gone"}`, req.ResourceVersion, req.Finalizer)
@@ -166,5 +178,86 @@ func TestExecTimeoutsKillTheProcessGroup(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond)
 	if _, err := os.Stat(marker); !os.IsNotExist(err) {
 		t.Errorf("the child outlived its provider: %v", err)
+	}
+}
+
+// secret is a Secret as the API server returns it, last applied with kubectl.
+func secret() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": "db-creds", "namespace": "team-a", "uid": "uid-s", "resourceVersion": "7",
+			"annotations": map[string]any{"kubectl.kubernetes.io/last-applied-configuration": `{"stringData":{"password":"hunter2"}}`, "instance": "i-9"}},
+		"data":       map[string]any{"password": "aHVudGVyMg=="},
+		"stringData": map[string]any{"user": "admin-hunter"},
+	}}
+}
+
+// TestExecSecretValuesAreRedacted: a Secret reaches an exec provider with its values
+// REDACTED (data, stringData, kubectl's last-applied-configuration), unless the rule
+// sets secretData; the object asked about is left as it was. The program inherits the
+// environment of kubectl-finalize, as docs/security.md says.
+func TestExecSecretValuesAreRedacted(t *testing.T) {
+	t.Setenv("PROVIDER_MODE", "object")
+	t.Setenv("KF_INHERITED", "from-the-parent")
+	run := func(secretData bool) string {
+		t.Helper()
+		p, err := New(&finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{os.Args[0]}, SecretData: secretData}}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := secret()
+		call, err := p.Prepare(&Request{Rule: "secrets", Finalizer: "db.example.com/finalizer", Object: obj})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _, _ := unstructured.NestedString(obj.Object, "data", "password"); v != "aHVudGVyMg==" {
+			t.Errorf("the object asked about was changed: data.password %q", v)
+		}
+		return call.Do(context.Background()).Evidence
+	}
+	got := run(false)
+	want := `data=map[password:REDACTED] stringData=map[user:REDACTED] last-applied="REDACTED" inherited="from-the-parent"`
+	if got != want {
+		t.Errorf("by default\n got %s\nwant %s", got, want)
+	}
+	got = run(true)
+	want = `data=map[password:aHVudGVyMg==] stringData=map[user:admin-hunter] last-applied="{\"stringData\":{\"password\":\"hunter2\"}}"`
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("with secretData\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestExecAPlaceholderIdentityIsNoValue: the whole identity goes to the program, so a
+// placeholder in any of its values means no request.
+func TestExecAPlaceholderIdentityIsNoValue(t *testing.T) {
+	p, err := New(&finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{os.Args[0]}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{Object: object}
+	_, err = p.Prepare(&Request{Rule: "dbs", Finalizer: "db.example.com/finalizer", Object: obj, Identity: map[string]string{"arn": "arn:aws:rds:db", "external-name": "None"}})
+	if err == nil || err.Error() != `identity value external-name is "None", a placeholder, not a value` {
+		t.Errorf("got %v", err)
+	}
+}
+
+// TestExecAProgramThatCannotStartCannotRun: a missing program is not an Unknown about one
+// object but a rule that cannot verify anything.
+func TestExecAProgramThatCannotStartCannotRun(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "check-rds")
+	p, err := New(&finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{missing}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call, err := p.Prepare(request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := call.Do(context.Background()); a.Verdict != finalizev1alpha1.VerdictUnknown || !a.CannotRun || !strings.Contains(a.Evidence, "exec "+missing+": the program cannot run") {
+		t.Errorf("got %+v", a)
+	}
+	// A program that starts and fails is an answer about the object, not a broken rule.
+	if a := execAsk(t, "fail", 10*time.Second); a.CannotRun {
+		t.Errorf("a failing program: %+v", a)
 	}
 }

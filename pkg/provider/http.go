@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,6 +98,26 @@ func placeholders(t *Template) string {
 	return b.String()
 }
 
+// QueryNames are the names of the parameters the URL's query has, in order; a templated
+// name reads as "x".
+func (u *URLTemplate) QueryNames() []string {
+	parsed, err := url.Parse(placeholders(u.Template))
+	if err != nil || parsed.RawQuery == "" {
+		return nil
+	}
+	var names []string
+	for _, kv := range strings.Split(parsed.RawQuery, "&") {
+		k, _, _ := strings.Cut(kv, "=")
+		if name, err := url.QueryUnescape(k); err == nil {
+			k = name
+		}
+		if k != "" {
+			names = append(names, k)
+		}
+	}
+	return names
+}
+
 // Render fills the URL in, each value escaped for the path or the query.
 func (u *URLTemplate) Render(obj map[string]any, identity map[string]string) (string, error) {
 	return u.Template.Render(obj, identity, func(offset int) Escape {
@@ -107,23 +128,88 @@ func (u *URLTemplate) Render(obj map[string]any, identity map[string]string) (st
 	})
 }
 
-type httpHeader struct {
+// httpValue is a header, or a parameter the rule adds to the URL's query: a template, or
+// a secret.
+type httpValue struct {
 	name   string
 	value  *Template
-	secret *finalizev1alpha1.ValueSource
-	env    string // the secret read from the environment, when it comes from there
+	secret *secretSource
+}
+
+// secretSource is a credential from valueFrom: an environment variable read when the
+// provider is built, or a file read at every request.
+type secretSource struct {
+	// what names where the value goes, for errors: "header Authorization".
+	what string
+	src  *finalizev1alpha1.ValueSource
+	env  string
+}
+
+// newSecretSource checks a credential source once: an environment variable that is
+// unset or empty, a file that cannot be read or is empty, fail the provider's build.
+func newSecretSource(what string, src *finalizev1alpha1.ValueSource, opts Options) (*secretSource, error) {
+	s := &secretSource{what: what, src: src}
+	if src.Env != "" {
+		v, ok := opts.lookupEnv(src.Env)
+		if !ok {
+			return nil, fmt.Errorf("%s: environment variable %s is not set", what, src.Env)
+		}
+		if err := checkSecret(v); err != nil {
+			return nil, fmt.Errorf("%s: environment variable %s %w", what, src.Env, err)
+		}
+		s.env = v
+		return s, nil
+	}
+	if _, err := s.read(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// read is the credential, without its prefix. A file is read each time, so a rotated
+// token is picked up; a trailing line break is not part of it.
+func (s *secretSource) read() (string, error) {
+	if s.src.Env != "" {
+		return s.env, nil
+	}
+	b, err := os.ReadFile(s.src.File)
+	if err != nil {
+		return "", fmt.Errorf("%s: the file cannot be read: %w", s.what, err)
+	}
+	v := strings.TrimRight(string(b), "\r\n")
+	if err := checkSecret(v); err != nil {
+		return "", fmt.Errorf("%s: file %s %w", s.what, s.src.File, err)
+	}
+	return v, nil
+}
+
+// checkSecret refuses a credential that cannot be one: an empty value would send
+// "Authorization: Bearer ", which some APIs answer like an anonymous caller, with 404.
+func checkSecret(v string) error {
+	switch {
+	case strings.TrimSpace(v) == "":
+		return errors.New("is empty")
+	case strings.ContainsAny(v, "\r\n\x00"):
+		return errors.New("holds a line break or a NUL byte")
+	}
+	return nil
 }
 
 type httpProvider struct {
-	url      *URLTemplate
-	method   string
-	headers  []httpHeader
-	body     *Template
-	gone     []int32
-	present  []int32
-	response *finalizev1alpha1.HTTPResponse
-	jsonPath *jsonpath.JSONPath
-	client   *http.Client
+	url     *URLTemplate
+	method  string
+	headers []httpValue
+	query   []httpValue
+	// secretNames are the names of the query parameters from valueFrom.
+	secretNames map[string]bool
+	body        *Template
+	gone        []int32
+	present     []int32
+	response    *finalizev1alpha1.HTTPResponse
+	jsonPath    *jsonpath.JSONPath
+	client      *http.Client
+	// sameHost: the rule follows redirects on the same host.
+	sameHost bool
 	timeout  time.Duration
 	// backoff spaces the retries of 429 and 5xx answers.
 	backoff wait.Backoff
@@ -157,24 +243,30 @@ func newHTTP(spec *finalizev1alpha1.HTTPProvider, opts Options) (*httpProvider, 
 		}
 	}
 	for _, h := range spec.Headers {
-		hh := httpHeader{name: h.Name, secret: h.ValueFrom}
-		switch {
-		case h.ValueFrom != nil && h.ValueFrom.Env != "":
-			v, ok := opts.lookupEnv(h.ValueFrom.Env)
-			if !ok {
-				return nil, fmt.Errorf("header %s: environment variable %s is not set", h.Name, h.ValueFrom.Env)
+		hh := httpValue{name: h.Name}
+		if h.ValueFrom != nil {
+			if hh.secret, err = newSecretSource("header "+h.Name, h.ValueFrom, opts); err != nil {
+				return nil, err
 			}
-			hh.env = v
-		case h.ValueFrom != nil:
-			if _, err := readSecretFile(h.ValueFrom.File); err != nil {
-				return nil, fmt.Errorf("header %s: %w", h.Name, err)
-			}
-		default:
-			if hh.value, err = ParseTemplate(h.Value); err != nil {
-				return nil, fmt.Errorf("header %s: %w", h.Name, err)
-			}
+		} else if hh.value, err = ParseTemplate(h.Value); err != nil {
+			return nil, fmt.Errorf("header %s: %w", h.Name, err)
 		}
 		p.headers = append(p.headers, hh)
+	}
+	for _, q := range spec.Query {
+		qq := httpValue{name: q.Name}
+		if q.ValueFrom != nil {
+			if qq.secret, err = newSecretSource("query parameter "+q.Name, q.ValueFrom, opts); err != nil {
+				return nil, err
+			}
+			if p.secretNames == nil {
+				p.secretNames = map[string]bool{}
+			}
+			p.secretNames[q.Name] = true
+		} else if qq.value, err = ParseTemplate(q.Value); err != nil {
+			return nil, fmt.Errorf("query parameter %s: %w", q.Name, err)
+		}
+		p.query = append(p.query, qq)
 	}
 	tlsConfig, err := tlsConfigFor(spec.TLS)
 	if err != nil {
@@ -183,23 +275,55 @@ func newHTTP(spec *finalizev1alpha1.HTTPProvider, opts Options) (*httpProvider, 
 	p.client = &http.Client{
 		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsConfig, MaxIdleConnsPerHost: 16,
 			TLSHandshakeTimeout: 10 * time.Second, MaxResponseHeaderBytes: MaxResponseHeaderBytes},
-		CheckRedirect: checkRedirect,
+		CheckRedirect: refuseRedirects,
+	}
+	if spec.Redirects == finalizev1alpha1.RedirectsSameHost {
+		p.sameHost, p.client.CheckRedirect = true, followSameHost
 	}
 	return p, nil
 }
 
-// checkRedirect follows a redirect only to the same host, and never from https to http.
-func checkRedirect(req *http.Request, via []*http.Request) error {
+// hopsKey carries a request's hops in its context, for followSameHost.
+type hopsKey struct{}
+
+// hops are the redirects one request went through, and why the next one was not
+// followed.
+type hops struct {
+	shown   []string
+	refused string
+	// secretNames are the rule's query parameters from valueFrom, redacted in each hop.
+	secretNames map[string]bool
+}
+
+// refuseRedirects hands the 3xx back: a redirect is never followed for a verdict, as the
+// page it leads to (a login page, another resource) says nothing about what was asked.
+func refuseRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// followSameHost follows a redirect on the first URL's scheme, host and port only, at
+// most maxRedirects times, and records each hop; otherwise it hands the 3xx back.
+func followSameHost(req *http.Request, via []*http.Request) error {
+	h, _ := req.Context().Value(hopsKey{}).(*hops)
 	first := via[0].URL
 	switch {
-	case len(via) >= maxRedirects:
-		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	case len(via) > maxRedirects:
+		h.refuse(fmt.Sprintf("stopped after %d redirects", maxRedirects))
 	case req.URL.Host != first.Host:
-		return fmt.Errorf("refusing a redirect to another host (%s)", req.URL.Host)
-	case first.Scheme == "https" && req.URL.Scheme != "https":
-		return errors.New("refusing a redirect from https to http")
+		h.refuse(fmt.Sprintf("a redirect to another host (%s) is not followed", req.URL.Host))
+	case req.URL.Scheme != first.Scheme:
+		h.refuse(fmt.Sprintf("a redirect from %s to %s is not followed", first.Scheme, req.URL.Scheme))
+	default:
+		if h != nil {
+			h.shown = append(h.shown, req.Method+" "+redactURL(req.URL.String(), h.secretNames, nil))
+		}
+		return nil
 	}
-	return nil
+	return http.ErrUseLastResponse
+}
+
+func (h *hops) refuse(why string) {
+	if h != nil {
+		h.refused = why
+	}
 }
 
 func tlsConfigFor(spec *finalizev1alpha1.TLS) (*tls.Config, error) {
@@ -228,21 +352,24 @@ func tlsConfigFor(spec *finalizev1alpha1.TLS) (*tls.Config, error) {
 	return cfg, nil
 }
 
-// readSecretFile reads a secret (a mounted token) each time it is used, so a rotated
-// token is picked up; a trailing line break is not part of it.
-func readSecretFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("reading the value from a file: %w", err)
+func (p *httpProvider) String() string {
+	u := p.url.String()
+	for _, q := range p.query {
+		v := redacted
+		if q.value != nil {
+			v = q.value.String()
+		}
+		u = appendQuery(u, url.QueryEscape(q.name)+"="+v)
 	}
-	return strings.TrimRight(string(b), "\r\n"), nil
+	return fmt.Sprintf("http %s %s", p.method, u)
 }
 
-func (p *httpProvider) String() string { return fmt.Sprintf("http %s %s", p.method, p.url) }
-
 type httpCall struct {
-	p       *httpProvider
+	p *httpProvider
+	// url is the rendered URL; params are the rule's query parameters, added to it when
+	// the request is sent: each "name=value", escaped, or "" where the value is a secret.
 	url     string
+	params  []string
 	body    string
 	headers http.Header
 	// shown names the request in evidence, without secrets.
@@ -255,6 +382,21 @@ func (p *httpProvider) Prepare(req *Request) (Call, error) {
 	var err error
 	if c.url, err = p.url.Render(obj, req.Identity); err != nil {
 		return nil, fmt.Errorf("url: %w", err)
+	}
+	shown := c.url
+	for _, q := range p.query {
+		name := url.QueryEscape(q.name)
+		if q.secret != nil {
+			c.params = append(c.params, "")
+			shown = appendQuery(shown, name+"="+redacted)
+			continue
+		}
+		v, err := q.value.RenderAll(obj, req.Identity, QueryValue)
+		if err != nil {
+			return nil, fmt.Errorf("query parameter %s: %w", q.name, err)
+		}
+		c.params = append(c.params, name+"="+v)
+		shown = appendQuery(shown, name+"="+v)
 	}
 	if p.body != nil {
 		if c.body, err = p.body.RenderAll(obj, req.Identity, JSONString); err != nil {
@@ -273,18 +415,99 @@ func (p *httpProvider) Prepare(req *Request) (Call, error) {
 		}
 		c.headers.Set(h.name, v)
 	}
-	shown := c.url
-	if u, err := url.Parse(c.url); err == nil {
-		shown = u.Redacted()
-	}
-	c.shown = p.method + " " + shown
+	c.shown = p.method + " " + redactURL(shown, p.secretNames, nil)
 	return c, nil
+}
+
+// appendQuery adds one name=value, already escaped, to a URL's query.
+func appendQuery(u, param string) string {
+	switch {
+	case !strings.Contains(u, "?"):
+		return u + "?" + param
+	case strings.HasSuffix(u, "?"), strings.HasSuffix(u, "&"):
+		return u + param
+	}
+	return u + "&" + param
+}
+
+// credentialQueryRE matches the names of query parameters that carry credentials: API
+// keys, tokens, passwords, the signatures of presigned URLs (X-Amz-Signature,
+// X-Goog-Signature, Azure's sig). "code" is left out: it names a region, a country or an
+// error as often as an OAuth code, and an OAuth code is not how a lookup authenticates.
+var credentialQueryRE = regexp.MustCompile(`(?i)^(key|sig|auth|jwt|pwd|pass|session|sessionid|session_id)$|token|secret|passw(or)?d|passphrase|credential|signature|authorization|api[-_]?key|(access|secret|private|subscription|auth|app|application|client|master|account|signing|functions?)[-_]?key`)
+
+// CredentialQueryParameter reports whether a query parameter's name says it carries a
+// credential. Such a parameter is never written in a policy's URL (policy check refuses
+// it), and its value is REDACTED wherever a URL is shown.
+func CredentialQueryParameter(name string) bool { return credentialQueryRE.MatchString(name) }
+
+// redacted stands for a secret wherever a URL is shown.
+const redacted = "REDACTED"
+
+// redactURL is a URL fit to show: a password in it, its fragment, the value of every
+// query parameter whose name is credential-like (CredentialQueryParameter) or one of
+// secretNames (the rule's parameters from valueFrom), and each of secrets wherever it
+// appears are REDACTED. A URL comes back redacted this way from every place it is
+// shown: a rendered request, a redirect's Location, an error.
+func redactURL(raw string, secretNames map[string]bool, secrets []string) string {
+	shown := raw
+	u, err := url.Parse(raw)
+	if err != nil {
+		// What cannot be parsed cannot be redacted parameter by parameter: its query is
+		// left out.
+		if before, _, ok := strings.Cut(raw, "?"); ok {
+			shown = before + "?" + redacted
+		}
+	} else {
+		if u.User != nil {
+			u.User = url.UserPassword(redacted, redacted)
+		}
+		if u.Fragment != "" {
+			// A Location may carry a token in its fragment (OAuth's implicit flow).
+			u.Fragment, u.RawFragment = redacted, ""
+		}
+		if u.RawQuery != "" {
+			params := strings.Split(u.RawQuery, "&")
+			for i, kv := range params {
+				k, _, hasValue := strings.Cut(kv, "=")
+				name, err := url.QueryUnescape(k)
+				if err != nil {
+					name = k
+				}
+				if hasValue && (CredentialQueryParameter(name) || secretNames[name]) {
+					params[i] = k + "=" + redacted
+				}
+			}
+			u.RawQuery = strings.Join(params, "&")
+		}
+		shown = u.String()
+	}
+	return scrub(shown, secrets)
+}
+
+// minScrubbed is the shortest secret scrubbed from free text: a shorter one would match
+// too much of it. Where a secret is placed by kubectl-finalize (a URL's query), it is
+// redacted whatever its length.
+const minScrubbed = 4
+
+// scrub replaces each secret in s, as it is and escaped as in a URL, by REDACTED: a
+// server may echo a credential in a Location or a body.
+func scrub(s string, secrets []string) string {
+	for _, v := range secrets {
+		if len(v) < minScrubbed {
+			continue
+		}
+		for _, form := range []string{v, url.QueryEscape(v), url.PathEscape(v)} {
+			s = strings.ReplaceAll(s, form, redacted)
+		}
+	}
+	return s
 }
 
 // Key is the request without its secrets: the secrets are the same for every call.
 func (c *httpCall) Key() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "http\x00%s\x00%s\x00%s\x00", c.p.method, c.url, c.body)
+	fmt.Fprintf(h, "http\x00%s\x00%s\x00%s\x00%s\x00", c.p.method, c.url, strings.Join(c.params, "&"), c.body)
 	keys := make([]string, 0, len(c.headers))
 	for k := range c.headers {
 		keys = append(keys, k)
@@ -296,12 +519,21 @@ func (c *httpCall) Key() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// Do asks, and scrubs the credentials it sent from the evidence, should the server have
+// echoed one.
 func (c *httpCall) Do(ctx context.Context) Answer {
+	var secrets []string
+	a := c.do(ctx, &secrets)
+	a.Evidence = scrub(a.Evidence, secrets)
+	return a
+}
+
+func (c *httpCall) do(ctx context.Context, secrets *[]string) Answer {
 	ctx, cancel := context.WithTimeout(ctx, c.p.timeout)
 	defer cancel()
 	backoff := c.p.backoff
 	for attempt := 1; ; attempt++ {
-		status, answer, retryAfter := c.once(ctx)
+		status, answer, retryAfter := c.once(ctx, secrets)
 		if answer != nil {
 			return *answer
 		}
@@ -324,31 +556,46 @@ func (c *httpCall) Do(ctx context.Context) Answer {
 }
 
 // once sends the request once. It returns an answer, or the status to retry on (429,
-// 5xx, a failed connection) and how long the server asked to wait.
-func (c *httpCall) once(ctx context.Context) (string, *Answer, time.Duration) {
-	var body io.Reader
-	if c.body != "" {
-		body = strings.NewReader(c.body)
+// 5xx, a failed connection) and how long the server asked to wait. The credentials it
+// sends are added to secrets.
+func (c *httpCall) once(ctx context.Context, secrets *[]string) (string, *Answer, time.Duration) {
+	// Credentials first: a provider that cannot read one sends nothing.
+	target := c.url
+	header := c.headers.Clone()
+	for i, q := range c.p.query {
+		if q.secret == nil {
+			target = appendQuery(target, c.params[i])
+			continue
+		}
+		v, err := q.secret.read()
+		if err != nil {
+			return "", c.cannotRun(err), 0
+		}
+		*secrets = append(*secrets, v)
+		target = appendQuery(target, url.QueryEscape(q.name)+"="+url.QueryEscape(q.secret.src.Prefix+v))
 	}
-	req, err := http.NewRequestWithContext(ctx, c.p.method, c.url, body)
-	if err != nil {
-		a := Unknown("%s: %v", c.shown, err)
-		return "", &a, 0
-	}
-	req.Header = c.headers.Clone()
 	for _, h := range c.p.headers {
 		if h.secret == nil {
 			continue
 		}
-		v := h.env
-		if h.secret.File != "" {
-			if v, err = readSecretFile(h.secret.File); err != nil {
-				a := Unknown("%s: header %s: %v", c.shown, h.name, err)
-				return "", &a, 0
-			}
+		v, err := h.secret.read()
+		if err != nil {
+			return "", c.cannotRun(err), 0
 		}
-		req.Header.Set(h.name, h.secret.Prefix+v)
+		*secrets = append(*secrets, v)
+		header.Set(h.name, h.secret.src.Prefix+v)
 	}
+	var body io.Reader
+	if c.body != "" {
+		body = strings.NewReader(c.body)
+	}
+	trail := &hops{secretNames: c.p.secretNames}
+	req, err := http.NewRequestWithContext(context.WithValue(ctx, hopsKey{}, trail), c.p.method, target, body)
+	if err != nil {
+		a := Unknown("%s: %v", c.shown, redactURLError(err))
+		return "", &a, 0
+	}
+	req.Header = header
 	resp, err := c.p.client.Do(req)
 	if err != nil {
 		var timeout interface{ Timeout() bool }
@@ -356,8 +603,8 @@ func (c *httpCall) once(ctx context.Context) (string, *Answer, time.Duration) {
 			a := Unknown("%s: no answer within %s", c.shown, c.p.timeout)
 			return "", &a, 0
 		}
-		// A refused connection, a certificate nobody signed, a refused redirect: asking
-		// again would not change the answer.
+		// A refused connection, a certificate nobody signed: asking again would not
+		// change the answer.
 		a := Unknown("%s: %v", c.shown, redactURLError(err))
 		return "", &a, 0
 	}
@@ -369,21 +616,56 @@ func (c *httpCall) once(ctx context.Context) (string, *Answer, time.Duration) {
 		a := Unknown("%s: no answer within %s", c.shown, c.p.timeout)
 		return "", &a, 0
 	}
+	// The evidence names every hop a followed redirect took, and the answer of the last.
+	shown := c.shown
+	for _, hop := range trail.shown {
+		shown += ", redirected to " + hop
+	}
 	code := resp.StatusCode
 	status := fmt.Sprintf("%d %s", code, http.StatusText(code))
 	switch {
+	case code >= 300 && code < 400:
+		a := Unknown("%s: %s, %s", shown, status, c.redirect(resp, trail))
+		return "", &a, 0
 	case code == http.StatusTooManyRequests || code >= 500:
 		return status, nil, retryAfter(resp.Header.Get("Retry-After"))
 	case slices.Contains(c.p.gone, int32(code)):
-		return "", &Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: fmt.Sprintf("%s: %s", c.shown, status)}, 0
+		return "", &Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: fmt.Sprintf("%s: %s", shown, status)}, 0
 	case !c.p.isPresent(code):
-		a := Unknown("%s: %s, which means neither gone nor present", c.shown, status)
+		a := Unknown("%s: %s, which means neither gone nor present", shown, status)
 		return "", &a, 0
 	case c.p.response == nil:
-		return "", &Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s: %s", c.shown, status)}, 0
+		return "", &Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s: %s", shown, status)}, 0
 	}
-	a := c.p.readResponse(resp.Body, c.shown+": "+status)
+	a := c.p.readResponse(resp.Body, shown+": "+status)
 	return "", &a, 0
+}
+
+// cannotRun is the answer when a credential cannot be read: nothing was sent, and the
+// rule cannot verify anything until its source is fixed.
+func (c *httpCall) cannotRun(err error) *Answer {
+	return &Answer{Verdict: finalizev1alpha1.VerdictUnknown, CannotRun: true,
+		Evidence: fmt.Sprintf("%s: not sent: %v", c.shown, err)}
+}
+
+// maxLocationShown bounds how much of a redirect's Location the evidence shows.
+const maxLocationShown = 256
+
+// redirect says where a 3xx answer pointed, and why it was not followed.
+func (c *httpCall) redirect(resp *http.Response, trail *hops) string {
+	where := "a redirect without a Location"
+	if loc, err := resp.Location(); err == nil {
+		where = "a redirect to " + truncate(redactURL(loc.String(), c.p.secretNames, nil), maxLocationShown)
+	} else if raw := resp.Header.Get("Location"); raw != "" {
+		where = fmt.Sprintf("a redirect to %q", truncate(redactURL(raw, c.p.secretNames, nil), maxLocationShown))
+	}
+	switch {
+	case trail.refused != "":
+		return where + ": " + trail.refused
+	case !c.p.sameHost:
+		return where + ": redirects are not followed for a verdict (redirects: SameHost follows those on the same host)"
+	}
+	return where + ", which means neither gone nor present"
 }
 
 func (p *httpProvider) isPresent(code int) bool {
@@ -434,7 +716,8 @@ func retryAfter(v string) time.Duration {
 	return 0
 }
 
-// redactURLError keeps the reason of a failed request without the URL it already names.
+// redactURLError keeps the reason of a failed request without the URL it already names:
+// the URL sent carries the query's secrets.
 func redactURLError(err error) error {
 	var uerr *url.Error
 	if errors.As(err, &uerr) {

@@ -164,21 +164,63 @@ func TestHTTPHangsAndRedirects(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("a hang took %s, the timeout is 300ms", d)
 	}
+}
+
+// TestHTTPRedirects: a 3xx is never a verdict. Without redirects: SameHost it is Unknown
+// with its Location; with it, a redirect on the same host is followed and every hop is
+// in the evidence, and one elsewhere is still Unknown.
+func TestHTTPRedirects(t *testing.T) {
 	other := newCloud(t, status(404))
-	away := newCloud(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, other.URL+"/gone", http.StatusFound) })
-	if a := ask(t, away.spec("/v1/{.status.instanceID}"), Options{}); a.Verdict != finalizev1alpha1.VerdictUnknown || !strings.Contains(a.Evidence, "refusing a redirect to another host") || other.hits.Load() != 0 {
-		t.Errorf("a redirect to another host: %s %s (%d requests there)", a.Verdict, a.Evidence, other.hits.Load())
-	}
 	var home *cloud
 	home = newCloud(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/moved" {
-			http.Redirect(w, r, home.URL+"/moved", http.StatusMovedPermanently)
-			return
+		switch r.URL.Path {
+		case "/v1/i-123":
+			http.Redirect(w, r, "/login?next=/v1/i-123", http.StatusFound)
+		case "/v1/away":
+			http.Redirect(w, r, other.URL+"/gone", http.StatusFound)
+		case "/v1/loop":
+			http.Redirect(w, r, "/v1/loop", http.StatusTemporaryRedirect)
+		case "/v1/plain":
+			http.Redirect(w, r, strings.Replace(home.URL, "https://", "http://", 1)+"/login", http.StatusFound)
+		case "/v1/unchanged":
+			w.WriteHeader(http.StatusNotModified)
+		default: // a login page that does not know the path asked about
+			w.WriteHeader(http.StatusNotFound)
 		}
-		w.WriteHeader(http.StatusGone)
 	})
-	if a := ask(t, home.spec("/v1/{.status.instanceID}"), Options{}); a.Verdict != finalizev1alpha1.VerdictGone {
-		t.Errorf("a redirect on the same host is followed: %s %s", a.Verdict, a.Evidence)
+	sameHost := func(s *finalizev1alpha1.HTTPProvider) { s.Redirects = finalizev1alpha1.RedirectsSameHost }
+	tests := []struct {
+		name string
+		path string
+		spec func(*finalizev1alpha1.HTTPProvider)
+		want finalizev1alpha1.Verdict
+		says string
+	}{
+		{"to a login page on the same host", "/v1/{.status.instanceID}", nil, finalizev1alpha1.VerdictUnknown,
+			"/v1/i-123: 302 Found, a redirect to " + home.URL + "/login?next=/v1/i-123: redirects are not followed for a verdict"},
+		{"to another host", "/v1/away", nil, finalizev1alpha1.VerdictUnknown, "302 Found, a redirect to " + other.URL + "/gone: redirects are not followed"},
+		{"same host, followed", "/v1/{.status.instanceID}", sameHost, finalizev1alpha1.VerdictGone,
+			"GET " + home.URL + "/v1/i-123, redirected to GET " + home.URL + "/login?next=/v1/i-123: 404 Not Found"},
+		{"another host, not followed", "/v1/away", sameHost, finalizev1alpha1.VerdictUnknown,
+			"302 Found, a redirect to " + other.URL + "/gone: a redirect to another host (" + strings.TrimPrefix(other.URL, "https://") + ") is not followed"},
+		{"https to http, not followed", "/v1/plain", sameHost, finalizev1alpha1.VerdictUnknown, "a redirect from https to http is not followed"},
+		{"a loop", "/v1/loop", sameHost, finalizev1alpha1.VerdictUnknown, "307 Temporary Redirect, a redirect to " + home.URL + "/v1/loop: stopped after 5 redirects"},
+		{"304", "/v1/unchanged", sameHost, finalizev1alpha1.VerdictUnknown, "304 Not Modified, a redirect without a Location, which means neither gone nor present"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := home.spec(tt.path)
+			if tt.spec != nil {
+				tt.spec(spec)
+			}
+			a := ask(t, spec, Options{})
+			if a.Verdict != tt.want || !strings.Contains(a.Evidence, tt.says) {
+				t.Errorf("got %s: %s\nwant %s saying %q", a.Verdict, a.Evidence, tt.want, tt.says)
+			}
+		})
+	}
+	if n := other.hits.Load(); n != 0 {
+		t.Errorf("%d requests reached the other host", n)
 	}
 }
 
@@ -249,5 +291,229 @@ func TestHTTPAnAnswerAfterTheDeadlineIsNotUsed(t *testing.T) {
 	}
 	if a := call.Do(context.Background()); a.Verdict != finalizev1alpha1.VerdictUnknown || !strings.Contains(a.Evidence, "no answer within 100ms") {
 		t.Errorf("a 404 after the deadline: %s %s, want Unknown: no answer within 100ms", a.Verdict, a.Evidence)
+	}
+}
+
+// TestHTTPAPlaceholderIsNoValue: an object whose instance is "None" is not asked about:
+// the API would answer 404 for an instance named None, and that would read as Gone.
+func TestHTTPAPlaceholderIsNoValue(t *testing.T) {
+	c := newCloud(t, status(404))
+	p, err := New(&finalizev1alpha1.Verify{HTTP: c.spec("/v1/instances/{.metadata.annotations.none}")}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Prepare(request())
+	if err == nil || !strings.Contains(err.Error(), `{.metadata.annotations.none}: resolves to "None", a placeholder, not a value`) {
+		t.Errorf("got %v, want a placeholder error", err)
+	}
+	if n := c.hits.Load(); n != 0 {
+		t.Errorf("%d requests were sent", n)
+	}
+}
+
+// TestHTTPACredentialThatCannotBeReadSendsNothing: an environment variable unset, empty
+// or blank, or a file unreadable or empty, fails the build of the provider; a file that
+// becomes unreadable or empty later makes each call CannotRun, with nothing sent.
+func TestHTTPACredentialThatCannotBeReadSendsNothing(t *testing.T) {
+	c := newCloud(t, status(404))
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(token, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"EMPTY": "", "BLANK": " \t", "NEWLINE": "abc\ndef", "GOOD": "s3cret"}
+	lookup := func(name string) (string, bool) { v, ok := env[name]; return v, ok }
+	build := func(src finalizev1alpha1.ValueSource, inQuery bool) error {
+		spec := c.spec("/v1/{.status.instanceID}")
+		if inQuery {
+			spec.Query = []finalizev1alpha1.QueryParameter{{Name: "api_key", ValueFrom: &src}}
+		} else {
+			spec.Headers = []finalizev1alpha1.Header{{Name: "Authorization", ValueFrom: &src}}
+		}
+		_, err := New(&finalizev1alpha1.Verify{HTTP: spec}, Options{LookupEnv: lookup})
+		return err
+	}
+	write("\n")
+	for _, tt := range []struct {
+		name    string
+		src     finalizev1alpha1.ValueSource
+		inQuery bool
+		want    string
+	}{
+		{"unset", finalizev1alpha1.ValueSource{Env: "UNSET", Prefix: "Bearer "}, false, "header Authorization: environment variable UNSET is not set"},
+		{"empty", finalizev1alpha1.ValueSource{Env: "EMPTY", Prefix: "Bearer "}, false, "header Authorization: environment variable EMPTY is empty"},
+		{"blank", finalizev1alpha1.ValueSource{Env: "BLANK"}, false, "header Authorization: environment variable BLANK is empty"},
+		{"a line break", finalizev1alpha1.ValueSource{Env: "NEWLINE"}, false, "header Authorization: environment variable NEWLINE holds a line break or a NUL byte"},
+		{"an empty file", finalizev1alpha1.ValueSource{File: token}, false, "header Authorization: file " + token + " is empty"},
+		{"no file", finalizev1alpha1.ValueSource{File: filepath.Join(dir, "missing")}, false, "header Authorization: the file cannot be read: open " + dir + "/missing: no such file or directory"},
+		{"empty, in the query", finalizev1alpha1.ValueSource{Env: "EMPTY"}, true, "query parameter api_key: environment variable EMPTY is empty"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := build(tt.src, tt.inQuery); err == nil || err.Error() != tt.want {
+				t.Errorf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+	// CA and client certificate files are read when the provider is built.
+	for _, tt := range []struct {
+		name string
+		tls  finalizev1alpha1.TLS
+		want string
+	}{
+		{"no CA file", finalizev1alpha1.TLS{CAFile: filepath.Join(dir, "missing-ca.pem")}, "tls.caFile: open " + dir + "/missing-ca.pem: no such file or directory"},
+		{"an empty CA file", finalizev1alpha1.TLS{CAFile: token}, "tls.caFile: " + token + " holds no PEM certificate"},
+		{"no client certificate", finalizev1alpha1.TLS{CertFile: filepath.Join(dir, "c.pem"), KeyFile: filepath.Join(dir, "k.pem")}, "tls.certFile and tls.keyFile: open " + dir + "/c.pem"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := c.spec("/v1/{.status.instanceID}")
+			spec.TLS = &tt.tls
+			if _, err := New(&finalizev1alpha1.Verify{HTTP: spec}, Options{}); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+	if c.hits.Load() != 0 {
+		t.Fatalf("%d requests were sent", c.hits.Load())
+	}
+
+	// A file read at each request: emptied or removed after the build.
+	write("file-secret\n")
+	spec := c.spec("/v1/{.status.instanceID}")
+	spec.Headers = []finalizev1alpha1.Header{{Name: "Authorization", ValueFrom: &finalizev1alpha1.ValueSource{File: token, Prefix: "Bearer "}}}
+	p, err := New(&finalizev1alpha1.Verify{HTTP: spec}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name   string
+		change func()
+		want   string
+	}{
+		{"emptied", func() { write("") }, "not sent: header Authorization: file " + token + " is empty"},
+		{"removed", func() { _ = os.Remove(token) }, "not sent: header Authorization: the file cannot be read"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.change()
+			call, err := p.Prepare(request())
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := call.Do(context.Background())
+			if a.Verdict != finalizev1alpha1.VerdictUnknown || !a.CannotRun || !strings.Contains(a.Evidence, tt.want) {
+				t.Errorf("got %+v, want Unknown, CannotRun, saying %q", a, tt.want)
+			}
+		})
+	}
+	if c.hits.Load() != 0 {
+		t.Errorf("%d requests were sent", c.hits.Load())
+	}
+}
+
+// TestHTTPQueryCredentialsAreNeverShown: a query parameter from valueFrom is sent, and
+// shown nowhere: not in the evidence of an answer, of a redirect whose Location carries
+// it, of a body that echoes it, or of a failed connection; not in the call's key.
+func TestHTTPQueryCredentialsAreNeverShown(t *testing.T) {
+	const key = "k3y/with+odd=chars"
+	var got atomic.Pointer[string]
+	c := newCloud(t, func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query().Get("api_key")
+		got.Store(&q)
+		switch r.URL.Path {
+		case "/v1/echo":
+			_, _ = w.Write([]byte(`{"state":"` + r.URL.RawQuery + `"}`))
+		case "/v1/moved":
+			http.Redirect(w, r, "/login?"+r.URL.RawQuery, http.StatusFound)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	})
+	lookup := func(name string) (string, bool) { return key, name == "DBAPI_KEY" }
+	spec := func(path string) *finalizev1alpha1.HTTPProvider {
+		s := c.spec(path + "?region={.metadata.namespace}")
+		s.Query = []finalizev1alpha1.QueryParameter{{Name: "api_key", ValueFrom: &finalizev1alpha1.ValueSource{Env: "DBAPI_KEY"}}, {Name: "name", Value: "{.metadata.name}"}}
+		return s
+	}
+	withBody := spec("/v1/echo")
+	withBody.Response = &finalizev1alpha1.HTTPResponse{JSONPath: "{.state}", Gone: []string{"deleted"}}
+	closed := newCloud(t, status(404))
+	closed.Close()
+	for _, tt := range []struct {
+		name string
+		spec *finalizev1alpha1.HTTPProvider
+		want finalizev1alpha1.Verdict
+		says string
+	}{
+		{"gone", spec("/v1/{.status.instanceID}"), finalizev1alpha1.VerdictGone, "GET " + c.URL + "/v1/i-123?region=team-a&api_key=REDACTED&name=db-1: 404 Not Found"},
+		{"an echo in the body", withBody, finalizev1alpha1.VerdictPresent, `{.state} = "region=team-a&api_key=REDACTED&name=db-1"`},
+		{"an echo in a Location", spec("/v1/moved"), finalizev1alpha1.VerdictUnknown, "a redirect to " + c.URL + "/login?region=team-a&api_key=REDACTED&name=db-1"},
+		{"a failed connection", func() *finalizev1alpha1.HTTPProvider {
+			s := spec("/v1/x")
+			s.URL = closed.URL + "/v1/x"
+			return s
+		}(), finalizev1alpha1.VerdictUnknown, "api_key=REDACTED"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got.Store(nil)
+			p, err := New(&finalizev1alpha1.Verify{HTTP: tt.spec}, Options{LookupEnv: lookup})
+			if err != nil {
+				t.Fatal(err)
+			}
+			call, err := p.Prepare(request())
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := call.Do(context.Background())
+			if a.Verdict != tt.want || !strings.Contains(a.Evidence, tt.says) {
+				t.Errorf("got %s: %s\nwant %s saying %q", a.Verdict, a.Evidence, tt.want, tt.says)
+			}
+			for _, shown := range []string{a.Evidence, call.Key(), p.String()} {
+				if strings.Contains(shown, "k3y") || strings.Contains(shown, "k3y%2F") {
+					t.Errorf("the key is shown: %s", shown)
+				}
+			}
+			if g := got.Load(); tt.name != "a failed connection" && (g == nil || *g != key) {
+				t.Errorf("the server got api_key %v, want %q", g, key)
+			}
+		})
+	}
+}
+
+// TestHTTPCallKeysHoldNoSecret: a call's key follows the non-secret query, and two calls
+// that differ only in what a secret holds share it.
+func TestHTTPCallKeysHoldNoSecret(t *testing.T) {
+	c := newCloud(t, status(404))
+	keyOf := func(secret, name string) string {
+		s := c.spec("/v1/{.status.instanceID}")
+		s.Query = []finalizev1alpha1.QueryParameter{{Name: "token", ValueFrom: &finalizev1alpha1.ValueSource{Env: "T"}}, {Name: "n", Value: name}}
+		p, err := New(&finalizev1alpha1.Verify{HTTP: s}, Options{LookupEnv: func(string) (string, bool) { return secret, true }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call, err := p.Prepare(request())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return call.Key()
+	}
+	if keyOf("one-secret", "a") != keyOf("another-secret", "a") || keyOf("one-secret", "a") == keyOf("one-secret", "b") {
+		t.Error("a call's key must follow the request without its secrets")
+	}
+}
+
+// TestHTTPASecretParameterIsRedactedByName: a parameter from valueFrom is redacted by its
+// name in a Location the server sends back, however short its value and whatever its
+// name.
+func TestHTTPASecretParameterIsRedactedByName(t *testing.T) {
+	c := newCloud(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/login?"+r.URL.RawQuery, http.StatusFound)
+	})
+	spec := c.spec("/v1/{.status.instanceID}")
+	spec.Query = []finalizev1alpha1.QueryParameter{{Name: "tenant", ValueFrom: &finalizev1alpha1.ValueSource{Env: "TENANT"}}}
+	a := ask(t, spec, Options{LookupEnv: func(string) (string, bool) { return "t7", true }})
+	if want := "a redirect to " + c.URL + "/login?tenant=REDACTED: "; !strings.Contains(a.Evidence, want) || strings.Contains(a.Evidence, "t7") {
+		t.Errorf("got %s, want it saying %q", a.Evidence, want)
 	}
 }

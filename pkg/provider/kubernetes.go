@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -170,25 +173,67 @@ func (c *kubernetesCall) Do(ctx context.Context) Answer {
 		switch {
 		case ctx.Err() != nil:
 			return c.late(ref.String())
-		case apierrors.IsNotFound(err):
+		case apierrors.IsNotFound(err) && namesObject(err, r.GroupResource(), c.name):
 			return Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: fmt.Sprintf("%s not found %s", ref, p.where)}
+		case apierrors.IsNotFound(err):
+			return Unknown("getting %s %s: the 404 is not a NotFound of %s %s (its details name another object, or none: "+
+				"the type may not be served any more): %v", ref, p.where, r, c.name, err)
 		case err != nil:
 			return Unknown("getting %s %s: %v", ref, p.where, err)
 		}
 		return Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s exists %s (uid %s)", ref, p.where, found.GetUID())}
 	}
-	list, err := client.List(ctx, metav1.ListOptions{LabelSelector: c.selector, Limit: 1})
-	if ctx.Err() != nil {
-		return c.late(what)
+	// A page may come back empty with a continue token (the server filtered a page's worth
+	// of objects out): the list is read on until a page has an item, or has no token.
+	next := ""
+	for pages := 1; ; pages++ {
+		list, err := client.List(ctx, metav1.ListOptions{LabelSelector: c.selector, Limit: 1, Continue: next})
+		if ctx.Err() != nil {
+			return c.late(what)
+		}
+		if err != nil {
+			return Unknown("listing %s with selector %q %s: %v", what, c.selector, p.where, err)
+		}
+		if len(list.Items) > 0 {
+			first := list.Items[0]
+			return Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s matches %q %s", r.Ref(first.GetNamespace(), first.GetName(), "").String(), c.selector, p.where)}
+		}
+		if list.GetContinue() == "" {
+			return Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: fmt.Sprintf("no %s matches %q %s", what, c.selector, p.where)}
+		}
+		if list.GetContinue() == next || pages == maxEmptyPages {
+			return Unknown("listing %s with selector %q %s: %d empty pages, and the list does not end", what, c.selector, p.where, pages)
+		}
+		next = list.GetContinue()
 	}
-	if err != nil {
-		return Unknown("listing %s with selector %q %s: %v", what, c.selector, p.where, err)
+}
+
+// maxEmptyPages bounds the empty pages one selector list reads before it gives up: a
+// server that never ends a list gets an Unknown, not the whole deadline.
+const maxEmptyPages = 100
+
+// namesObject reports whether a NotFound is about the object asked for: the Status's
+// details name it, its resource and its group, as the API server's registry does
+// ("secrets \"x\" not found"). The 404 of a path the server does not serve (a type or
+// group that is not installed, a CRD deleted since discovery, an aggregated API without
+// its server) names no object, and neither does what client-go makes of a 404 body that
+// is not a Status (it fills in the request's name, and says the response was unexpected).
+func namesObject(err error, gr schema.GroupResource, name string) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
 	}
-	if len(list.Items) == 0 {
-		return Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: fmt.Sprintf("no %s matches %q %s", what, c.selector, p.where)}
+	s := status.Status()
+	d := s.Details
+	if s.Code != http.StatusNotFound || s.Reason != metav1.StatusReasonNotFound || d == nil {
+		return false
 	}
-	first := list.Items[0]
-	return Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s matches %q %s", r.Ref(first.GetNamespace(), first.GetName(), "").String(), c.selector, p.where)}
+	for _, cause := range d.Causes {
+		if cause.Type == metav1.CauseTypeUnexpectedServerResponse {
+			return false
+		}
+	}
+	return d.Name == name && d.Kind == gr.Resource && d.Group == gr.Group
 }
 
 // late is the answer when the deadline passed before the API server's answer was read:

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +121,112 @@ func TestKubernetesALateAnswerIsNotUsed(t *testing.T) {
 		if a := call.Do(context.Background()); a.Verdict != finalizev1alpha1.VerdictUnknown || !strings.Contains(a.Evidence, "no answer within 50ms") {
 			t.Errorf("an answer after the deadline: %s %s, want Unknown: no answer within 50ms", a.Verdict, a.Evidence)
 		}
+	}
+}
+
+// TestKubernetesAnswersAreAboutWhatWasAsked: Gone only on a NotFound whose details name
+// the object asked about, and on a list read to its end. The API server's 404 for a path
+// it does not serve (a type or group that is not installed, a CRD deleted since
+// discovery, an aggregated API whose server is gone) names no object; an empty page that
+// carries a continue token says nothing about the pages after it.
+func TestKubernetesAnswersAreAboutWhatWasAsked(t *testing.T) {
+	unserved := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 404, Reason: metav1.StatusReasonNotFound,
+		Message: "the server could not find the requested resource", Details: &metav1.StatusDetails{}}}
+	page := func(cont string, items ...*unstructured.Unstructured) *unstructured.UnstructuredList {
+		l := &unstructured.UnstructuredList{}
+		l.SetContinue(cont)
+		for _, u := range items {
+			l.Items = append(l.Items, *u)
+		}
+		return l
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{instances: "InstanceList"})
+	dyn.PrependReactor("get", "instances", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		name := a.(clienttesting.GetAction).GetName()
+		switch a.GetNamespace() {
+		case "unserved":
+			return true, nil, unserved
+		case "not-a-status":
+			// What client-go makes of a 404 whose body is not a Status ("404 page not
+			// found" from a mux): it names the object, from the request, not the answer.
+			return true, nil, apierrors.NewGenericServerResponse(404, "get", instances.GroupResource(), name, "404 page not found", 0, true)
+		case "another-object":
+			return true, nil, apierrors.NewNotFound(instances.GroupResource(), "not-"+name)
+		case "another-type":
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: "compute.example.com", Resource: "disks"}, name)
+		case "named":
+			return true, nil, apierrors.NewNotFound(instances.GroupResource(), name)
+		}
+		return false, nil, nil
+	})
+	pages := map[string][]*unstructured.UnstructuredList{
+		"then-an-item": {page("c1"), page("c2"), page("", instance("then-an-item", "db-1", map[string]string{"app": "db-1"}))},
+		"then-nothing": {page("c1"), page("")},
+		"endless":      nil,
+	}
+	var continues []string
+	dyn.PrependReactor("list", "instances", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		ns := a.GetNamespace()
+		if ns == "unserved" {
+			return true, nil, unserved
+		}
+		list, ok := pages[ns]
+		if !ok {
+			return false, nil, nil
+		}
+		if ns == "endless" {
+			return true, page("again"), nil
+		}
+		// Each page is asked for with the continue token of the one before it.
+		n := len(continues)
+		if want := map[bool]string{true: "", false: list[max(n-1, 0)].GetContinue()}[n == 0]; a.(clienttesting.ListActionImpl).ListOptions.Continue != want {
+			return true, nil, fmt.Errorf("page %d asked for with continue %q, want %q", n, a.(clienttesting.ListActionImpl).ListOptions.Continue, want)
+		}
+		continues = append(continues, ns)
+		if n >= len(list) {
+			return true, nil, errors.New("read past the last page")
+		}
+		return true, list[n], nil
+	})
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(instances.GroupVersion().WithKind("Instance"), meta.RESTScopeNamespace)
+	opts := Options{Dynamic: dyn, Mapper: mapper}
+	tests := []struct {
+		name      string
+		namespace string
+		selector  string
+		want      finalizev1alpha1.Verdict
+		says      string
+	}{
+		{"the NotFound names the object", "named", "", finalizev1alpha1.VerdictGone, "instances.compute.example.com/db-1 -n named not found in this cluster"},
+		{"a path the server does not serve", "unserved", "", finalizev1alpha1.VerdictUnknown, "the 404 is not a NotFound of instances.compute.example.com db-1"},
+		{"a 404 that is not a Status", "not-a-status", "", finalizev1alpha1.VerdictUnknown, "the 404 is not a NotFound of instances.compute.example.com db-1"},
+		{"a NotFound about another object", "another-object", "", finalizev1alpha1.VerdictUnknown, "the 404 is not a NotFound of instances.compute.example.com db-1"},
+		{"a NotFound about another type", "another-type", "", finalizev1alpha1.VerdictUnknown, "the 404 is not a NotFound of instances.compute.example.com db-1"},
+		{"an empty page, then an item", "then-an-item", "app=db-1", finalizev1alpha1.VerdictPresent, `instances.compute.example.com/db-1 -n then-an-item matches "app=db-1"`},
+		{"empty pages to the end", "then-nothing", "app=db-1", finalizev1alpha1.VerdictGone, `no instances.compute.example.com in namespace then-nothing matches "app=db-1"`},
+		{"empty pages without end", "endless", "app=db-1", finalizev1alpha1.VerdictUnknown, "empty pages"},
+		{"a list the server does not serve", "unserved", "app=db-1", finalizev1alpha1.VerdictUnknown, "the server could not find the requested resource"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			continues = nil
+			spec := finalizev1alpha1.KubernetesProvider{Resource: "instances", Namespace: tt.namespace, Name: "{.metadata.name}"}
+			if tt.selector != "" {
+				spec.Name, spec.Selector = "", tt.selector
+			}
+			p, err := New(&finalizev1alpha1.Verify{Kubernetes: &spec}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			call, err := p.Prepare(request())
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := call.Do(context.Background())
+			if a.Verdict != tt.want || !strings.Contains(a.Evidence, tt.says) {
+				t.Errorf("got %s: %s; want %s saying %q", a.Verdict, a.Evidence, tt.want, tt.says)
+			}
+		})
 	}
 }

@@ -31,6 +31,10 @@ type Request struct {
 type Answer struct {
 	Verdict  finalizev1alpha1.Verdict
 	Evidence string
+	// CannotRun says the provider itself could not run: a credential source unset, empty
+	// or unreadable, a CA file that cannot be read. No request went out, the verdict is
+	// Unknown, and the rule cannot verify anything until it is fixed: the pass fails.
+	CannotRun bool
 }
 
 // Unknown is the answer when a provider cannot tell.

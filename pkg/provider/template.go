@@ -166,6 +166,9 @@ func (t *Template) Render(obj map[string]any, identity map[string]string, escape
 		if v == "" {
 			return "", fmt.Errorf("%s: resolves to an empty value", p.source)
 		}
+		if Placeholder(v) {
+			return "", fmt.Errorf("%s: resolves to %q, a placeholder, not a value", p.source, v)
+		}
 		esc, err := escapeAt(p.offset)(v)
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", p.source, err)
@@ -173,6 +176,23 @@ func (t *Template) Render(obj map[string]any, identity map[string]string, escape
 		b.WriteString(esc)
 	}
 	return b.String(), nil
+}
+
+// placeholderValues are what a field holds while its real value is not known yet, or what a
+// program printed for a value it did not have: "None" from Python, "<nil>" from Go's
+// fmt, "<no value>" from Go's templates, "<none>" from kubectl, "undefined" from
+// JavaScript. Asked about, an API answers 404 for them, which would read as Gone.
+var placeholderValues = map[string]bool{
+	"none": true, "null": true, "nil": true, "<nil>": true, "<none>": true, "<null>": true, "<no value>": true,
+	"undefined": true, "pending": true, "unknown": true, "n/a": true, "nan": true, "-": true, `""`: true, "''": true,
+}
+
+// Placeholder reports whether a value stands for a missing one: blank, or one of the
+// placeholders above in any case. A template value or an identity value that is a
+// placeholder is treated like a missing value: no request is made.
+func Placeholder(v string) bool {
+	v = strings.TrimSpace(v)
+	return v == "" || placeholderValues[strings.ToLower(v)]
 }
 
 // RenderAll renders with the same escape everywhere.

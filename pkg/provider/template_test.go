@@ -13,6 +13,11 @@ var object = map[string]any{
 			"hostile":                     "a/../b?c=d#e%2Fx\nSet-Cookie: y",
 			"dots":                        "..",
 			"empty":                       "",
+			"none":                        "None",
+			"nil":                         "<nil>",
+			"na":                          "N/A",
+			"blank":                       "  ",
+			"nonesuch":                    "none-1",
 		},
 	},
 	"spec":   map[string]any{"replicas": int64(3), "tags": []any{"a", "b"}, "nested": map[string]any{"x": "y"}},
@@ -44,6 +49,12 @@ func TestTemplates(t *testing.T) {
 		{"a list", "{.spec.tags[*]}", PathSegment, "", "resolves to 2 values, not one"},
 		{"a map", "{.spec.nested}", PathSegment, "", "not a single value"},
 		{"missing identity", "{identity.region}", PathSegment, "", "no such identity value"},
+		{"None", "{.metadata.annotations.none}", PathSegment, "", `{.metadata.annotations.none}: resolves to "None", a placeholder, not a value`},
+		{"<nil> in a header", "{.metadata.annotations.nil}", HeaderValue, "", `resolves to "<nil>", a placeholder`},
+		{"N/A in a query", "{.metadata.annotations.na}", QueryValue, "", `resolves to "N/A", a placeholder`},
+		{"blank", "{.metadata.annotations.blank}", Argument, "", `resolves to "  ", a placeholder`},
+		{"a placeholder identity", "{identity.pending}", ObjectName, "", `{identity.pending}: resolves to "PENDING", a placeholder`},
+		{"a value that only starts like one", "{.metadata.annotations.nonesuch}", PathSegment, "none-1", ""},
 		{"object name", "{.metadata.annotations.hostile}", ObjectName, "", "cannot name an object"},
 		{"label value", "{.metadata.annotations.hostile}", LabelValue, "", "is not a label value"},
 	}
@@ -53,7 +64,7 @@ func TestTemplates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := tpl.RenderAll(object, map[string]string{"arn": "arn:aws:rds:db"}, tt.escape)
+			got, err := tpl.RenderAll(object, map[string]string{"arn": "arn:aws:rds:db", "pending": "PENDING"}, tt.escape)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("got %q, %v; want an error with %q", got, err, tt.wantErr)
@@ -64,6 +75,19 @@ func TestTemplates(t *testing.T) {
 				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
 			}
 		})
+	}
+}
+
+func TestPlaceholders(t *testing.T) {
+	for _, v := range []string{"", " ", "\t", "None", "NONE", "null", "Null", "nil", "<nil>", "<none>", "<no value>", "undefined", "pending", "Unknown", "N/A", "n/a", "-", " - ", `""`, "NaN"} {
+		if !Placeholder(v) {
+			t.Errorf("%q: want a placeholder", v)
+		}
+	}
+	for _, v := range []string{"i-123", "none-1", "nullable", "0", "--", "unknown-host", "pending-db"} {
+		if Placeholder(v) {
+			t.Errorf("%q is a value, not a placeholder", v)
+		}
 	}
 }
 

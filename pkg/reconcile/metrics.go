@@ -27,6 +27,7 @@ type Metrics struct {
 	duration      prometheus.Histogram
 	lastSuccess   prometheus.Gauge
 	brokenRules   *prometheus.GaugeVec
+	cannotVerify  *prometheus.GaugeVec
 	providerKinds map[string]string
 	healthy       atomic.Bool
 }
@@ -47,9 +48,11 @@ func NewMetrics(p *policy.Policy) *Metrics {
 			Help: "When the last pass that completed without a failure ended (exit 0 or 3), in Unix seconds."}),
 		brokenRules: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kubectl_finalize_rule_broken",
 			Help: "1 when the rule's provider called a live object gone in the last pass."}, []string{"rule"}),
+		cannotVerify: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kubectl_finalize_rule_cannot_verify",
+			Help: "1 when the rule could verify nothing in the last pass: its provider cannot run, or every live control answered Unknown."}, []string{"rule"}),
 		providerKinds: map[string]string{},
 	}
-	m.Registry.MustRegister(m.passes, m.removals, m.verdicts, m.duration, m.lastSuccess, m.brokenRules)
+	m.Registry.MustRegister(m.passes, m.removals, m.verdicts, m.duration, m.lastSuccess, m.brokenRules, m.cannotVerify)
 	for _, r := range p.Rules {
 		kind := "none"
 		switch v := r.Spec.Verify; {
@@ -62,6 +65,7 @@ func NewMetrics(p *policy.Policy) *Metrics {
 		}
 		m.providerKinds[r.Name] = kind
 		m.brokenRules.WithLabelValues(r.Name).Set(0)
+		m.cannotVerify.WithLabelValues(r.Name).Set(0)
 	}
 	m.healthy.Store(true)
 	return m
@@ -92,6 +96,11 @@ func (m *Metrics) Observe(rep *finalizev1alpha1.ReconcileReport, err error) {
 			broken = 1
 		}
 		m.brokenRules.WithLabelValues(st.Rule).Set(broken)
+		cannot := 0.0
+		if st.CannotVerify != "" {
+			cannot = 1
+		}
+		m.cannotVerify.WithLabelValues(st.Rule).Set(cannot)
 	}
 }
 

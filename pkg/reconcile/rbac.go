@@ -4,14 +4,18 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 // RBACOptions say what the RBAC of a pass is for.
@@ -22,40 +26,89 @@ type RBACOptions struct {
 	ServiceAccountNamespace, ServiceAccountName string
 	// LeaderElectNamespace, if set, adds a Role for the Lease in that namespace.
 	LeaderElectNamespace string
-	// Resolve expands a glob of resource.group names into the types a cluster serves;
-	// nil means globs cannot be resolved.
-	Resolve func(pattern string) ([]schema.GroupResource, error)
+	// Discover lists the types the cluster serves, to resolve the globs of the rules'
+	// resources the way a pass does (ListedTypes); nil means globs cannot be resolved.
+	Discover Discover
+	// Mapper resolves the resource of a kubernetes provider the way the provider does;
+	// nil means it cannot be resolved.
+	Mapper func() (meta.RESTMapper, error)
 }
 
+// UnresolvedError is a name in a policy that the cluster cannot resolve to a type: the
+// pass could not use it either.
+type UnresolvedError struct {
+	Rule, Field, Value string
+	Err                error
+}
+
+func (e *UnresolvedError) Error() string {
+	return fmt.Sprintf("rule %s: %s %q: %v", e.Rule, e.Field, e.Value, e.Err)
+}
+
+func (e *UnresolvedError) Unwrap() error { return e.Err }
+
+var namespacesType = schema.GroupResource{Resource: "namespaces"}
+
 // RBAC is the least-privilege ClusterRole (and bindings) a pass of p needs: get and list
-// on the types it scans, patch only on the types its rules act on, update on
-// namespaces/finalize only when a rule may remove a namespace's own finalizer, create on
-// events, on selfsubjectreviews and selfsubjectaccessreviews, and the Lease when leader
-// election is on. Warnings say where a rule forces broad permissions.
+// on the types it lists (ListedTypes, the pass's own resolution), patch only on the types
+// its rules act on, get (a name) or list (a selector) on the type each kubernetes provider
+// of this cluster reads, resolved as the provider resolves it, get on namespaces when a
+// preset reads the namespace's annotations, update on namespaces/finalize only when a rule
+// may remove a namespace's own finalizer, create on events, on selfsubjectreviews and
+// selfsubjectaccessreviews, and the Lease when leader election is on. Warnings say where a
+// rule forces broad permissions, and where globs were resolved against the cluster as it
+// is now.
 func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error) {
 	var warnings []string
-	scanned, all, err := scannedTypes(p, opts.Resolve)
+	res := &resolver{discover: opts.Discover}
+	listed, err := listedTypes(p, res)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(listed.Unresolved) > 0 {
+		var failed []string
+		for _, in := range listed.Unresolved {
+			failed = append(failed, fmt.Sprintf("%s (%s)", in.GroupVersion, in.Message))
+		}
+		return nil, nil, fmt.Errorf("the discovery of %s failed, and the globs of the rules' resources may match types there: the role cannot name them; try again when the API group is served", strings.Join(failed, ", "))
 	}
 	role := &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{Name: opts.Name, Labels: map[string]string{"app.kubernetes.io/name": "kubectl-finalize"}}}
 	grants := verbsOf{}
-	if all {
+	if listed.All {
 		warnings = append(warnings, "a rule names no resources (or may remove a namespace's own finalizer): a pass lists every type, so the role reads every type of the cluster, secrets included")
 		grants.add(schema.GroupResource{Group: "*", Resource: "*"}, "get", "list")
 	}
-	for _, gr := range scanned {
+	for _, gr := range listed.Types {
 		grants.add(gr, "get", "list")
 	}
-	// Types the kubernetes providers of the cluster itself read.
+	warnings = append(warnings, globWarnings(p, res)...)
+	// What the kubernetes providers of the cluster itself read, named as they resolve it.
 	for _, r := range p.Rules {
-		if k := r.Spec.Verify.Kubernetes; k != nil && k.Kubeconfig == "" && k.Context == "" && !all {
-			grants.add(schema.ParseGroupResource(k.Resource), "get", "list")
+		k := r.Spec.Verify.Kubernetes
+		if k == nil || k.Kubeconfig != "" || k.Context != "" {
+			continue
+		}
+		gr, err := providerType(r.Name, k.Resource, opts.Mapper)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case listed.All: // get and list on every type
+		case k.Name != "":
+			grants.add(gr, "get")
+		default:
+			grants.add(gr, "list")
+		}
+	}
+	// What presets read besides the object: the annotations of its namespace.
+	for _, r := range p.Rules {
+		if r.Preset != nil && r.Preset.NeedsNamespace && !listed.All {
+			grants.add(namespacesType, "get")
 		}
 	}
 	// Writes: patch on the types the rules act on.
-	acted, actAll, err := actedTypes(p, opts.Resolve)
+	acted, actAll, err := actedTypes(p, res)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -94,60 +147,80 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 	return objs, warnings, nil
 }
 
-// scannedTypes are the types a pass lists; all means every type. A rule that may remove
-// a namespace's own finalizer needs every type listed, to prove the namespace empty.
-func scannedTypes(p *policy.Policy, resolve func(string) ([]schema.GroupResource, error)) ([]schema.GroupResource, bool, error) {
-	if p.MatchesNamespaceFinalizers() {
-		return nil, true, nil
+// providerType is the type a kubernetes provider of rule reads, resolved with the
+// cluster's RESTMapper as the provider resolves it (plural, singular, Kind or short
+// name, with or without its group): the role must name the plural resource.
+func providerType(rule, resource string, mapper func() (meta.RESTMapper, error)) (schema.GroupResource, error) {
+	field := "verify.kubernetes.resource"
+	if mapper == nil {
+		return schema.GroupResource{}, &UnresolvedError{Rule: rule, Field: field, Value: resource, Err: fmt.Errorf("no cluster to resolve it against")}
 	}
-	return namedTypes(p, resolve, false)
+	m, err := mapper()
+	if err != nil {
+		return schema.GroupResource{}, fmt.Errorf("rule %s: resolving %s %q: %w", rule, field, resource, err)
+	}
+	r, err := scan.ResolveResource(m, resource)
+	if err != nil {
+		return schema.GroupResource{}, &UnresolvedError{Rule: rule, Field: field, Value: resource,
+			Err: fmt.Errorf("%w: its provider could not resolve it either, so the rule could verify nothing; name a type the cluster serves (kubectl api-resources)", err)}
+	}
+	return r.GroupResource(), nil
+}
+
+// globWarnings say which globs were resolved, to what: the role names the types the
+// cluster serves now.
+func globWarnings(p *policy.Policy, res *resolver) []string {
+	var out []string
+	for _, r := range p.Rules {
+		var globs []string
+		for _, name := range r.Spec.Resources {
+			if g, err := glob.Compile(name); err == nil && !g.Literal() {
+				globs = append(globs, name)
+			}
+		}
+		if len(globs) == 0 {
+			continue
+		}
+		types, _, err := res.typesOf(r)
+		if err != nil {
+			continue
+		}
+		var names []string
+		for _, gr := range types {
+			if !slices.Contains(r.Spec.Resources, gr.String()) {
+				names = append(names, gr.String())
+			}
+		}
+		sort.Strings(names)
+		if len(names) == 0 {
+			out = append(out, fmt.Sprintf("rule %s: resources %q match no type the cluster serves now, so the role grants none for them; once a matching type is installed, a pass lists it: run kubectl finalize rbac again", r.Name, globs))
+			continue
+		}
+		out = append(out, fmt.Sprintf("rule %s: resources %q match %s in the cluster now, and the role names those; a matching type installed later is listed by a pass but not granted: run kubectl finalize rbac again after installing one", r.Name, globs, strings.Join(names, ", ")))
+	}
+	return out
 }
 
 // actedTypes are the types whose finalizers a pass may patch away; all means every type.
-func actedTypes(p *policy.Policy, resolve func(string) ([]schema.GroupResource, error)) ([]schema.GroupResource, bool, error) {
-	return namedTypes(p, resolve, true)
-}
-
-// namedTypes are the types the rules name; all means every type. For patches, a
-// namespace is left out of a rule that only removes the namespace's own finalizer
+// A namespace is left out of a rule that only removes the namespace's own finalizer
 // ("kubernetes", in its spec): that goes through namespaces/finalize, not a patch.
-func namedTypes(p *policy.Policy, resolve func(string) ([]schema.GroupResource, error), patched bool) ([]schema.GroupResource, bool, error) {
+func actedTypes(p *policy.Policy, res *resolver) ([]schema.GroupResource, bool, error) {
 	var out []schema.GroupResource
-	namespaces := schema.GroupResource{Resource: "namespaces"}
 	for _, r := range p.Rules {
 		if len(r.Spec.Resources) == 0 {
 			return nil, true, nil
 		}
-		grs, err := expand(r.Spec.Resources, resolve)
+		grs, _, err := res.typesOf(r)
 		if err != nil {
-			return nil, false, fmt.Errorf("rule %s: %w", r.Name, err)
+			return nil, false, err
 		}
 		onlySpec := len(r.Spec.Finalizers) > 0 && !slices.ContainsFunc(r.Spec.Finalizers, func(f string) bool { return f != string(corev1.FinalizerKubernetes) })
-		if patched && onlySpec {
-			grs = slices.DeleteFunc(grs, func(gr schema.GroupResource) bool { return gr == namespaces })
+		if onlySpec {
+			grs = slices.DeleteFunc(grs, func(gr schema.GroupResource) bool { return gr == namespacesType })
 		}
 		out = append(out, grs...)
 	}
 	return out, false, nil
-}
-
-func expand(patterns []string, resolve func(string) ([]schema.GroupResource, error)) ([]schema.GroupResource, error) {
-	var out []schema.GroupResource
-	for _, pat := range patterns {
-		if !slices.ContainsFunc([]rune(pat), func(c rune) bool { return c == '*' || c == '?' }) {
-			out = append(out, schema.ParseGroupResource(pat))
-			continue
-		}
-		if resolve == nil {
-			return nil, fmt.Errorf("resources %q is a glob: RBAC names types, so the glob must be resolved against a cluster", pat)
-		}
-		grs, err := resolve(pat)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, grs...)
-	}
-	return out, nil
 }
 
 // verbsOf are the verbs granted on each type.

@@ -6,13 +6,15 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -74,6 +76,11 @@ func (r *Reconciler) warn(err error) {
 // everything else, a failed removal included, is in the report.
 func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileReport, error) {
 	started := r.now()
+	// Each pass discovers the cluster's types afresh: a continuous run must list, verify
+	// and count in a namespace's content a type installed after it started, and must not
+	// keep listing one removed since.
+	r.Clients.Refresh()
+	meta.MaybeResetRESTMapper(r.Providers.Mapper)
 	rep := &finalizev1alpha1.ReconcileReport{
 		TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "ReconcileReport"},
 		Policy:   r.Policy.File, DryRun: r.DryRun, StartTime: metav1.NewTime(started),
@@ -95,7 +102,8 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 	rep.Incomplete = append(rep.Incomplete, res.Incomplete...)
 
 	reqs := r.requests(res)
-	planner := &remove.Planner{Result: res, Verifier: verifier, Concurrency: r.VerifyConcurrency}
+	planner := &remove.Planner{Result: res, Verifier: verifier, Concurrency: r.VerifyConcurrency,
+		Content: &remove.ContentReader{Discovery: r.Clients.Discovery, Metadata: r.Clients.Metadata}}
 	plan := planner.Plan(ctx, reqs, remove.Options{SystemByRule: true})
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -150,20 +158,23 @@ func (r *Reconciler) presetWarnings(rules []finalizev1alpha1.RuleStatus, actions
 	return rules
 }
 
-// scanOptions narrow the scan to the types and namespaces the rules can match. A rule
-// that may remove a namespace's own finalizer needs every type: a namespace is proven
-// empty only by listing everything in it.
+// scanOptions narrow the scan to the types and namespaces the rules can match. The types
+// are resolved by ListedTypes, as `kubectl finalize rbac` resolves them, globs against
+// the discovery this pass made: a pass lists nothing its generated RBAC does not grant.
 func (r *Reconciler) scanOptions() scan.Options {
 	opts := r.Scan
 	opts.Index = true
-	sc := r.Policy.Scope()
-	if r.Policy.MatchesNamespaceFinalizers() {
-		sc.Resources = nil
+	opts.Namespaces = r.Policy.Scope().Namespaces
+	l, err := ListedTypes(r.Policy, func() ([]scan.Resource, []finalizev1alpha1.IncompleteResource, error) {
+		return scan.Discover(r.Clients.Discovery)
+	})
+	switch {
+	case err != nil:
+		// Discovery failed: the scan's own, through the same client, fails the pass.
+		r.warn(err)
+	case !l.All:
+		opts.Resources = l.scanResources()
 	}
-	for _, name := range sc.Resources {
-		opts.Resources = append(opts.Resources, schema.ParseGroupResource(name))
-	}
-	opts.Namespaces = sc.Namespaces
 	return opts
 }
 
@@ -232,7 +243,11 @@ func (r *Reconciler) act(ctx context.Context, plan *remove.Plan, results []final
 			index = append(index, i)
 		}
 	}
-	records, _ := ex.Execute(context.WithoutCancel(ctx), actions)
+	records, err := ex.Execute(context.WithoutCancel(ctx), actions)
+	notAttempted := "not attempted: the pass was stopped before it"
+	if errors.Is(err, remove.ErrAuditLog) {
+		notAttempted = "not attempted: an audit line could not be written, so no further removal was started"
+	}
 	for j, i := range index {
 		var rec *remove.Record
 		if j < len(records) {
@@ -240,7 +255,7 @@ func (r *Reconciler) act(ctx context.Context, plan *remove.Plan, results []final
 		}
 		if rec == nil {
 			results[i].Result = finalizev1alpha1.ResultKept
-			results[i].Message = "not attempted: the pass was stopped before it"
+			results[i].Message = notAttempted
 			continue
 		}
 		results[i].Result = rec.Result
@@ -271,8 +286,9 @@ func sortActions(actions []finalizev1alpha1.Removal, res *scan.Result) {
 }
 
 // Exit codes of a pass (DESIGN §2): the breaker, which wrote nothing, first; then a
-// failure (a removal failed, or a rule is broken); then an incomplete scan, on which what
-// could be verified was still acted on.
+// failure (a removal failed, a rule is broken, or a rule could verify nothing: its
+// provider cannot run, or answered Unknown about every live control); then an incomplete
+// scan, on which what could be verified was still acted on.
 const (
 	ExitOK         = 0
 	ExitFailed     = 1
@@ -285,20 +301,27 @@ func Outcome(rep *finalizev1alpha1.ReconcileReport) (int, string) {
 	if b := rep.Breaker; b != nil {
 		return ExitBreaker, fmt.Sprintf("the breaker tripped: the pass planned %d removals, more than the %d allowed; nothing was removed", b.Planned, b.MaxRemovals)
 	}
-	var broken []string
+	var broken, cannot []string
 	for _, st := range rep.Rules {
 		if st.Broken {
 			broken = append(broken, st.Rule)
 		}
+		if st.CannotVerify != "" {
+			cannot = append(cannot, fmt.Sprintf("rule %s cannot verify: %s", st.Rule, st.CannotVerify))
+		}
 	}
-	failed := rep.Summary[finalizev1alpha1.ResultFailed]
+	var why []string
+	if failed := rep.Summary[finalizev1alpha1.ResultFailed]; failed > 0 {
+		why = append(why, fmt.Sprintf("%d of the removals failed", failed))
+	}
+	if len(broken) > 0 {
+		why = append(why, fmt.Sprintf("rule %s is broken: its provider called a live object gone, so nothing was removed under it", joinNames(broken)))
+	}
+	// A rule that can verify nothing keeps a scheduled pass green while it does nothing.
+	why = append(why, cannot...)
 	switch {
-	case failed > 0 && len(broken) > 0:
-		return ExitFailed, fmt.Sprintf("%d removals failed, and rules %v are broken", failed, broken)
-	case failed > 0:
-		return ExitFailed, fmt.Sprintf("%d of the removals failed", failed)
-	case len(broken) > 0:
-		return ExitFailed, fmt.Sprintf("rule %s is broken: its provider called a live object gone, so nothing was removed under it", joinNames(broken))
+	case len(why) > 0:
+		return ExitFailed, strings.Join(why, "; ")
 	case len(rep.Incomplete) > 0:
 		return ExitIncomplete, "the scan is incomplete: objects of the types it could not list were not considered"
 	}

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -91,7 +90,7 @@ func TestRBAC(t *testing.T) {
 		t.Errorf("a rule without resources: %v\n%s", warnings, role)
 	}
 
-	role, _, _ = roleOf(t, "- {name: ns, finalizers: [kubernetes], resources: [namespaces], allowSystem: true, verify: {kubernetes: {resource: pods, namespace: \"{.metadata.name}\", selector: \"a=b\"}}}\n", RBACOptions{})
+	role, _, _ = roleOf(t, "- {name: ns, finalizers: [kubernetes], resources: [namespaces], allowSystem: true, verify: {kubernetes: {resource: pods, namespace: \"{.metadata.name}\", selector: \"a=b\"}}}\n", RBACOptions{Mapper: clusterMapper})
 	if !strings.Contains(role, "namespaces/finalize\n  verbs:\n  - update") || !strings.Contains(role, "resources:\n  - '*'\n  verbs:\n  - get\n  - list") {
 		t.Errorf("a namespace finalizer rule lists every type and may update namespaces/finalize:\n%s", role)
 	}
@@ -103,18 +102,17 @@ func TestRBAC(t *testing.T) {
 		t.Errorf("a rule that also removes a namespace's metadata finalizer patches namespaces:\n%s", role)
 	}
 
-	role, _, _ = roleOf(t, "- {name: k, finalizers: [x.example.com/y], resources: [configmaps], verify: {kubernetes: {resource: machines.cluster.x-k8s.io, name: \"{.metadata.name}\"}}}\n", RBACOptions{})
-	if !strings.Contains(role, "- cluster.x-k8s.io\n  resources:\n  - machines\n  verbs:\n  - get\n  - list\n") {
+	// A name is read with get, and only get (a selector, with list: see TestRBACOfKubernetesProviders).
+	role, _, _ = roleOf(t, "- {name: k, finalizers: [x.example.com/y], resources: [configmaps], verify: {kubernetes: {resource: machines.cluster.x-k8s.io, name: \"{.metadata.name}\"}}}\n", RBACOptions{Mapper: clusterMapper})
+	if !strings.Contains(role, "- cluster.x-k8s.io\n  resources:\n  - machines\n  verbs:\n  - get\n") {
 		t.Errorf("the kubernetes provider reads its type:\n%s", role)
 	}
 
 	glob := "- {name: g, finalizers: [x.example.com/y], resources: [\"*.db.example.com\"], verify: {exec: {command: [x]}}}\n"
-	if _, _, err := roleOf(t, glob, RBACOptions{}); err == nil || !strings.Contains(err.Error(), "must be resolved against a cluster") {
+	if _, _, err := roleOf(t, glob, RBACOptions{}); err == nil || !strings.Contains(err.Error(), "no cluster to resolve globs against") {
 		t.Errorf("a glob without a cluster: %v", err)
 	}
-	role, _, err = roleOf(t, glob, RBACOptions{Resolve: func(string) ([]schema.GroupResource, error) {
-		return []schema.GroupResource{{Group: "db.example.com", Resource: "databases"}, {Group: "db.example.com", Resource: "backups"}}, nil
-	}})
+	role, _, err = roleOf(t, glob, RBACOptions{Discover: served(nil)})
 	if err != nil || !strings.Contains(role, "- db.example.com\n  resources:\n  - backups\n  - databases\n") {
 		t.Errorf("a resolved glob: %v\n%s", err, role)
 	}

@@ -2,7 +2,10 @@ package remove
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -43,8 +46,53 @@ func WhoAmI(ctx context.Context, kube client.Interface) (string, error) {
 	return r.Status.UserInfo.Username, nil
 }
 
-// Record is one audit line: JSON, one per removal.
+// Stage says which of a removal's two audit lines a line is.
+type Stage string
+
+// The stages of a removal's audit lines.
+const (
+	// StageIntent is written and synced before anything about the removal is written to
+	// the cluster (or its backup to disk): no finalizer is removed without it on disk.
+	StageIntent Stage = "Intent"
+	// StageComplete is written after the removal, with what it did. An intent without
+	// its complete line is a removal whose outcome was never recorded: the process
+	// stopped in between, or the log could not be written; the object tells.
+	StageComplete Stage = "Complete"
+)
+
+// ErrAuditLog means an audit line could not be written and synced: the removal it was
+// about is not recorded on disk, and no further removal starts.
+var ErrAuditLog = errors.New("the audit log could not be written")
+
+// errAuditStopped means an earlier audit line failed: the auditor writes no intent any
+// more, so the removal is not attempted.
+var errAuditStopped = fmt.Errorf("%w earlier in this run", ErrAuditLog)
+
+// Intent is the audit line written before a removal: who is about to remove which
+// finalizer of which object, and on what grounds.
+type Intent struct {
+	ID        string                           `json:"id"`
+	Stage     Stage                            `json:"stage"`
+	Time      time.Time                        `json:"time"`
+	User      string                           `json:"user"`
+	Action    string                           `json:"action"`
+	Target    finalizev1alpha1.ObjectReference `json:"target"`
+	Finalizer string                           `json:"finalizer"`
+	Field     string                           `json:"field"`
+	Verified  bool                             `json:"verified"`
+	Rule      string                           `json:"rule,omitempty"`
+	Verdict   finalizev1alpha1.Verdict         `json:"verdict,omitempty"`
+	Evidence  string                           `json:"evidence,omitempty"`
+	Reason    string                           `json:"reason,omitempty"`
+	// ResourceVersion is the version a verified removal is pinned to, as planned.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+}
+
+// Record is the audit line written after a removal (StageComplete), with the same ID as
+// its intent line.
 type Record struct {
+	ID        string                           `json:"id,omitempty"`
+	Stage     Stage                            `json:"stage,omitempty"`
 	Time      time.Time                        `json:"time"`
 	User      string                           `json:"user"`
 	Action    string                           `json:"action"`
@@ -88,8 +136,12 @@ func NewAuditor(ctx context.Context, kube client.Interface, log io.Writer) (*Aud
 // OpenLog opens an audit log file for appending. A new file is readable by its owner
 // only; an existing one keeps its mode, unless others may write it: a trail others can
 // rewrite proves nothing, so it is refused.
+//
+// A log whose last line was cut short (a crash, a full disk) gets the newline it lacks,
+// so that the next line starts a line of its own; a log that cannot take even that is
+// refused before anything is removed.
 func OpenLog(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening the audit log: %w", err)
 	}
@@ -102,10 +154,24 @@ func OpenLog(path string) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("the audit log %s may be written by others (mode %04o): chmod go-w it, or choose another --audit-log", path, mode)
 	}
+	if fi.Mode().IsRegular() && fi.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("reading the end of the audit log %s: %w", path, err)
+		}
+		if last[0] != '\n' {
+			if err := writeSynced(f, []byte{'\n'}); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("the audit log %s ends in a line cut short, and ending it failed: %w", path, err)
+			}
+		}
+	}
 	return f, nil
 }
 
-// Auditor records removals: an Event on the object and a JSON line.
+// Auditor records removals: an Event on the object and two JSON lines, an intent
+// before the removal and a record after it.
 type Auditor struct {
 	Kube client.Interface
 	User string
@@ -113,26 +179,80 @@ type Auditor struct {
 	Instance string
 	Log      io.Writer
 	mu       sync.Mutex
+	// failed is the first line that could not be written: after it, no intent is
+	// written, so no removal starts.
+	failed error
 }
 
-// Line writes rec as one JSON line.
+// Intent writes the intent line of a removal and syncs it. Nothing about the removal
+// may be written before it returns nil. Once a line has failed, it writes nothing and
+// returns an error that says so (errors.Is ErrAuditLog).
+func (a *Auditor) Intent(in *Intent) error {
+	in.Stage = StageIntent
+	if in.ID == "" {
+		in.ID = newID()
+	}
+	return a.line(in, true)
+}
+
+// Line writes rec as the complete line of its removal and syncs it, even after an
+// earlier line failed: the removal happened, and its record is worth one more try.
 func (a *Auditor) Line(rec *Record) error {
 	if rec.Remaining == nil {
 		rec.Remaining = []string{}
 	}
-	b, err := json.Marshal(rec)
+	if rec.Stage == "" {
+		rec.Stage = StageComplete
+	}
+	return a.line(rec, false)
+}
+
+// Failed is the error of the first line that could not be written, nil if none.
+func (a *Auditor) Failed() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.failed
+}
+
+func (a *Auditor) line(v any, intent bool) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, err := a.Log.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("writing the audit line: %w", err)
+	if intent && a.failed != nil {
+		return errAuditStopped
 	}
-	if f, ok := a.Log.(*os.File); ok && f != os.Stderr && f != os.Stdout {
-		return f.Sync()
+	if err := writeSynced(a.Log, append(b, '\n')); err != nil {
+		err = fmt.Errorf("%w: %w", ErrAuditLog, err)
+		if a.failed == nil {
+			a.failed = err
+		}
+		return err
 	}
 	return nil
+}
+
+// writeSynced writes b, and syncs it to disk when w is a file of its own (not the
+// terminal's stdout or stderr).
+func writeSynced(w io.Writer, b []byte) error {
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("writing: %w", err)
+	}
+	if f, ok := w.(*os.File); ok && f != os.Stderr && f != os.Stdout {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("syncing to disk: %w", err)
+		}
+	}
+	return nil
+}
+
+// newID names a removal in its two audit lines.
+func newID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // Event records a removal as an events.k8s.io/v1 Event regarding the object. A

@@ -15,9 +15,11 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
-// Executor carries out the actions of a plan, each the same way: a backup of the object,
-// the guarded removal, what is left of the object, an Event on the object and an audit
-// line. It is the only path by which kubectl-finalize removes a finalizer.
+// Executor carries out the actions of a plan, each the same way: an intent line in the
+// audit log, a backup of the object, the guarded removal, what is left of the object, an
+// Event on the object and the audit record. It is the only path by which
+// kubectl-finalize removes a finalizer, and no removal starts once an audit line could
+// not be written.
 type Executor struct {
 	Remover *Remover
 	// Auditor records each removal; it is required unless DryRun is client or server.
@@ -46,7 +48,8 @@ type Executor struct {
 
 // Execute carries out actions, object by object in plan order, and returns one record
 // per action, nil for an action not attempted. An action that fails does not stop the
-// others; the error joins every failure.
+// others, with one exception: once an audit line cannot be written, no further removal
+// starts (the error then matches ErrAuditLog). The error joins every failure.
 func (e *Executor) Execute(ctx context.Context, actions []Action) ([]*Record, error) {
 	if e.DryRun == "" {
 		e.DryRun = DryRunNone
@@ -63,20 +66,23 @@ func (e *Executor) Execute(ctx context.Context, actions []Action) ([]*Record, er
 		mu     sync.Mutex
 		failed []error
 	)
-	proceed := func() bool { return e.Continue == nil || e.Continue() }
+	unaudited := func() bool { return e.DryRun == DryRunNone && e.Auditor.Failed() != nil }
+	proceed := func() bool { return !unaudited() && (e.Continue == nil || e.Continue()) }
 	object := func(group []int) {
 		for k, i := range group {
-			if k > 0 && !proceed() {
+			if unaudited() || k > 0 && !proceed() {
 				return
 			}
 			rec, err := e.one(ctx, &remover, &actions[i])
 			mu.Lock()
-			records[i] = rec
+			if rec != nil {
+				records[i] = rec
+				if e.OnRecord != nil {
+					e.OnRecord(rec)
+				}
+			}
 			if err != nil {
 				failed = append(failed, err)
-			}
-			if e.OnRecord != nil {
-				e.OnRecord(rec)
 			}
 			mu.Unlock()
 		}
@@ -122,8 +128,10 @@ func (e *Executor) warn(err error) {
 	}
 }
 
-// one carries out one action. Its record is written to the audit log whatever happens,
-// unless this is a dry run.
+// one carries out one action. Unless this is a dry run, an intent line is written and
+// synced before anything else, and the record is written to the audit log after,
+// whatever happened. An intent that cannot be written fails the action, and nothing is
+// written; if an earlier line failed, the action is not attempted: nil, and the error.
 func (e *Executor) one(ctx context.Context, remover *Remover, a *Action) (*Record, error) {
 	rec := &Record{
 		Action: ReasonForceRemoved, Target: a.Ref(), Finalizer: a.Finalizer.Name, Field: a.Field,
@@ -143,12 +151,33 @@ func (e *Executor) one(ctx context.Context, remover *Remover, a *Action) (*Recor
 		return rec, err
 	}
 	rec.User = e.Auditor.User
+	intent := &Intent{Time: metav1.Now().UTC(), User: rec.User, Action: rec.Action, Target: rec.Target, Finalizer: rec.Finalizer, Field: rec.Field,
+		Verified: rec.Verified, Rule: rec.Rule, Verdict: rec.Verdict, Evidence: rec.Evidence, Reason: rec.Reason, ResourceVersion: a.ResourceVersion}
+	if err := e.Auditor.Intent(intent); err != nil {
+		if errors.Is(err, errAuditStopped) {
+			return nil, nil
+		}
+		rec.Time = metav1.Now().UTC()
+		err = fmt.Errorf("%s: not removed: its intent could not be recorded: %w; free the disk of the audit log, or choose another --audit-log, and run again", a.String(), err)
+		rec.Error = err.Error()
+		return rec, err
+	}
+	rec.ID = intent.ID
 	finish := func(err error) error {
 		rec.Time = metav1.Now().UTC()
 		if err != nil {
 			rec.Error = err.Error()
 		}
 		if lerr := e.Auditor.Line(rec); lerr != nil {
+			what := "was not removed, and"
+			if rec.Result == Removed {
+				what = "was removed, but"
+			}
+			lerr = fmt.Errorf("%s %s its audit record could not be written: %w; its intent line (id %s) is the only record on disk", a.String(), what, lerr, rec.ID)
+			if rec.Error != "" {
+				rec.Error += "; "
+			}
+			rec.Error += lerr.Error()
 			return errors.Join(err, lerr)
 		}
 		return err

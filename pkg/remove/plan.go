@@ -182,6 +182,10 @@ type Planner struct {
 	// Concurrency bounds the verifications in flight; zero means
 	// DefaultVerifyConcurrency.
 	Concurrency int
+	// Content reads afresh what a namespace holds when Result did not index it (the
+	// namespace was not being deleted when the scan listed it, or there is no index).
+	// Without it, removing such a namespace's kubernetes finalizer is refused.
+	Content *ContentReader
 }
 
 // candidate is one (object, finalizer) of a request, in request order.
@@ -240,7 +244,7 @@ func (p *Planner) Plan(ctx context.Context, reqs []Request, opts Options) *Plan 
 		} else {
 			a.Reason = opts.Reason
 		}
-		if r := p.refuse(&a, c.o, opts); r != nil {
+		if r := p.refuse(ctx, &a, c.o, opts); r != nil {
 			r.Target, r.Finalizer, r.Verification = c.o.Ref(), c.fin.Name, c.verify
 			plan.Refusals = append(plan.Refusals, *r)
 			continue
@@ -277,7 +281,7 @@ func (p *Planner) verifyAll(ctx context.Context, cands []*candidate) {
 }
 
 // refuse returns why a removal may not happen, or nil.
-func (p *Planner) refuse(a *Action, o *scan.Object, opts Options) *Refusal {
+func (p *Planner) refuse(ctx context.Context, a *Action, o *scan.Object, opts Options) *Refusal {
 	catalog := p.Catalog
 	if catalog == nil {
 		catalog = owner.Builtin()
@@ -297,7 +301,7 @@ func (p *Planner) refuse(a *Action, o *scan.Object, opts Options) *Refusal {
 			Why: fmt.Sprintf("it is a system finalizer of %s, which removes it once %s; removing it by hand breaks that guarantee%s", a.Finalizer.Owner, guards, cause)}
 	}
 	if a.Field == finalizev1alpha1.FieldSpecFinalizers && a.Finalizer.Name == "kubernetes" && !opts.AllowStranding {
-		if why := stranding(o, p.Result); why != "" {
+		if why := p.stranding(ctx, o); why != "" {
 			return &Refusal{Kind: finalizev1alpha1.RefusalStranding,
 				Why: why + "; removing it now would strand those objects in etcd, where a namespace created later under the same name shows them again"}
 		}
@@ -322,11 +326,17 @@ func (p *Planner) refuse(a *Action, o *scan.Object, opts Options) *Refusal {
 		Why: fmt.Sprintf("rule %s: the provider answered %s: %s", v.Rule, v.Verdict, v.Evidence)}
 }
 
-// stranding says why a namespace may still hold objects, or "". A scan without an index
-// cannot tell what the namespace holds, so it is not proven empty.
-func stranding(o *scan.Object, res *scan.Result) string {
-	if res == nil || res.Index == nil {
-		return "what the namespace still holds was not indexed by the scan"
+// stranding says why a namespace may still hold objects, or "". The scan's index
+// knows the content only of the namespaces that were being deleted when it listed them;
+// any other namespace (read after the scan, or a scan without an index) is not proven
+// empty by the index's silence: its content is read afresh, or the removal refused.
+func (p *Planner) stranding(ctx context.Context, o *scan.Object) string {
+	res := p.Result
+	if !indexed(o, res) {
+		if p.Content == nil {
+			return fmt.Sprintf("the scan did not index what namespace %s holds, and it was not read afresh", o.Meta.Name)
+		}
+		return p.Content.Holds(ctx, o.Meta.Name)
 	}
 	if c := res.Index.Content[o.Meta.Name]; c != nil && c.Count > 0 {
 		var types []string
@@ -356,4 +366,15 @@ func stranding(o *scan.Object, res *scan.Result) string {
 		return fmt.Sprintf("the namespace may still hold objects: the scan could not list %s", strings.Join(what, ", "))
 	}
 	return ""
+}
+
+// indexed reports whether the scan's index holds the content of namespace o: the scan
+// listed o as being deleted, so it counted what o holds while listing every type.
+func indexed(o *scan.Object, res *scan.Result) bool {
+	if res == nil || res.Index == nil {
+		return false
+	}
+	return slices.ContainsFunc(res.Objects, func(x *scan.Object) bool {
+		return x.Resource.IsNamespaces() && x.Meta.UID == o.Meta.UID && x.Meta.DeletionTimestamp != nil
+	})
 }

@@ -53,6 +53,18 @@ type discovered struct {
 	incomplete []finalizev1alpha1.IncompleteResource
 }
 
+// Discover lists the preferred version of every resource type a scan lists (the
+// virtual metrics groups and aliases left out), sorted, and the group versions whose
+// discovery failed. Through a cached client it answers from the cache; invalidate it
+// first to see the cluster as it is now.
+func Discover(dc discovery.DiscoveryInterface) ([]Resource, []finalizev1alpha1.IncompleteResource, error) {
+	d, err := discover(dc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d.resources, d.incomplete, nil
+}
+
 // discover lists the preferred version of every resource type that can be listed. Group
 // versions that fail discovery are reported as incomplete, not fatal.
 func discover(dc discovery.DiscoveryInterface) (*discovered, error) {

@@ -101,7 +101,7 @@ func TestABusyOrFailingAPIServerIsWaitedFor(t *testing.T) {
 			if _, err := cms.Get(ctx, name, metav1.GetOptions{}); err == nil {
 				t.Errorf("configmap/%s is still there after the removal", name)
 			}
-			if b, _ := os.ReadFile(audit); strings.Count(string(b), "\n") != 1 {
+			if b, _ := os.ReadFile(audit); strings.Count(string(b), `"stage":"Intent"`) != 1 || strings.Count(string(b), `"stage":"Complete"`) != 1 {
 				t.Errorf("audit lines:\n%s", b)
 			}
 			if p.Throttled() < 10 {

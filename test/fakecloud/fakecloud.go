@@ -3,10 +3,12 @@
 package fakecloud
 
 import (
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,9 +22,23 @@ import (
 //   - deleted*, changing*, replaced*: 404;  archived: 410
 //   - error: 500;  throttled: 429 with Retry-After: 1, then 404
 //   - hang: no answer;  redirect: a redirect to another host
+//   - moved*: a redirect to the login page on the same host, /login?next=PATH, which
+//     answers 404 to anything: it does not know the instance
+//   - renamed-X: a redirect on the same host to /instances/deleted-X
+//   - a placeholder (None, null, undefined, N/A, -, <nil>, blank): 404, as no instance
+//     has that ID
 //   - garbage: a body that is not JSON;  huge: a 50 MB body
 //   - slow*: {"state":"deleted"} after Delay
 //   - anything else: 200 {"state":"available"}
+//
+// /private/instances/ID answers the same to a caller with "Authorization: Bearer
+// TOKEN" (Token); to anyone else it answers like many APIs answer an anonymous caller:
+// 200 for public* IDs and 404 for every other, as if it did not exist. Every
+// Authorization header it got is remembered.
+//
+// /keyed/instances/ID wants the query parameter api_key=APIKey (401 without it), then
+// answers as /instances/ID, except that echo* IDs answer {"state": "THE QUERY"} and
+// moved* IDs redirect to /login with the same query: a server may echo a credential.
 //
 // Every path asked is remembered.
 type Cloud struct {
@@ -31,9 +47,14 @@ type Cloud struct {
 	CAFile string
 	// Delay is how long slow* IDs take.
 	Delay time.Duration
+	// Token is what /private wants after "Bearer ".
+	Token string
+	// APIKey is what /keyed wants in api_key.
+	APIKey string
 
 	mu    sync.Mutex
 	paths []string
+	auth  []string
 	hits  map[string]int
 	on    func(id string)
 	gone  map[string]bool
@@ -73,6 +94,13 @@ func (c *Cloud) Asked() []string {
 	return append([]string(nil), c.paths...)
 }
 
+// Authorizations are the Authorization headers /private got, in order ("" for none).
+func (c *Cloud) Authorizations() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.auth...)
+}
+
 // Hits counts the requests about an ID.
 func (c *Cloud) Hits(id string) int {
 	c.mu.Lock()
@@ -80,19 +108,66 @@ func (c *Cloud) Hits(id string) int {
 	return c.hits[id]
 }
 
+// placeholders are IDs no instance has.
+var placeholders = map[string]bool{"none": true, "null": true, "undefined": true, "n/a": true, "-": true, "<nil>": true, "": true}
+
 func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
-	id := strings.TrimPrefix(r.URL.EscapedPath(), "/instances/")
+	path := r.URL.EscapedPath()
 	c.mu.Lock()
-	c.paths = append(c.paths, r.URL.EscapedPath())
+	c.paths = append(c.paths, path)
+	if strings.HasPrefix(path, "/private/") {
+		c.auth = append(c.auth, r.Header.Get("Authorization"))
+	}
+	c.mu.Unlock()
+	switch {
+	case strings.HasPrefix(path, "/private/"):
+		id := strings.TrimPrefix(path, "/private/instances/")
+		switch {
+		case c.Token != "" && r.Header.Get("Authorization") == "Bearer "+c.Token:
+			c.instance(w, r, id)
+		case strings.HasPrefix(id, "public"):
+			_, _ = w.Write([]byte(`{"state":"available"}`))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	case strings.HasPrefix(path, "/keyed/"):
+		id := strings.TrimPrefix(path, "/keyed/instances/")
+		switch {
+		case c.APIKey == "" || r.URL.Query().Get("api_key") != c.APIKey:
+			w.WriteHeader(http.StatusUnauthorized)
+		case strings.HasPrefix(id, "echo"):
+			b, _ := json.Marshal(map[string]string{"state": r.URL.RawQuery})
+			_, _ = w.Write(b)
+		case strings.HasPrefix(id, "moved"):
+			http.Redirect(w, r, "/login?"+r.URL.RawQuery, http.StatusFound)
+		default:
+			c.instance(w, r, id)
+		}
+	case path == "/login":
+		w.WriteHeader(http.StatusNotFound)
+	default:
+		c.instance(w, r, strings.TrimPrefix(path, "/instances/"))
+	}
+}
+
+// instance answers about one instance.
+func (c *Cloud) instance(w http.ResponseWriter, r *http.Request, id string) {
+	c.mu.Lock()
 	c.hits[id]++
 	n, on, gone := c.hits[id], c.on, c.gone[id]
 	c.mu.Unlock()
 	if on != nil {
 		on(id)
 	}
+	unescaped, _ := url.PathUnescape(id)
 	switch {
-	case gone, strings.HasPrefix(id, "deleted"), strings.HasPrefix(id, "changing"), strings.HasPrefix(id, "replaced"):
+	case gone, strings.HasPrefix(id, "deleted"), strings.HasPrefix(id, "changing"), strings.HasPrefix(id, "replaced"),
+		placeholders[strings.ToLower(strings.TrimSpace(unescaped))]:
 		w.WriteHeader(http.StatusNotFound)
+	case strings.HasPrefix(id, "moved"):
+		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.EscapedPath()), http.StatusFound)
+	case strings.HasPrefix(id, "renamed-"):
+		http.Redirect(w, r, "/instances/deleted-"+strings.TrimPrefix(id, "renamed-"), http.StatusMovedPermanently)
 	case id == "archived":
 		w.WriteHeader(http.StatusGone)
 	case id == "error":

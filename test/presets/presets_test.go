@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,6 +39,9 @@ type world struct {
 	t   *testing.T
 	dyn dynamic.Interface
 	s   *seed.Seeder
+	// manager is the field manager objects are created and their status set with; empty
+	// means the test binary's name, as client-go derives it from the user agent.
+	manager string
 }
 
 func newWorld(t *testing.T) *world {
@@ -72,13 +76,13 @@ func (w *world) object(gvr schema.GroupVersionResource, ns, name, finalizer stri
 		c = w.dyn.Resource(gvr).Namespace(ns)
 		u.SetNamespace(ns)
 	}
-	created, err := c.Create(w.t.Context(), u, metav1.CreateOptions{})
+	created, err := c.Create(w.t.Context(), u, metav1.CreateOptions{FieldManager: w.manager})
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	if status != nil {
 		created.Object["status"] = status
-		if _, err := c.UpdateStatus(w.t.Context(), created, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.UpdateStatus(w.t.Context(), created, metav1.UpdateOptions{FieldManager: w.manager}); err != nil {
 			w.t.Fatal(err)
 		}
 	}
@@ -246,8 +250,13 @@ func TestAWSLoadBalancer(t *testing.T) {
 	service("control", "live-lb.elb.amazonaws.com", true)
 	service("gone", "deleted-lb-1.elb.amazonaws.com", false)
 	service("present", "lb-2.elb.amazonaws.com", false)
+	// ingress makes an ingress of group, or of its own load balancer without one.
 	ingress := func(name, group string, live bool) {
-		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"group.ingress.k8s.aws/" + group}},
+		finalizer := "ingress.k8s.aws/resources"
+		if group != "" {
+			finalizer = "group.ingress.k8s.aws/" + group
+		}
+		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{finalizer}},
 			Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}
 		if _, err := kube.NetworkingV1().Ingresses(ns).Create(t.Context(), ing, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -267,6 +276,10 @@ func TestAWSLoadBalancer(t *testing.T) {
 	// Group "deleted-blog": every member is being deleted, and its load balancer is gone.
 	ingress("blog", "deleted-blog", false)
 	ingress("live-member", "live-group", true)
+	// The holders of a group's finalizer are never controls: their live holders, not the
+	// provider, decide their verdict. An ingress with a load balancer of its own checks the
+	// provider for the rule's ingresses.
+	ingress("ingress-control", "", true)
 	rules := rule(c, "services", "aws-load-balancer", "services", "hostname", "") +
 		rule(c, "ingress-groups", "aws-load-balancer", "ingresses.networking.k8s.io", "stack", "")
 	actions, rep, _ := pass(t, rules)
@@ -328,3 +341,127 @@ func TestCSIVolume(t *testing.T) {
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+// ruleStatus finds the report's status of a rule.
+func ruleStatus(rep *finalizev1alpha1.ReconcileReport, name string) finalizev1alpha1.RuleStatus {
+	for _, st := range rep.Rules {
+		if st.Rule == name {
+			return st
+		}
+	}
+	return finalizev1alpha1.RuleStatus{}
+}
+
+// TestAControlTheObjectDecidesProvesNothing: the rule's URL has a typo that makes every
+// answer 404, and its one live control says deletionPolicy: Orphan. Retained is what the
+// object says of itself, without the provider: it proves nothing, so the rule is not
+// trusted. With a second live control drawn in its place, the typo shows: the rule is
+// broken, and the pass fails.
+func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
+	w := newWorld(t)
+	c := fakecloud.New(t)
+	kinds["topics"] = "Topic"
+	gvr := w.crd("earned.presets.example", "Topic", "topics", true)
+	const fin = "finalizer.managedresource.crossplane.io"
+	name := func(n string) map[string]string { return map[string]string{"crossplane.io/external-name": n} }
+	w.object(gvr, "", "a-orphaned-control", fin, name("live-topic-1"), map[string]any{"deletionPolicy": "Orphan"}, nil, true)
+	w.object(gvr, "", "stuck", fin, name("topic-9"), nil, nil, false)
+	typo := func(controls string) string {
+		return fmt.Sprintf(`- name: topics
+  preset: crossplane-managed
+  resources: [topics.earned.presets.example]
+  verify:
+    http:
+      url: "%s/instances/deleted-{identity.externalName}"
+      tls: {caFile: %q}
+%s`, c.URL, c.CAFile, controls)
+	}
+	actions, rep, r := pass(t, typo(""))
+	want(t, actions, "stuck", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictGone, "proves nothing about the provider")
+	if st := ruleStatus(rep, "topics"); st.Broken || !strings.Contains(st.Distrust, "retained by design: spec.deletionPolicy: Orphan") {
+		t.Errorf("rule status %+v", st)
+	}
+	if c.Hits("deleted-live-topic-1") != 0 {
+		t.Errorf("the provider was asked about a retained control: %v", c.Asked())
+	}
+	if r.Code != 0 {
+		t.Errorf("code %d: %s", r.Code, r.Stderr)
+	}
+
+	// One control a rule: the retained one is skipped, and the next live object drawn.
+	w.object(gvr, "", "b-control", fin, name("live-topic-2"), nil, nil, true)
+	actions, rep, r = pass(t, typo("  controls: {count: 1}\n"))
+	want(t, actions, "stuck", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictGone, "the provider is broken: it called topics.earned.presets.example/b-control")
+	if st := ruleStatus(rep, "topics"); !st.Broken || len(st.Controls) != 1 || st.Controls[0].Target.Name != "b-control" {
+		t.Errorf("rule status %+v", st)
+	}
+	if r.Code != 1 || !strings.Contains(r.Stderr, "rule topics is broken") {
+		t.Errorf("code %d: %s", r.Code, r.Stderr)
+	}
+}
+
+// TestControlsArePerType: a rule spans two types. Its provider answers well for the live
+// object of one type; nothing checks it for the other, so a Gone of that other type is
+// not trusted, while a Gone of the checked type is.
+func TestControlsArePerType(t *testing.T) {
+	w := newWorld(t)
+	c := fakecloud.New(t)
+	kinds["tables"], kinds["streams"] = "Table", "Stream"
+	tables := w.crd("pertype.presets.example", "Table", "tables", true)
+	streams := w.crd("pertype.presets.example", "Stream", "streams", true)
+	const fin = "finalizer.managedresource.crossplane.io"
+	name := func(n string) map[string]string { return map[string]string{"crossplane.io/external-name": n} }
+	w.object(tables, "", "table-control", fin, name("live-table"), nil, nil, true)
+	w.object(tables, "", "table-gone", fin, name("deleted-table-1"), nil, nil, false)
+	w.object(streams, "", "stream-gone", fin, name("deleted-stream-1"), nil, nil, false)
+	actions, rep, _ := pass(t, rule(c, "data", "crossplane-managed", "tables.pertype.presets.example, streams.pertype.presets.example", "externalName", ""))
+	want(t, actions, "table-gone", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-table-1: 404")
+	want(t, actions, "stream-gone", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictGone, "no live object carries a finalizer this rule matches among streams.pertype.presets.example")
+	if st := ruleStatus(rep, "data"); st.Broken || !strings.Contains(st.Distrust, "streams.pertype.presets.example") {
+		t.Errorf("rule status %+v", st)
+	}
+}
+
+// TestTheIdentityIsTheOperators: an external name the operator wrote is trusted; one
+// written with `kubectl annotate` on the stuck object, or applied by a GitOps tool, is
+// not: Unknown, naming who wrote it, and no request about it. A rule that opts out
+// trusts any writer.
+func TestTheIdentityIsTheOperators(t *testing.T) {
+	w := newWorld(t)
+	w.manager = "provider-aws-sns"
+	c := fakecloud.New(t)
+	kinds["subscriptions"] = "Subscription"
+	gvr := w.crd("identity.presets.example", "Subscription", "subscriptions", true)
+	const fin = "finalizer.managedresource.crossplane.io"
+	name := func(n string) map[string]string { return map[string]string{"crossplane.io/external-name": n} }
+	w.object(gvr, "", "control", fin, name("live-sub"), nil, nil, true)
+	w.object(gvr, "", "by-operator", fin, name("deleted-sub-1"), nil, nil, false)
+	w.object(gvr, "", "annotated", fin, name("sub-2"), nil, nil, false)
+	kubectl := exec.Command(filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "annotate", "--overwrite",
+		"subscriptions.identity.presets.example/annotated", "crossplane.io/external-name=deleted-typo")
+	if out, err := kubectl.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl annotate: %v\n%s", err, out)
+	}
+	w.manager = "argocd-controller"
+	w.object(gvr, "", "applied", fin, name("deleted-sub-3"), nil, nil, false)
+
+	rules := rule(c, "subs", "crossplane-managed", "subscriptions.identity.presets.example", "externalName", "")
+	actions, _, r := pass(t, rules)
+	want(t, actions, "by-operator", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-sub-1: 404")
+	want(t, actions, "annotated", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation crossplane.io/external-name was last written by kubectl-annotate")
+	want(t, actions, "applied", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation crossplane.io/external-name was last written by argocd-controller")
+	if c.Hits("deleted-typo")+c.Hits("deleted-sub-3") != 0 {
+		t.Errorf("the cloud was asked about an identity the operator did not write: %v", c.Asked())
+	}
+	if r.Code != 0 {
+		t.Errorf("code %d: %s", r.Code, r.Stderr)
+	}
+
+	// The rule opts out, and says so in its warnings.
+	actions, _, r = pass(t, rule(c, "subs", "crossplane-managed", "subscriptions.identity.presets.example", "externalName", "  trustIdentityFromAnyWriter: true\n"))
+	want(t, actions, "annotated", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-typo: 404")
+	want(t, actions, "applied", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-sub-3: 404")
+	if !strings.Contains(r.Stderr, "trustIdentityFromAnyWriter") {
+		t.Errorf("no warning about trustIdentityFromAnyWriter: %s", r.Stderr)
+	}
+}

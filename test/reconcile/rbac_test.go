@@ -6,23 +6,30 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
 // auditEvent is what these tests read of an audit.k8s.io/v1 Event.
@@ -237,4 +244,257 @@ func TestEveryVerbTheGeneratedRBACGrantsIsUsed(t *testing.T) {
 	}
 	sort.Strings(lines)
 	t.Logf("%d requests as %s; requests per verb granted:\n%s", len(events), user, strings.Join(slices.Compact(lines), "\n"))
+}
+
+// crdFor installs crd (once per control plane: the tests share it) and waits until it is
+// served.
+func crdFor(t *testing.T, crd seed.CRD) schema.GroupVersionResource {
+	t.Helper()
+	s, err := seed.New(cp.Config, "rbac")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureCRD(t.Context(), crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd.GVR()
+}
+
+// custom creates an object of gvr with finalizers, an "instance" annotation and labels,
+// deleted when stuck is set.
+func custom(t *testing.T, gvr schema.GroupVersionResource, kind, ns, name string, finalizers []string, l map[string]string, stuck bool) {
+	t.Helper()
+	dyn := dynamic.NewForConfigOrDie(cp.Config)
+	var c dynamic.ResourceInterface = dyn.Resource(gvr)
+	if ns != "" {
+		c = dyn.Resource(gvr).Namespace(ns)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(gvr.GroupVersion().String())
+	u.SetKind(kind)
+	u.SetName(name)
+	u.SetFinalizers(finalizers)
+	u.SetLabels(l)
+	u.SetAnnotations(map[string]string{"instance": name})
+	if _, err := c.Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = c.Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	if stuck {
+		if err := c.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+var (
+	execProviderOnce sync.Once
+	execProvider     string
+)
+
+// buildExecProvider builds docs/examples/exec-provider, once.
+func buildExecProvider(t *testing.T) string {
+	t.Helper()
+	execProviderOnce.Do(func() {
+		out := filepath.Join(filepath.Dir(binary), "exec-provider")
+		if b, err := exec.Command("go", "build", "-o", out, "../../docs/examples/exec-provider").CombinedOutput(); err != nil {
+			t.Fatalf("building the example exec provider: %v\n%s", err, b)
+		}
+		execProvider = out
+	})
+	if execProvider == "" {
+		t.Fatal("the example exec provider did not build")
+	}
+	return execProvider
+}
+
+// TestEveryDocumentedPolicyShapeRunsOnItsGeneratedRBAC runs a pass of each shape of policy
+// the docs show as a ServiceAccount that holds exactly what `kubectl finalize rbac`
+// printed for it: an http rule, an exec rule, a kubernetes provider whose resource is
+// written as a singular, a Kind and a short name, glob resources, the ack preset (which
+// reads the namespace's annotations), the crossplane-managed preset, and a namespace's own
+// finalizer. The API server's audit log shows no request of the pass was refused, the
+// pass exits 0 (never 3, an incomplete scan), and the verified removal is made.
+func TestEveryDocumentedPolicyShapeRunsOnItsGeneratedRBAC(t *testing.T) {
+	cp.RequireNoControllerManager(t)
+	kube := cp.Kube(t)
+	c := fakecloud.New(t)
+	// httpRule asks the Cloud about the instance an object's "instance" annotation names.
+	httpRule := func(name, head, url string) string {
+		return fmt.Sprintf(`- name: %s
+%s  verify:
+    http:
+      url: "%s/instances/%s"
+      tls: {caFile: %q}
+      timeout: 3s
+      response: {jsonPath: "{.state}", gone: [deleted]}
+`, name, head, c.URL, url, c.CAFile)
+	}
+	backends := seed.CRD{Group: "rbac-shapes.kubectl-finalize.test", Kind: "Backend", Plural: "backends", Singular: "backend", Short: []string{"kfbe"}, Versions: []string{"v1"}}
+	widgets := seed.CRD{Group: "widgets.rbac-glob.kubectl-finalize.test", Kind: "Widget", Plural: "widgets", Singular: "widget", Versions: []string{"v1"}}
+	gadgets := seed.CRD{Group: "gadgets.rbac-glob.kubectl-finalize.test", Kind: "Gadget", Plural: "gadgets", Singular: "gadget", Versions: []string{"v1"}}
+	dbinstances := seed.CRD{Group: "rds.services.k8s.aws", Kind: "DBInstance", Plural: "dbinstances", Singular: "dbinstance", Versions: []string{"v1alpha1"}}
+	buckets := seed.CRD{Group: "s3.aws.upbound.io", Kind: "Bucket", Plural: "buckets", Singular: "bucket", Cluster: true, Versions: []string{"v1beta1"}}
+
+	// kubernetesRule asks whether a Backend named by the object's "instance" annotation
+	// exists, the provider's resource written as resource.
+	kubernetesRule := func(t *testing.T, resource string) (policy string, removed []string) {
+		ns, fin := cp.Namespace(t), controlplane.FinalizerOf(t)
+		gvr := crdFor(t, backends)
+		custom(t, gvr, "Backend", ns, "backend-live", nil, nil, false)
+		object(t, ns, "backend-live", fin, "backend-live", false)
+		object(t, ns, "gone", fin, "backend-deleted", true)
+		return cli.WritePolicy(t, "", `- name: backends
+  finalizers: [`+fin+`]
+  resources: [configmaps]
+  verify:
+    kubernetes: {resource: `+resource+`, namespace: "{.metadata.namespace}", name: "{.metadata.annotations.instance}"}
+`), []string{"gone"}
+	}
+	// retained are objects a pass keeps, with the evidence that says why.
+	retained := map[string]string{}
+	tests := []struct {
+		name string
+		// setup makes the objects and writes the policy; removed are the objects whose
+		// finalizer the pass removes.
+		setup func(t *testing.T) (policy string, removed []string)
+	}{
+		{"http", func(t *testing.T) (string, []string) {
+			ns, fin := cp.Namespace(t), controlplane.FinalizerOf(t)
+			object(t, ns, "control", fin, "live", false)
+			object(t, ns, "gone", fin, "deleted-1", true)
+			return cli.WritePolicy(t, "", httpRule("dbs", "  finalizers: ["+fin+"]\n  resources: [configmaps]\n", "{.metadata.annotations.instance}")), []string{"gone"}
+		}},
+		{"exec", func(t *testing.T) (string, []string) {
+			ns, fin := cp.Namespace(t), controlplane.FinalizerOf(t)
+			inventory := filepath.Join(t.TempDir(), "inventory.json")
+			if err := os.WriteFile(inventory, []byte(`["live"]`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			object(t, ns, "control", fin, "live", false)
+			object(t, ns, "gone", fin, "deleted-1", true)
+			return cli.WritePolicy(t, "", `- name: inventory
+  finalizers: [`+fin+`]
+  resources: [configmaps]
+  verify:
+    exec:
+      command: [`+buildExecProvider(t)+`, --inventory, `+inventory+`, --max-age, 1h, "{.metadata.annotations.instance}"]
+`), []string{"gone"}
+		}},
+		{"kubernetes provider, resource singular", func(t *testing.T) (string, []string) { return kubernetesRule(t, "backend") }},
+		{"kubernetes provider, resource a Kind", func(t *testing.T) (string, []string) { return kubernetesRule(t, "Backend") }},
+		{"kubernetes provider, resource a short name", func(t *testing.T) (string, []string) { return kubernetesRule(t, "kfbe") }},
+		{"glob resources", func(t *testing.T) (string, []string) {
+			ns, fin := cp.Namespace(t), controlplane.FinalizerOf(t)
+			for _, crd := range []seed.CRD{widgets, gadgets} {
+				gvr := crdFor(t, crd)
+				custom(t, gvr, crd.Kind, ns, "live-"+crd.Singular, []string{fin}, nil, false)
+				custom(t, gvr, crd.Kind, ns, "deleted-"+crd.Singular, []string{fin}, nil, true)
+			}
+			return cli.WritePolicy(t, "", httpRule("globbed", "  finalizers: ["+fin+"]\n  resources: [\"*.rbac-glob.kubectl-finalize.test\"]\n", "{.metadata.annotations.instance}")),
+				[]string{"deleted-widget", "deleted-gadget"}
+		}},
+		{"ack preset, namespace annotations", func(t *testing.T) (string, []string) {
+			deleting, retaining := cp.Namespace(t), cp.Namespace(t)
+			for ns, policy := range map[string]string{deleting: "delete", retaining: "retain"} {
+				if _, err := kube.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType,
+					[]byte(`{"metadata":{"annotations":{"rds.services.k8s.aws/deletion-policy":"`+policy+`"}}}`), metav1.PatchOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fin := []string{"finalizers.rds.services.k8s.aws/DBInstance"}
+			gvr := crdFor(t, dbinstances)
+			custom(t, gvr, "DBInstance", deleting, "live-orders", fin, nil, false)
+			custom(t, gvr, "DBInstance", deleting, "deleted-orders", fin, nil, true)
+			custom(t, gvr, "DBInstance", retaining, "deleted-kept", fin, nil, true)
+			// The namespace's annotation retains what is in it: read, so kept.
+			retained["deleted-kept"] = "retained by design: namespace " + retaining + " annotation rds.services.k8s.aws/deletion-policy: retain"
+			return cli.WritePolicy(t, "", httpRule("rds", "  preset: ack\n  resources: [dbinstances.rds.services.k8s.aws]\n  namespaces: ["+deleting+", "+retaining+"]\n", "{.metadata.name}")),
+				[]string{"deleted-orders"}
+		}},
+		{"crossplane-managed preset", func(t *testing.T) (string, []string) {
+			fin := []string{"finalizer.managedresource.crossplane.io"}
+			label := map[string]string{"kubectl-finalize.test/rbac-shape": "crossplane"}
+			gvr := crdFor(t, buckets)
+			custom(t, gvr, "Bucket", "", "live-rbac-shape", fin, label, false)
+			custom(t, gvr, "Bucket", "", "deleted-rbac-shape", fin, label, true)
+			return cli.WritePolicy(t, "", httpRule("buckets", "  preset: crossplane-managed\n  resources: [buckets.s3.aws.upbound.io]\n  selector: kubectl-finalize.test/rbac-shape=crossplane\n", "{.metadata.name}")),
+				[]string{"deleted-rbac-shape"}
+		}},
+		{"a namespace's own finalizer", func(t *testing.T) (string, []string) {
+			empty := cp.Namespace(t)
+			if _, err := kube.CoreV1().Namespaces().Patch(t.Context(), empty, types.MergePatchType,
+				[]byte(`{"metadata":{"labels":{"kubectl-finalize.test/rbac-shape":"namespace"}}}`), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := kube.CoreV1().Namespaces().Delete(t.Context(), empty, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			return cli.WritePolicy(t, "", `- name: namespaces
+  finalizers: [kubernetes]
+  resources: [namespaces]
+  selector: "kubectl-finalize.test/rbac-shape=namespace"
+  allowSystem: true
+  verify:
+    kubernetes: {resource: secrets, namespace: "{.metadata.name}", name: never-created}
+  controls: {count: 0}
+`), []string{empty}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clear(retained)
+			policy, removed := tt.setup(t)
+			kubeconfig, saNamespace, manifests := serviceAccountWith(t, policy, nil, false)
+			user := "system:serviceaccount:" + saNamespace + ":reconciler"
+			// RBAC takes a moment to see new bindings.
+			if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+				return canI(t, kubeconfig, "create", "selfsubjectaccessreviews.authorization.k8s.io"), nil
+			}); err != nil {
+				t.Fatal("the binding never took effect")
+			}
+			offset := auditSize(t)
+			rep, r := pass(t, kubeconfig, policy)
+			for _, e := range auditSince(t, offset, user) {
+				if e.ResponseStatus != nil && (e.ResponseStatus.Code == 401 || e.ResponseStatus.Code == 403) {
+					t.Errorf("refused: %s %s (%d)", e.Verb, e.RequestURI, e.ResponseStatus.Code)
+				}
+			}
+			if r.Code != 0 {
+				t.Errorf("the pass exited %d, want 0\n%s", r.Code, r.Stderr)
+			}
+			for _, name := range removed {
+				if a := action(t, rep, name); a.Result != finalizev1alpha1.ResultRemoved {
+					t.Errorf("%s: %s %s: %s %s", name, a.Result, a.Verdict, a.Message, a.Evidence)
+				}
+			}
+			for name, why := range retained {
+				if a := action(t, rep, name); a.Result != finalizev1alpha1.ResultKept || !strings.Contains(a.Evidence, why) {
+					t.Errorf("%s: %s %s: %s %s; want Kept: %s", name, a.Result, a.Verdict, a.Message, a.Evidence, why)
+				}
+			}
+			if t.Failed() {
+				t.Logf("the generated RBAC:\n%s", manifests)
+			}
+		})
+	}
+}
+
+// TestTheGeneratedRBACRefusesWhatItCannotResolve: a kubernetes provider's resource that the
+// cluster does not serve cannot be granted under its right name, and its provider could
+// not resolve it either: `rbac` exits 2 naming the rule and the field, and prints no role.
+func TestTheGeneratedRBACRefusesWhatItCannotResolve(t *testing.T) {
+	policy := cli.WritePolicy(t, "", `- name: backing
+  finalizers: [db.example.com/finalizer]
+  resources: [configmaps]
+  verify:
+    kubernetes: {resource: gizmo, namespace: "{.metadata.namespace}", name: "{.metadata.name}"}
+`)
+	r := cli.Run(t, cp.AdminKubeconfig, "rbac", "--policy", policy)
+	if r.Code != 2 || r.Stdout != "" || !strings.Contains(r.Stderr, `rule backing: verify.kubernetes.resource "gizmo": the server doesn't have a resource type "gizmo"`) {
+		t.Errorf("rbac of a provider type the cluster does not serve: code %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+	}
 }

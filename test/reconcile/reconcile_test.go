@@ -64,11 +64,13 @@ func TestAPassRemovesOnlyWhatWasVerified(t *testing.T) {
 	if rep.Summary[finalizev1alpha1.ResultRemoved] != 1 || rep.Summary[finalizev1alpha1.ResultKept] != 1 || rep.Summary[finalizev1alpha1.ResultTooYoung] != 1 || rep.DryRun {
 		t.Errorf("summary %+v", rep.Summary)
 	}
-	// One audit line per write, and an Event.
+	// Two audit lines per write, its intent and its record, and an Event.
 	b, _ := os.ReadFile(audit)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var intent remove.Intent
 	var rec remove.Record
-	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &rec) != nil || rec.Target.Name != "gone" || !rec.Verified || rec.Event == "" {
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &intent) != nil || intent.Stage != remove.StageIntent || intent.Target.Name != "gone" ||
+		json.Unmarshal([]byte(lines[1]), &rec) != nil || rec.Stage != remove.StageComplete || rec.ID != intent.ID || rec.Target.Name != "gone" || !rec.Verified || rec.Event == "" {
 		t.Errorf("audit lines %q", lines)
 	}
 	// The default output is a table.
@@ -347,9 +349,10 @@ func TestTwoReplicasNeverBothAct(t *testing.T) {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		p.wait(t, 20*time.Second)
 	}
+	// One record (the complete line after an intent line) per removal.
 	lines := func(i int) int {
 		b, _ := os.ReadFile(filepath.Join(dir, "audit-"+string(rune('0'+i))))
-		return strings.Count(string(b), "\n")
+		return strings.Count(string(b), `"stage":"Complete"`)
 	}
 	acted := 0
 	for i := range ps {
@@ -408,6 +411,7 @@ func TestMetricsCountWhatTheReportSays(t *testing.T) {
 		`kubectl_finalize_provider_verdicts_total{provider="http",rule="dbs",verdict="Present"} 1`,
 		`kubectl_finalize_reconcile_passes_total{outcome="ok"} 1`,
 		`kubectl_finalize_rule_broken{rule="dbs"} 0`,
+		`kubectl_finalize_rule_cannot_verify{rule="dbs"} 0`,
 		"kubectl_finalize_reconcile_last_success_timestamp_seconds 1",
 		"kubectl_finalize_reconcile_pass_duration_seconds_count 1",
 	} {

@@ -226,8 +226,14 @@ func TestEventsAuditLinesAndBackups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != 2 {
+	// Each removal writes an intent line, then its record (stage Complete): the records.
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.Contains(l, `"stage":"Complete"`) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 2 || strings.Count(string(b), `"stage":"Intent"`) != 2 {
 		t.Fatalf("audit lines: %q", lines)
 	}
 	var recs []remove.Record

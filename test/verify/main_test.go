@@ -75,6 +75,20 @@ func testProvider(args []string) int {
 		fmt.Fprintln(os.Stderr, "the cloud CLI failed: AccessDenied")
 		respond(finalizev1alpha1.VerdictGone)
 		return 2
+	case "data":
+		// What the program was given of a Secret's values.
+		var obj struct {
+			Data     map[string]string `json:"data"`
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		}
+		_ = json.Unmarshal(req.Object.Raw, &obj)
+		_ = json.NewEncoder(os.Stdout).Encode(finalizev1alpha1.VerifyResponse{
+			TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "VerifyResponse"},
+			UID:      req.UID, ResourceVersion: req.ResourceVersion, Finalizer: req.Finalizer, Verdict: finalizev1alpha1.VerdictUnknown,
+			Evidence: fmt.Sprintf("data %v, last-applied %s", obj.Data, obj.Metadata.Annotations["kubectl.kubernetes.io/last-applied-configuration"]),
+		})
 	case "garbage":
 		fmt.Println("it's gone, trust me")
 	case "twice":

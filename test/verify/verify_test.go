@@ -31,7 +31,7 @@ func removeWith(t *testing.T, policy, ns, name string, extra ...string) cli.Resu
 }
 
 // TestOnlyGoneRemoves asks an HTTPS API about objects whose instances are deleted,
-// archived, throttled then deleted, present, failing, hanging, redirected elsewhere,
+// archived, throttled then deleted, present, failing, hanging, redirected,
 // answering garbage or 50 MB: only the first three lose their finalizer.
 func TestOnlyGoneRemoves(t *testing.T) {
 	ns := cp.Namespace(t)
@@ -49,7 +49,7 @@ func TestOnlyGoneRemoves(t *testing.T) {
 		{"present", false, `the provider answered Present: GET ` + c.URL + `/instances/present: 200 OK, {.state} = "available"`},
 		{"error", false, "500 Internal Server Error, still after 4 attempts"},
 		{"hang", false, "no answer within 3s"},
-		{"redirect", false, "refusing a redirect to another host (example.invalid)"},
+		{"redirect", false, "302 Found, a redirect to https://example.invalid/instances/deleted: redirects are not followed for a verdict"},
 		{"garbage", false, "the body is not JSON"},
 		{"huge", false, "the body is larger than 1048576 bytes"},
 	} {
@@ -75,7 +75,8 @@ func TestOnlyGoneRemoves(t *testing.T) {
 func TestExecProviders(t *testing.T) {
 	ns := cp.Namespace(t)
 	hostile := "$(touch /tmp/pwned); `id` | rm -rf / ; ../../etc/passwd?x=%2F#frag\nnext line"
-	configMap(t, ns, "control", map[string]string{"mode": "Present", "hostile": "none"})
+	// The control's second argument is a harmless value; "none" would be a placeholder.
+	configMap(t, ns, "control", map[string]string{"mode": "Present", "hostile": "harmless"})
 	policy := writePolicy(t, `- name: exec
   finalizers: [`+finalizer+`]
   resources: [configmaps]
@@ -327,6 +328,9 @@ func TestVerifiedRemovalsAreAudited(t *testing.T) {
 	b, _ := os.ReadFile(audit)
 	var recs []remove.Record
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if !strings.Contains(line, `"stage":"Complete"`) {
+			continue // the intent line written before each removal
+		}
 		var rec remove.Record
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("%q: %v", line, err)

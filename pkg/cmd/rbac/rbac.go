@@ -3,20 +3,21 @@ package rbac
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/client-go/discovery"
 
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/reconcile"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 const long = `Print the least-privilege RBAC that a reconcile pass of a policy needs, as YAML to
@@ -29,7 +30,12 @@ and what it may do, before it writes). With --leader-elect-namespace it adds a R
 the Lease. It never grants delete, and it reads secrets only when a rule names them, or
 names no resources at all (then it warns).
 
-Rule resources that are globs are resolved against the cluster's discovery.`
+The types are resolved the way a pass resolves them, against the cluster's discovery:
+rule resources that are globs become the types the cluster serves now (a type installed
+later that a glob matches needs the command run again), and the resource of a kubernetes
+provider, written as a plural, a singular, a Kind or a short name, becomes the type it
+names (one the cluster does not serve is refused). A preset that reads the namespace's
+annotations gets get on namespaces.`
 
 const example = `  # The RBAC of a CronJob running as kubectl-finalize/kubectl-finalize
   kubectl finalize rbac --policy policy.yaml --service-account kubectl-finalize/kubectl-finalize | kubectl apply -f -
@@ -109,8 +115,12 @@ func (o *Options) Validate() error {
 func (o *Options) Run(context.Context) error {
 	objs, warnings, err := reconcile.RBAC(o.policy, reconcile.RBACOptions{
 		Name: o.Name, ServiceAccountNamespace: o.saNS, ServiceAccountName: o.saName,
-		LeaderElectNamespace: o.LeaderElectNamespace, Resolve: o.resolve,
+		LeaderElectNamespace: o.LeaderElectNamespace, Discover: o.discover, Mapper: o.mapper,
 	})
+	var unresolved *reconcile.UnresolvedError
+	if errors.As(err, &unresolved) {
+		return util.UsageError(fmt.Errorf("%s: %w", o.PolicyFile, err))
+	}
 	if err != nil {
 		return err
 	}
@@ -125,35 +135,26 @@ func (o *Options) Run(context.Context) error {
 	return nil
 }
 
-// resolve expands a glob of resource.group names with the cluster's discovery.
-func (o *Options) resolve(pattern string) ([]schema.GroupResource, error) {
-	g, err := glob.Compile(pattern)
+// discover lists the types the cluster serves, the way a pass's scan does: the globs of
+// the rules' resources are resolved against it.
+func (o *Options) discover() ([]scan.Resource, []finalizev1alpha1.IncompleteResource, error) {
+	c, err := o.factory.Clients()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	return scan.Discover(c.Discovery)
+}
+
+// mapper is the cluster's RESTMapper, which the kubernetes providers resolve their
+// resource with. The cluster is reached first, so that an unreachable one is not
+// reported as a type it does not serve.
+func (o *Options) mapper() (meta.RESTMapper, error) {
 	c, err := o.factory.Clients()
 	if err != nil {
 		return nil, err
 	}
-	lists, err := discovery.ServerPreferredResources(c.Discovery)
-	if err != nil && len(lists) == 0 {
-		return nil, fmt.Errorf("resolving %q against the cluster: %w", pattern, err)
+	if _, err := c.Discovery.ServerGroups(); err != nil {
+		return nil, err
 	}
-	var out []schema.GroupResource
-	for _, l := range lists {
-		gv, perr := schema.ParseGroupVersion(l.GroupVersion)
-		if perr != nil {
-			continue
-		}
-		for _, r := range l.APIResources {
-			gr := gv.WithResource(r.Name).GroupResource()
-			if !strings.Contains(r.Name, "/") && g.Match(gr.String()) {
-				out = append(out, gr)
-			}
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("resources %q matches no type the cluster serves", pattern)
-	}
-	return out, nil
+	return o.factory.RESTMapper()
 }

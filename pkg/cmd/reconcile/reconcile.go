@@ -49,8 +49,11 @@ It never surprises anyone:
     Gone;
   * before the first write the pass asks the API server for each permission it needs;
     an action without them fails by name, and is not attempted;
-  * every removal leaves an Event on the object and a JSON audit line (stderr, or
-    --audit-log).
+  * every removal leaves an Event on the object and two JSON audit lines (stderr, or
+    --audit-log): its intent, synced before the write, then its record; when a line
+    cannot be written, that removal fails, no other starts, and the pass exits 1;
+  * a rule that cannot verify (its provider cannot run, or every live control answered
+    Unknown) fails the pass (exit 1), so a CronJob that does nothing is not green.
 
 Without --once, a pass runs every --interval until SIGTERM or SIGINT; the removal in
 hand finishes first. With --leader-elect, replicas take turns through a Lease, so two

@@ -55,8 +55,9 @@ volume still attached. Removing it by hand skips that cleanup. So remove:
     re-created namesake is refused;
   * re-reads the object afterwards and says whether it is gone or what still holds it;
   * records each removal: an Event on the object (reason FinalizerRemoved or
-    FinalizerForceRemoved) and a JSON audit line on stderr or --audit-log, and with
-    --backup-dir saves the whole object first.
+    FinalizerForceRemoved) and JSON audit lines on stderr or --audit-log (its intent,
+    synced before the write, then its record; no write starts without the intent), and
+    with --backup-dir saves the whole object first.
 
 Nothing is removed when any requested removal is refused.`
 
@@ -307,7 +308,8 @@ func (o *Options) Run(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, "Nothing was removed.")
 		return utilerrors.NewAggregate(missing)
 	}
-	planner := &remove.Planner{Result: rep.Result, CauseOf: rep.Cause}
+	planner := &remove.Planner{Result: rep.Result, CauseOf: rep.Cause,
+		Content: &remove.ContentReader{Discovery: o.clients.Discovery, Metadata: o.clients.Metadata}}
 	if verifier != nil {
 		planner.Verifier = verifier
 	}
@@ -403,7 +405,7 @@ func (o *Options) refused(plan *remove.Plan) error {
 		lines = append(lines, line)
 	}
 	fmt.Fprintln(o.ErrOut, "Nothing was removed.")
-	if err := o.printPlan(plan, nil); err != nil {
+	if err := o.printPlan(plan, nil, ""); err != nil {
 		return err
 	}
 	err := fmt.Errorf("refusing %d of %d requested removals:\n%s", len(plan.Refusals), len(plan.Refusals)+len(plan.Actions), strings.Join(lines, "\n"))
@@ -466,7 +468,25 @@ func (o *Options) execute(ctx context.Context, plan *remove.Plan, verifier *poli
 		ex.Verifier = verifier
 	}
 	records, err := ex.Execute(ctx, plan.Actions)
-	return errors.Join(err, o.printPlan(plan, records))
+	why := "not attempted: the command stopped before it"
+	if errors.Is(err, remove.ErrAuditLog) {
+		why = "not attempted: an audit line could not be written, so no further removal was started"
+		if n := notAttempted(records); n > 0 {
+			err = utilerrors.Flatten(utilerrors.NewAggregate([]error{err, fmt.Errorf("%s %s", printer.Plural(n, "removal"), why)}))
+		}
+	}
+	return errors.Join(err, o.printPlan(plan, records, why))
+}
+
+// notAttempted counts the actions without a record.
+func notAttempted(records []*remove.Record) int {
+	n := 0
+	for _, rec := range records {
+		if rec == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // report prints what one removal did, unless the output is the plan.
@@ -490,7 +510,8 @@ func (o *Options) report(rec *remove.Record) {
 }
 
 // printPlan prints the plan with -o json|yaml, with the result of each removal.
-func (o *Options) printPlan(plan *remove.Plan, records []*remove.Record) error {
+// An action without a record was not attempted, for the reason notAttempted gives.
+func (o *Options) printPlan(plan *remove.Plan, records []*remove.Record, notAttempted string) error {
 	if o.OutputFormat == "" {
 		return nil
 	}
@@ -501,7 +522,9 @@ func (o *Options) printPlan(plan *remove.Plan, records []*remove.Record) error {
 	out := plan.API(o.dryRun)
 	for i, rec := range records {
 		if rec == nil {
-			continue // not attempted: the command was stopped before it
+			out.Actions[i].Result = finalizev1alpha1.ResultKept
+			out.Actions[i].Message = notAttempted
+			continue
 		}
 		out.Actions[i].Result, out.Actions[i].Error = rec.Result, rec.Error
 		if rec.Error != "" {

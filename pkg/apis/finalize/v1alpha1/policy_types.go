@@ -61,6 +61,13 @@ type Rule struct {
 	// AllowRetained lets the rule remove a finalizer whose external resource is meant to
 	// outlive the object (verdict Retained).
 	AllowRetained bool `json:"allowRetained,omitempty"`
+	// TrustIdentityFromAnyWriter trusts a preset's identity values whoever last wrote
+	// them. By default an identity read from an annotation, a label or status is trusted
+	// only when the object's managedFields show that the operator, not a generic client
+	// (kubectl, helm, Argo CD, a GitOps applier, a person), last wrote it: anyone who may
+	// edit the object can change such a value, and a wrong one answers 404, which reads
+	// as Gone. Setting it lets `kubectl annotate` with a typo remove a finalizer.
+	TrustIdentityFromAnyWriter bool `json:"trustIdentityFromAnyWriter,omitempty"`
 	// Verify says which provider answers, and how.
 	Verify Verify `json:"verify"`
 	// Controls guard against a broken provider.
@@ -107,6 +114,10 @@ type HTTPProvider struct {
 	Method string `json:"method,omitempty"`
 	// Headers are sent with each request.
 	Headers []Header `json:"headers,omitempty"`
+	// Query are parameters added to the URL's query, after those the URL itself has. A
+	// credential the API wants in the query (an api_key) goes here, with ValueFrom: it is
+	// never written in the URL, and wherever a URL is shown its value is REDACTED.
+	Query []QueryParameter `json:"query,omitempty"`
 	// Body is sent with POST, templated; each value is escaped as JSON string content.
 	Body string `json:"body,omitempty"`
 	// Gone are the statuses that mean the resource is gone. Default 404 and 410.
@@ -119,6 +130,34 @@ type HTTPProvider struct {
 	TLS *TLS `json:"tls,omitempty"`
 	// Timeout bounds one verification, retries included. Default 10s.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// Redirects says what a 3xx answer means. Refuse (the default): Unknown, with its
+	// Location in the evidence; a redirect is never followed for a verdict, as a login
+	// page or another resource's 404 says nothing about the one asked about. SameHost:
+	// follow redirects on the URL's own scheme, host and port (at most 5), and name every
+	// hop in the evidence; a redirect elsewhere is still Unknown.
+	Redirects HTTPRedirects `json:"redirects,omitempty"`
+}
+
+// HTTPRedirects says whether an http provider follows redirects.
+type HTTPRedirects string
+
+// What an http provider does with a redirect.
+const (
+	RedirectsRefuse   HTTPRedirects = "Refuse"
+	RedirectsSameHost HTTPRedirects = "SameHost"
+)
+
+// QueryParameter is one parameter of a URL's query: a templated value, or a secret from
+// the environment or a file.
+type QueryParameter struct {
+	Name string `json:"name"`
+	// Value is templated from the object and query-escaped. Credentials never go here:
+	// use ValueFrom.
+	Value string `json:"value,omitempty"`
+	// ValueFrom reads the value from the environment of the process or a file. It is sent,
+	// query-escaped, and shown nowhere: URLs in evidence, reports, Events, audit lines,
+	// logs and errors carry NAME=REDACTED instead.
+	ValueFrom *ValueSource `json:"valueFrom,omitempty"`
 }
 
 // Header is one HTTP header: a templated value, or a secret from the environment.
@@ -132,7 +171,10 @@ type Header struct {
 }
 
 // ValueSource is an environment variable or a file. Its content is secret: it never
-// appears in reports, Events, audit lines or logs.
+// appears in reports, Events, audit lines or logs. An environment variable is read once,
+// when the provider is built; a file at every request, so a rotated token is picked up.
+// A variable that is unset or empty, or a file that is unreadable or empty (whitespace
+// counts as empty), is a provider that cannot run: nothing is sent, and the pass fails.
 type ValueSource struct {
 	Env  string `json:"env,omitempty"`
 	File string `json:"file,omitempty"`
@@ -167,11 +209,19 @@ type ExecProvider struct {
 	// Command is the program and its arguments. No shell runs it; each argument after
 	// the first may be templated and stays one argument.
 	Command []string `json:"command"`
-	// Env is added to the environment the process inherits.
+	// Env is added to the environment the process inherits: the whole environment of
+	// kubectl-finalize, the variables other rules read credentials from included. Its
+	// values are policy text, never credentials.
 	Env []EnvVar `json:"env,omitempty"`
 	// Timeout bounds one run; at the timeout the whole process group is killed. Default
 	// 30s.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// SecretData, when true, sends a Secret's values to the program: the values of data
+	// and stringData, and kubectl's last-applied-configuration annotation, which holds
+	// them too. By default each of those values is replaced by REDACTED (the keys are
+	// kept). Set it only for a program that needs the values to find the external
+	// resource: the program then holds every value of every Secret the rule matches.
+	SecretData bool `json:"secretData,omitempty"`
 }
 
 // EnvVar is one environment variable of an exec provider.

@@ -148,8 +148,16 @@ type RuleStatus struct {
 	// Broken means the provider called a live object gone: nothing was removed under the
 	// rule.
 	Broken bool `json:"broken,omitempty"`
-	// Distrust says why the rule's Gone answers were not trusted.
+	// Distrust says why the rule's Gone answers were not trusted. Controls are checked
+	// per resource type: a rule may be trusted for one type and not for another, and
+	// Distrust then names the type.
 	Distrust string `json:"distrust,omitempty"`
+	// CannotVerify, when set, says why the rule could verify nothing in this pass: its
+	// provider cannot be built or cannot run (a credential source unset, empty or
+	// unreadable, a CA file that cannot be read), or every live object its provider was
+	// asked about answered Unknown (an expired token). Nothing was removed under it, and
+	// the pass fails (exit 1) until it is fixed.
+	CannotVerify string `json:"cannotVerify,omitempty"`
 	// Controls are the live objects its provider was asked about.
 	Controls []ControlResult `json:"controls,omitempty"`
 	// Warnings are what the rule's preset says a person must know.

@@ -1,0 +1,204 @@
+package reconcile
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/restmapper"
+	clienttesting "k8s.io/client-go/testing"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+)
+
+// cluster is the discovery of a cluster with a few types of its own.
+var cluster = &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{
+	{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "pods", SingularName: "pod", Kind: "Pod", Namespaced: true, ShortNames: []string{"po"}, Verbs: []string{"get", "list"}},
+		{Name: "configmaps", SingularName: "configmap", Kind: "ConfigMap", Namespaced: true, ShortNames: []string{"cm"}, Verbs: []string{"get", "list"}},
+		{Name: "namespaces", SingularName: "namespace", Kind: "Namespace", ShortNames: []string{"ns"}, Verbs: []string{"get", "list"}},
+	}},
+	{GroupVersion: "cluster.x-k8s.io/v1beta1", APIResources: []metav1.APIResource{
+		{Name: "machines", SingularName: "machine", Kind: "Machine", Namespaced: true, ShortNames: []string{"ma"}, Verbs: []string{"get", "list"}},
+	}},
+	{GroupVersion: "db.example.com/v1", APIResources: []metav1.APIResource{
+		{Name: "databases", SingularName: "database", Kind: "Database", Namespaced: true, Verbs: []string{"get", "list"}},
+		{Name: "backups", SingularName: "backup", Kind: "Backup", Namespaced: true, Verbs: []string{"get", "list"}},
+	}},
+	{GroupVersion: "backing.example.com/v1", APIResources: []metav1.APIResource{
+		{Name: "backends", SingularName: "backend", Kind: "Backend", Namespaced: true, ShortNames: []string{"kfbe"}, Verbs: []string{"get", "list"}},
+	}},
+}}}
+
+// clusterMapper is the RESTMapper the command gives the generator, over cluster: plurals,
+// singulars, kinds and short names.
+func clusterMapper() (meta.RESTMapper, error) {
+	groups, err := restmapper.GetAPIGroupResources(cluster)
+	if err != nil {
+		return nil, err
+	}
+	return restmapper.NewShortcutExpander(restmapper.NewDiscoveryRESTMapper(groups), cluster, nil), nil
+}
+
+// served discovers cluster, and says the discovery of failed group versions failed.
+func served(failed []string) Discover {
+	return func() ([]scan.Resource, []finalizev1alpha1.IncompleteResource, error) {
+		types, incomplete, err := scan.Discover(cluster)
+		for _, gv := range failed {
+			incomplete = append(incomplete, finalizev1alpha1.IncompleteResource{GroupVersion: gv, Reason: finalizev1alpha1.ReasonDiscoveryFailed, Message: "the server is currently unable to handle the request"})
+		}
+		return types, incomplete, err
+	}
+}
+
+// TestRBACOfKubernetesProviders: the type a kubernetes provider reads is named in the role
+// as the provider resolves it, whatever way the rule writes it; one the cluster does not
+// serve is refused, naming the rule and the field.
+func TestRBACOfKubernetesProviders(t *testing.T) {
+	rule := func(resource, lookup string) string {
+		return "- {name: backing, finalizers: [x.example.com/y], resources: [configmaps], verify: {kubernetes: {resource: " + resource + ", namespace: \"{.metadata.namespace}\", " + lookup + "}}}\n"
+	}
+	getBackends := "- apiGroups:\n  - backing.example.com\n  resources:\n  - backends\n  verbs:\n  - get\n-"
+	for _, resource := range []string{"backends", "backend", "Backend", "kfbe", "backends.backing.example.com", "backend.backing.example.com", "Backend.v1.backing.example.com"} {
+		role, _, err := roleOf(t, rule(resource, `name: "{.metadata.name}"`), RBACOptions{Mapper: clusterMapper})
+		if err != nil || !strings.Contains(role, getBackends) {
+			t.Errorf("resource %s: %v\n%s", resource, err, role)
+		}
+	}
+	role, _, err := roleOf(t, rule("kfbe", `selector: "app={.metadata.name}"`), RBACOptions{Mapper: clusterMapper})
+	if err != nil || !strings.Contains(role, "- apiGroups:\n  - backing.example.com\n  resources:\n  - backends\n  verbs:\n  - list\n-") {
+		t.Errorf("a selector lists, and only lists: %v\n%s", err, role)
+	}
+	for _, resource := range []string{"gizmos", "backend.other.example.com"} {
+		_, _, err := roleOf(t, rule(resource, `name: "{.metadata.name}"`), RBACOptions{Mapper: clusterMapper})
+		var unresolved *UnresolvedError
+		if !errors.As(err, &unresolved) || !strings.Contains(err.Error(), `rule backing: verify.kubernetes.resource "`+resource+`": the server doesn't have a resource type`) {
+			t.Errorf("resource %s, which the cluster does not serve: %v", resource, err)
+		}
+	}
+	if _, _, err := roleOf(t, rule("backend", `name: "{.metadata.name}"`), RBACOptions{}); err == nil || !strings.Contains(err.Error(), "no cluster to resolve it against") {
+		t.Errorf("without a cluster: %v", err)
+	}
+	// Another cluster's reads are that cluster's RBAC.
+	role, _, err = roleOf(t, rule("gizmos", `name: "{.metadata.name}", context: workload`), RBACOptions{})
+	if err != nil || strings.Contains(role, "gizmos") {
+		t.Errorf("a provider of another cluster: %v\n%s", err, role)
+	}
+}
+
+// TestRBACOfPresets: a preset that reads the annotations of the object's namespace gets
+// get on namespaces, and only get; the others get nothing on namespaces.
+func TestRBACOfPresets(t *testing.T) {
+	role, _, err := roleOf(t, "- {name: rds, preset: ack, resources: [dbinstances.rds.services.k8s.aws], verify: {exec: {command: [x]}}}\n", RBACOptions{})
+	if err != nil || !strings.Contains(role, "- apiGroups:\n  - \"\"\n  resources:\n  - namespaces\n  verbs:\n  - get\n-") {
+		t.Errorf("ack reads the namespace: %v\n%s", err, role)
+	}
+	role, _, err = roleOf(t, "- {name: buckets, preset: crossplane-managed, resources: [buckets.s3.aws.upbound.io], verify: {exec: {command: [x]}}}\n", RBACOptions{})
+	if err != nil || strings.Contains(role, "namespaces") {
+		t.Errorf("crossplane-managed does not read the namespace: %v\n%s", err, role)
+	}
+}
+
+// TestListedTypes: what a pass lists and the RBAC grants, from one resolution.
+func TestListedTypes(t *testing.T) {
+	asked := 0
+	discover := func(failed ...string) Discover {
+		return func() ([]scan.Resource, []finalizev1alpha1.IncompleteResource, error) {
+			asked++
+			return served(failed)()
+		}
+	}
+	rule := func(resources string) string {
+		return "- {name: r, finalizers: [x.example.com/y], resources: " + resources + ", verify: {exec: {command: [x]}}}\n"
+	}
+	gr := schema.ParseGroupResource
+	tests := []struct {
+		name       string
+		rules      string
+		failed     []string
+		all        bool
+		types      []schema.GroupResource
+		unresolved []string
+		scan       []schema.GroupResource
+		discovers  bool
+	}{
+		{name: "names", rules: rule("[configmaps, databases.db.example.com, widgets.not-installed.example.com]"),
+			types: []schema.GroupResource{gr("configmaps"), gr("databases.db.example.com"), gr("widgets.not-installed.example.com")},
+			scan:  []schema.GroupResource{gr("configmaps"), gr("databases.db.example.com"), gr("widgets.not-installed.example.com")}},
+		{name: "a glob", rules: rule(`[configmaps, "*.db.example.com"]`), discovers: true,
+			types: []schema.GroupResource{gr("configmaps"), gr("backups.db.example.com"), gr("databases.db.example.com")},
+			scan:  []schema.GroupResource{gr("configmaps"), gr("backups.db.example.com"), gr("databases.db.example.com")}},
+		{name: "a glob that matches nothing yet", rules: rule(`["*.nothing.example.com"]`), discovers: true, scan: []schema.GroupResource{noType}},
+		{name: "a glob that may match a group whose discovery failed", rules: rule(`["*.example.com"]`), failed: []string{"metrics.example.com/v1", "metrics.k8s.io/v1beta1"}, discovers: true,
+			types:      []schema.GroupResource{gr("backends.backing.example.com"), gr("backups.db.example.com"), gr("databases.db.example.com")},
+			unresolved: []string{"metrics.example.com/v1"},
+			scan:       []schema.GroupResource{gr("backends.backing.example.com"), gr("backups.db.example.com"), gr("databases.db.example.com"), {Group: "metrics.example.com", Resource: noType.Resource}}},
+		{name: "no resources", rules: "- {name: r, finalizers: [x.example.com/y], verify: {exec: {command: [x]}}}\n", all: true},
+		{name: "a namespace's own finalizer", rules: "- {name: r, finalizers: [kubernetes], resources: [namespaces], allowSystem: true, verify: {exec: {command: [x]}}}\n", all: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			asked = 0
+			l, err := ListedTypes(compile(t, tt.rules), discover(tt.failed...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.SortFunc(l.Types, func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) })
+			slices.SortFunc(tt.types, func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) })
+			var unresolved []string
+			for _, in := range l.Unresolved {
+				unresolved = append(unresolved, in.GroupVersion)
+			}
+			if l.All != tt.all || !slices.Equal(l.Types, tt.types) || !slices.Equal(unresolved, tt.unresolved) || (asked > 0) != tt.discovers {
+				t.Errorf("got all %v, types %v, unresolved %v, discovered %d times; want all %v, types %v, unresolved %v, discovery %v",
+					l.All, l.Types, unresolved, asked, tt.all, tt.types, tt.unresolved, tt.discovers)
+			}
+			if got := l.scanResources(); !tt.all && !slices.Equal(sortedGR(got), sortedGR(tt.scan)) {
+				t.Errorf("the scan lists %v, want %v", got, tt.scan)
+			}
+		})
+	}
+	// The generator refuses what it cannot name.
+	if _, _, err := roleOf(t, rule(`["*.example.com"]`), RBACOptions{Discover: served([]string{"metrics.example.com/v1"})}); err == nil ||
+		!strings.Contains(err.Error(), "the discovery of metrics.example.com/v1 (the server is currently unable to handle the request) failed") {
+		t.Errorf("a glob that may match a group whose discovery failed: %v", err)
+	}
+	_, warnings, err := roleOf(t, rule(`["*.db.example.com"]`), RBACOptions{Discover: served(nil)})
+	if err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], `rule r: resources ["*.db.example.com"] match backups.db.example.com, databases.db.example.com in the cluster now`) ||
+		!strings.Contains(warnings[0], "run kubectl finalize rbac again") {
+		t.Errorf("a glob is resolved against the cluster as it is now, and the warning says so: %v %v", err, warnings)
+	}
+}
+
+func sortedGR(in []schema.GroupResource) []schema.GroupResource {
+	out := slices.Clone(in)
+	slices.SortFunc(out, func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+func TestMayMatchGroup(t *testing.T) {
+	for _, tt := range []struct {
+		pattern, group string
+		want           bool
+	}{
+		{"*.example.com", "example.com", true},
+		{"*.example.com", "db.example.com", true},
+		{"*.example.com", "example.org", false},
+		{"*s.db.example.com", "db.example.com", true},
+		{"widgets.*", "anything.io", true},
+		{"*", "", true},
+		{"*.example.com", "", false},
+		{"po?s", "", true},
+		{"*.db.example.com", "other.example.com", false},
+	} {
+		if got := mayMatchGroup(tt.pattern, tt.group); got != tt.want {
+			t.Errorf("mayMatchGroup(%q, %q) = %v, want %v", tt.pattern, tt.group, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package reconcile
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
+	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+)
+
+// fullDisk mounts a small tmpfs for the test, creates an empty audit log on it (0600,
+// as --audit-log would) and fills the rest of the disk, so that every write to the log
+// fails with ENOSPC, as on a full disk. It skips the test when no tmpfs can be mounted
+// (mounting needs root).
+func fullDisk(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k,mode=0700"); err != nil {
+		t.Skipf("a full disk is a tmpfs filled to the brim, and mounting one failed (it needs root): %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	log := filepath.Join(dir, "audit.jsonl")
+	if err := os.WriteFile(log, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	filler, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer filler.Close()
+	chunk := make([]byte, 4096)
+	for {
+		if _, err = filler.Write(chunk); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("filling the disk: %v, want ENOSPC", err)
+	}
+	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("{}\n"); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("a write to the audit log on the full disk: %v, want ENOSPC", err)
+	}
+	return log
+}
+
+// auditLines reads an audit log: each line's stage and id.
+func auditLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var l map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("audit line %q: %v", sc.Text(), err)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// TestAFullAuditLogStopsThePassBeforeAnyWrite: the audit log is on a full disk. No
+// finalizer goes: the first removal fails with the disk's error (its intent line could
+// not be written, so nothing was), no other is attempted, and the pass exits 1.
+func TestAFullAuditLogStopsThePassBeforeAnyWrite(t *testing.T) {
+	audit := fullDisk(t)
+	ns := cp.Namespace(t)
+	fin := controlplane.FinalizerOf(t)
+	c := fakecloud.New(t)
+	object(t, ns, "control", fin, "live", false)
+	versions := map[string]string{}
+	for _, name := range []string{"a", "b", "c"} {
+		versions[name] = object(t, ns, name, fin, "deleted-"+name, true).ResourceVersion
+	}
+	rep, r := pass(t, cp.AdminKubeconfig, cli.WritePolicy(t, "", c.Rule("dbs", fin, "")), "--audit-log", audit)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "1 of the removals failed") {
+		t.Errorf("exit %d, want 1; stderr:\n%s", r.Code, r.Stderr)
+	}
+	if rep.Summary[finalizev1alpha1.ResultFailed] != 1 || rep.Summary[finalizev1alpha1.ResultKept] != 2 || rep.Summary[finalizev1alpha1.ResultRemoved] != 0 {
+		t.Errorf("summary %v, want 1 Failed and 2 Kept", rep.Summary)
+	}
+	for _, a := range rep.Actions {
+		switch a.Result {
+		case finalizev1alpha1.ResultFailed:
+			if !strings.Contains(a.Error, "no space left on device") || !strings.Contains(a.Error, "not removed") {
+				t.Errorf("%s: error %q does not say it was not removed, for lack of space", a.Target.Name, a.Error)
+			}
+		case finalizev1alpha1.ResultKept:
+			if !strings.Contains(a.Message, "not attempted: an audit line could not be written") {
+				t.Errorf("%s: kept with %q", a.Target.Name, a.Message)
+			}
+		default:
+			t.Errorf("%s: %s %s", a.Target.Name, a.Result, a.Error)
+		}
+	}
+	for name, rv := range versions {
+		if got := resourceVersion(t, ns, name); got != rv {
+			t.Errorf("%s was written (resourceVersion %s → %s) although nothing could be audited", name, rv, got)
+		}
+	}
+}
+
+// TestEveryRemovalHasAnIntentLineBeforeItsRecord: each removal writes two lines with the
+// same id, its intent (synced before the write) and its record after.
+func TestEveryRemovalHasAnIntentLineBeforeItsRecord(t *testing.T) {
+	ns := cp.Namespace(t)
+	fin := controlplane.FinalizerOf(t)
+	c := fakecloud.New(t)
+	object(t, ns, "control", fin, "live", false)
+	for _, name := range []string{"a", "b"} {
+		object(t, ns, name, fin, "deleted-"+name, true)
+	}
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	rep, r := pass(t, cp.AdminKubeconfig, cli.WritePolicy(t, "", c.Rule("dbs", fin, "")), "--audit-log", audit)
+	if r.Code != 0 || rep.Summary[finalizev1alpha1.ResultRemoved] != 2 {
+		t.Fatalf("exit %d, summary %v: %s", r.Code, rep.Summary, r.Stderr)
+	}
+	lines := auditLines(t, audit)
+	intents := map[any]int{}
+	for i, l := range lines {
+		switch l["stage"] {
+		case "Intent":
+			if _, ok := l["result"]; ok || l["id"] == "" || l["rule"] != "dbs" || l["verified"] != true {
+				t.Errorf("intent line %v", l)
+			}
+			intents[l["id"]] = i
+		case "Complete":
+			at, ok := intents[l["id"]]
+			if !ok || at > i || l["result"] != "Removed" {
+				t.Errorf("record %v has no intent line before it", l)
+			}
+		default:
+			t.Errorf("a line of no stage: %v", l)
+		}
+	}
+	if len(lines) != 4 || len(intents) != 2 {
+		t.Errorf("%d lines, %d intents; want an intent and a record for each of 2 removals", len(lines), len(intents))
+	}
+}

@@ -1,0 +1,279 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+)
+
+// kept checks that a remove run left the finalizer and said why.
+func kept(t *testing.T, r cli.Result, ns, name, says string) {
+	t.Helper()
+	if fins := finalizers(t, ns, name); r.Code == 0 || !slices.Equal(fins, []string{finalizer}) || !strings.Contains(r.Stderr, says) {
+		t.Errorf("%s: want kept, saying %q: code %d, finalizers %v, stderr:\n%s", name, says, r.Code, fins, r.Stderr)
+	}
+}
+
+// removed checks that a remove run removed the finalizer and said why.
+func removed(t *testing.T, r cli.Result, ns, name, says string) {
+	t.Helper()
+	if fins := finalizers(t, ns, name); r.Code != 0 || fins != nil || !strings.Contains(r.Stderr, says) {
+		t.Errorf("%s: want removed, saying %q: code %d, finalizers %v, stderr:\n%s", name, says, r.Code, fins, r.Stderr)
+	}
+}
+
+// TestARedirectIsNoAnswer: an API that redirects a lookup to its login page, which
+// answers 404 to anything, says nothing about the instance. A redirect is Unknown, with
+// its Location; a rule that sets redirects: SameHost follows it on the same host, and the
+// evidence names every hop.
+func TestARedirectIsNoAnswer(t *testing.T) {
+	ns := cp.Namespace(t)
+	c := fakecloud.New(t)
+	configMap(t, ns, "control", map[string]string{"instance": "live-1"})
+	policy := writePolicy(t, c.Rule("dbs", finalizer, ""))
+	stuckConfigMap(t, ns, "moved", map[string]string{"instance": "moved-1"})
+	kept(t, removeWith(t, policy, ns, "moved"), ns, "moved",
+		"GET "+c.URL+"/instances/moved-1: 302 Found, a redirect to "+c.URL+"/login?next=%2Finstances%2Fmoved-1: redirects are not followed for a verdict")
+
+	sameHost := writePolicy(t, strings.Replace(c.Rule("dbs", finalizer, ""), "      timeout: 3s\n", "      timeout: 3s\n      redirects: SameHost\n", 1))
+	stuckConfigMap(t, ns, "renamed", map[string]string{"instance": "renamed-7"})
+	removed(t, removeWith(t, sameHost, ns, "renamed"), ns, "renamed",
+		"GET "+c.URL+"/instances/renamed-7, redirected to GET "+c.URL+"/instances/deleted-7: 404 Not Found")
+	stuckConfigMap(t, ns, "away", map[string]string{"instance": "redirect"})
+	kept(t, removeWith(t, sameHost, ns, "away"), ns, "away",
+		"302 Found, a redirect to https://example.invalid/instances/deleted: a redirect to another host (example.invalid) is not followed")
+}
+
+// TestAPlaceholderIsNoValue: an object whose instance annotation says "None" (what a
+// Python controller writes for a value it never had) names no instance. The API answers
+// 404 for an instance named None; that must not read as Gone. The same for the kubernetes
+// provider's templated name.
+func TestAPlaceholderIsNoValue(t *testing.T) {
+	ns, backing := cp.Namespace(t), cp.Namespace(t)
+	c := fakecloud.New(t)
+	configMap(t, ns, "control", map[string]string{"instance": "live-1", "backing": "live"})
+	if _, err := cp.Kube(t).CoreV1().Secrets(backing).Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "backing-live"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	policy := writePolicy(t, c.Rule("dbs", finalizer, ""))
+	for name, value := range map[string]string{"none": "None", "null": "null", "na": "N/A", "blank": "  ", "nil": "<nil>"} {
+		stuckConfigMap(t, ns, name, map[string]string{"instance": value})
+		kept(t, removeWith(t, policy, ns, name), ns, name, fmt.Sprintf("{.metadata.annotations.instance}: resolves to %q, a placeholder, not a value", value))
+	}
+	for _, p := range c.Asked() {
+		if p != "/instances/live-1" {
+			t.Errorf("asked %s", p)
+		}
+	}
+	policy = writePolicy(t, `- name: backing
+  finalizers: [`+finalizer+`]
+  resources: [configmaps]
+  verify:
+    kubernetes:
+      resource: secrets
+      namespace: `+backing+`
+      name: "backing-{.metadata.annotations.backing}"
+`)
+	stuckConfigMap(t, ns, "undefined", map[string]string{"backing": "undefined"})
+	kept(t, removeWith(t, policy, ns, "undefined"), ns, "undefined", `name: {.metadata.annotations.backing}: resolves to "undefined", a placeholder, not a value`)
+}
+
+// TestACredentialThatCannotBeReadSendsNothing: an API that answers an anonymous caller
+// 200 for public instances and 404 for every other, asked with an empty token, would
+// pass its controls and call every private instance gone. An empty or unset token, or
+// an empty token file, sends nothing: not one request, the rule cannot verify, the
+// finalizer stays and the error names the header and the source.
+func TestACredentialThatCannotBeReadSendsNothing(t *testing.T) {
+	ns := cp.Namespace(t)
+	c := fakecloud.New(t)
+	c.Token = "s3cret-token"
+	configMap(t, ns, "control", map[string]string{"instance": "public-1"})
+	withHeader := func(source string) string {
+		rule := strings.Replace(c.Rule("private", finalizer, ""), "/instances/", "/private/instances/", 1)
+		return strings.Replace(rule, "      timeout: 3s\n", "      timeout: 3s\n      headers: [{name: Authorization, valueFrom: {"+source+", prefix: \"Bearer \"}}]\n", 1)
+	}
+	empty := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KF_TEST_TOKEN", "")
+	for _, tt := range []struct {
+		name, source, says string
+	}{
+		{"empty", "env: KF_TEST_TOKEN", "header Authorization: environment variable KF_TEST_TOKEN is empty"},
+		{"unset", "env: KF_TEST_UNSET_TOKEN", "header Authorization: environment variable KF_TEST_UNSET_TOKEN is not set"},
+		{"empty-file", "file: " + empty, "header Authorization: file " + empty + " is empty"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			stuckConfigMap(t, ns, tt.name, map[string]string{"instance": "db-" + tt.name})
+			kept(t, removeWith(t, writePolicy(t, withHeader(tt.source)), ns, tt.name), ns, tt.name, tt.says)
+		})
+	}
+	if asked := c.Authorizations(); len(asked) > 0 {
+		t.Errorf("requests went out with Authorization %q", asked)
+	}
+	// A token file emptied during the pass (a rotation gone wrong): the request after it
+	// is not sent. The target is asked first, with the token, and is gone; the control
+	// would be asked anonymously and answer Present, vouching for the rule.
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte(c.Token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.OnRequest(func(string) { _ = os.WriteFile(token, nil, 0o600) })
+	stuckConfigMap(t, ns, "emptied", map[string]string{"instance": "deleted-1"})
+	kept(t, removeWith(t, writePolicy(t, withHeader("file: "+token)), ns, "emptied"), ns, "emptied", "header Authorization: file "+token+" is empty")
+	if asked := c.Authorizations(); !slices.Equal(asked, []string{"Bearer " + c.Token}) {
+		t.Errorf("requests went out with Authorization %q; want only the first, with the token", asked)
+	}
+	c.OnRequest(nil)
+
+	// With the token, the same rule works.
+	t.Setenv("KF_TEST_TOKEN", c.Token)
+	stuckConfigMap(t, ns, "deleted", map[string]string{"instance": "deleted-2"})
+	removed(t, removeWith(t, writePolicy(t, withHeader("env: KF_TEST_TOKEN")), ns, "deleted"), ns, "deleted", "/private/instances/deleted-2: 404 Not Found")
+}
+
+// TestACredentialInTheURLIsRefused: an api_key written in the URL would be shown in
+// every report, audit line and Event; policy check refuses it and says what to do.
+func TestACredentialInTheURLIsRefused(t *testing.T) {
+	policy := writePolicy(t, `- name: keyed
+  finalizers: [`+finalizer+`]
+  resources: [configmaps]
+  verify:
+    http:
+      url: "https://dbapi.example.com/instances/{.metadata.annotations.instance}?api_key=abc123&region=eu"
+`)
+	r := cli.Run(t, cp.AdminKubeconfig, "policy", "check", policy)
+	if r.Code == 0 || !strings.Contains(r.Stderr+r.Stdout, "rules[0].verify.http.url: Forbidden: query parameter api_key carries credentials") ||
+		!strings.Contains(r.Stderr+r.Stdout, "add it under query with valueFrom") || strings.Contains(r.Stderr+r.Stdout, "abc123") {
+		t.Errorf("code %d, stdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// TestAQueryCredentialIsNeverShown: an api_key from valueFrom is sent, and shown nowhere:
+// not on stdout (-o json), stderr, the audit log, klog at -v=6, or the Event, even where
+// the server echoes it in a body or a redirect.
+func TestAQueryCredentialIsNeverShown(t *testing.T) {
+	ns := cp.Namespace(t)
+	c := fakecloud.New(t)
+	c.APIKey = "kf-Api-Key-7f3a9c"
+	t.Setenv("KF_TEST_API_KEY", c.APIKey)
+	configMap(t, ns, "control", map[string]string{"instance": "live-1"})
+	policy := writePolicy(t, strings.Replace(strings.Replace(c.Rule("keyed", finalizer, ""), "/instances/", "/keyed/instances/", 1),
+		"      timeout: 3s\n", "      timeout: 3s\n      query: [{name: api_key, valueFrom: {env: KF_TEST_API_KEY}}]\n", 1))
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	var logs bytes.Buffer
+	klog.LogToStderr(false)
+	klog.SetOutput(&logs)
+	t.Cleanup(func() {
+		klog.SetOutput(os.Stderr)
+		klog.LogToStderr(true)
+		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+		klog.InitFlags(fs)
+		_ = fs.Set("v", "0")
+	})
+	var shown []string
+	for _, tt := range []struct {
+		name, instance string
+		gone           bool
+		says           string
+	}{
+		{"deleted", "deleted-1", true, "GET " + c.URL + "/keyed/instances/deleted-1?api_key=REDACTED: 404 Not Found"},
+		{"echo", "echo-1", false, `{.state} = "api_key=REDACTED"`},
+		{"moved", "moved-1", false, "302 Found, a redirect to " + c.URL + "/login?api_key=REDACTED: redirects are not followed"},
+	} {
+		stuckConfigMap(t, ns, tt.name, map[string]string{"instance": tt.instance})
+		r := removeWith(t, policy, ns, tt.name, "--audit-log", audit, "-o", "json", "-v=6")
+		if tt.gone {
+			removed(t, r, ns, tt.name, tt.says)
+		} else {
+			kept(t, r, ns, tt.name, tt.says)
+		}
+		shown = append(shown, r.Stdout, r.Stderr)
+	}
+	b, err := os.ReadFile(audit)
+	if err != nil || !strings.Contains(string(b), "api_key=REDACTED") {
+		t.Errorf("the audit log (%v):\n%s", err, b)
+	}
+	shown = append(shown, string(b), logs.String())
+	events, err := cp.Kube(t).EventsV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := 0
+	for _, ev := range events.Items {
+		if ev.ReportingController == "kubectl-finalize" {
+			notes++
+			shown = append(shown, ev.Note)
+		}
+	}
+	if notes == 0 {
+		t.Error("no Event of the removal")
+	}
+	if !strings.Contains(logs.String(), "api_key=REDACTED") {
+		t.Errorf("-v=6 logged no evidence:\n%s", logs.String())
+	}
+	for _, s := range shown {
+		if strings.Contains(s, "7f3a9c") {
+			t.Errorf("the key is shown:\n%s", s)
+		}
+	}
+}
+
+// TestAnExecProviderSeesNoSecretValue: a Secret reaches an exec provider with the values
+// of data and kubectl's last-applied-configuration REDACTED, unless its rule sets
+// secretData: true.
+func TestAnExecProviderSeesNoSecretValue(t *testing.T) {
+	ns := cp.Namespace(t)
+	secrets := cp.Kube(t).CoreV1().Secrets(ns)
+	for _, name := range []string{"control", "target"} {
+		mode := map[string]string{"control": "Present", "target": "data"}[name]
+		_, err := secrets.Create(t.Context(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{finalizer}, Annotations: map[string]string{"mode": mode,
+				"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","kind":"Secret","stringData":{"password":"hunter2-plain"}}`}},
+			StringData: map[string]string{"password": "hunter2-plain"},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = secrets.Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		})
+	}
+	if err := secrets.Delete(t.Context(), "target", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rule := `- name: secrets
+  finalizers: [` + finalizer + `]
+  resources: [secrets]
+  verify:
+    exec:
+      command: [` + os.Args[0] + `, "{.metadata.annotations.mode}"]
+      env: [{name: KF_TEST_PROVIDER, value: "1"}]
+`
+	run := func(policy string) cli.Result {
+		return cli.Run(t, cp.AdminKubeconfig, "remove", "secret/target", "-n", ns, "--finalizer", finalizer, "--policy", policy, "--yes")
+	}
+	r := run(writePolicy(t, rule))
+	if !strings.Contains(r.Stderr, "data map[password:REDACTED], last-applied REDACTED") || strings.Contains(r.Stderr, "hunter2") || strings.Contains(r.Stderr, "aHVudGVyMi1wbGFpbg") {
+		t.Errorf("by default: code %d, stderr:\n%s", r.Code, r.Stderr)
+	}
+	r = run(writePolicy(t, rule+"      secretData: true\n"))
+	if !strings.Contains(r.Stderr, "data map[password:aHVudGVyMi1wbGFpbg==], last-applied {") {
+		t.Errorf("with secretData: code %d, stderr:\n%s", r.Code, r.Stderr)
+	}
+}
