@@ -248,6 +248,7 @@ func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 	} else if u, err := provider.ParseURLTemplate(h.URL); err != nil {
 		c.add(field.Invalid(path.Child("url"), h.URL, err.Error()))
 	} else {
+		c.editable(path.Child("url"), h.URL)
 		if strings.HasPrefix(u.String(), "http://") {
 			c.warnings = append(c.warnings, fmt.Sprintf("%s: %s is plain http: its answers and headers travel unencrypted", path.Child("url"), h.URL))
 		}
@@ -405,12 +406,25 @@ func (c *compiler) kubernetes(path *field.Path, k *finalizev1alpha1.KubernetesPr
 // valuesRE finds the values of a simple template, to check what surrounds them.
 var valuesRE = regexp.MustCompile(`\{[^}]*\}`)
 
+// editableRE finds a template value read from an annotation or a label.
+var editableRE = regexp.MustCompile(`\{\s*\.metadata\.(annotations|labels)\b`)
+
+// editable warns about a template value read from an annotation or a label.
+func (c *compiler) editable(path *field.Path, s string) {
+	if m := editableRE.FindString(s); m != "" {
+		c.warnings = append(c.warnings, fmt.Sprintf("%s: %s reads %s, which anyone who may edit the object can change, and whose writer is not checked: "+
+			"a wrong value there can make the provider answer Gone for the wrong resource; prefer a preset, whose identity is trusted only when the operator wrote it, "+
+			"or a field only the operator writes (status)", path, s, strings.TrimSpace(strings.TrimPrefix(m, "{"))))
+	}
+}
+
 func (c *compiler) template(path *field.Path, s string) {
 	t, err := provider.ParseTemplate(s)
 	if err != nil {
 		c.add(field.Invalid(path, s, err.Error()))
 		return
 	}
+	c.editable(path, s)
 	for _, name := range t.IdentityRefs() {
 		switch {
 		case c.preset == nil:

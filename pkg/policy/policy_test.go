@@ -229,3 +229,23 @@ func TestScope(t *testing.T) {
 		t.Errorf("scope %+v", sc)
 	}
 }
+
+// TestAValueAnyoneMayEditIsWarnedAbout: a template that reads an annotation or a label
+// is allowed, with a warning that names it; one that reads status is not warned about.
+func TestAValueAnyoneMayEditIsWarnedAbout(t *testing.T) {
+	rule := func(url string) string {
+		return header + "rules:\n- name: dbs\n  finalizers: [db.example.com/finalizer]\n  resources: [databases.db.example.com]\n  verify:\n    http:\n      url: \"" + url + "\"\n"
+	}
+	for _, url := range []string{
+		`https://db.example.com/v1/instances/{.metadata.annotations.instance}`,
+		`https://db.example.com/v1/instances/{ .metadata.labels['db\\.example\\.com/id']}`,
+	} {
+		_, warnings := compile(t, rule(url))
+		if len(warnings) != 1 || !strings.Contains(warnings[0], "rules[0].verify.http.url") || !strings.Contains(warnings[0], "which anyone who may edit the object can change") {
+			t.Errorf("%s: warnings %q", url, warnings)
+		}
+	}
+	if _, warnings := compile(t, rule(`https://db.example.com/v1/instances/{.status.instanceID}`)); len(warnings) != 0 {
+		t.Errorf("status: warnings %q", warnings)
+	}
+}

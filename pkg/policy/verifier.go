@@ -131,6 +131,12 @@ func (v *Verifier) Verify(ctx context.Context, req remove.VerifyRequest) remove.
 	out.ResourceVersion, out.Finalizers = full.GetResourceVersion(), full.GetFinalizers()
 	a := v.ask(ctx, rule, full, req.Finalizer.Name, req.Fresh)
 	out.Verdict, out.Evidence = a.Verdict, a.Evidence
+	if a.readError {
+		// Verifying needed a read that failed (the namespace a preset reads): not a
+		// verdict of the object, and the pass did not do its job.
+		out.ReadError = a.Evidence
+		return out
+	}
 	if a.byObject {
 		// The object decided (retained, held, shared, an identity that is not the
 		// operator's): no provider was asked, so none needs trusting.
@@ -145,12 +151,25 @@ func (v *Verifier) Verify(ctx context.Context, req remove.VerifyRequest) remove.
 	}
 	// The controls are checked whatever the answer: a rule whose provider answers
 	// Unknown for everything fails the pass rather than keep it green.
-	distrust, unread := v.trust(ctx, rule, o.Resource)
+	distrust, unread, own := v.trust(ctx, rule, o.Resource)
 	if a.Verdict == finalizev1alpha1.VerdictGone || a.Verdict == finalizev1alpha1.VerdictRetained {
 		out.Distrust = distrust
 		if unread {
 			out.ReadError = distrust
 		}
+	}
+	// A Gone that would have been acted on, held back only because no control of its
+	// type could be asked (requireLive): the rule verifies nothing of that type, pass
+	// after pass, so the pass fails rather than stay green while removing nothing. An
+	// answer that was not acted on anyway held nothing back.
+	actionable := a.Verdict == finalizev1alpha1.VerdictGone || (a.Verdict == finalizev1alpha1.VerdictRetained && rule.Spec.AllowRetained)
+	if actionable && own != nil && own.unchecked && distrust == own.distrust && !unread {
+		v.mu.Lock()
+		if own.heldBack == nil {
+			own.heldBack = map[string]bool{}
+		}
+		own.heldBack[o.Ref().String()] = true
+		v.mu.Unlock()
 	}
 	return out
 }
@@ -227,6 +246,10 @@ type reply struct {
 	// that cannot be made from it), and the rule's provider was not asked. Such a
 	// verdict says nothing about the provider: it never counts as a control.
 	byObject bool
+	// readError: a read of the cluster the verdict needs failed (the namespace a preset
+	// reads: Forbidden, a timeout). The Unknown is not the object's: the target's
+	// verification failed, and a control it was asked about leaves its check unread.
+	readError bool
 }
 
 // decided is a verdict the object decided alone.
@@ -246,7 +269,7 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 		if p.NeedsNamespace && full.GetNamespace() != "" {
 			var err error
 			if ns, err = v.namespace(ctx, full.GetNamespace()); err != nil {
-				return decided(provider.Unknown("reading namespace %s for preset %s: %v", full.GetNamespace(), p.Name, err))
+				return reply{Answer: provider.Unknown("reading namespace %s for preset %s: %v", full.GetNamespace(), p.Name, err), byObject: true, readError: true}
 			}
 		}
 		if why, held := p.Held(full, ns, finalizer); held {
@@ -332,6 +355,12 @@ type check struct {
 	distrust string
 	// unread: the check failed because the cluster could not be read (distrust says so).
 	unread bool
+	// unchecked: the rule requires a live control and none of the type could be asked
+	// (none carries its finalizer, each was decided by the object alone, or each changed);
+	// distrust says which. heldBack names the objects of the type whose Gone this alone
+	// held back (under Verifier.mu): any makes the rule unable to verify.
+	unchecked bool
+	heldBack  map[string]bool
 	// broken: the provider called a live object gone.
 	broken bool
 	// present counts the controls the provider answered Present for; unknown holds what
@@ -347,20 +376,21 @@ type check struct {
 // them for, once per pass each, and says why a Gone about an object of type r cannot be
 // trusted: controls of r itself must have answered Present (another type's controls do
 // not vouch for it), and no control of any type may have been called gone.
-func (v *Verifier) trust(ctx context.Context, rule *Rule, r scan.Resource) (string, bool) {
+// The check of r itself is returned too.
+func (v *Verifier) trust(ctx context.Context, rule *Rule, r scan.Resource) (string, bool, *check) {
 	own := v.check(ctx, rule, r)
 	if own.broken || own.unread {
-		return own.distrust, own.unread
+		return own.distrust, own.unread, own
 	}
 	for _, other := range v.Controls.Types(rule) {
 		if other.GroupResource() == r.GroupResource() {
 			continue
 		}
 		if c := v.check(ctx, rule, other); c.broken {
-			return c.distrust, false
+			return c.distrust, false, own
 		}
 	}
-	return own.distrust, own.unread
+	return own.distrust, own.unread, own
 }
 
 // check asks the rule's provider about live objects of one type, once per pass.
@@ -395,6 +425,7 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r scan.Resource, c 
 				uncounted = " (the holders of a shared finalizer and objects an annotation holds or retains do not count: the provider is never asked about them)"
 			}
 			c.distrust = fmt.Sprintf("no live object carries a finalizer this rule matches among %s%s, so its provider could not be checked against one that exists%s", typ, uncounted, requireLive)
+			c.unchecked = true
 		}
 		return
 	}
@@ -423,6 +454,12 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r scan.Resource, c 
 		}
 		a := v.ask(ctx, rule, full, ctl.finalizer, false)
 		ref := ctl.resource.Ref(ctl.namespace, ctl.name, full.GetUID())
+		if a.readError {
+			// What the control's verdict needs could not be read: not the object deciding,
+			// the cluster not answering.
+			c.distrust, c.unread = fmt.Sprintf("what its live objects need to check its provider could not be read: %s: %s", ref, a.Evidence), true
+			return
+		}
 		if a.byObject {
 			skipped = append(skipped, fmt.Sprintf("%s: %s", ref, a.Evidence))
 			continue
@@ -454,8 +491,10 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r scan.Resource, c 
 	case len(skipped) > 0:
 		c.distrust = fmt.Sprintf("no live object among %s could check its provider: what an object decides alone proves nothing about the provider (%s)%s",
 			typ, strings.Join(skipped, "; "), requireLive)
+		c.unchecked = true
 	default:
 		c.distrust = fmt.Sprintf("the live objects among %s that this rule matches changed before they could be checked; its provider could not be checked", typ)
+		c.unchecked = true
 	}
 }
 
@@ -485,8 +524,11 @@ func (v *Verifier) RuleStatuses() []finalizev1alpha1.RuleStatus {
 		}
 		return keys[i].gr.String() < keys[j].gr.String()
 	})
-	asked, present := map[string]int{}, map[string]int{}
-	unknown, cannotRun := map[string][]string{}, map[string]string{}
+	// cannot holds, by rule, why each resource type of it could verify nothing: every
+	// control of the type asked answered Unknown (another type's Present does not vouch
+	// for it), or a Gone of the type was held back because no control of it could be
+	// asked.
+	cannot, cannotRun := map[string][]string{}, map[string]string{}
 	for _, k := range keys {
 		c := v.checks[k]
 		st := status(k.rule)
@@ -498,9 +540,14 @@ func (v *Verifier) RuleStatuses() []finalizev1alpha1.RuleStatus {
 			st.Distrust += c.distrust
 		}
 		st.Controls = append(st.Controls, c.results...)
-		asked[k.rule] += len(c.results)
-		present[k.rule] += c.present
-		unknown[k.rule] = append(unknown[k.rule], c.unknown...)
+		switch typ := k.gr.String(); {
+		case c.broken:
+		case c.present == 0 && len(c.unknown) > 0:
+			cannot[k.rule] = append(cannot[k.rule], fmt.Sprintf("every live object its provider was asked about answered Unknown among %s (%s)", typ, strings.Join(c.unknown, "; ")))
+		case c.unchecked && len(c.heldBack) > 0:
+			cannot[k.rule] = append(cannot[k.rule], fmt.Sprintf("no live control of %s could be asked, so the Gone of %s was held back: %s",
+				typ, heldBackNames(c.heldBack), c.distrust))
+		}
 		if cannotRun[k.rule] == "" {
 			cannotRun[k.rule] = c.cannotRun
 		}
@@ -516,8 +563,8 @@ func (v *Verifier) RuleStatuses() []finalizev1alpha1.RuleStatus {
 		}
 	}
 	for name, st := range byRule {
-		if st.CannotVerify == "" && !st.Broken && asked[name] > 0 && present[name] == 0 && len(unknown[name]) > 0 {
-			st.CannotVerify = fmt.Sprintf("every live object its provider was asked about answered Unknown (%s)", strings.Join(unknown[name], "; "))
+		if st.CannotVerify == "" && !st.Broken && len(cannot[name]) > 0 {
+			st.CannotVerify = strings.Join(cannot[name], "; ")
 		}
 	}
 	for name, err := range v.errs {
@@ -674,6 +721,15 @@ func (c *Controls) Types(rule *Rule) []scan.Resource {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.types[rule.Name])
+}
+
+// heldBackNames names a few of the objects whose Gone was held back, and how many more.
+func heldBackNames(m map[string]bool) string {
+	names := sortedKeys(m)
+	if len(names) > 3 {
+		return fmt.Sprintf("%s and %d more", strings.Join(names[:3], ", "), len(names)-3)
+	}
+	return strings.Join(names, ", ")
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/pem"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
@@ -50,12 +53,19 @@ func database(name, id string, deletedAgo time.Duration) *unstructured.Unstructu
 // dbAPI is an HTTPS server that says instances are gone when gone says so.
 func dbAPI(t *testing.T, gone func(id string) bool) string {
 	t.Helper()
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if gone(strings.TrimPrefix(r.URL.Path, "/v1/instances/")) {
-			w.WriteHeader(http.StatusNotFound)
-			return
+	return codeAPI(t, func(id string) int {
+		if gone(id) {
+			return http.StatusNotFound
 		}
-		w.WriteHeader(http.StatusOK)
+		return http.StatusOK
+	})
+}
+
+// codeAPI is an HTTPS server that answers each instance with the status code code says.
+func codeAPI(t *testing.T, code func(id string) int) string {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(code(strings.TrimPrefix(r.URL.Path, "/v1/instances/")))
 	}))
 	t.Cleanup(srv.Close)
 	ca := filepath.Join(t.TempDir(), "ca.pem")
@@ -166,8 +176,12 @@ const crossplaneFin = "finalizer.managedresource.crossplane.io"
 
 var caches = scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "caches"}, Kind: "Cache", Namespaced: true}
 
-// managed is a Crossplane managed resource of r: its external name written by manager
-// (none when empty), deleted unless live, with spec.
+// operator is the field manager of the Crossplane provider in these tests: it wrote the
+// finalizer of every managed resource.
+const operator = "provider-aws"
+
+// managed is a Crossplane managed resource of r: its finalizer written by operator, its
+// external name by manager (none when empty), deleted unless live, with spec.
 func managed(r scan.Resource, name, externalName, manager string, live bool, spec map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	u.SetGroupVersionKind(r.GroupVersion().WithKind(r.Kind))
@@ -177,9 +191,19 @@ func managed(r scan.Resource, name, externalName, manager string, live bool, spe
 	u.SetResourceVersion("7")
 	u.SetFinalizers([]string{crossplaneFin})
 	u.SetAnnotations(map[string]string{"crossplane.io/external-name": externalName})
-	if manager != "" {
-		u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
-			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{".":{},"f:crossplane.io/external-name":{}}}}`)}})
+	const finalizerBy = `"f:finalizers":{".":{},"v:\"` + crossplaneFin + `\"":{}}`
+	const annotationBy = `"f:annotations":{".":{},"f:crossplane.io/external-name":{}}`
+	entry := func(manager, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{` + fields + `}}`)}
+	}
+	switch manager {
+	case "":
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{entry(operator, finalizerBy)})
+	case operator:
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{entry(operator, finalizerBy+","+annotationBy)})
+	default:
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{entry(operator, finalizerBy), entry(manager, annotationBy)})
 	}
 	if !live {
 		ts := metav1.NewTime(now.Add(-time.Hour))
@@ -203,7 +227,13 @@ func paused(o *unstructured.Unstructured) *unstructured.Unstructured {
 // an HTTPS server that says names are gone when gone says so.
 func presetAPI(t *testing.T, gone func(name string) bool, extra string) string {
 	t.Helper()
-	return strings.Replace(strings.Replace(dbAPI(t, gone), `- name: dbs
+	return presetOf(dbAPI(t, gone), extra)
+}
+
+// presetOf turns a policy of dbAPI or codeAPI into one with a crossplane-managed rule
+// over databases and caches.
+func presetOf(doc, extra string) string {
+	return strings.Replace(strings.Replace(doc, `- name: dbs
   finalizers: [db.example.com/finalizer]
   resources: [databases.db.example.com]`, `- name: dbs
   preset: crossplane-managed
@@ -252,16 +282,16 @@ func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 		distrust string
 		broken   bool
 	}{
-		{name: "retained by its spec", controls: []*unstructured.Unstructured{managed(databases, "a-orphan", "live-1", "op", true, orphan)},
+		{name: "retained by its spec", controls: []*unstructured.Unstructured{managed(databases, "a-orphan", "live-1", operator, true, orphan)},
 			distrust: "proves nothing about the provider (databases.db.example.com/a-orphan -n prod: retained by design: spec.deletionPolicy: Orphan)"},
-		{name: "held", controls: []*unstructured.Unstructured{paused(managed(databases, "a-paused", "live-1", "op", true, nil))},
+		{name: "held", controls: []*unstructured.Unstructured{paused(managed(databases, "a-paused", "live-1", operator, true, nil))},
 			distrust: "no live object carries a finalizer this rule matches among databases.db.example.com (the holders of a shared finalizer and objects an annotation holds or retains do not count"},
 		{name: "its external name not the operator's", controls: []*unstructured.Unstructured{managed(databases, "a-annotated", "live-1", "kubectl-annotate", true, nil)},
 			distrust: "annotation crossplane.io/external-name was last written by kubectl-annotate"},
 		{name: "a retained one is replaced by the next", controls: []*unstructured.Unstructured{
-			managed(databases, "a-orphan", "live-1", "op", true, orphan), managed(databases, "b-live", "live-2", "op", true, nil)},
+			managed(databases, "a-orphan", "live-1", operator, true, orphan), managed(databases, "b-live", "live-2", operator, true, nil)},
 			extra: "\n  controls: {count: 1}", distrust: "the provider is broken: it called databases.db.example.com/b-live -n prod gone", broken: true},
-		{name: "requireLive false acts unchecked", controls: []*unstructured.Unstructured{managed(databases, "a-orphan", "live-1", "op", true, orphan)},
+		{name: "requireLive false acts unchecked", controls: []*unstructured.Unstructured{managed(databases, "a-orphan", "live-1", operator, true, orphan)},
 			extra: "\n  controls: {count: 2, requireLive: false}"},
 	}
 	for _, tt := range tests {
@@ -270,7 +300,7 @@ func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 			if tt.extra != "" {
 				doc = strings.Replace(presetAPI(t, everything, tt.extra), "  controls: {count: 2}\n", "", 1)
 			}
-			v, objs := presetVerifier(t, doc, append(tt.controls, managed(databases, "stuck", "deleted-1", "op", false, nil))...)
+			v, objs := presetVerifier(t, doc, append(tt.controls, managed(databases, "stuck", "deleted-1", operator, false, nil))...)
 			got := verifyPreset(v, objs["stuck"])
 			if got.Verdict != finalizev1alpha1.VerdictGone || !strings.Contains(got.Distrust, tt.distrust) || (tt.distrust == "") != got.Gone() {
 				t.Errorf("stuck: %+v; want distrust %q", got, tt.distrust)
@@ -293,9 +323,9 @@ func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 func TestControlsArePerType(t *testing.T) {
 	gone := func(name string) bool { return strings.HasPrefix(name, "deleted") }
 	v, objs := presetVerifier(t, presetAPI(t, gone, ""),
-		managed(databases, "db-control", "live-db", "op", true, nil),
-		managed(databases, "db-stuck", "deleted-db", "op", false, nil),
-		managed(caches, "cache-stuck", "deleted-cache", "op", false, nil))
+		managed(databases, "db-control", "live-db", operator, true, nil),
+		managed(databases, "db-stuck", "deleted-db", operator, false, nil),
+		managed(caches, "cache-stuck", "deleted-cache", operator, false, nil))
 	if got := verifyPreset(v, objs["db-stuck"]); !got.Gone() {
 		t.Errorf("db-stuck: %+v", got)
 	}
@@ -305,9 +335,9 @@ func TestControlsArePerType(t *testing.T) {
 
 	// A live cache the provider calls gone: the rule is broken, for databases too.
 	v, objs = presetVerifier(t, presetAPI(t, gone, ""),
-		managed(databases, "db-control", "live-db", "op", true, nil),
-		managed(caches, "cache-control", "deleted-but-live", "op", true, nil),
-		managed(databases, "db-stuck", "deleted-db", "op", false, nil))
+		managed(databases, "db-control", "live-db", operator, true, nil),
+		managed(caches, "cache-control", "deleted-but-live", operator, true, nil),
+		managed(databases, "db-stuck", "deleted-db", operator, false, nil))
 	if got := verifyPreset(v, objs["db-stuck"]); got.Gone() || !strings.Contains(got.Distrust, "it called caches.db.example.com/cache-control -n prod gone") {
 		t.Errorf("db-stuck with a broken cache control: %+v", got)
 	}
@@ -332,6 +362,11 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 		{name: "kubectl annotate", manager: "kubectl-annotate", verdict: finalizev1alpha1.VerdictUnknown,
 			says: "annotation crossplane.io/external-name was last written by kubectl-annotate, not by the operator"},
 		{name: "helm", manager: "helm", verdict: finalizev1alpha1.VerdictUnknown, says: "was last written by helm"},
+		// Clients no list of generic clients names: none of them wrote the finalizer.
+		{name: "curl through kubectl proxy", manager: "curl", verdict: finalizev1alpha1.VerdictUnknown,
+			says: "annotation crossplane.io/external-name was last written by curl, not by the operator (identity externalName; the operator is taken to be provider-aws, who wrote finalizer " + crossplaneFin + ")"},
+		{name: "the Python client", manager: "OpenAPI-Generator", verdict: finalizev1alpha1.VerdictUnknown, says: "was last written by OpenAPI-Generator, not by the operator"},
+		{name: "kubectl --field-manager", manager: "crossplane-helper", verdict: finalizev1alpha1.VerdictUnknown, says: "was last written by crossplane-helper, not by the operator"},
 		{name: "nobody known", manager: "", verdict: finalizev1alpha1.VerdictUnknown, says: "no managedFields entry says who wrote annotation crossplane.io/external-name"},
 		{name: "any writer trusted", manager: "kubectl-annotate", extra: "\n  trustIdentityFromAnyWriter: true", verdict: finalizev1alpha1.VerdictGone, says: "404"},
 		{name: "not used by the request", manager: "kubectl-annotate", url: "{.metadata.name}", verdict: finalizev1alpha1.VerdictGone, says: "404"},
@@ -415,5 +450,194 @@ func TestTrustIdentityFromAnyWriterNeedsAPreset(t *testing.T) {
 	_, warnings := compile(t, presetAPI(t, func(string) bool { return false }, "\n  trustIdentityFromAnyWriter: true"))
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "rule dbs sets trustIdentityFromAnyWriter: its identity values (annotation crossplane.io/external-name, status.atProvider.arn, status.atProvider.id)") {
 		t.Errorf("warnings %q", warnings)
+	}
+}
+
+// TestARuleNoneOfWhoseControlsCouldBeCheckedCannotVerify: under requireLive, a Gone held
+// back only because no control of its type could be asked (none is live, or each live one
+// was decided by the object alone) makes the rule unable to verify, naming the type and
+// why: the pass fails instead of staying green while it removes nothing. An answer that
+// was not Gone held nothing back, and requireLive: false acts unchecked.
+func TestARuleNoneOfWhoseControlsCouldBeCheckedCannotVerify(t *testing.T) {
+	gone := func(name string) bool { return strings.HasPrefix(name, "deleted") }
+	orphan := map[string]any{"deletionPolicy": "Orphan"}
+	tests := []struct {
+		name        string
+		extra       string
+		objs        []*unstructured.Unstructured
+		stuck       string
+		gone        bool
+		cannot, not []string
+	}{
+		{name: "no live object", objs: []*unstructured.Unstructured{managed(databases, "stuck", "deleted-1", operator, false, nil)}, stuck: "stuck",
+			cannot: []string{"no live control of databases.db.example.com could be asked, so the Gone of databases.db.example.com/stuck -n prod was held back: " +
+				"no live object carries a finalizer this rule matches among databases.db.example.com", "set controls.requireLive: false in the rule"}},
+		{name: "every live one retained", objs: []*unstructured.Unstructured{managed(databases, "a-orphan", "live-1", operator, true, orphan), managed(databases, "stuck", "deleted-1", operator, false, nil)},
+			stuck: "stuck", cannot: []string{"no live control of databases.db.example.com could be asked",
+				"what an object decides alone proves nothing about the provider (databases.db.example.com/a-orphan -n prod: retained by design: spec.deletionPolicy: Orphan)"}},
+		{name: "every live one's identity not the operator's", objs: []*unstructured.Unstructured{managed(databases, "a-curled", "live-1", "curl", true, nil), managed(databases, "stuck", "deleted-1", operator, false, nil)},
+			stuck: "stuck", cannot: []string{"no live control of databases.db.example.com could be asked", "was last written by curl, not by the operator"}},
+		{name: "per type", objs: []*unstructured.Unstructured{managed(databases, "db-control", "live-db", operator, true, nil),
+			managed(databases, "db-stuck", "deleted-db", operator, false, nil), managed(caches, "stuck", "deleted-cache", operator, false, nil)},
+			stuck: "stuck", cannot: []string{"no live control of caches.db.example.com could be asked, so the Gone of caches.db.example.com/stuck -n prod was held back"},
+			not: []string{"databases"}},
+		{name: "a Present held nothing back", objs: []*unstructured.Unstructured{managed(databases, "stuck", "here-1", operator, false, nil)}, stuck: "stuck"},
+		{name: "requireLive false acts unchecked", extra: "\n  controls: {count: 2, requireLive: false}",
+			objs: []*unstructured.Unstructured{managed(databases, "stuck", "deleted-1", operator, false, nil)}, stuck: "stuck", gone: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := presetAPI(t, gone, "")
+			if tt.extra != "" {
+				doc = strings.Replace(presetAPI(t, gone, tt.extra), "  controls: {count: 2}\n", "", 1)
+			}
+			v, objs := presetVerifier(t, doc, tt.objs...)
+			if got := verifyPreset(v, objs[tt.stuck]); got.Gone() != tt.gone || got.ReadError != "" {
+				t.Errorf("stuck: %+v", got)
+			}
+			if db := objs["db-stuck"]; db != nil {
+				if got := verifyPreset(v, db); !got.Gone() {
+					t.Errorf("db-stuck: its own type's control answered Present: %+v", got)
+				}
+			}
+			st := v.RuleStatuses()
+			if len(st) != 1 || st[0].Broken {
+				t.Fatalf("statuses %+v", st)
+			}
+			if len(tt.cannot) == 0 && st[0].CannotVerify != "" {
+				t.Errorf("cannot verify %q; want none", st[0].CannotVerify)
+			}
+			for _, says := range tt.cannot {
+				if !strings.Contains(st[0].CannotVerify, says) {
+					t.Errorf("cannot verify %q; want it to say %q", st[0].CannotVerify, says)
+				}
+			}
+			for _, says := range tt.not {
+				if strings.Contains(st[0].CannotVerify, says) {
+					t.Errorf("cannot verify %q; want it not to say %q", st[0].CannotVerify, says)
+				}
+			}
+		})
+	}
+}
+
+// TestCannotVerifyIsPerType: a rule whose controls of one type answer Present while every
+// control of another type answers Unknown (a 401 from that service's endpoint) cannot
+// verify that type: the rule says so, naming it, and the pass fails. A Gone of the type
+// whose controls answered Present is still trusted.
+func TestCannotVerifyIsPerType(t *testing.T) {
+	code := func(unauthorized string) func(string) int {
+		return func(id string) int {
+			switch {
+			case strings.HasPrefix(id, unauthorized):
+				return http.StatusUnauthorized
+			case strings.HasPrefix(id, "deleted"):
+				return http.StatusNotFound
+			}
+			return http.StatusOK
+		}
+	}
+	for _, tt := range []struct {
+		unauthorized string
+		cannot       string
+	}{
+		{unauthorized: "cache-", cannot: "every live object its provider was asked about answered Unknown among caches.db.example.com (caches.db.example.com/cache-control -n prod: Unknown: "},
+		{unauthorized: "nothing"},
+	} {
+		v, objs := presetVerifier(t, presetOf(codeAPI(t, code(tt.unauthorized)), ""),
+			managed(databases, "db-control", "live-db", operator, true, nil),
+			managed(caches, "cache-control", "cache-live", operator, true, nil),
+			managed(databases, "db-stuck", "deleted-db", operator, false, nil))
+		if got := verifyPreset(v, objs["db-stuck"]); !got.Gone() {
+			t.Errorf("%s: db-stuck: %+v", tt.unauthorized, got)
+		}
+		st := v.RuleStatuses()
+		if len(st) != 1 || st[0].Broken || !strings.Contains(st[0].CannotVerify, tt.cannot) || (tt.cannot == "") != (st[0].CannotVerify == "") {
+			t.Errorf("%s: statuses %+v; want cannot verify saying %q", tt.unauthorized, st, tt.cannot)
+			continue
+		}
+		if tt.cannot != "" && (!strings.Contains(st[0].CannotVerify, "401") || strings.Contains(st[0].CannotVerify, "databases")) {
+			t.Errorf("cannot verify %q", st[0].CannotVerify)
+		}
+	}
+}
+
+// TestAnUnreadableNamespaceIsAReadError: a preset that reads the namespace (ack) and
+// cannot (Forbidden) has not verified anything: the target's verification is a read
+// error, whether its own namespace or a control's could not be read, never an Unknown
+// the object decided.
+func TestAnUnreadableNamespaceIsAReadError(t *testing.T) {
+	const ackFin = "finalizers.rds.services.k8s.aws/DBInstance"
+	doc := strings.Replace(strings.Replace(dbAPI(t, func(id string) bool { return strings.HasPrefix(id, "deleted") }),
+		"  finalizers: [db.example.com/finalizer]\n", "  preset: ack\n", 1), "{.status.instanceID}", "{identity.arn}", 1)
+	ackDB := func(ns, name, arn string, live bool) *unstructured.Unstructured {
+		u := database(name, "", time.Hour)
+		if live {
+			u = database(name, "", 0)
+		}
+		u.SetNamespace(ns)
+		u.SetFinalizers([]string{ackFin})
+		_ = unstructured.SetNestedField(u.Object, arn, "status", "ackResourceMetadata", "arn")
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{
+			{Manager: "ack-rds-controller", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+				FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{".":{},"v:\"` + ackFin + `\"":{}}}}`)},
+			{Manager: "ack-rds-controller", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
+				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:ackResourceMetadata":{"f:arn":{}}}}`)}})
+		return u
+	}
+	namespace := func(name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind("Namespace")
+		u.SetName(name)
+		return u
+	}
+	run := func(objs ...*unstructured.Unstructured) (*Verifier, map[string]*scan.Object) {
+		p, _ := compile(t, doc)
+		ros := []runtime.Object{namespace("prod"), namespace("locked")}
+		for _, o := range objs {
+			ros = append(ros, o)
+		}
+		dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+			databases.GroupVersionResource: "DatabaseList", {Version: "v1", Resource: "namespaces"}: "NamespaceList"}, ros...)
+		dyn.PrependReactor("get", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if name := a.(k8stesting.GetAction).GetName(); name == "locked" {
+				return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, name, errors.New("RBAC: no get namespaces"))
+			}
+			return false, nil, nil
+		})
+		v := NewVerifier(p, dyn, provider.Options{})
+		v.SetClock(func() time.Time { return now })
+		stuck := map[string]*scan.Object{}
+		for _, o := range objs {
+			meta := &metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID(), Finalizers: o.GetFinalizers(), DeletionTimestamp: o.GetDeletionTimestamp()}
+			v.Controls.Observe(databases, meta, nil)
+			stuck[o.GetName()] = scan.NewObject(databases, meta, nil)
+		}
+		return v, stuck
+	}
+	verify := func(v *Verifier, o *scan.Object) remove.Verification {
+		return v.Verify(context.Background(), remove.VerifyRequest{Object: o, Finalizer: finalizev1alpha1.Finalizer{Name: ackFin, Field: finalizev1alpha1.FieldMetadataFinalizers}})
+	}
+
+	v, objs := run(ackDB("prod", "control", "live-1", true), ackDB("prod", "stuck", "deleted-1", false))
+	if got := verify(v, objs["stuck"]); !got.Gone() {
+		t.Errorf("readable namespaces: %+v", got)
+	}
+
+	v, objs = run(ackDB("prod", "control", "live-1", true), ackDB("locked", "stuck", "deleted-1", false))
+	got := verify(v, objs["stuck"])
+	if got.Gone() || !strings.Contains(got.ReadError, "reading namespace locked for preset ack") || !strings.Contains(got.ReadError, "forbidden") {
+		t.Errorf("the target's namespace unreadable: %+v", got)
+	}
+
+	v, objs = run(ackDB("locked", "control", "live-1", true), ackDB("prod", "stuck", "deleted-1", false))
+	got = verify(v, objs["stuck"])
+	if got.Gone() || !strings.Contains(got.ReadError, "what its live objects need to check its provider could not be read: databases.db.example.com/control -n locked") ||
+		!strings.Contains(got.ReadError, "reading namespace locked for preset ack") {
+		t.Errorf("a control's namespace unreadable: %+v", got)
+	}
+	if st := v.RuleStatuses(); len(st) != 1 || st[0].Broken || len(st[0].Controls) != 0 {
+		t.Errorf("statuses %+v", st)
 	}
 }

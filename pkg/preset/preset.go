@@ -97,13 +97,18 @@ func (p *Preset) IdentityOf(o *unstructured.Unstructured, finalizer string) map[
 }
 
 // UntrustedIdentity says, for each identity value of o that is set, that used selects
-// (nil selects every one) and whose writer is checked, why it is not the operator's:
-// managedFields name a generic client (kubectl, helm, Argo CD, a GitOps applier, ...)
-// among the writers of its field, or name no writer at all. Empty when every such
-// value is the operator's.
+// (nil selects every one) and whose writer is checked, why it is not the operator's.
+// The operator is known by name only from managedFields (OperatorManagers): a value is
+// the operator's when at least one manager owns its field and every manager that owns
+// it is the operator's. Any other writer (curl through kubectl proxy, a Python client,
+// kubectl with --field-manager, a GitOps applier, a person) is not, whatever it calls
+// itself, and neither is any writer when the operator cannot be identified. Empty when
+// every such value is the operator's.
 func (p *Preset) UntrustedIdentity(o *unstructured.Unstructured, finalizer string, used func(name string) bool) []string {
 	var out []string
 	var managed []metav1.ManagedFieldsEntry
+	var operators []string
+	var operatorIs string
 	read := false
 	for i := range p.Identity {
 		id := &p.Identity[i]
@@ -112,22 +117,59 @@ func (p *Preset) UntrustedIdentity(o *unstructured.Unstructured, finalizer strin
 		}
 		if !read {
 			managed, read = o.GetManagedFields(), true
+			operators, operatorIs = OperatorManagers(managed, finalizer)
 		}
 		writers := fieldWriters(managed, id.Field)
-		var generic []string
+		var others []string
 		for _, w := range writers {
-			if owner.IsGenericManager(w) {
-				generic = append(generic, w)
+			if !slices.Contains(operators, w) {
+				others = append(others, w)
 			}
 		}
 		switch {
 		case len(writers) == 0:
 			out = append(out, fmt.Sprintf("no managedFields entry says who wrote %s (identity %s), so it is not known to be the operator's", id.From, id.Name))
-		case len(generic) > 0:
-			out = append(out, fmt.Sprintf("%s was last written by %s, not by the operator (identity %s)", id.From, strings.Join(generic, ", "), id.Name))
+		case len(operators) == 0:
+			out = append(out, fmt.Sprintf("%s was last written by %s, and the operator could not be identified from managedFields "+
+				"(no manager but a generic client wrote finalizer %s, and none wrote the status subresource), so it is not known to be the operator's (identity %s)",
+				id.From, strings.Join(writers, ", "), finalizer, id.Name))
+		case len(others) > 0:
+			out = append(out, fmt.Sprintf("%s was last written by %s, not by the operator (identity %s; the operator is taken to be %s, %s)",
+				id.From, strings.Join(others, ", "), id.Name, strings.Join(operators, ", "), operatorIs))
 		}
 	}
 	return out
+}
+
+// OperatorManagers are the field managers of o's managedFields taken to be the
+// operator's, and why, for people: the managers that wrote finalizer into
+// metadata.finalizers, except generic clients (kubectl, helm, Argo CD, ...: a finalizer
+// they wrote came from a manifest). When no such manager wrote it (the finalizer came
+// from a manifest), the managers that wrote the status subresource, except generic
+// clients: the operator writes status. Status writers are not added to a finalizer
+// writer: a client that patched status by hand (curl through kubectl proxy on /status)
+// would pass for the operator. Empty when neither names anyone: nothing is the
+// operator's.
+func OperatorManagers(managed []metav1.ManagedFieldsEntry, finalizer string) ([]string, string) {
+	var out []string
+	for _, w := range owner.Writers(managed, "metadata.finalizers", finalizer) {
+		if !owner.IsGenericManager(w) {
+			out = append(out, w)
+		}
+	}
+	if len(out) > 0 {
+		return out, "who wrote finalizer " + finalizer
+	}
+	for i := range managed {
+		e := &managed[i]
+		if e.Subresource == "status" && e.Manager != "" && !owner.IsGenericManager(e.Manager) && !slices.Contains(out, e.Manager) {
+			out = append(out, e.Manager)
+		}
+	}
+	if len(out) > 0 {
+		return out, "who wrote the status subresource (no manager but a generic client wrote finalizer " + finalizer + ")"
+	}
+	return nil, ""
 }
 
 // WriterCheckedFields say, for people, where the identity values whose writer is

@@ -94,7 +94,10 @@ func TestUntrustedIdentity(t *testing.T) {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource,
 			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 	}
+	const fin = "finalizer.managedresource.crossplane.io"
 	const annotationBy = `{"f:metadata":{"f:annotations":{".":{},"f:crossplane.io/external-name":{}}}}`
+	const finalizerBy = `{"f:metadata":{"f:finalizers":{".":{},"v:\"finalizer.managedresource.crossplane.io\"":{}}}}`
+	const bothBy = `{"f:metadata":{"f:annotations":{".":{},"f:crossplane.io/external-name":{}},"f:finalizers":{".":{},"v:\"finalizer.managedresource.crossplane.io\"":{}}}}`
 	const arnBy = `{"f:status":{".":{},"f:atProvider":{".":{},"f:arn":{}}}}`
 	const regionBy = `{"f:spec":{"f:forProvider":{"f:region":{}}}}`
 	crossplane := func(entries ...metav1.ManagedFieldsEntry) *unstructured.Unstructured {
@@ -104,6 +107,7 @@ func TestUntrustedIdentity(t *testing.T) {
 		o.SetManagedFields(entries)
 		return o
 	}
+	const byFinalizer = "the operator is taken to be provider-aws, who wrote finalizer " + fin
 	p, _ := Lookup("crossplane-managed")
 	tests := []struct {
 		name string
@@ -111,21 +115,42 @@ func TestUntrustedIdentity(t *testing.T) {
 		used func(string) bool
 		want []string
 	}{
-		{name: "all the operator's", o: crossplane(entry("provider-aws", "", annotationBy), entry("provider-aws", "status", arnBy), entry("kubectl-client-side-apply", "", regionBy))},
-		{name: "an annotation kubectl wrote", o: crossplane(entry("kubectl-annotate", "", annotationBy), entry("provider-aws", "status", arnBy)),
-			want: []string{"annotation crossplane.io/external-name was last written by kubectl-annotate, not by the operator (identity externalName)"}},
-		{name: "status patched by hand", o: crossplane(entry("provider-aws", "", annotationBy), entry("kubectl-patch", "status", arnBy)),
-			want: []string{"status.atProvider.arn was last written by kubectl-patch, not by the operator (identity arn)"}},
-		{name: "shared with a GitOps applier", o: crossplane(entry("provider-aws", "", annotationBy), entry("argocd-controller", "", annotationBy), entry("provider-aws", "status", arnBy)),
-			want: []string{"annotation crossplane.io/external-name was last written by argocd-controller, not by the operator (identity externalName)"}},
-		{name: "no entry", o: crossplane(entry("provider-aws", "status", arnBy)),
+		{name: "all the operator's", o: crossplane(entry("provider-aws", "", bothBy), entry("provider-aws", "status", arnBy), entry("kubectl-client-side-apply", "", regionBy))},
+		{name: "the operator known by its status, the finalizer from a manifest",
+			o: crossplane(entry("kubectl-client-side-apply", "", finalizerBy), entry("provider-aws", "", annotationBy), entry("provider-aws", "status", arnBy))},
+		{name: "an annotation kubectl wrote", o: crossplane(entry("provider-aws", "", finalizerBy), entry("kubectl-annotate", "", annotationBy), entry("provider-aws", "status", arnBy)),
+			want: []string{"annotation crossplane.io/external-name was last written by kubectl-annotate, not by the operator (identity externalName; " + byFinalizer + ")"}},
+		// Clients no blocklist knows: every one is someone other than the operator.
+		{name: "curl through kubectl proxy", o: crossplane(entry("provider-aws", "", finalizerBy), entry("curl", "", annotationBy), entry("provider-aws", "status", arnBy)),
+			want: []string{"annotation crossplane.io/external-name was last written by curl, not by the operator (identity externalName; " + byFinalizer + ")"}},
+		{name: "the Python client", o: crossplane(entry("provider-aws", "", finalizerBy), entry("OpenAPI-Generator", "", annotationBy), entry("provider-aws", "status", arnBy)),
+			want: []string{"annotation crossplane.io/external-name was last written by OpenAPI-Generator, not by the operator (identity externalName; " + byFinalizer + ")"}},
+		{name: "kubectl annotate --field-manager", o: crossplane(entry("provider-aws", "", finalizerBy), entry("crossplane-helper", "", annotationBy), entry("provider-aws", "status", arnBy)),
+			want: []string{"annotation crossplane.io/external-name was last written by crossplane-helper, not by the operator (identity externalName; " + byFinalizer + ")"}},
+		{name: "shared with another writer", o: crossplane(entry("provider-aws", "", bothBy), entry("my-script", "", annotationBy), entry("provider-aws", "status", arnBy)),
+			want: []string{"annotation crossplane.io/external-name was last written by my-script, not by the operator (identity externalName; " + byFinalizer + ")"}},
+		{name: "status patched by hand", o: crossplane(entry("provider-aws", "", bothBy), entry("kubectl-patch", "status", arnBy)),
+			want: []string{"status.atProvider.arn was last written by kubectl-patch, not by the operator (identity arn; " + byFinalizer + ")"}},
+		// A status writer does not join a finalizer writer: curl on /status is not the
+		// operator because it wrote status.
+		{name: "status patched with curl", o: crossplane(entry("provider-aws", "", bothBy), entry("curl", "status", arnBy)),
+			want: []string{"status.atProvider.arn was last written by curl, not by the operator (identity arn; " + byFinalizer + ")"}},
+		{name: "no operator identifiable", o: crossplane(entry("argocd-controller", "", bothBy), entry("kubectl-patch", "status", arnBy)),
+			want: []string{
+				"annotation crossplane.io/external-name was last written by argocd-controller, and the operator could not be identified from managedFields (no manager but a generic client wrote finalizer " + fin + ", and none wrote the status subresource), so it is not known to be the operator's (identity externalName)",
+				"status.atProvider.arn was last written by kubectl-patch, and the operator could not be identified from managedFields (no manager but a generic client wrote finalizer " + fin + ", and none wrote the status subresource), so it is not known to be the operator's (identity arn)"}},
+		{name: "no managedFields at all", o: crossplane(),
+			want: []string{
+				"no managedFields entry says who wrote annotation crossplane.io/external-name (identity externalName), so it is not known to be the operator's",
+				"no managedFields entry says who wrote status.atProvider.arn (identity arn), so it is not known to be the operator's"}},
+		{name: "no entry", o: crossplane(entry("provider-aws", "", finalizerBy), entry("provider-aws", "status", arnBy)),
 			want: []string{"no managedFields entry says who wrote annotation crossplane.io/external-name (identity externalName), so it is not known to be the operator's"}},
-		{name: "only what the request uses", o: crossplane(entry("kubectl-annotate", "", annotationBy), entry("provider-aws", "status", arnBy)),
+		{name: "only what the request uses", o: crossplane(entry("provider-aws", "", finalizerBy), entry("kubectl-annotate", "", annotationBy), entry("provider-aws", "status", arnBy)),
 			used: func(name string) bool { return name == "arn" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := p.UntrustedIdentity(tt.o, "finalizer.managedresource.crossplane.io", tt.used); !slices.Equal(got, tt.want) {
+			if got := p.UntrustedIdentity(tt.o, fin, tt.used); !slices.Equal(got, tt.want) {
 				t.Errorf("got %q\nwant %q", got, tt.want)
 			}
 		})
@@ -134,8 +159,39 @@ func TestUntrustedIdentity(t *testing.T) {
 	// A field in a list is owned at the list.
 	lb, _ := Lookup("aws-load-balancer")
 	svc := obj("web", "front", nil, map[string]any{"status": map[string]any{"loadBalancer": map[string]any{"ingress": []any{map[string]any{"hostname": "lb.example.com"}}}}})
-	svc.SetManagedFields([]metav1.ManagedFieldsEntry{entry("kubectl-edit", "status", `{"f:status":{"f:loadBalancer":{"f:ingress":{}}}}`)})
-	if got := lb.UntrustedIdentity(svc, "service.k8s.aws/resources", nil); len(got) != 1 || !strings.HasPrefix(got[0], "status.loadBalancer.ingress[0].hostname was last written by kubectl-edit") {
+	svc.SetManagedFields([]metav1.ManagedFieldsEntry{
+		entry("aws-load-balancer-controller", "", `{"f:metadata":{"f:finalizers":{".":{},"v:\"service.k8s.aws/resources\"":{}}}}`),
+		entry("kubectl-edit", "status", `{"f:status":{"f:loadBalancer":{"f:ingress":{}}}}`)})
+	if got := lb.UntrustedIdentity(svc, "service.k8s.aws/resources", nil); len(got) != 1 || !strings.HasPrefix(got[0], "status.loadBalancer.ingress[0].hostname was last written by kubectl-edit, not by the operator") {
 		t.Errorf("load balancer: %q", got)
+	}
+}
+
+func TestOperatorManagers(t *testing.T) {
+	entry := func(manager, subresource, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource,
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
+	}
+	const fin = "finalizers.s3.services.k8s.aws/Bucket"
+	finalizerBy := `{"f:metadata":{"f:finalizers":{".":{},"v:\"` + fin + `\"":{}}}}`
+	otherFinalizer := `{"f:metadata":{"f:finalizers":{".":{},"v:\"example.com/other\"":{}}}}`
+	const status = `{"f:status":{".":{}}}`
+	tests := []struct {
+		name    string
+		managed []metav1.ManagedFieldsEntry
+		want    []string
+	}{
+		{"the finalizer's writer", []metav1.ManagedFieldsEntry{entry("ack-s3-controller", "", finalizerBy), entry("other-controller", "status", status)}, []string{"ack-s3-controller"}},
+		{"a generic writer of the finalizer is not", []metav1.ManagedFieldsEntry{entry("kubectl-client-side-apply", "", finalizerBy), entry("ack-s3-controller", "status", status)}, []string{"ack-s3-controller"}},
+		{"another finalizer's writer is not", []metav1.ManagedFieldsEntry{entry("other-controller", "", otherFinalizer)}, nil},
+		{"a generic status writer is not", []metav1.ManagedFieldsEntry{entry("helm", "", finalizerBy), entry("kubectl-patch", "status", status)}, nil},
+		{"nothing", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, _ := OperatorManagers(tt.managed, fin); !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

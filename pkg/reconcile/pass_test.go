@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,5 +59,40 @@ func TestEachPassDiscoversAfresh(t *testing.T) {
 	}
 	if !listedWidgets() {
 		t.Error("the second pass did not list widgets, a type the cluster served since the first")
+	}
+}
+
+// TestATypeTheClusterDoesNotServeIsNamed: a rule that names its type in the singular
+// matches nothing, ever; the pass says so instead of staying silent.
+func TestATypeTheClusterDoesNotServeIsNamed(t *testing.T) {
+	kube := kubefake.NewClientset()
+	served := kube.Discovery().(*fakediscovery.FakeDiscovery)
+	served.Resources = []*metav1.APIResourceList{{GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{
+		{Name: "widgets", SingularName: "widget", Kind: "Widget", Namespaced: true, Verbs: []string{"list", "get"}},
+	}}}
+	scheme := runtime.NewScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	var warnings []string
+	r := &Reconciler{
+		Clients: &pipeline.Clients{Discovery: memory.NewMemCacheClient(served), Metadata: metadatafake.NewSimpleMetadataClient(scheme), Kube: kube,
+			Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())},
+		Options: Options{Policy: compile(t, `- name: widgets
+  finalizers: [example.com/cleanup]
+  resources: [widget.example.com, widgets.example.com]
+  verify:
+    kubernetes: {resource: secrets, namespace: "{.metadata.namespace}", name: "{.metadata.name}"}
+`), DryRun: true, Warn: func(err error) { warnings = append(warnings, err.Error()) }},
+	}
+	if _, err := r.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var unserved []string
+	for _, w := range warnings {
+		if strings.Contains(w, "which this cluster does not serve") {
+			unserved = append(unserved, w)
+		}
+	}
+	if len(unserved) != 1 || !strings.Contains(unserved[0], "the policy names resources widget.example.com,") {
+		t.Errorf("warnings %q; want one naming widget.example.com, and only it", warnings)
 	}
 }

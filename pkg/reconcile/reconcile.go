@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -81,6 +82,13 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 	// keep listing one removed since.
 	r.Clients.Refresh()
 	meta.MaybeResetRESTMapper(r.Providers.Mapper)
+	// A continuous run whose audit log failed in an earlier pass tries it again: the
+	// first removal's intent reaches the disk, or fails that removal and the pass.
+	if r.Auditor != nil {
+		if err := r.Auditor.Retry(); err != nil {
+			r.warn(err)
+		}
+	}
 	rep := &finalizev1alpha1.ReconcileReport{
 		TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "ReconcileReport"},
 		Policy:   r.Policy.File, DryRun: r.DryRun, StartTime: metav1.NewTime(started),
@@ -174,8 +182,36 @@ func (r *Reconciler) scanOptions() scan.Options {
 		r.warn(err)
 	case !l.All:
 		opts.Resources = l.scanResources()
+		r.warnUnserved(l)
 	}
 	return opts
+}
+
+// warnUnserved says which types the rules name that the cluster does not serve: no
+// object of them is listed, and no rule matches one under that name (a singular, a Kind,
+// a short name or a typo is not a resource.group name; a CRD may not be installed yet).
+// A group whose discovery failed is not named here: the scan reports it incomplete.
+func (r *Reconciler) warnUnserved(l Listing) {
+	served, failed, err := scan.Discover(r.Clients.Discovery)
+	if err != nil {
+		return // the scan's own discovery fails the pass
+	}
+	known := map[schema.GroupResource]bool{}
+	for _, t := range served {
+		known[t.GroupResource()] = true
+	}
+	unread := map[string]bool{}
+	for _, in := range failed {
+		if gv, err := schema.ParseGroupVersion(in.GroupVersion); err == nil {
+			unread[gv.Group] = true
+		}
+	}
+	for _, gr := range l.Types {
+		if !known[gr] && !unread[gr.Group] {
+			r.warn(fmt.Errorf("the policy names resources %s, which this cluster does not serve: nothing of it is listed or matched "+
+				"(rules name types as RESOURCE.GROUP in the plural, like kubectl api-resources shows them)", gr))
+		}
+	}
 }
 
 // requests are the finalizers of each stuck object that a rule matches.
@@ -224,6 +260,17 @@ func (r *Reconciler) act(ctx context.Context, plan *remove.Plan, results []final
 		for i := range results {
 			if results[i].Result == "" {
 				results[i].Result = finalizev1alpha1.ResultWouldRemove
+			}
+		}
+		return
+	}
+	if err := r.Auditor.Failed(); err != nil {
+		// The log failed in an earlier pass and could not be taken up again: nothing may
+		// be removed, and the pass must not look idle.
+		for i, ok := range allowed {
+			if ok {
+				results[i].Result = finalizev1alpha1.ResultFailed
+				results[i].Error = fmt.Sprintf("%s: not removed: %v; free the disk of the audit log, or choose another --audit-log", plan.Actions[i].String(), err)
 			}
 		}
 		return

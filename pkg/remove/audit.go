@@ -154,20 +154,33 @@ func OpenLog(path string) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("the audit log %s may be written by others (mode %04o): chmod go-w it, or choose another --audit-log", path, mode)
 	}
-	if fi.Mode().IsRegular() && fi.Size() > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("reading the end of the audit log %s: %w", path, err)
-		}
-		if last[0] != '\n' {
-			if err := writeSynced(f, []byte{'\n'}); err != nil {
-				f.Close()
-				return nil, fmt.Errorf("the audit log %s ends in a line cut short, and ending it failed: %w", path, err)
-			}
-		}
+	if err := endLine(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("the audit log %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// endLine gives a regular file whose last line was cut short the newline it lacks.
+func endLine(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() == 0 {
+		return nil
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
+		return fmt.Errorf("reading its end: %w", err)
+	}
+	if last[0] == '\n' {
+		return nil
+	}
+	if err := writeSynced(f, []byte{'\n'}); err != nil {
+		return fmt.Errorf("it ends in a line cut short, and ending it failed: %w", err)
+	}
+	return nil
 }
 
 // Auditor records removals: an Event on the object and two JSON lines, an intent
@@ -207,6 +220,26 @@ func (a *Auditor) Line(rec *Record) error {
 	return a.line(rec, false)
 }
 
+// Retry lets a new run of removals (the next pass of a continuous reconcile) try the log
+// again after a line failed: a line cut short by the failure is ended first, and if even
+// that fails, the log stays failed and the error says why. The next intent then either
+// reaches the disk, or fails its removal and stops the run again: a run never goes on
+// quietly without writing.
+func (a *Auditor) Retry() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.failed == nil {
+		return nil
+	}
+	if f, ok := a.Log.(*os.File); ok {
+		if err := endLine(f); err != nil {
+			return fmt.Errorf("%w: %w", ErrAuditLog, err)
+		}
+	}
+	a.failed = nil
+	return nil
+}
+
 // Failed is the error of the first line that could not be written, nil if none.
 func (a *Auditor) Failed() error {
 	a.mu.Lock()
@@ -234,13 +267,21 @@ func (a *Auditor) line(v any, intent bool) error {
 	return nil
 }
 
-// writeSynced writes b, and syncs it to disk when w is a file of its own (not the
-// terminal's stdout or stderr).
+// writeSynced writes b, and syncs it to disk when w is a regular file. A pipe, a
+// terminal or a character device (--audit-log /dev/stdout, a FIFO read by a log
+// shipper) cannot be synced: what was written is handed on, and that is all there is.
 func writeSynced(w io.Writer, b []byte) error {
 	if _, err := w.Write(b); err != nil {
 		return fmt.Errorf("writing: %w", err)
 	}
-	if f, ok := w.(*os.File); ok && f != os.Stderr && f != os.Stdout {
+	if f, ok := w.(*os.File); ok {
+		fi, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("syncing to disk: %w", err)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil
+		}
 		if err := f.Sync(); err != nil {
 			return fmt.Errorf("syncing to disk: %w", err)
 		}

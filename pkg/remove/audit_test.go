@@ -1,10 +1,12 @@
 package remove
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
@@ -178,5 +182,95 @@ func TestANamespaceTheScanDidNotIndexIsNotEmpty(t *testing.T) {
 	}
 	if len(p.Actions) != 1 || p.Actions[0].Name != "listed" {
 		t.Errorf("actions %+v; want the indexed, empty namespace", p.Actions)
+	}
+}
+
+// TestRetryTakesUpTheLogAgain: after a failed line no intent is written until Retry;
+// Retry ends the line the failure cut short, and the next intent is whole.
+func TestRetryTakesUpTheLogAgain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	f, err := OpenLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a := &Auditor{Log: f}
+	// A line cut short, as a full disk leaves it, and the failure it came with.
+	if _, err := f.WriteString(`{"id":"1","sta`); err != nil {
+		t.Fatal(err)
+	}
+	a.failed = fmt.Errorf("%w: writing: %w", ErrAuditLog, syscall.ENOSPC)
+	if err := a.Intent(&Intent{Time: time.Now()}); !errors.Is(err, ErrAuditLog) {
+		t.Fatalf("an intent after a failed line: %v, want ErrAuditLog", err)
+	}
+	if err := a.Retry(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Intent(&Intent{Time: time.Now()}); err != nil {
+		t.Fatalf("an intent after Retry: %v", err)
+	}
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !json.Valid([]byte(lines[1])) {
+		t.Errorf("log %q; want the cut line ended, then a whole intent", lines)
+	}
+}
+
+// TestALogThatCannotBeSyncedIsWrittenAll: a pipe (--audit-log /dev/stdout under a log
+// shipper) cannot be synced; its lines are written, and no removal fails for it.
+func TestALogThatCannotBeSyncedIsWrittenAll(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a := &Auditor{Log: w}
+	if err := a.Intent(&Intent{Time: time.Now()}); err != nil {
+		t.Fatalf("an intent to a pipe: %v", err)
+	}
+	w.Close()
+	b, _ := io.ReadAll(r)
+	if !json.Valid(bytes.TrimSpace(b)) {
+		t.Errorf("read from the pipe %q", b)
+	}
+}
+
+// TestAnEmptyPageWithAContinueTokenIsNotEmpty: a namespace's content is read on past an
+// empty page that carries a continue token; a type that answers only such pages is
+// unread, never empty.
+func TestAnEmptyPageWithAContinueTokenIsNotEmpty(t *testing.T) {
+	kube := kubefake.NewClientset()
+	disc := kube.Discovery().(*fakediscovery.FakeDiscovery)
+	disc.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: []string{"list"}},
+	}}}
+	for _, tt := range []struct {
+		name  string
+		pages int // empty pages with a continue token before the one with an object; -1: never one
+		want  string
+	}{
+		{"an object after two empty pages", 2, "the namespace still holds objects"},
+		{"empty pages without end", -1, "could not list configmaps"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			_ = metav1.AddMetaToScheme(scheme)
+			meta := metadatafake.NewSimpleMetadataClient(scheme)
+			served := 0
+			meta.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+				served++
+				list := &metav1.List{}
+				if tt.pages >= 0 && served > tt.pages {
+					list.Items = []runtime.RawExtension{{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}}}}
+					return true, list, nil
+				}
+				list.Continue = fmt.Sprintf("token-%d", served)
+				return true, list, nil
+			})
+			got := (&ContentReader{Discovery: disc, Metadata: meta}).Holds(context.Background(), "ns")
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("Holds: %q; want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -51,18 +51,14 @@ func (c *ContentReader) Holds(ctx context.Context, namespace string) string {
 		go func() {
 			defer wg.Done()
 			defer func() { <-workers }()
-			list, err := c.Metadata.Resource(r.GroupVersionResource).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: 1})
+			name, err := c.first(ctx, r, namespace)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err != nil:
 				unread = append(unread, fmt.Sprintf("%s (%v)", r, err))
-			case len(list.Items) > 0:
-				more := ""
-				if list.Continue != "" {
-					more = ", ..."
-				}
-				found = append(found, fmt.Sprintf("%s/%s%s", r, list.Items[0].Name, more))
+			case name != "":
+				found = append(found, fmt.Sprintf("%s/%s", r, name))
 			}
 		}()
 	}
@@ -76,4 +72,28 @@ func (c *ContentReader) Holds(ctx context.Context, namespace string) string {
 		return fmt.Sprintf("the namespace may still hold objects: the scan did not index it, and reading it afresh could not list %s", strings.Join(unread, ", "))
 	}
 	return ""
+}
+
+// maxEmptyPages bounds how many empty pages with a continue token are read on.
+const maxEmptyPages = 20
+
+// first names one object of type r in the namespace, or is "" when the type has none.
+// An empty page that carries a continue token proves nothing (the API server may
+// answer one when a page's objects were filtered out): the list is read on, and a type
+// that keeps answering so is unread, never empty.
+func (c *ContentReader) first(ctx context.Context, r scan.Resource, namespace string) (string, error) {
+	opts := metav1.ListOptions{Limit: 1}
+	for range maxEmptyPages {
+		list, err := c.Metadata.Resource(r.GroupVersionResource).Namespace(namespace).List(ctx, opts)
+		switch {
+		case err != nil:
+			return "", err
+		case len(list.Items) > 0:
+			return list.Items[0].Name, nil
+		case list.Continue == "":
+			return "", nil
+		}
+		opts.Continue = list.Continue
+	}
+	return "", fmt.Errorf("%d empty pages, each with a continue token", maxEmptyPages)
 }

@@ -355,8 +355,9 @@ func ruleStatus(rep *finalizev1alpha1.ReconcileReport, name string) finalizev1al
 // TestAControlTheObjectDecidesProvesNothing: the rule's URL has a typo that makes every
 // answer 404, and its one live control says deletionPolicy: Orphan. Retained is what the
 // object says of itself, without the provider: it proves nothing, so the rule is not
-// trusted. With a second live control drawn in its place, the typo shows: the rule is
-// broken, and the pass fails.
+// trusted, and as none of its controls could be checked while a Gone waits, it cannot
+// verify: the pass fails rather than stay green removing nothing. With a second live
+// control drawn in its place, the typo shows: the rule is broken, and the pass fails.
 func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 	w := newWorld(t)
 	c := fakecloud.New(t)
@@ -378,13 +379,14 @@ func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 	}
 	actions, rep, r := pass(t, typo(""))
 	want(t, actions, "stuck", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictGone, "proves nothing about the provider")
-	if st := ruleStatus(rep, "topics"); st.Broken || !strings.Contains(st.Distrust, "retained by design: spec.deletionPolicy: Orphan") {
+	if st := ruleStatus(rep, "topics"); st.Broken || !strings.Contains(st.Distrust, "retained by design: spec.deletionPolicy: Orphan") ||
+		!strings.Contains(st.CannotVerify, "no live control of topics.earned.presets.example could be asked, so the Gone of topics.earned.presets.example/stuck was held back") {
 		t.Errorf("rule status %+v", st)
 	}
 	if c.Hits("deleted-live-topic-1") != 0 {
 		t.Errorf("the provider was asked about a retained control: %v", c.Asked())
 	}
-	if r.Code != 0 {
+	if r.Code != 1 || !strings.Contains(r.Stderr, "rule topics cannot verify: no live control of topics.earned.presets.example could be asked") {
 		t.Errorf("code %d: %s", r.Code, r.Stderr)
 	}
 
@@ -402,7 +404,8 @@ func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 
 // TestControlsArePerType: a rule spans two types. Its provider answers well for the live
 // object of one type; nothing checks it for the other, so a Gone of that other type is
-// not trusted, while a Gone of the checked type is.
+// not trusted, while a Gone of the checked type is. The rule cannot verify the other
+// type, and says so: the pass fails.
 func TestControlsArePerType(t *testing.T) {
 	w := newWorld(t)
 	c := fakecloud.New(t)
@@ -414,11 +417,15 @@ func TestControlsArePerType(t *testing.T) {
 	w.object(tables, "", "table-control", fin, name("live-table"), nil, nil, true)
 	w.object(tables, "", "table-gone", fin, name("deleted-table-1"), nil, nil, false)
 	w.object(streams, "", "stream-gone", fin, name("deleted-stream-1"), nil, nil, false)
-	actions, rep, _ := pass(t, rule(c, "data", "crossplane-managed", "tables.pertype.presets.example, streams.pertype.presets.example", "externalName", ""))
+	actions, rep, r := pass(t, rule(c, "data", "crossplane-managed", "tables.pertype.presets.example, streams.pertype.presets.example", "externalName", ""))
 	want(t, actions, "table-gone", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-table-1: 404")
 	want(t, actions, "stream-gone", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictGone, "no live object carries a finalizer this rule matches among streams.pertype.presets.example")
-	if st := ruleStatus(rep, "data"); st.Broken || !strings.Contains(st.Distrust, "streams.pertype.presets.example") {
+	if st := ruleStatus(rep, "data"); st.Broken || !strings.Contains(st.Distrust, "streams.pertype.presets.example") ||
+		!strings.Contains(st.CannotVerify, "no live control of streams.pertype.presets.example could be asked") || strings.Contains(st.CannotVerify, "tables") {
 		t.Errorf("rule status %+v", st)
+	}
+	if r.Code != 1 || !strings.Contains(r.Stderr, "rule data cannot verify: no live control of streams.pertype.presets.example could be asked") {
+		t.Errorf("code %d: %s", r.Code, r.Stderr)
 	}
 }
 
@@ -442,6 +449,20 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 	if out, err := kubectl.CombinedOutput(); err != nil {
 		t.Fatalf("kubectl annotate: %v\n%s", err, out)
 	}
+	// A client that names itself: kubectl with --field-manager, or curl through kubectl
+	// proxy (its user agent, "curl", is its field manager). No blocklist knows these names;
+	// neither wrote the finalizer, so neither is the operator.
+	helper := exec.Command(filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "annotate", "--overwrite", "--field-manager=crossplane-helper",
+		"subscriptions.identity.presets.example/helped", "crossplane.io/external-name=deleted-helper-typo")
+	w.object(gvr, "", "helped", fin, name("sub-4"), nil, nil, false)
+	if out, err := helper.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl annotate --field-manager: %v\n%s", err, out)
+	}
+	w.object(gvr, "", "curled", fin, name("sub-5"), nil, nil, false)
+	if _, err := w.dyn.Resource(gvr).Patch(t.Context(), "curled", types.MergePatchType, []byte(`{"metadata":{"annotations":{"crossplane.io/external-name":"deleted-curl-typo"}}}`),
+		metav1.PatchOptions{FieldManager: "curl"}); err != nil {
+		t.Fatal(err)
+	}
 	w.manager = "argocd-controller"
 	w.object(gvr, "", "applied", fin, name("deleted-sub-3"), nil, nil, false)
 
@@ -450,7 +471,10 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 	want(t, actions, "by-operator", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-sub-1: 404")
 	want(t, actions, "annotated", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation crossplane.io/external-name was last written by kubectl-annotate")
 	want(t, actions, "applied", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation crossplane.io/external-name was last written by argocd-controller")
-	if c.Hits("deleted-typo")+c.Hits("deleted-sub-3") != 0 {
+	want(t, actions, "helped", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
+		"annotation crossplane.io/external-name was last written by crossplane-helper, not by the operator (identity externalName; the operator is taken to be provider-aws-sns")
+	want(t, actions, "curled", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation crossplane.io/external-name was last written by curl, not by the operator")
+	if c.Hits("deleted-typo")+c.Hits("deleted-sub-3")+c.Hits("deleted-helper-typo")+c.Hits("deleted-curl-typo") != 0 {
 		t.Errorf("the cloud was asked about an identity the operator did not write: %v", c.Asked())
 	}
 	if r.Code != 0 {
@@ -461,6 +485,7 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 	actions, _, r = pass(t, rule(c, "subs", "crossplane-managed", "subscriptions.identity.presets.example", "externalName", "  trustIdentityFromAnyWriter: true\n"))
 	want(t, actions, "annotated", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-typo: 404")
 	want(t, actions, "applied", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-sub-3: 404")
+	want(t, actions, "helped", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-helper-typo: 404")
 	if !strings.Contains(r.Stderr, "trustIdentityFromAnyWriter") {
 		t.Errorf("no warning about trustIdentityFromAnyWriter: %s", r.Stderr)
 	}

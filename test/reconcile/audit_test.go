@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
@@ -152,5 +156,46 @@ func TestEveryRemovalHasAnIntentLineBeforeItsRecord(t *testing.T) {
 	}
 	if len(lines) != 4 || len(intents) != 2 {
 		t.Errorf("%d lines, %d intents; want an intent and a record for each of 2 removals", len(lines), len(intents))
+	}
+}
+
+// TestAContinuousRunNeverGoesQuietAfterTheAuditLogFails: a continuous run whose audit
+// log is on a full disk fails every pass, not only the first (each pass tries the log
+// again, and its first removal fails), and removes the finalizers once the disk has
+// room again, with every line whole.
+func TestAContinuousRunNeverGoesQuietAfterTheAuditLogFails(t *testing.T) {
+	audit := fullDisk(t)
+	ns := cp.Namespace(t)
+	fin := controlplane.FinalizerOf(t)
+	c := fakecloud.New(t)
+	object(t, ns, "control", fin, "live", false)
+	for _, name := range []string{"a", "b"} {
+		object(t, ns, name, fin, "deleted-"+name, true)
+	}
+	p := start(t, cp.AdminKubeconfig, "reconcile", "--policy", cli.WritePolicy(t, "", c.Rule("dbs", fin, "")),
+		"--interval", "1s", "--metrics-bind-address", "0", "-o", "json", "--audit-log", audit)
+	reps := p.awaitPasses(t, 3)
+	for i, rep := range reps[:3] {
+		if rep.Summary[finalizev1alpha1.ResultFailed] == 0 || rep.Summary[finalizev1alpha1.ResultRemoved] != 0 {
+			t.Errorf("pass %d on a full disk: summary %v, want a failure and no removal", i+1, rep.Summary)
+		}
+	}
+	if err := os.Remove(filepath.Join(filepath.Dir(audit), "filler")); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return resourceVersion(t, ns, "a") == "gone" && resourceVersion(t, ns, "b") == "gone", nil
+	}); err != nil {
+		t.Fatalf("the finalizers were not removed once the disk had room; last reports: %+v", p.reports(t)[len(p.reports(t))-1].Summary)
+	}
+	lines := auditLines(t, audit) // fails on a line that is not whole JSON
+	complete := 0
+	for _, l := range lines {
+		if l["stage"] == "Complete" && l["result"] == "Removed" {
+			complete++
+		}
+	}
+	if complete != 2 {
+		t.Errorf("%d records of a removal in the audit log, want 2: %v", complete, lines)
 	}
 }

@@ -152,11 +152,13 @@ type RuleStatus struct {
 	// per resource type: a rule may be trusted for one type and not for another, and
 	// Distrust then names the type.
 	Distrust string `json:"distrust,omitempty"`
-	// CannotVerify, when set, says why the rule could verify nothing in this pass: its
-	// provider cannot be built or cannot run (a credential source unset, empty or
-	// unreadable, a CA file that cannot be read), or every live object its provider was
-	// asked about answered Unknown (an expired token). Nothing was removed under it, and
-	// the pass fails (exit 1) until it is fixed.
+	// CannotVerify, when set, says why the rule could not verify in this pass, and for
+	// which resource types: its provider cannot be built or cannot run (a credential
+	// source unset, empty or unreadable, a CA file that cannot be read); or, for a type,
+	// every live object of it its provider was asked about answered Unknown (an expired
+	// token); or a Gone of a type was held back because no live object of it could check
+	// the provider. Nothing of those types was removed under the rule, and the pass fails
+	// (exit 1) until it is fixed.
 	CannotVerify string `json:"cannotVerify,omitempty"`
 	// Controls are the live objects its provider was asked about.
 	Controls []ControlResult `json:"controls,omitempty"`
