@@ -246,11 +246,11 @@ func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 	if h.URL == "" {
 		c.add(field.Required(path.Child("url"), ""))
 	} else if u, err := provider.ParseURLTemplate(h.URL); err != nil {
-		c.add(field.Invalid(path.Child("url"), h.URL, err.Error()))
+		c.add(field.Invalid(path.Child("url"), provider.RedactURL(h.URL), err.Error()))
 	} else {
 		c.editable(path.Child("url"), h.URL)
 		if strings.HasPrefix(u.String(), "http://") {
-			c.warnings = append(c.warnings, fmt.Sprintf("%s: %s is plain http: its answers and headers travel unencrypted", path.Child("url"), h.URL))
+			c.warnings = append(c.warnings, fmt.Sprintf("%s: %s is plain http: its answers and headers travel unencrypted", path.Child("url"), provider.RedactURL(h.URL)))
 		}
 		for _, name := range u.QueryNames() {
 			if provider.CredentialQueryParameter(name) {
@@ -409,9 +409,13 @@ var valuesRE = regexp.MustCompile(`\{[^}]*\}`)
 // editableRE finds a template value read from an annotation or a label.
 var editableRE = regexp.MustCompile(`\{\s*\.metadata\.(annotations|labels)\b`)
 
-// editable warns about a template value read from an annotation or a label.
+// editable warns about a template value read from an annotation or a label. The
+// template is shown with what looks like a credential in its query redacted.
 func (c *compiler) editable(path *field.Path, s string) {
 	if m := editableRE.FindString(s); m != "" {
+		if before, _, ok := strings.Cut(s, "?"); ok {
+			s = before + "?..."
+		}
 		c.warnings = append(c.warnings, fmt.Sprintf("%s: %s reads %s, which anyone who may edit the object can change, and whose writer is not checked: "+
 			"a wrong value there can make the provider answer Gone for the wrong resource; prefer a preset, whose identity is trusted only when the operator wrote it, "+
 			"or a field only the operator writes (status)", path, s, strings.TrimSpace(strings.TrimPrefix(m, "{"))))

@@ -249,3 +249,19 @@ func TestAValueAnyoneMayEditIsWarnedAbout(t *testing.T) {
 		t.Errorf("status: warnings %q", warnings)
 	}
 }
+
+// TestAURLMessageShowsNoCredential: what policy check says about a URL (an error, the
+// plain-http warning) never repeats a credential written in it.
+func TestAURLMessageShowsNoCredential(t *testing.T) {
+	for _, url := range []string{"ftp://db.example.com/x?token=S3CR3T-VALUE", "http://db.example.com/x?access_token=S3CR3T-VALUE"} {
+		spec, errs := Decode([]byte(header + "rules:\n- name: r\n  finalizers: [a.example.com/x]\n  resources: [configmaps]\n  verify:\n    http: {url: \"" + url + "\"}\n"))
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		_, errs, warnings := Compile(spec)
+		said := errs.ToAggregate().Error() + strings.Join(warnings, "\n")
+		if strings.Contains(said, "S3CR3T") || len(errs) == 0 {
+			t.Errorf("%s: %s", url, said)
+		}
+	}
+}

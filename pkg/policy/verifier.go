@@ -171,6 +171,14 @@ func (v *Verifier) Verify(ctx context.Context, req remove.VerifyRequest) remove.
 		own.heldBack[o.Ref().String()] = true
 		v.mu.Unlock()
 	}
+	if own != nil {
+		v.mu.Lock()
+		own.targets++
+		if a.Verdict == finalizev1alpha1.VerdictUnknown {
+			own.unknownTargets = append(own.unknownTargets, fmt.Sprintf("%s: %s", o.Ref(), a.Evidence))
+		}
+		v.mu.Unlock()
+	}
 	return out
 }
 
@@ -361,6 +369,13 @@ type check struct {
 	// held back (under Verifier.mu): any makes the rule unable to verify.
 	unchecked bool
 	heldBack  map[string]bool
+	// targets counts the stuck objects of the type its provider answered about, and
+	// unknownTargets holds what it answered for those it answered Unknown for (under
+	// Verifier.mu). When no control of the type answered, and the provider answered
+	// Unknown about every stuck object, nothing shows that it works: an expired token
+	// with no live object left to check it against.
+	targets        int
+	unknownTargets []string
 	// broken: the provider called a live object gone.
 	broken bool
 	// present counts the controls the provider answered Present for; unknown holds what
@@ -547,6 +562,9 @@ func (v *Verifier) RuleStatuses() []finalizev1alpha1.RuleStatus {
 		case c.unchecked && len(c.heldBack) > 0:
 			cannot[k.rule] = append(cannot[k.rule], fmt.Sprintf("no live control of %s could be asked, so the Gone of %s was held back: %s",
 				typ, heldBackNames(c.heldBack), c.distrust))
+		case c.present == 0 && len(c.unknown) == 0 && c.targets > 0 && len(c.unknownTargets) == c.targets:
+			cannot[k.rule] = append(cannot[k.rule], fmt.Sprintf("no live control of %s answered, and its provider answered Unknown about every stuck object of it (%s), so nothing shows that it works",
+				typ, strings.Join(firstN(c.unknownTargets, 3), "; ")))
 		}
 		if cannotRun[k.rule] == "" {
 			cannotRun[k.rule] = c.cannotRun
@@ -739,4 +757,12 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// firstN is the first n of s, and how many more.
+func firstN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(slices.Clone(s[:n]), fmt.Sprintf("and %d more", len(s)-n))
 }

@@ -641,3 +641,59 @@ func TestAnUnreadableNamespaceIsAReadError(t *testing.T) {
 		t.Errorf("statuses %+v", st)
 	}
 }
+
+// TestAProviderThatAnswersOnlyUnknownWithNoControlCannotVerify: no live object is left to
+// check the provider with (its operator is uninstalled), and the provider answers Unknown
+// about every stuck object (an expired token): nothing shows that it works, with or
+// without requireLive, and the rule cannot verify. One answer that is not Unknown, or a
+// control that answered, is enough to say nothing of the kind.
+func TestAProviderThatAnswersOnlyUnknownWithNoControlCannotVerify(t *testing.T) {
+	code := func(id string) int {
+		switch {
+		case strings.HasPrefix(id, "expired"):
+			return http.StatusUnauthorized
+		case strings.HasPrefix(id, "deleted"):
+			return http.StatusNotFound
+		}
+		return http.StatusOK
+	}
+	for _, tt := range []struct {
+		name, extra string
+		objs        []*unstructured.Unstructured
+		cannot      string
+	}{
+		{name: "requireLive", objs: []*unstructured.Unstructured{managed(databases, "a", "expired-1", operator, false, nil), managed(databases, "b", "expired-2", operator, false, nil)},
+			cannot: "no live control of databases.db.example.com answered, and its provider answered Unknown about every stuck object of it (databases.db.example.com/a -n prod: "},
+		{name: "requireLive false", extra: "\n  controls: {count: 2, requireLive: false}", objs: []*unstructured.Unstructured{managed(databases, "a", "expired-1", operator, false, nil)},
+			cannot: "its provider answered Unknown about every stuck object of it"},
+		{name: "one Present answer", objs: []*unstructured.Unstructured{managed(databases, "a", "expired-1", operator, false, nil), managed(databases, "b", "here-2", operator, false, nil)}},
+		{name: "a control answered", objs: []*unstructured.Unstructured{managed(databases, "a", "expired-1", operator, false, nil), managed(databases, "live", "here-1", operator, true, nil)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := presetOf(codeAPI(t, code), "")
+			if tt.extra != "" {
+				doc = strings.Replace(presetOf(codeAPI(t, code), tt.extra), "  controls: {count: 2}\n", "", 1)
+			}
+			v, objs := presetVerifier(t, doc, tt.objs...)
+			for _, o := range tt.objs {
+				if o.GetDeletionTimestamp() != nil {
+					if got := verifyPreset(v, objs[o.GetName()]); got.Gone() {
+						t.Errorf("%s: %+v", o.GetName(), got)
+					}
+				}
+			}
+			st := v.RuleStatuses()
+			if tt.cannot == "" {
+				for _, s := range st {
+					if s.CannotVerify != "" {
+						t.Errorf("cannot verify %q; want none", s.CannotVerify)
+					}
+				}
+				return
+			}
+			if len(st) != 1 || !strings.Contains(st[0].CannotVerify, tt.cannot) {
+				t.Errorf("statuses %+v; want cannot verify saying %q", st, tt.cannot)
+			}
+		})
+	}
+}

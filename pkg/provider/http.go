@@ -441,6 +441,10 @@ var credentialQueryRE = regexp.MustCompile(`(?i)^(key|sig|auth|jwt|pwd|pass|sess
 // it), and its value is REDACTED wherever a URL is shown.
 func CredentialQueryParameter(name string) bool { return credentialQueryRE.MatchString(name) }
 
+// RedactURL is a URL written in a policy, fit to show in a message: the value of every
+// credential-like query parameter, a password and a fragment are REDACTED.
+func RedactURL(raw string) string { return redactURL(raw, nil, nil) }
+
 // redacted stands for a secret wherever a URL is shown.
 const redacted = "REDACTED"
 
@@ -718,10 +722,15 @@ func retryAfter(v string) time.Duration {
 
 // redactURLError keeps the reason of a failed request without the URL it already names:
 // the URL sent carries the query's secrets.
+// A redirect whose Location cannot be parsed is named without it: net/http quotes the
+// raw header, and what cannot be parsed cannot be redacted.
 func redactURLError(err error) error {
 	var uerr *url.Error
 	if errors.As(err, &uerr) {
-		return uerr.Err
+		err = uerr.Err
+	}
+	if strings.HasPrefix(err.Error(), "failed to parse Location header") {
+		return errors.New("a redirect whose Location header is not a URL (not shown: it may carry credentials)")
 	}
 	return err
 }

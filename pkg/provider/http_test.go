@@ -517,3 +517,23 @@ func TestHTTPASecretParameterIsRedactedByName(t *testing.T) {
 		t.Errorf("got %s, want it saying %q", a.Evidence, want)
 	}
 }
+
+// TestHTTPAnUnparsableLocationIsNotShown: net/http quotes a Location it cannot parse in
+// its error; such a Location may carry a signed URL's credentials, and cannot be
+// redacted parameter by parameter, so it is not shown at all.
+func TestHTTPAnUnparsableLocationIsNotShown(t *testing.T) {
+	c := newCloud(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Location", "https://[::1%zz/x?sig=S3CR3T-SIG")
+		w.WriteHeader(http.StatusFound)
+	})
+	for _, spec := range []func(*finalizev1alpha1.HTTPProvider){nil, func(s *finalizev1alpha1.HTTPProvider) { s.Redirects = finalizev1alpha1.RedirectsSameHost }} {
+		s := c.spec("/v1/{.status.instanceID}")
+		if spec != nil {
+			spec(s)
+		}
+		a := ask(t, s, Options{})
+		if a.Verdict != finalizev1alpha1.VerdictUnknown || strings.Contains(a.Evidence, "S3CR3T") {
+			t.Errorf("got %s: %s", a.Verdict, a.Evidence)
+		}
+	}
+}

@@ -92,7 +92,7 @@ func TestATypeTheClusterDoesNotServeIsNamed(t *testing.T) {
 			unserved = append(unserved, w)
 		}
 	}
-	if len(unserved) != 1 || !strings.Contains(unserved[0], "the policy names resources widget.example.com,") {
+	if len(unserved) != 1 || !strings.Contains(unserved[0], "the policy names resources widget.example.com,") || !strings.Contains(unserved[0], "write widgets.example.com") {
 		t.Errorf("warnings %q; want one naming widget.example.com, and only it", warnings)
 	}
 }

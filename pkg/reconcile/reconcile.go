@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
@@ -182,8 +183,8 @@ func (r *Reconciler) scanOptions() scan.Options {
 		r.warn(err)
 	case !l.All:
 		opts.Resources = l.scanResources()
-		r.warnUnserved(l)
 	}
+	r.warnUnserved()
 	return opts
 }
 
@@ -191,14 +192,31 @@ func (r *Reconciler) scanOptions() scan.Options {
 // object of them is listed, and no rule matches one under that name (a singular, a Kind,
 // a short name or a typo is not a resource.group name; a CRD may not be installed yet).
 // A group whose discovery failed is not named here: the scan reports it incomplete.
-func (r *Reconciler) warnUnserved(l Listing) {
+func (r *Reconciler) warnUnserved() {
+	var named []schema.GroupResource
+	for _, rule := range r.Policy.Rules {
+		for _, name := range rule.Spec.Resources {
+			if g, err := glob.Compile(name); err == nil && g.Literal() {
+				if gr := schema.ParseGroupResource(name); !slices.Contains(named, gr) {
+					named = append(named, gr)
+				}
+			}
+		}
+	}
+	if len(named) == 0 {
+		return
+	}
 	served, failed, err := scan.Discover(r.Clients.Discovery)
 	if err != nil {
 		return // the scan's own discovery fails the pass
 	}
 	known := map[schema.GroupResource]bool{}
+	// meant finds the plural of a singular or a Kind: widget.example.com and
+	// Widget.example.com mean widgets.example.com.
+	meant := map[schema.GroupResource]schema.GroupResource{}
 	for _, t := range served {
 		known[t.GroupResource()] = true
+		meant[schema.GroupResource{Group: t.Group, Resource: strings.ToLower(t.Kind)}] = t.GroupResource()
 	}
 	unread := map[string]bool{}
 	for _, in := range failed {
@@ -206,11 +224,15 @@ func (r *Reconciler) warnUnserved(l Listing) {
 			unread[gv.Group] = true
 		}
 	}
-	for _, gr := range l.Types {
-		if !known[gr] && !unread[gr.Group] {
-			r.warn(fmt.Errorf("the policy names resources %s, which this cluster does not serve: nothing of it is listed or matched "+
-				"(rules name types as RESOURCE.GROUP in the plural, like kubectl api-resources shows them)", gr))
+	for _, gr := range named {
+		if known[gr] || unread[gr.Group] {
+			continue
 		}
+		hint := "rules name types as RESOURCE.GROUP in the plural, like kubectl api-resources shows them"
+		if plural, ok := meant[schema.GroupResource{Group: gr.Group, Resource: strings.ToLower(gr.Resource)}]; ok {
+			hint = fmt.Sprintf("write %s: rules name types in the plural, like kubectl api-resources shows them", plural)
+		}
+		r.warn(fmt.Errorf("the policy names resources %s, which this cluster does not serve: nothing of it is listed or matched (%s)", gr, hint))
 	}
 }
 

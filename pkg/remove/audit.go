@@ -257,6 +257,13 @@ func (a *Auditor) line(v any, intent bool) error {
 	if intent && a.failed != nil {
 		return errAuditStopped
 	}
+	if f, ok := a.Log.(*os.File); ok && a.failed != nil {
+		// The failed write may have left part of a line: the record of a removal still
+		// in hand starts a line of its own, or is not written.
+		if err := endLine(f); err != nil {
+			return fmt.Errorf("%w: %w", ErrAuditLog, err)
+		}
+	}
 	if err := writeSynced(a.Log, append(b, '\n')); err != nil {
 		err = fmt.Errorf("%w: %w", ErrAuditLog, err)
 		if a.failed == nil {

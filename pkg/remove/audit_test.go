@@ -274,3 +274,28 @@ func TestAnEmptyPageWithAContinueTokenIsNotEmpty(t *testing.T) {
 		})
 	}
 }
+
+// TestARecordAfterAFailedLineStartsALineOfItsOwn: with several writers, a removal in
+// hand writes its record after another's line failed half way: the record starts a line
+// of its own, whole JSON.
+func TestARecordAfterAFailedLineStartsALineOfItsOwn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	f, err := OpenLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a := &Auditor{Log: f}
+	if _, err := f.WriteString(`{"id":"2","stage":"Inte`); err != nil {
+		t.Fatal(err)
+	}
+	a.failed = fmt.Errorf("%w: writing: %w", ErrAuditLog, syscall.ENOSPC)
+	if err := a.Line(&Record{ID: "1", Time: time.Now(), Result: Removed}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !json.Valid([]byte(lines[1])) {
+		t.Errorf("log %q; want the cut line, then the record whole on a line of its own", lines)
+	}
+}
