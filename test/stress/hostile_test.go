@@ -315,8 +315,17 @@ func TestHostileProvidersRemoveNothing(t *testing.T) {
 		t.Fatalf("the well-behaved pass: code %d, summary %v\n%s", benign.Code, benignReport.Summary, benign.Stderr)
 	}
 	hostileRun, rep := passOf("hostile")
-	if hostileRun.Code != 0 {
-		t.Errorf("the hostile pass exited %d; Unknown verdicts keep finalizers and are not a failure\n%s", hostileRun.Code, hostileRun.Stderr)
+	// Unknown verdicts keep finalizers; a rule whose provider answered nothing but
+	// Unknown, with no control to show it works, cannot verify, and the pass fails
+	// loudly (exit 1) rather than stay green while verifying nothing.
+	cannot := 0
+	for _, st := range rep.Rules {
+		if st.CannotVerify != "" {
+			cannot++
+		}
+	}
+	if hostileRun.Code != 1 || cannot != 2 {
+		t.Errorf("the hostile pass exited %d with %d rules that cannot verify; want 1 and both (exec, http)\n%s", hostileRun.Code, cannot, hostileRun.Stderr)
 	}
 
 	// Nothing removed, every verdict Unknown with its reason.
