@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,46 +17,6 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
 )
-
-// fullDisk mounts a small tmpfs for the test, creates an empty audit log on it (0600,
-// as --audit-log would) and fills the rest of the disk, so that every write to the log
-// fails with ENOSPC, as on a full disk. It skips the test when no tmpfs can be mounted
-// (mounting needs root).
-func fullDisk(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k,mode=0700"); err != nil {
-		t.Skipf("a full disk is a tmpfs filled to the brim, and mounting one failed (it needs root): %v", err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
-	log := filepath.Join(dir, "audit.jsonl")
-	if err := os.WriteFile(log, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	filler, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer filler.Close()
-	chunk := make([]byte, 4096)
-	for {
-		if _, err = filler.Write(chunk); err != nil {
-			break
-		}
-	}
-	if !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("filling the disk: %v, want ENOSPC", err)
-	}
-	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString("{}\n"); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("a write to the audit log on the full disk: %v, want ENOSPC", err)
-	}
-	return log
-}
 
 // auditLines reads an audit log: each line's stage and id.
 func auditLines(t *testing.T, path string) []map[string]any {
@@ -84,7 +42,7 @@ func auditLines(t *testing.T, path string) []map[string]any {
 // finalizer goes: the first removal fails with the disk's error (its intent line could
 // not be written, so nothing was), no other is attempted, and the pass exits 1.
 func TestAFullAuditLogStopsThePassBeforeAnyWrite(t *testing.T) {
-	audit := fullDisk(t)
+	audit := cli.FullDiskLog(t)
 	ns := cp.Namespace(t)
 	fin := controlplane.FinalizerOf(t)
 	c := fakecloud.New(t)
@@ -164,7 +122,7 @@ func TestEveryRemovalHasAnIntentLineBeforeItsRecord(t *testing.T) {
 // again, and its first removal fails), and removes the finalizers once the disk has
 // room again, with every line whole.
 func TestAContinuousRunNeverGoesQuietAfterTheAuditLogFails(t *testing.T) {
-	audit := fullDisk(t)
+	audit, free := cli.FullDisk(t)
 	ns := cp.Namespace(t)
 	fin := controlplane.FinalizerOf(t)
 	c := fakecloud.New(t)
@@ -180,9 +138,7 @@ func TestAContinuousRunNeverGoesQuietAfterTheAuditLogFails(t *testing.T) {
 			t.Errorf("pass %d on a full disk: summary %v, want a failure and no removal", i+1, rep.Summary)
 		}
 	}
-	if err := os.Remove(filepath.Join(filepath.Dir(audit), "filler")); err != nil {
-		t.Fatal(err)
-	}
+	free()
 	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		return resourceVersion(t, ns, "a") == "gone" && resourceVersion(t, ns, "b") == "gone", nil
 	}); err != nil {
