@@ -269,18 +269,7 @@ func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 		case strings.ContainsAny(q.Name, "&=#") || strings.TrimSpace(q.Name) != q.Name:
 			c.add(field.Invalid(qp.Child("name"), q.Name, "a query parameter's name holds no '&', '=', '#' or surrounding spaces"))
 		}
-		switch {
-		case q.Value != "" && q.ValueFrom != nil:
-			c.add(field.Invalid(qp, q.Name, "set value or valueFrom, not both"))
-		case q.ValueFrom != nil:
-			c.valueFrom(qp.Child("valueFrom"), q.ValueFrom)
-		case q.Value == "":
-			c.add(field.Required(qp.Child("value"), "set value or valueFrom"))
-		case provider.CredentialQueryParameter(q.Name):
-			c.add(field.Forbidden(qp.Child("value"), fmt.Sprintf("query parameter %s carries credentials: %s", q.Name, credentialHeaderHint)))
-		default:
-			c.template(qp.Child("value"), q.Value)
-		}
+		c.secretOrValue(qp, "query parameter", q.Name, q.Value, q.ValueFrom, provider.CredentialQueryParameter(q.Name))
 	}
 	switch h.Redirects {
 	case "", finalizev1alpha1.RedirectsRefuse, finalizev1alpha1.RedirectsSameHost:
@@ -303,18 +292,7 @@ func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 		if !headerNameRE.MatchString(hd.Name) {
 			c.add(field.Invalid(hp.Child("name"), hd.Name, "not an HTTP header name"))
 		}
-		switch {
-		case hd.Value != "" && hd.ValueFrom != nil:
-			c.add(field.Invalid(hp, hd.Name, "set value or valueFrom, not both"))
-		case hd.ValueFrom != nil:
-			c.valueFrom(hp.Child("valueFrom"), hd.ValueFrom)
-		case hd.Value == "":
-			c.add(field.Required(hp.Child("value"), "set value or valueFrom"))
-		case credentialHeaderRE.MatchString(hd.Name):
-			c.add(field.Forbidden(hp.Child("value"), fmt.Sprintf("header %s carries credentials: %s", hd.Name, credentialHeaderHint)))
-		default:
-			c.template(hp.Child("value"), hd.Value)
-		}
+		c.secretOrValue(hp, "header", hd.Name, hd.Value, hd.ValueFrom, credentialHeaderRE.MatchString(hd.Name))
 	}
 	c.statuses(path.Child("gone"), h.Gone)
 	c.statuses(path.Child("present"), h.Present)
@@ -343,6 +321,24 @@ func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 func (c *compiler) valueFrom(path *field.Path, src *finalizev1alpha1.ValueSource) {
 	if (src.Env == "") == (src.File == "") {
 		c.add(field.Invalid(path, field.OmitValueType{}, "set exactly one of env and file"))
+	}
+}
+
+// secretOrValue checks a header's or a query parameter's value: exactly one of a
+// templated value and valueFrom, and never a value in the policy text for a name that
+// carries credentials.
+func (c *compiler) secretOrValue(path *field.Path, what, name, value string, from *finalizev1alpha1.ValueSource, credential bool) {
+	switch {
+	case value != "" && from != nil:
+		c.add(field.Invalid(path, name, "set value or valueFrom, not both"))
+	case from != nil:
+		c.valueFrom(path.Child("valueFrom"), from)
+	case value == "":
+		c.add(field.Required(path.Child("value"), "set value or valueFrom"))
+	case credential:
+		c.add(field.Forbidden(path.Child("value"), fmt.Sprintf("%s %s carries credentials: %s", what, name, credentialHeaderHint)))
+	default:
+		c.template(path.Child("value"), value)
 	}
 }
 
