@@ -7,6 +7,8 @@ go 1.26.0
 tool (
 	github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	github.com/itchyny/gojq/cmd/gojq
+	golang.org/x/tools/cmd/deadcode
+	golang.org/x/tools/cmd/goimports
 	k8s.io/code-generator/cmd/deepcopy-gen
 )
 
@@ -216,6 +218,7 @@ require (
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/telemetry v0.0.0-20261009151841-97e8ea77aa2a // indirect
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect

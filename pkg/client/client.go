@@ -12,6 +12,7 @@ import (
 	"net/http"
 
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	admissionregistrationv1 "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
@@ -19,6 +20,7 @@ import (
 	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	discoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	eventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -132,3 +134,20 @@ func (s *Set) DiscoveryV1() discoveryv1.DiscoveryV1Interface { return s.discover
 
 // EventsV1 returns the events.k8s.io/v1 client.
 func (s *Set) EventsV1() eventsv1.EventsV1Interface { return s.eventsV1 }
+
+// Clients are the clients a pass over one cluster reads and writes through.
+type Clients struct {
+	Discovery discovery.DiscoveryInterface
+	Metadata  metadata.Interface
+	Kube      Interface
+	Dynamic   dynamic.Interface
+}
+
+// Refresh drops what the discovery client cached, so that the next scan discovers the
+// cluster's types as they are then: a run that scans more than once (reconcile without
+// --once) lists a type installed since its last scan, and no longer a type removed.
+func (c *Clients) Refresh() {
+	if cached, ok := c.Discovery.(discovery.CachedDiscoveryInterface); ok {
+		cached.Invalidate()
+	}
+}

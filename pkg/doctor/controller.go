@@ -18,9 +18,9 @@ import (
 	"k8s.io/klog/v2"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/preset"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 // controllerName is the field manager of the controller expected to remove fin: the
@@ -40,7 +40,7 @@ func controllerName(fin finalizev1alpha1.Finalizer) string {
 // custom explains a finalizer of a controller outside Kubernetes: failing, inactive, or
 // still at work. Only the finalizer's owner can show progress: the field manager that
 // wrote it, or the workloads the catalogue names for it.
-func (d *diagnoser) custom(o *scan.Object, fin finalizev1alpha1.Finalizer) finding {
+func (d *diagnoser) custom(o *kube.Object, fin finalizev1alpha1.Finalizer) finding {
 	fd := d.controller(o, fin)
 	if ext := d.external(o, fin); ext != nil {
 		fd.external = ext
@@ -50,7 +50,7 @@ func (d *diagnoser) custom(o *scan.Object, fin finalizev1alpha1.Finalizer) findi
 }
 
 // controller explains a custom finalizer by its controller.
-func (d *diagnoser) controller(o *scan.Object, fin finalizev1alpha1.Finalizer) finding {
+func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) finding {
 	now := d.f.now
 	deleted := o.Meta.DeletionTimestamp.Time
 	ctrl := controllerName(fin)
@@ -169,7 +169,7 @@ func inactive(who, msg, guards, removeCmd string) finding {
 
 // warningsFor returns the warning Events about o that were reported after since.
 // Events about cluster-scoped objects are recorded in the default namespace.
-func (f *facts) warningsFor(o *scan.Object, since time.Time) []eventsv1.Event {
+func (f *facts) warningsFor(o *kube.Object, since time.Time) []eventsv1.Event {
 	if !f.warningsRead {
 		f.warningsRead = true
 		f.readWarningsClusterWide()
@@ -258,7 +258,7 @@ func pagesOf(n, chunk int64) int {
 
 // eventNamespace is where the Events about o are: its namespace, or default for a
 // cluster-scoped object.
-func eventNamespace(o *scan.Object) string {
+func eventNamespace(o *kube.Object) string {
 	if o.Meta.Namespace == "" {
 		return metav1.NamespaceDefault
 	}
@@ -348,7 +348,7 @@ func (f *facts) workloadsOf(names ...string) []workloadState {
 
 // external reads the external resource behind fin when a preset knows where its operator
 // keeps it: one read of the full object (and for some presets its namespace).
-func (d *diagnoser) external(o *scan.Object, fin finalizev1alpha1.Finalizer) *finalizev1alpha1.External {
+func (d *diagnoser) external(o *kube.Object, fin finalizev1alpha1.Finalizer) *finalizev1alpha1.External {
 	p, ok := preset.ForFinalizer(fin.Name)
 	if !ok {
 		return nil

@@ -10,16 +10,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 const crdFinalizerBy = "CRD finalizer controller (kube-apiserver)"
 
 // crd: the CRD finalizer deletes every instance, then removes itself.
-func (d *diagnoser) crd(o *scan.Object) finding {
+func (d *diagnoser) crd(o *kube.Object) finding {
 	resource, group, _ := strings.Cut(o.Meta.Name, ".")
 	gr := schema.GroupResource{Group: group, Resource: resource}
-	var stuck []*scan.Object
+	var stuck []*kube.Object
 	for _, s := range d.f.res.Objects {
 		if s.Resource.GroupResource() == gr {
 			stuck = append(stuck, s)

@@ -6,8 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 // Finalizers whose causes the doctor knows from Kubernetes itself.
@@ -26,7 +26,7 @@ type diagnoser struct {
 // diagnose returns every finding for o, at least one. Each rule family lives in its own
 // file: webhook.go, namespace.go, gc.go (foregroundDeletion, orphan), storage.go (claims
 // and volumes), crd.go, controller.go (every other finalizer).
-func (d *diagnoser) diagnose(o *scan.Object) []finding {
+func (d *diagnoser) diagnose(o *kube.Object) []finding {
 	var fs []finding
 	if len(o.Meta.Finalizers) > 0 {
 		if bw := d.f.blockingWebhooks(o, ""); len(bw) > 0 {

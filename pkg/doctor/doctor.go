@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
@@ -53,7 +54,7 @@ type Report struct {
 
 	causes map[types.UID]*finalizev1alpha1.Cause
 	roots  map[types.UID][]*finalizev1alpha1.RootCause
-	waits  map[types.UID][]*scan.Object
+	waits  map[types.UID][]*kube.Object
 }
 
 // Diagnose explains every object of res, which must come from a scan with Options.Index.
@@ -76,7 +77,7 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error
 		Result: res,
 		causes: map[types.UID]*finalizev1alpha1.Cause{},
 		roots:  map[types.UID][]*finalizev1alpha1.RootCause{},
-		waits:  map[types.UID][]*scan.Object{},
+		waits:  map[types.UID][]*kube.Object{},
 	}
 	leaves := map[types.UID][]*rootSpec{}
 	for _, o := range res.Objects {
@@ -184,7 +185,7 @@ func (rep *Report) gatherRoots(leaves map[types.UID][]*rootSpec) {
 }
 
 // Cause is the diagnosis of o.
-func (rep *Report) Cause(o *scan.Object) *finalizev1alpha1.Cause { return rep.causes[o.Meta.UID] }
+func (rep *Report) Cause(o *kube.Object) *finalizev1alpha1.Cause { return rep.causes[o.Meta.UID] }
 
 // List is the scan's list with every cause filled in.
 func (rep *Report) List() *finalizev1alpha1.StuckObjectList {
@@ -197,7 +198,7 @@ func (rep *Report) List() *finalizev1alpha1.StuckObjectList {
 
 // Diagnosis is what `doctor` prints: for target, the target and everything it waits for,
 // and only the root causes that explain it; without a target, everything.
-func (rep *Report) Diagnosis(target *scan.Object) *finalizev1alpha1.Diagnosis {
+func (rep *Report) Diagnosis(target *kube.Object) *finalizev1alpha1.Diagnosis {
 	out := &finalizev1alpha1.Diagnosis{
 		TypeMeta:   metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "Diagnosis"},
 		RootCauses: []finalizev1alpha1.RootCause{},
@@ -224,11 +225,11 @@ func (rep *Report) Diagnosis(target *scan.Object) *finalizev1alpha1.Diagnosis {
 }
 
 // closure is o and every stuck object it waits for, transitively, o first.
-func (rep *Report) closure(o *scan.Object) []*scan.Object {
+func (rep *Report) closure(o *kube.Object) []*kube.Object {
 	seen := map[types.UID]bool{}
-	var out []*scan.Object
-	var visit func(*scan.Object)
-	visit = func(x *scan.Object) {
+	var out []*kube.Object
+	var visit func(*kube.Object)
+	visit = func(x *kube.Object) {
 		if seen[x.Meta.UID] {
 			return
 		}

@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
@@ -34,22 +35,22 @@ import (
 var (
 	now        = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	configmaps = coreResource("configmaps", "ConfigMap", true)
-	databases  = scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "databases"}, Kind: "Database", Namespaced: true}
+	databases  = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "databases"}, Kind: "Database", Namespaced: true}
 	namespaces = coreResource("namespaces", "Namespace", false)
 )
 
 // stuck builds a stuck object deleted an hour ago; its owners are resolved as the scan's
 // pipeline would.
-func stuck(r scan.Resource, ns, name string, finalizers ...string) *scan.Object {
+func stuck(r kube.Resource, ns, name string, finalizers ...string) *kube.Object {
 	ts := metav1.NewTime(now.Add(-time.Hour))
 	meta := &metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), DeletionTimestamp: &ts, Finalizers: finalizers}
-	o := scan.NewObject(r, meta, nil)
-	owner.NewResolver(owner.Builtin(), []string{"db.example.com"}).Annotate([]*scan.Object{o})
+	o := kube.NewObject(r, meta, nil)
+	owner.NewResolver(owner.Builtin(), []string{"db.example.com"}).Annotate([]*kube.Object{o})
 	return o
 }
 
 // managedBy records that manager wrote the finalizers of o at t.
-func managedBy(o *scan.Object, t time.Time) *scan.Object {
+func managedBy(o *kube.Object, t time.Time) *kube.Object {
 	const manager = "db-operator"
 	fields := `{"f:metadata":{"f:finalizers":{`
 	for i, f := range o.Meta.Finalizers {
@@ -61,11 +62,11 @@ func managedBy(o *scan.Object, t time.Time) *scan.Object {
 	fields += `}}}`
 	o.Meta.ManagedFields = append(o.Meta.ManagedFields, metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate,
 		Time: &metav1.Time{Time: t}, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)})
-	owner.NewResolver(owner.Builtin(), []string{"db.example.com"}).Annotate([]*scan.Object{o})
+	owner.NewResolver(owner.Builtin(), []string{"db.example.com"}).Annotate([]*kube.Object{o})
 	return o
 }
 
-func result(objs ...*scan.Object) *scan.Result {
+func result(objs ...*kube.Object) *scan.Result {
 	return &scan.Result{Objects: objs, Now: now, ManagerActivity: map[string]time.Time{}, Index: &scan.Index{
 		Dependents: map[types.UID][]scan.Dependent{}, Counts: map[schema.GroupResource]int64{},
 		NamespaceLabels: map[string]map[string]string{}, Content: map[string]*scan.NamespaceContent{},
@@ -93,7 +94,7 @@ func diagnose(t *testing.T, res *scan.Result, objs ...runtime.Object) *Report {
 	return rep
 }
 
-func wantCause(t *testing.T, rep *Report, o *scan.Object, reason string, says ...string) {
+func wantCause(t *testing.T, rep *Report, o *kube.Object, reason string, says ...string) {
 	t.Helper()
 	c := rep.Cause(o)
 	if c == nil || c.Reason != reason {
@@ -215,15 +216,15 @@ func TestAWebhookWithoutABackendBlocksEveryUpdate(t *testing.T) {
 func TestANamespaceWithoutConditionsAfterTheGraceHasNoController(t *testing.T) {
 	ts := metav1.NewTime(now.Add(-time.Hour))
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "uid-team-a", DeletionTimestamp: &ts}, Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}}}
-	o := scan.NewObject(namespaces, &ns.ObjectMeta, ns)
-	owner.NewResolver(owner.Builtin(), nil).Annotate([]*scan.Object{o})
+	o := kube.NewObject(namespaces, &ns.ObjectMeta, ns)
+	owner.NewResolver(owner.Builtin(), nil).Annotate([]*kube.Object{o})
 	rep := diagnose(t, result(o))
 	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerInactive, "no deletion conditions 60m after the deletion began")
 
 	// With its conditions and a stuck object inside, it waits for that object.
 	ns.Status.Conditions = []corev1.NamespaceCondition{{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionTrue, Message: "Some content in the namespace has finalizers remaining: a.example.com/x in 1 resource instances"}}
-	o = scan.NewObject(namespaces, &ns.ObjectMeta, ns)
-	owner.NewResolver(owner.Builtin(), nil).Annotate([]*scan.Object{o})
+	o = kube.NewObject(namespaces, &ns.ObjectMeta, ns)
+	owner.NewResolver(owner.Builtin(), nil).Annotate([]*kube.Object{o})
 	child := stuck(configmaps, "team-a", "cfg", "a.example.com/x")
 	rep = diagnose(t, result(o, child))
 	wantCause(t, rep, o, finalizev1alpha1.ReasonNamespaceFinalizersRemaining, "a.example.com/x in 1 resource instances")
@@ -237,11 +238,11 @@ func TestANamespaceWithoutConditionsAfterTheGraceHasNoController(t *testing.T) {
 // as text.
 func TestNextStepsReadWell(t *testing.T) {
 	ts := metav1.NewTime(now.Add(-time.Hour))
-	namespace := func(name string, conds ...corev1.NamespaceCondition) *scan.Object {
+	namespace := func(name string, conds ...corev1.NamespaceCondition) *kube.Object {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), DeletionTimestamp: &ts},
 			Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}}, Status: corev1.NamespaceStatus{Conditions: conds}}
-		o := scan.NewObject(namespaces, &ns.ObjectMeta, ns)
-		owner.NewResolver(owner.Builtin(), nil).Annotate([]*scan.Object{o})
+		o := kube.NewObject(namespaces, &ns.ObjectMeta, ns)
+		owner.NewResolver(owner.Builtin(), nil).Annotate([]*kube.Object{o})
 		return o
 	}
 	pvBound := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Namespace: "a", Name: "data", UID: "uid-gone-claim"}},
@@ -253,7 +254,7 @@ func TestNextStepsReadWell(t *testing.T) {
 	groupOnly := stuck(databases, "a", "group-owned", "db.example.com/from-manifest")
 	scenarios := []struct {
 		name string
-		obj  *scan.Object
+		obj  *kube.Object
 		res  func(*scan.Result)
 		objs []runtime.Object
 	}{
@@ -333,7 +334,7 @@ func TestWarningsAreReadInTheFewestLists(t *testing.T) {
 		{10, []string{""}},
 		{5000, []string{"a", "b", "c"}},
 	} {
-		var objs []*scan.Object
+		var objs []*kube.Object
 		var evs []runtime.Object
 		for _, ns := range []string{"a", "b", "c"} {
 			o := managedBy(stuck(databases, ns, "orders-"+ns, "db.example.com/finalizer"), now.Add(-2*time.Hour))
@@ -344,8 +345,8 @@ func TestWarningsAreReadInTheFewestLists(t *testing.T) {
 		}
 		res := result(objs...)
 		res.Index.Counts[schema.GroupResource{Resource: "events"}] = tt.events
-		kube := kubefake.NewClientset(evs...)
-		d := &Doctor{Kube: kube, Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		kc := kubefake.NewClientset(evs...)
+		d := &Doctor{Kube: kc, Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 			apiServicesResource.GroupVersionResource:                "APIServiceList",
 			{Group: "apps", Version: "v1", Resource: "deployments"}: "DeploymentList",
 		}), Options: Options{ChunkSize: 500}}
@@ -357,7 +358,7 @@ func TestWarningsAreReadInTheFewestLists(t *testing.T) {
 			wantCause(t, rep, o, finalizev1alpha1.ReasonControllerFailing, "DeleteFailed: in "+o.Meta.Namespace)
 		}
 		var listed []string
-		for _, a := range kube.Actions() {
+		for _, a := range kc.Actions() {
 			if a.GetVerb() == "list" && a.GetResource().Resource == "events" {
 				listed = append(listed, a.GetNamespace())
 			}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
@@ -32,8 +33,8 @@ type facts struct {
 	// chunk is the page size of every list; 0 lists in one request.
 	chunk int64
 
-	byUID       map[types.UID]*scan.Object
-	byNamespace map[string][]*scan.Object
+	byUID       map[types.UID]*kube.Object
+	byNamespace map[string][]*kube.Object
 
 	warnings []string
 
@@ -50,11 +51,11 @@ type facts struct {
 	warningsRead bool
 }
 
-func newFacts(ctx context.Context, kube client.Interface, dyn dynamic.Interface, res *scan.Result) *facts {
+func newFacts(ctx context.Context, kc client.Interface, dyn dynamic.Interface, res *scan.Result) *facts {
 	f := &facts{
-		ctx: ctx, kube: kube, dyn: dyn, res: res, now: res.Now,
-		byUID:       map[types.UID]*scan.Object{},
-		byNamespace: map[string][]*scan.Object{},
+		ctx: ctx, kube: kc, dyn: dyn, res: res, now: res.Now,
+		byUID:       map[types.UID]*kube.Object{},
+		byNamespace: map[string][]*kube.Object{},
 		services:    map[types.NamespacedName]*serviceState{},
 		pods:        map[string][]corev1.Pod{},
 		events:      map[string][]eventsv1.Event{},

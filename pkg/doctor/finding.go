@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 // finding is one reason an object is stuck: a root cause itself, or the stuck objects it
@@ -18,7 +18,7 @@ type finding struct {
 	reason, message, next string
 	blockers              []finalizev1alpha1.Blocker
 	root                  *rootSpec
-	waitsOn               []*scan.Object
+	waitsOn               []*kube.Object
 	// external names the external resource behind the finalizer, when a preset knows.
 	external *finalizev1alpha1.External
 }
@@ -72,12 +72,12 @@ var priority = map[string]int{
 var (
 	podsResource        = coreResource("pods", "Pod", true)
 	claimsResource      = coreResource("persistentvolumeclaims", "PersistentVolumeClaim", true)
-	apiServicesResource = scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}, Kind: "APIService"}
-	crdsResource        = scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, Kind: "CustomResourceDefinition"}
+	apiServicesResource = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}, Kind: "APIService"}
+	crdsResource        = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, Kind: "CustomResourceDefinition"}
 )
 
-func coreResource(resource, kind string, namespaced bool) scan.Resource {
-	return scan.Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource(resource), Kind: kind, Namespaced: namespaced}
+func coreResource(resource, kind string, namespaced bool) kube.Resource {
+	return kube.Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource(resource), Kind: kind, Namespaced: namespaced}
 }
 
 // kindController is the kind of a subject known only as a controller's name.
@@ -87,11 +87,11 @@ func controllerSubject(name string) finalizev1alpha1.Subject {
 	return finalizev1alpha1.Subject{Kind: kindController, Name: name}
 }
 
-func subjectOf(o *scan.Object) finalizev1alpha1.Subject {
+func subjectOf(o *kube.Object) finalizev1alpha1.Subject {
 	return finalizev1alpha1.Subject{Kind: o.Resource.Kind, Namespace: o.Meta.Namespace, Name: o.Meta.Name}
 }
 
-func stuckBlocker(o *scan.Object, msg string) finalizev1alpha1.Blocker {
+func stuckBlocker(o *kube.Object, msg string) finalizev1alpha1.Blocker {
 	return finalizev1alpha1.Blocker{Target: o.Ref(), Stuck: true, Message: msg}
 }
 
@@ -105,7 +105,7 @@ func plural(n int, noun string) string {
 func ago(now, t time.Time) string { return duration.HumanDuration(now.Sub(t)) }
 
 // progressing: the owner is at work; stuck is not proven yet.
-func progressing(o *scan.Object, msg, who string) finding {
+func progressing(o *kube.Object, msg, who string) finding {
 	next := "wait; stuck is not proven yet. Watch it: kubectl get " + o.Ref().String() + " -w"
 	return rooted(finalizev1alpha1.ReasonProgressing, controllerSubject(who), msg, next, who+" is still working").
 		withRootNext("wait; stuck is not proven yet")

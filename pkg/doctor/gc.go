@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -14,7 +15,7 @@ const gcOwner = "garbage collector (kube-controller-manager)"
 
 // garbageCollectorFindings explain why the garbage collector has not finished: a
 // discovery failure, or the garbage collector is not running.
-func (d *diagnoser) garbageCollectorFindings(o *scan.Object, what string) []finding {
+func (d *diagnoser) garbageCollectorFindings(o *kube.Object, what string) []finding {
 	if gvs := d.f.discoveryFailures(); len(gvs) > 0 {
 		return d.apiServiceFindings(gvs, "the garbage collector may be waiting for discovery of %s to "+what)
 	}
@@ -26,7 +27,7 @@ func (d *diagnoser) garbageCollectorFindings(o *scan.Object, what string) []find
 
 // foreground: the garbage collector deletes the dependents that block their owner's
 // deletion, then removes foregroundDeletion.
-func (d *diagnoser) foreground(o *scan.Object) []finding {
+func (d *diagnoser) foreground(o *kube.Object) []finding {
 	var blocking []scan.Dependent
 	for _, dep := range d.f.res.Index.Dependents[o.Meta.UID] {
 		if dep.BlockOwnerDeletion {
@@ -72,7 +73,7 @@ func (d *diagnoser) foreground(o *scan.Object) []finding {
 
 // orphan: the garbage collector removes the owner's reference from every dependent, then
 // removes orphan.
-func (d *diagnoser) orphan(o *scan.Object) []finding {
+func (d *diagnoser) orphan(o *kube.Object) []finding {
 	n := len(d.f.res.Index.Dependents[o.Meta.UID])
 	fs := d.garbageCollectorFindings(o, "orphan the dependents")
 	still := "no dependent names it as owner any more"

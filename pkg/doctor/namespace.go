@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 const nsOwner = "namespace controller (kube-controller-manager)"
@@ -21,7 +21,7 @@ const DefaultNamespaceGrace = time.Minute
 
 // namespace reads the namespace controller's conditions and goes one level deeper: the
 // stuck objects still in the namespace.
-func (d *diagnoser) namespace(o *scan.Object) []finding {
+func (d *diagnoser) namespace(o *kube.Object) []finding {
 	ns := o.Namespace
 	conds := map[corev1.NamespaceConditionType]corev1.NamespaceCondition{}
 	for _, c := range ns.Status.Conditions {
@@ -103,7 +103,7 @@ func (d *diagnoser) namespace(o *scan.Object) []finding {
 // finalizers: objects in graceful deletion (pods wait for their kubelet, and the namespace
 // controller deletes the rest only after its pods), content the controller failed to
 // delete, or types the scan could not list.
-func (d *diagnoser) contentWithoutFinalizers(o *scan.Object, fd *finding, failedTrue bool, failedMsg string) {
+func (d *diagnoser) contentWithoutFinalizers(o *kube.Object, fd *finding, failedTrue bool, failedMsg string) {
 	var why string
 	next := "list what remains: kubectl api-resources --verbs=list --namespaced -o name | xargs -n1 kubectl get -n " + o.Meta.Name + " --ignore-not-found"
 	content := d.f.res.Index.Content[o.Meta.Name]

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 const (
@@ -51,7 +51,7 @@ func (f *facts) podsIn(ns string) ([]corev1.Pod, bool) {
 
 // pvc: the claim goes once no scheduled pod references it. Like the pvc-protection
 // controller, a completed pod still counts until it is deleted.
-func (d *diagnoser) pvc(o *scan.Object) finding {
+func (d *diagnoser) pvc(o *kube.Object) finding {
 	pods, ok := d.f.podsIn(o.Meta.Namespace)
 	if !ok {
 		return rooted(finalizev1alpha1.ReasonUnknown, subjectOf(o), "the pods of the namespace could not be read",
@@ -104,7 +104,7 @@ func usesClaim(p *corev1.Pod, claim string) bool {
 }
 
 // pv: the volume goes once it is no longer bound.
-func (d *diagnoser) pv(o *scan.Object) finding {
+func (d *diagnoser) pv(o *kube.Object) finding {
 	pv, err := d.f.kube.CoreV1().PersistentVolumes().Get(d.f.ctx, o.Meta.Name, metav1.GetOptions{})
 	if err != nil {
 		d.f.warnf("could not read persistentvolume %s: %v", o.Meta.Name, err)
@@ -125,7 +125,7 @@ func (d *diagnoser) pv(o *scan.Object) finding {
 	if s, ok := d.f.byUID[cr.UID]; ok {
 		return finding{reason: finalizev1alpha1.ReasonClaimStillBound,
 			message:  fmt.Sprintf("bound to claim %s/%s, which is stuck itself", cr.Namespace, cr.Name),
-			waitsOn:  []*scan.Object{s},
+			waitsOn:  []*kube.Object{s},
 			blockers: []finalizev1alpha1.Blocker{stuckBlocker(s, "bound claim")},
 			next:     "the volume is released once its claim is gone: see the claim's cause"}
 	}

@@ -15,12 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 // webhookConfigurationResources are the types of the configurations a blocking webhook
 // lives in, by kind.
-var webhookConfigurationResources = map[string]scan.Resource{
+var webhookConfigurationResources = map[string]kube.Resource{
 	"ValidatingWebhookConfiguration": {GroupVersionResource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}, Kind: "ValidatingWebhookConfiguration"},
 	"MutatingWebhookConfiguration":   {GroupVersionResource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}, Kind: "MutatingWebhookConfiguration"},
 }
@@ -74,7 +74,7 @@ type blockingWebhook struct {
 // blockingWebhooks returns the failurePolicy Fail webhooks that intercept an update of o
 // (of its subresource sub, if set) and whose service cannot answer: neither the owning
 // controller nor anyone else can remove a finalizer through them.
-func (f *facts) blockingWebhooks(o *scan.Object, sub string) []blockingWebhook {
+func (f *facts) blockingWebhooks(o *kube.Object, sub string) []blockingWebhook {
 	var out []blockingWebhook
 	for _, w := range f.failingWebhooks() {
 		if w.Service == nil || !w.intercepts(o, sub, f.namespaceLabels(o)) {
@@ -94,7 +94,7 @@ func (f *facts) blockingWebhooks(o *scan.Object, sub string) []blockingWebhook {
 
 // namespaceLabels are the labels a namespaceSelector is matched against: those of the
 // object's namespace, or of the namespace itself.
-func (f *facts) namespaceLabels(o *scan.Object) map[string]string {
+func (f *facts) namespaceLabels(o *kube.Object) map[string]string {
 	if o.Resource.IsNamespaces() {
 		return o.Meta.Labels
 	}
@@ -102,7 +102,7 @@ func (f *facts) namespaceLabels(o *scan.Object) map[string]string {
 }
 
 // intercepts reports whether the webhook is called for an UPDATE of o.
-func (w *webhook) intercepts(o *scan.Object, sub string, nsLabels map[string]string) bool {
+func (w *webhook) intercepts(o *kube.Object, sub string, nsLabels map[string]string) bool {
 	r := o.Resource
 	matched := false
 	for i := range w.Rules {

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 // Resolver names the owner of each finalizer.
@@ -93,7 +93,7 @@ func Domain(finalizer string) string {
 }
 
 // Annotate fills in the owner of every finalizer of every object.
-func (r *Resolver) Annotate(objs []*scan.Object) {
+func (r *Resolver) Annotate(objs []*kube.Object) {
 	for _, o := range objs {
 		for i, f := range o.Finalizers {
 			o.Finalizers[i] = r.Resolve(&o.Meta, f.Field, f.Name)

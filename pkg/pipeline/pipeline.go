@@ -7,10 +7,6 @@ package pipeline
 import (
 	"context"
 
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/metadata"
-
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
@@ -18,25 +14,8 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
-// Clients are the clients a pass over one cluster reads and writes through.
-type Clients struct {
-	Discovery discovery.DiscoveryInterface
-	Metadata  metadata.Interface
-	Kube      client.Interface
-	Dynamic   dynamic.Interface
-}
-
-// Refresh drops what the discovery client cached, so that the next scan discovers the
-// cluster's types as they are then: a run that scans more than once (reconcile without
-// --once) lists a type installed since its last scan, and no longer a type removed.
-func (c *Clients) Refresh() {
-	if cached, ok := c.Discovery.(discovery.CachedDiscoveryInterface); ok {
-		cached.Invalidate()
-	}
-}
-
 // Scan finds the stuck objects and names the owner of each of their finalizers.
-func Scan(ctx context.Context, c *Clients, opts scan.Options) (*scan.Result, error) {
+func Scan(ctx context.Context, c *client.Clients, opts scan.Options) (*scan.Result, error) {
 	s := &scan.Scanner{Discovery: c.Discovery, Metadata: c.Metadata, Kube: c.Kube}
 	res, err := s.Scan(ctx, opts)
 	if err != nil {
@@ -48,7 +27,7 @@ func Scan(ctx context.Context, c *Clients, opts scan.Options) (*scan.Result, err
 
 // Diagnose scans with the index the doctor needs, names the owners, and diagnoses every
 // stuck object. The reads the doctor could not make are in Report.Warnings.
-func Diagnose(ctx context.Context, c *Clients, opts scan.Options, d doctor.Options) (*doctor.Report, error) {
+func Diagnose(ctx context.Context, c *client.Clients, opts scan.Options, d doctor.Options) (*doctor.Report, error) {
 	opts.Index = true
 	res, err := Scan(ctx, c, opts)
 	if err != nil {

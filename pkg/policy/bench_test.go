@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 // fiftyRules is a policy of 50 rules, each with a finalizer glob, resources, namespace
@@ -40,7 +40,7 @@ func BenchmarkMatch(b *testing.B) {
 	if len(errs) > 0 {
 		b.Fatal(errs)
 	}
-	widgets := scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "team49.example.com", Version: "v1", Resource: "widgets49"}, Namespaced: true}
+	widgets := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "team49.example.com", Version: "v1", Resource: "widgets49"}, Namespaced: true}
 	labels := map[string]string{"team": "team49", "tier": "db", "app": "orders"}
 	for _, tt := range []struct {
 		name, namespace, finalizer string

@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 // FuzzDecodeAndCompile feeds arbitrary documents to the policy loader: it never panics
@@ -29,7 +29,7 @@ func FuzzDecodeAndCompile(f *testing.F) {
 			}
 		}
 	}
-	widgets := scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "databases"}, Namespaced: true}
+	widgets := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "databases"}, Namespaced: true}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		began := time.Now()
 		defer func() {

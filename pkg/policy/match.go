@@ -3,7 +3,7 @@ package policy
 import (
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 // Subject is what rules match an object by.
@@ -17,7 +17,7 @@ type Subject struct {
 }
 
 // SubjectOf is the subject of an object of resource r.
-func SubjectOf(r scan.Resource, namespace, name string, l map[string]string) Subject {
+func SubjectOf(r kube.Resource, namespace, name string, l map[string]string) Subject {
 	s := Subject{Resource: r.String(), Namespace: namespace, Labels: l}
 	if r.IsNamespaces() {
 		s.Namespace = name

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 const header = "apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\n"
@@ -183,12 +183,12 @@ func TestWhatIsNotACredential(t *testing.T) {
 
 func TestMatching(t *testing.T) {
 	p, _ := compile(t, valid)
-	databases := scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "databases"}, Namespaced: true}
-	buckets := scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "storage.example.com", Version: "v1", Resource: "buckets"}}
-	namespaces := scan.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}}
+	databases := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "databases"}, Namespaced: true}
+	buckets := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "storage.example.com", Version: "v1", Resource: "buckets"}}
+	namespaces := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}}
 	tests := []struct {
 		name      string
-		r         scan.Resource
+		r         kube.Resource
 		ns, obj   string
 		labels    map[string]string
 		finalizer string

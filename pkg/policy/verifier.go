@@ -21,10 +21,10 @@ import (
 	"k8s.io/klog/v2"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/preset"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 // Verifier verifies removals with the rules of a policy and their providers. It
@@ -219,7 +219,7 @@ func identityUsed(v *finalizev1alpha1.Verify) func(string) bool {
 // fetch reads the full object a provider's request is built from. Only candidates are
 // read this way, never during the scan.
 // A vanished object is nil and says so; a failed read is an error, and says so.
-func (v *Verifier) fetch(ctx context.Context, r scan.Resource, namespace, name string) (*unstructured.Unstructured, string, error) {
+func (v *Verifier) fetch(ctx context.Context, r kube.Resource, namespace, name string) (*unstructured.Unstructured, string, error) {
 	var client dynamic.ResourceInterface = v.dynamic.Resource(r.GroupVersionResource)
 	if namespace != "" {
 		client = v.dynamic.Resource(r.GroupVersionResource).Namespace(namespace)
@@ -392,7 +392,7 @@ type check struct {
 // trusted: controls of r itself must have answered Present (another type's controls do
 // not vouch for it), and no control of any type may have been called gone.
 // The check of r itself is returned too.
-func (v *Verifier) trust(ctx context.Context, rule *Rule, r scan.Resource) (string, bool, *check) {
+func (v *Verifier) trust(ctx context.Context, rule *Rule, r kube.Resource) (string, bool, *check) {
 	own := v.check(ctx, rule, r)
 	if own.broken || own.unread {
 		return own.distrust, own.unread, own
@@ -409,7 +409,7 @@ func (v *Verifier) trust(ctx context.Context, rule *Rule, r scan.Resource) (stri
 }
 
 // check asks the rule's provider about live objects of one type, once per pass.
-func (v *Verifier) check(ctx context.Context, rule *Rule, r scan.Resource) *check {
+func (v *Verifier) check(ctx context.Context, rule *Rule, r kube.Resource) *check {
 	key := checkKey{rule: rule.Name, gr: r.GroupResource()}
 	v.mu.Lock()
 	c, ok := v.checks[key]
@@ -426,7 +426,7 @@ func (v *Verifier) check(ctx context.Context, rule *Rule, r scan.Resource) *chec
 // its provider: every answer must be Present or Unknown, and at least one Present. A
 // control the object decides alone (retained, held, shared, an identity that is not the
 // operator's) proves nothing about the provider: it is skipped, and the next drawn.
-func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r scan.Resource, c *check) {
+func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c *check) {
 	if rule.Controls == 0 {
 		return
 	}
@@ -617,7 +617,7 @@ type Controls struct {
 	mu     sync.Mutex
 	byRule map[checkKey][]control
 	// types are, by rule, the resource types that have candidates, in the order seen.
-	types map[string][]scan.Resource
+	types map[string][]kube.Resource
 	// holders count the live objects that carry a shared finalizer, and name a few.
 	holders map[string]*holders
 }
@@ -628,18 +628,18 @@ type holders struct {
 }
 
 type control struct {
-	resource        scan.Resource
+	resource        kube.Resource
 	namespace, name string
 	finalizer       string
 }
 
 // NewControls collects controls for the rules of p.
 func NewControls(p *Policy) *Controls {
-	return &Controls{policy: p, byRule: map[checkKey][]control{}, types: map[string][]scan.Resource{}, holders: map[string]*holders{}}
+	return &Controls{policy: p, byRule: map[checkKey][]control{}, types: map[string][]kube.Resource{}, holders: map[string]*holders{}}
 }
 
 // Observe looks at one listed object; a scan calls it for every object, concurrently.
-func (c *Controls) Observe(r scan.Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace) {
+func (c *Controls) Observe(r kube.Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace) {
 	if meta.DeletionTimestamp != nil {
 		return
 	}
@@ -735,7 +735,7 @@ func (c *Controls) For(rule *Rule, gr schema.GroupResource) []control {
 }
 
 // Types returns the resource types rule has candidate controls of.
-func (c *Controls) Types(rule *Rule) []scan.Resource {
+func (c *Controls) Types(rule *Rule) []kube.Resource {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.types[rule.Name])

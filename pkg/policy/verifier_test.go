@@ -23,14 +23,14 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 var (
 	now       = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	databases = scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "databases"}, Kind: "Database", Namespaced: true}
+	databases = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "databases"}, Kind: "Database", Namespaced: true}
 	dbFin     = finalizev1alpha1.Finalizer{Name: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers}
 )
 
@@ -84,7 +84,7 @@ func codeAPI(t *testing.T, code func(id string) int) string {
 }
 
 // verifier sees objs as a scan would (controls included) and can read them.
-func verifier(t *testing.T, doc string, objs ...*unstructured.Unstructured) (*Verifier, map[string]*scan.Object) {
+func verifier(t *testing.T, doc string, objs ...*unstructured.Unstructured) (*Verifier, map[string]*kube.Object) {
 	t.Helper()
 	p, _ := compile(t, doc)
 	var ros []runtime.Object
@@ -94,11 +94,11 @@ func verifier(t *testing.T, doc string, objs ...*unstructured.Unstructured) (*Ve
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{databases.GroupVersionResource: "DatabaseList"}, ros...)
 	v := NewVerifier(p, dyn, provider.Options{})
 	v.SetClock(func() time.Time { return now })
-	stuck := map[string]*scan.Object{}
+	stuck := map[string]*kube.Object{}
 	for _, o := range objs {
 		meta := &metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID(), Finalizers: o.GetFinalizers(), DeletionTimestamp: o.GetDeletionTimestamp(), Labels: o.GetLabels()}
 		v.Controls.Observe(databases, meta, nil)
-		stuck[o.GetName()] = scan.NewObject(databases, meta, nil)
+		stuck[o.GetName()] = kube.NewObject(databases, meta, nil)
 	}
 	return v, stuck
 }
@@ -174,7 +174,7 @@ func TestTheObjectVerifiedIsTheObjectAskedAbout(t *testing.T) {
 
 const crossplaneFin = "finalizer.managedresource.crossplane.io"
 
-var caches = scan.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "caches"}, Kind: "Cache", Namespaced: true}
+var caches = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "caches"}, Kind: "Cache", Namespaced: true}
 
 // operator is the field manager of the Crossplane provider in these tests: it wrote the
 // finalizer of every managed resource.
@@ -182,7 +182,7 @@ const operator = "provider-aws"
 
 // managed is a Crossplane managed resource of r: its finalizer written by operator, its
 // external name by manager (none when empty), deleted unless live, with spec.
-func managed(r scan.Resource, name, externalName, manager string, live bool, spec map[string]any) *unstructured.Unstructured {
+func managed(r kube.Resource, name, externalName, manager string, live bool, spec map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	u.SetGroupVersionKind(r.GroupVersion().WithKind(r.Kind))
 	u.SetNamespace("prod")
@@ -241,7 +241,7 @@ func presetOf(doc, extra string) string {
 }
 
 // presetVerifier is verifier for objects of several types.
-func presetVerifier(t *testing.T, doc string, objs ...*unstructured.Unstructured) (*Verifier, map[string]*scan.Object) {
+func presetVerifier(t *testing.T, doc string, objs ...*unstructured.Unstructured) (*Verifier, map[string]*kube.Object) {
 	t.Helper()
 	p, _ := compile(t, doc)
 	var ros []runtime.Object
@@ -252,7 +252,7 @@ func presetVerifier(t *testing.T, doc string, objs ...*unstructured.Unstructured
 		map[schema.GroupVersionResource]string{databases.GroupVersionResource: "DatabaseList", caches.GroupVersionResource: "CacheList"}, ros...)
 	v := NewVerifier(p, dyn, provider.Options{})
 	v.SetClock(func() time.Time { return now })
-	stuck := map[string]*scan.Object{}
+	stuck := map[string]*kube.Object{}
 	for _, o := range objs {
 		r := databases
 		if o.GetKind() == "Cache" {
@@ -261,12 +261,12 @@ func presetVerifier(t *testing.T, doc string, objs ...*unstructured.Unstructured
 		meta := &metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID(), Finalizers: o.GetFinalizers(),
 			DeletionTimestamp: o.GetDeletionTimestamp(), Labels: o.GetLabels(), Annotations: o.GetAnnotations()}
 		v.Controls.Observe(r, meta, nil)
-		stuck[o.GetName()] = scan.NewObject(r, meta, nil)
+		stuck[o.GetName()] = kube.NewObject(r, meta, nil)
 	}
 	return v, stuck
 }
 
-func verifyPreset(v *Verifier, o *scan.Object) remove.Verification {
+func verifyPreset(v *Verifier, o *kube.Object) remove.Verification {
 	return v.Verify(context.Background(), remove.VerifyRequest{Object: o, Finalizer: finalizev1alpha1.Finalizer{Name: crossplaneFin, Field: finalizev1alpha1.FieldMetadataFinalizers}})
 }
 
@@ -592,7 +592,7 @@ func TestAnUnreadableNamespaceIsAReadError(t *testing.T) {
 		u.SetName(name)
 		return u
 	}
-	run := func(objs ...*unstructured.Unstructured) (*Verifier, map[string]*scan.Object) {
+	run := func(objs ...*unstructured.Unstructured) (*Verifier, map[string]*kube.Object) {
 		p, _ := compile(t, doc)
 		ros := []runtime.Object{namespace("prod"), namespace("locked")}
 		for _, o := range objs {
@@ -608,15 +608,15 @@ func TestAnUnreadableNamespaceIsAReadError(t *testing.T) {
 		})
 		v := NewVerifier(p, dyn, provider.Options{})
 		v.SetClock(func() time.Time { return now })
-		stuck := map[string]*scan.Object{}
+		stuck := map[string]*kube.Object{}
 		for _, o := range objs {
 			meta := &metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID(), Finalizers: o.GetFinalizers(), DeletionTimestamp: o.GetDeletionTimestamp()}
 			v.Controls.Observe(databases, meta, nil)
-			stuck[o.GetName()] = scan.NewObject(databases, meta, nil)
+			stuck[o.GetName()] = kube.NewObject(databases, meta, nil)
 		}
 		return v, stuck
 	}
-	verify := func(v *Verifier, o *scan.Object) remove.Verification {
+	verify := func(v *Verifier, o *kube.Object) remove.Verification {
 		return v.Verify(context.Background(), remove.VerifyRequest{Object: o, Finalizer: finalizev1alpha1.Finalizer{Name: ackFin, Field: finalizev1alpha1.FieldMetadataFinalizers}})
 	}
 

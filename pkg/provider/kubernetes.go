@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 // DefaultKubernetesTimeout bounds one verification of the kubernetes provider.
@@ -41,7 +41,7 @@ type kubernetesProvider struct {
 	once      sync.Once
 	dyn       dynamic.Interface
 	mapper    meta.RESTMapper
-	resource  scan.Resource
+	resource  kube.Resource
 	clientErr error
 }
 
@@ -107,7 +107,7 @@ func (p *kubernetesProvider) String() string {
 // resolve finds the resource type in the cluster, once.
 func (p *kubernetesProvider) resolve() error {
 	p.once.Do(func() {
-		p.resource, p.clientErr = scan.ResolveResource(p.mapper, p.spec.Resource)
+		p.resource, p.clientErr = kube.ResolveResource(p.mapper, p.spec.Resource)
 	})
 	return p.clientErr
 }

@@ -14,7 +14,7 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 )
 
 // TestEachPassDiscoversAfresh: the run's discovery is cached in memory; a type the
@@ -30,7 +30,7 @@ func TestEachPassDiscoversAfresh(t *testing.T) {
 	_ = metav1.AddMetaToScheme(scheme)
 	meta := metadatafake.NewSimpleMetadataClient(scheme)
 	r := &Reconciler{
-		Clients: &pipeline.Clients{Discovery: memory.NewMemCacheClient(served), Metadata: meta, Kube: kube, Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())},
+		Clients: &client.Clients{Discovery: memory.NewMemCacheClient(served), Metadata: meta, Kube: kube, Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())},
 		Options: Options{Policy: compile(t, `- name: widgets
   finalizers: [example.com/cleanup]
   verify:
@@ -74,7 +74,7 @@ func TestATypeTheClusterDoesNotServeIsNamed(t *testing.T) {
 	_ = metav1.AddMetaToScheme(scheme)
 	var warnings []string
 	r := &Reconciler{
-		Clients: &pipeline.Clients{Discovery: memory.NewMemCacheClient(served), Metadata: metadatafake.NewSimpleMetadataClient(scheme), Kube: kube,
+		Clients: &client.Clients{Discovery: memory.NewMemCacheClient(served), Metadata: metadatafake.NewSimpleMetadataClient(scheme), Kube: kube,
 			Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())},
 		Options: Options{Policy: compile(t, `- name: widgets
   finalizers: [example.com/cleanup]

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 // RBACOptions say what the RBAC of a pass is for.
@@ -159,7 +159,7 @@ func providerType(rule, resource string, mapper func() (meta.RESTMapper, error))
 	if err != nil {
 		return schema.GroupResource{}, fmt.Errorf("rule %s: resolving %s %q: %w", rule, field, resource, err)
 	}
-	r, err := scan.ResolveResource(m, resource)
+	r, err := kube.ResolveResource(m, resource)
 	if err != nil {
 		return schema.GroupResource{}, &UnresolvedError{Rule: rule, Field: field, Value: resource,
 			Err: fmt.Errorf("%w: its provider could not resolve it either, so the rule could verify nothing; name a type the cluster serves (kubectl api-resources)", err)}

@@ -14,6 +14,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -48,7 +49,7 @@ func clusterMapper() (meta.RESTMapper, error) {
 
 // served discovers cluster, and says the discovery of failed group versions failed.
 func served(failed []string) Discover {
-	return func() ([]scan.Resource, []finalizev1alpha1.IncompleteResource, error) {
+	return func() ([]kube.Resource, []finalizev1alpha1.IncompleteResource, error) {
 		types, incomplete, err := scan.Discover(cluster)
 		for _, gv := range failed {
 			incomplete = append(incomplete, finalizev1alpha1.IncompleteResource{GroupVersion: gv, Reason: finalizev1alpha1.ReasonDiscoveryFailed, Message: "the server is currently unable to handle the request"})
@@ -109,7 +110,7 @@ func TestRBACOfPresets(t *testing.T) {
 func TestListedTypes(t *testing.T) {
 	asked := 0
 	discover := func(failed ...string) Discover {
-		return func() ([]scan.Resource, []finalizev1alpha1.IncompleteResource, error) {
+		return func() ([]kube.Resource, []finalizev1alpha1.IncompleteResource, error) {
 			asked++
 			return served(failed)()
 		}

@@ -19,7 +19,9 @@ import (
 	"k8s.io/klog/v2"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
@@ -57,7 +59,7 @@ type Options struct {
 
 // Reconciler runs passes against one cluster.
 type Reconciler struct {
-	Clients *pipeline.Clients
+	Clients *client.Clients
 	Options
 }
 
@@ -174,7 +176,7 @@ func (r *Reconciler) scanOptions() scan.Options {
 	opts := r.Scan
 	opts.Index = true
 	opts.Namespaces = r.Policy.Scope().Namespaces
-	l, err := ListedTypes(r.Policy, func() ([]scan.Resource, []finalizev1alpha1.IncompleteResource, error) {
+	l, err := ListedTypes(r.Policy, func() ([]kube.Resource, []finalizev1alpha1.IncompleteResource, error) {
 		return scan.Discover(r.Clients.Discovery)
 	})
 	switch {
@@ -352,56 +354,4 @@ func sortActions(actions []finalizev1alpha1.Removal, res *scan.Result) {
 		}
 		return fin[string(a.Target.UID)+"\x00"+a.Finalizer] < fin[string(b.Target.UID)+"\x00"+b.Finalizer]
 	})
-}
-
-// Exit codes of a pass (DESIGN §2): the breaker, which wrote nothing, first; then a
-// failure (a removal failed, a rule is broken, or a rule could verify nothing: its
-// provider cannot run, or answered Unknown about every live control); then an incomplete
-// scan, on which what could be verified was still acted on.
-const (
-	ExitOK         = 0
-	ExitFailed     = 1
-	ExitIncomplete = 3
-	ExitBreaker    = 4
-)
-
-// Outcome is the exit code of a pass and the reason for it, empty when all is well.
-func Outcome(rep *finalizev1alpha1.ReconcileReport) (int, string) {
-	if b := rep.Breaker; b != nil {
-		return ExitBreaker, fmt.Sprintf("the breaker tripped: the pass planned %d removals, more than the %d allowed; nothing was removed", b.Planned, b.MaxRemovals)
-	}
-	var broken, cannot []string
-	for _, st := range rep.Rules {
-		if st.Broken {
-			broken = append(broken, st.Rule)
-		}
-		if st.CannotVerify != "" {
-			cannot = append(cannot, fmt.Sprintf("rule %s cannot verify: %s", st.Rule, st.CannotVerify))
-		}
-	}
-	var why []string
-	if failed := rep.Summary[finalizev1alpha1.ResultFailed]; failed > 0 {
-		why = append(why, fmt.Sprintf("%d of the removals failed", failed))
-	}
-	if len(broken) > 0 {
-		why = append(why, fmt.Sprintf("rule %s is broken: its provider called a live object gone, so nothing was removed under it", joinNames(broken)))
-	}
-	// A rule that can verify nothing keeps a scheduled pass green while it does nothing.
-	why = append(why, cannot...)
-	switch {
-	case len(why) > 0:
-		return ExitFailed, strings.Join(why, "; ")
-	case len(rep.Incomplete) > 0:
-		return ExitIncomplete, "the scan is incomplete: objects of the types it could not list were not considered"
-	}
-	return ExitOK, ""
-}
-
-func joinNames(names []string) string {
-	slices.Sort(names)
-	out := names[0]
-	for _, n := range names[1:] {
-		out += ", " + n
-	}
-	return out
 }

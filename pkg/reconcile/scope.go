@@ -9,13 +9,13 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 // Discover lists the types a cluster serves and the group versions whose discovery
 // failed: scan.Discover over a discovery client.
-type Discover func() ([]scan.Resource, []finalizev1alpha1.IncompleteResource, error)
+type Discover func() ([]kube.Resource, []finalizev1alpha1.IncompleteResource, error)
 
 // Listing is what a pass of a policy lists.
 type Listing struct {
@@ -73,7 +73,7 @@ func listedTypes(p *policy.Policy, res *resolver) (Listing, error) {
 type resolver struct {
 	discover Discover
 	done     bool
-	served   []scan.Resource
+	served   []kube.Resource
 	failed   []finalizev1alpha1.IncompleteResource
 	err      error
 }

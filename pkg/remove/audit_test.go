@@ -24,6 +24,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -169,11 +170,11 @@ func TestOpenLogEndsALineCutShort(t *testing.T) {
 // its kubernetes finalizer is refused.
 func TestANamespaceTheScanDidNotIndexIsNotEmpty(t *testing.T) {
 	ts := metav1.Now()
-	nsRes := scan.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, Kind: "Namespace"}
+	nsRes := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, Kind: "Namespace"}
 	fin := finalizev1alpha1.Finalizer{Name: "kubernetes", Field: finalizev1alpha1.FieldSpecFinalizers, System: true}
-	late := &scan.Object{Resource: nsRes, Meta: metav1.ObjectMeta{Name: "late", UID: "uid-late", DeletionTimestamp: &ts}, Finalizers: []finalizev1alpha1.Finalizer{fin}}
-	listed := &scan.Object{Resource: nsRes, Meta: metav1.ObjectMeta{Name: "listed", UID: "uid-listed", DeletionTimestamp: &ts}, Finalizers: []finalizev1alpha1.Finalizer{fin}}
-	res := &scan.Result{Objects: []*scan.Object{listed}, Index: &scan.Index{Content: map[string]*scan.NamespaceContent{}}}
+	late := &kube.Object{Resource: nsRes, Meta: metav1.ObjectMeta{Name: "late", UID: "uid-late", DeletionTimestamp: &ts}, Finalizers: []finalizev1alpha1.Finalizer{fin}}
+	listed := &kube.Object{Resource: nsRes, Meta: metav1.ObjectMeta{Name: "listed", UID: "uid-listed", DeletionTimestamp: &ts}, Finalizers: []finalizev1alpha1.Finalizer{fin}}
+	res := &scan.Result{Objects: []*kube.Object{listed}, Index: &scan.Index{Content: map[string]*scan.NamespaceContent{}}}
 	opts := Options{ForceUnverified: true, Reason: "x", AllowSystem: true}
 	p := (&Planner{Result: res}).Plan(context.Background(), []Request{{Object: late, All: true}, {Object: listed, All: true}}, opts)
 	if len(p.Refusals) != 1 || p.Refusals[0].Target.Name != "late" || p.Refusals[0].Kind != finalizev1alpha1.RefusalStranding ||
@@ -239,8 +240,8 @@ func TestALogThatCannotBeSyncedIsWrittenAll(t *testing.T) {
 // empty page that carries a continue token; a type that answers only such pages is
 // unread, never empty.
 func TestAnEmptyPageWithAContinueTokenIsNotEmpty(t *testing.T) {
-	kube := kubefake.NewClientset()
-	disc := kube.Discovery().(*fakediscovery.FakeDiscovery)
+	kc := kubefake.NewClientset()
+	disc := kc.Discovery().(*fakediscovery.FakeDiscovery)
 	disc.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
 		{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: []string{"list"}},
 	}}}

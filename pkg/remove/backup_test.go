@@ -13,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
-var secrets = scan.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Kind: "Secret", Namespaced: true}
+var secrets = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Kind: "Secret", Namespaced: true}
 
 // TestTheBackupOfASecretHoldsNoValue: the values of a Secret, and kubectl's copy of them
 // in last-applied-configuration, never reach the backup; its keys are named. The folder

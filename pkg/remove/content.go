@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -81,7 +82,7 @@ const maxEmptyPages = 20
 // An empty page that carries a continue token proves nothing (the API server may
 // answer one when a page's objects were filtered out): the list is read on, and a type
 // that keeps answering so is unread, never empty.
-func (c *ContentReader) first(ctx context.Context, r scan.Resource, namespace string) (string, error) {
+func (c *ContentReader) first(ctx context.Context, r kube.Resource, namespace string) (string, error) {
 	opts := metav1.ListOptions{Limit: 1}
 	for range maxEmptyPages {
 		list, err := c.Metadata.Resource(r.GroupVersionResource).Namespace(namespace).List(ctx, opts)

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 // Executor carries out the actions of a plan, each the same way: an intent line in the
@@ -243,17 +243,17 @@ func (e *Executor) reverify(ctx context.Context, t Target) (string, error) {
 }
 
 // Read returns the object a target names, as it is now.
-func (r *Remover) Read(ctx context.Context, t Target) (*scan.Object, error) {
+func (r *Remover) Read(ctx context.Context, t Target) (*kube.Object, error) {
 	if t.Resource.IsNamespaces() {
 		ns, err := r.Kube.CoreV1().Namespaces().Get(ctx, t.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, err
 		}
-		return scan.NewObject(t.Resource, &ns.ObjectMeta, ns), nil
+		return kube.NewObject(t.Resource, &ns.ObjectMeta, ns), nil
 	}
 	pm, err := r.metadataResource(&t).Get(ctx, t.Name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return scan.NewObject(t.Resource, &pm.ObjectMeta, nil), nil
+	return kube.NewObject(t.Resource, &pm.ObjectMeta, nil), nil
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
@@ -34,7 +35,7 @@ type Options struct {
 
 // Request asks for finalizers of one stuck object to be removed: the named ones, or all.
 type Request struct {
-	Object     *scan.Object
+	Object     *kube.Object
 	Finalizers []string
 	All        bool
 }
@@ -49,7 +50,7 @@ type Verifier interface {
 
 // VerifyRequest is one question to a Verifier.
 type VerifyRequest struct {
-	Object    *scan.Object
+	Object    *kube.Object
 	Finalizer finalizev1alpha1.Finalizer
 	// Fresh asks again rather than answering from what was verified earlier in the run:
 	// the object changed since.
@@ -173,7 +174,7 @@ type Planner struct {
 	// its content).
 	Result *scan.Result
 	// CauseOf gives each object's diagnosis; nil when there is none.
-	CauseOf func(*scan.Object) *finalizev1alpha1.Cause
+	CauseOf func(*kube.Object) *finalizev1alpha1.Cause
 	// Catalog names what each well-known finalizer guards; nil means owner.Builtin().
 	Catalog *owner.Catalog
 	// Verifier, if set, is asked about every requested removal; without one nothing is
@@ -190,7 +191,7 @@ type Planner struct {
 
 // candidate is one (object, finalizer) of a request, in request order.
 type candidate struct {
-	o      *scan.Object
+	o      *kube.Object
 	name   string
 	fin    *finalizev1alpha1.Finalizer // nil: the object has no such finalizer
 	verify Verification
@@ -281,7 +282,7 @@ func (p *Planner) verifyAll(ctx context.Context, cands []*candidate) {
 }
 
 // refuse returns why a removal may not happen, or nil.
-func (p *Planner) refuse(ctx context.Context, a *Action, o *scan.Object, opts Options) *Refusal {
+func (p *Planner) refuse(ctx context.Context, a *Action, o *kube.Object, opts Options) *Refusal {
 	catalog := p.Catalog
 	if catalog == nil {
 		catalog = owner.Builtin()
@@ -330,7 +331,7 @@ func (p *Planner) refuse(ctx context.Context, a *Action, o *scan.Object, opts Op
 // knows the content only of the namespaces that were being deleted when it listed them;
 // any other namespace (read after the scan, or a scan without an index) is not proven
 // empty by the index's silence: its content is read afresh, or the removal refused.
-func (p *Planner) stranding(ctx context.Context, o *scan.Object) string {
+func (p *Planner) stranding(ctx context.Context, o *kube.Object) string {
 	res := p.Result
 	if !indexed(o, res) {
 		if p.Content == nil {
@@ -370,11 +371,11 @@ func (p *Planner) stranding(ctx context.Context, o *scan.Object) string {
 
 // indexed reports whether the scan's index holds the content of namespace o: the scan
 // listed o as being deleted, so it counted what o holds while listing every type.
-func indexed(o *scan.Object, res *scan.Result) bool {
+func indexed(o *kube.Object, res *scan.Result) bool {
 	if res == nil || res.Index == nil {
 		return false
 	}
-	return slices.ContainsFunc(res.Objects, func(x *scan.Object) bool {
+	return slices.ContainsFunc(res.Objects, func(x *kube.Object) bool {
 		return x.Resource.IsNamespaces() && x.Meta.UID == o.Meta.UID && x.Meta.DeletionTimestamp != nil
 	})
 }

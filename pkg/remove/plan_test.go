@@ -10,14 +10,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 func TestPlanWithAVerifier(t *testing.T) {
 	ts := metav1.NewTime(time.Now().Add(-time.Hour))
-	db := &scan.Object{Resource: configmaps, Meta: metav1.ObjectMeta{Namespace: "a", Name: "db", UID: types.UID("uid-db"), DeletionTimestamp: &ts},
+	db := &kube.Object{Resource: configmaps, Meta: metav1.ObjectMeta{Namespace: "a", Name: "db", UID: types.UID("uid-db"), DeletionTimestamp: &ts},
 		Finalizers: []finalizev1alpha1.Finalizer{{Name: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers}, {Name: "orphan", Field: finalizev1alpha1.FieldMetadataFinalizers, System: true}}}
-	res := &scan.Result{Objects: []*scan.Object{db}, Index: &scan.Index{}}
+	res := &scan.Result{Objects: []*kube.Object{db}, Index: &scan.Index{}}
 	gone := Verification{Rule: "dbs", Verdict: finalizev1alpha1.VerdictGone, Evidence: "GET /v1/i-1: 404 Not Found", ResourceVersion: "7"}
 	tests := []struct {
 		name       string

@@ -18,9 +18,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 // FieldManager names kubectl-finalize in managedFields and audit logs.
@@ -43,7 +43,7 @@ const (
 // Target is one finalizer of one object, and the uid of the object the decision to remove
 // it was made about.
 type Target struct {
-	Resource  scan.Resource
+	Resource  kube.Resource
 	Namespace string
 	Name      string
 	UID       types.UID

@@ -16,6 +16,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
@@ -33,7 +34,7 @@ func TestPatchIsGuarded(t *testing.T) {
 	}
 }
 
-var configmaps = scan.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+var configmaps = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
 
 func fakeObject(uid string, finalizers ...string) *metav1.PartialObjectMetadata {
 	ts := metav1.Now()
@@ -118,21 +119,21 @@ func TestRemoveGivesUpWhenTheTestKeepsFailing(t *testing.T) {
 // TestPlanRefuses covers every refusal, and shows the flags that unlock each.
 func TestPlanRefuses(t *testing.T) {
 	ts := metav1.NewTime(time.Now().Add(-time.Hour))
-	obj := func(r scan.Resource, ns, name string, fins ...finalizev1alpha1.Finalizer) *scan.Object {
-		return &scan.Object{Resource: r, Meta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), DeletionTimestamp: &ts}, Finalizers: fins}
+	obj := func(r kube.Resource, ns, name string, fins ...finalizev1alpha1.Finalizer) *kube.Object {
+		return &kube.Object{Resource: r, Meta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), DeletionTimestamp: &ts}, Finalizers: fins}
 	}
 	custom := finalizev1alpha1.Finalizer{Name: "db.example.com/finalizer", Field: "metadata.finalizers", Owner: "database-operator", OwnerSource: "managedFields"}
 	pvcFin := finalizev1alpha1.Finalizer{Name: "kubernetes.io/pvc-protection", Field: "metadata.finalizers", System: true, Owner: "pvc-protection controller (kube-controller-manager)"}
 	nsFin := finalizev1alpha1.Finalizer{Name: "kubernetes", Field: "spec.finalizers", System: true, Owner: "namespace controller (kube-controller-manager)"}
 	db := obj(configmaps, "a", "db", custom)
-	claim := obj(scan.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, Kind: "PersistentVolumeClaim", Namespaced: true}, "a", "data", pvcFin)
-	nsRes := scan.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, Kind: "Namespace"}
+	claim := obj(kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, Kind: "PersistentVolumeClaim", Namespaced: true}, "a", "data", pvcFin)
+	nsRes := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, Kind: "Namespace"}
 	full := obj(nsRes, "", "full", nsFin)
 	empty := obj(nsRes, "", "empty", nsFin)
-	res := &scan.Result{Objects: []*scan.Object{db, claim, full, empty}, Index: &scan.Index{Content: map[string]*scan.NamespaceContent{
+	res := &scan.Result{Objects: []*kube.Object{db, claim, full, empty}, Index: &scan.Index{Content: map[string]*scan.NamespaceContent{
 		"full": {Count: 2, ByType: map[string]int64{"configmaps": 2}, Sample: []scan.ObjectRef{{Resource: configmaps, Namespace: "full", Name: "left"}}},
 	}}}
-	causeOf := func(*scan.Object) *finalizev1alpha1.Cause { return nil }
+	causeOf := func(*kube.Object) *finalizev1alpha1.Cause { return nil }
 	tests := []struct {
 		name     string
 		req      Request

@@ -7,34 +7,13 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
 	"k8s.io/klog/v2"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
-
-// Resource is one listable resource type, at its preferred version.
-type Resource struct {
-	schema.GroupVersionResource
-	Kind       string
-	Namespaced bool
-}
-
-// String is resource.group, kubectl's name for the type ("deployments.apps", "pods").
-func (r Resource) String() string { return r.GroupResource().String() }
-
-// IsNamespaces reports whether r is the core namespaces resource.
-func (r Resource) IsNamespaces() bool { return r.Group == "" && r.Resource == "namespaces" }
-
-// Ref is the reference to an object of this type; uid may be empty when it is not known.
-func (r Resource) Ref(namespace, name string, uid types.UID) finalizev1alpha1.ObjectReference {
-	return finalizev1alpha1.ObjectReference{
-		APIVersion: r.GroupVersion().String(), Kind: r.Kind, Resource: r.Resource,
-		Namespace: namespace, Name: name, UID: uid,
-	}
-}
 
 // virtualGroups serve objects computed on every request, never stored: nothing in them can
 // carry a finalizer, and listing them is expensive (metrics of every pod).
@@ -48,7 +27,7 @@ var aliases = map[schema.GroupResource]schema.GroupResource{
 
 // discovered is the result of the discovery round.
 type discovered struct {
-	resources  []Resource
+	resources  []kube.Resource
 	groups     []string
 	incomplete []finalizev1alpha1.IncompleteResource
 }
@@ -57,7 +36,7 @@ type discovered struct {
 // virtual metrics groups and aliases left out), sorted, and the group versions whose
 // discovery failed. Through a cached client it answers from the cache; invalidate it
 // first to see the cluster as it is now.
-func Discover(dc discovery.DiscoveryInterface) ([]Resource, []finalizev1alpha1.IncompleteResource, error) {
+func Discover(dc discovery.DiscoveryInterface) ([]kube.Resource, []finalizev1alpha1.IncompleteResource, error) {
 	d, err := discover(dc)
 	if err != nil {
 		return nil, nil, err
@@ -103,7 +82,7 @@ func discover(dc discovery.DiscoveryInterface) (*discovered, error) {
 			if virtualGroups.Has(gv.Group) {
 				continue
 			}
-			d.resources = append(d.resources, Resource{GroupVersionResource: gv.WithResource(r.Name), Kind: r.Kind, Namespaced: r.Namespaced})
+			d.resources = append(d.resources, kube.Resource{GroupVersionResource: gv.WithResource(r.Name), Kind: r.Kind, Namespaced: r.Namespaced})
 		}
 	}
 	kept := d.resources[:0]

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 // Index is what the doctor needs to know about objects that are not stuck, gathered while
@@ -36,7 +37,7 @@ func newIndex() *Index {
 
 // ObjectRef names an object the index saw.
 type ObjectRef struct {
-	Resource  Resource
+	Resource  kube.Resource
 	Namespace string
 	Name      string
 	UID       types.UID
@@ -143,7 +144,7 @@ func newIndexer(terminating map[string]bool) *indexer {
 	}
 }
 
-func (ix *indexer) observe(r Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace) {
+func (ix *indexer) observe(r kube.Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace) {
 	if ix == nil {
 		return
 	}
@@ -175,7 +176,7 @@ func (ix *indexer) observe(r Resource, meta *metav1.ObjectMeta, ns *corev1.Names
 }
 
 // merge adds one type's index into the result's.
-func (idx *Index) merge(r Resource, seen int64, ix *indexer) {
+func (idx *Index) merge(r kube.Resource, seen int64, ix *indexer) {
 	idx.Counts[r.GroupResource()] += seen
 	for uid, deps := range ix.owners {
 		idx.Dependents[uid] = append(idx.Dependents[uid], deps...)
@@ -194,7 +195,7 @@ func (idx *Index) merge(r Resource, seen int64, ix *indexer) {
 
 // keepStuckOwners drops dependents of objects that are not stuck: only those explain
 // anything.
-func (idx *Index) keepStuckOwners(objs []*Object) {
+func (idx *Index) keepStuckOwners(objs []*kube.Object) {
 	stuck := make(map[types.UID]bool, len(objs))
 	for _, o := range objs {
 		stuck[o.Meta.UID] = true

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
@@ -30,9 +31,6 @@ const (
 	// continue token expired mid-pagination.
 	maxListAttempts = 3
 )
-
-// lastApplied can hold a whole copy of the object; a scan keeps metadata, not objects.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Options select what a scan looks at.
 type Options struct {
@@ -61,7 +59,7 @@ type Options struct {
 	Index bool
 	// Observe, if set, sees every object listed, stuck or not (ns is set for
 	// namespaces). It is called from several goroutines at once.
-	Observe func(r Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace)
+	Observe func(r kube.Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace)
 }
 
 // Progress reports how far a scan is.
@@ -71,50 +69,14 @@ type Progress struct {
 	Stuck                 int
 }
 
-// Object is one stuck object: its metadata (managedFields and ownerReferences included),
-// the finalizers it carries, and for a namespace, the namespace itself.
-type Object struct {
-	Resource Resource
-	Meta     metav1.ObjectMeta
-	// Namespace is set when the object is a namespace: spec.finalizers and the namespace
-	// controller's conditions live there.
-	Namespace *corev1.Namespace
-	// Finalizers holds name and field of each finalizer; owners are filled in later.
-	Finalizers []finalizev1alpha1.Finalizer
-}
-
-// Ref is the reference to the object, uid included.
-func (o *Object) Ref() finalizev1alpha1.ObjectReference {
-	return o.Resource.Ref(o.Meta.Namespace, o.Meta.Name, o.Meta.UID)
-}
-
-// Terminating is how long the object has been terminating at now.
-func (o *Object) Terminating(now time.Time) time.Duration {
-	d := now.Sub(o.Meta.DeletionTimestamp.Time)
-	if d < 0 { // the server's clock is ahead of ours
-		return 0
-	}
-	return d
-}
-
-// Stuck converts the object to the API type.
-func (o *Object) Stuck(now time.Time) finalizev1alpha1.StuckObject {
-	return finalizev1alpha1.StuckObject{
-		Target:             o.Ref(),
-		DeletionTimestamp:  *o.Meta.DeletionTimestamp,
-		TerminatingSeconds: int64(o.Terminating(now) / time.Second),
-		Finalizers:         append([]finalizev1alpha1.Finalizer(nil), o.Finalizers...),
-	}
-}
-
 // Result is what a scan found.
 type Result struct {
 	// Objects are the stuck objects, longest-terminating first.
-	Objects []*Object
+	Objects []*kube.Object
 	// Incomplete lists what could not be discovered or listed.
 	Incomplete []finalizev1alpha1.IncompleteResource
 	// Resources are the types that were listed.
-	Resources []Resource
+	Resources []kube.Resource
 	// Groups are the API groups the cluster serves.
 	Groups []string
 	// ManagerActivity is the latest managedFields time of each field manager across every
@@ -180,7 +142,7 @@ func (s *Scanner) Scan(ctx context.Context, opts Options) (*Result, error) {
 				}
 			}
 			st.done(r, tr)
-			rest = append(append([]Resource{}, rest[:i]...), rest[i+1:]...)
+			rest = append(append([]kube.Resource{}, rest[:i]...), rest[i+1:]...)
 			break
 		}
 	}
@@ -212,12 +174,12 @@ func (s *Scanner) Scan(ctx context.Context, opts Options) (*Result, error) {
 }
 
 // selectResources applies the type and namespace filters.
-func selectResources(all []Resource, opts Options) []Resource {
+func selectResources(all []kube.Resource, opts Options) []kube.Resource {
 	want := map[schema.GroupResource]bool{}
 	for _, gr := range opts.Resources {
 		want[gr] = true
 	}
-	var out []Resource
+	var out []kube.Resource
 	for _, r := range all {
 		if len(want) > 0 && !want[r.GroupResource()] {
 			continue
@@ -264,14 +226,14 @@ type state struct {
 
 // typeResult is what listing one type produced.
 type typeResult struct {
-	objects  []*Object
+	objects  []*kube.Object
 	seen     int64
 	activity map[string]time.Time
 	index    *indexer
 	err      error
 }
 
-func (st *state) done(r Resource, tr typeResult) {
+func (st *state) done(r kube.Resource, tr typeResult) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.finished++
@@ -313,7 +275,7 @@ func (st *state) done(r Resource, tr typeResult) {
 // listResource lists one type completely. A continue token that expires mid-pagination
 // (410 Gone) means the pages so far may not fit the next ones: the type is listed again
 // from the start, a bounded number of times.
-func (s *Scanner) listResource(ctx context.Context, r Resource, opts Options, now time.Time, terminating map[string]bool) typeResult {
+func (s *Scanner) listResource(ctx context.Context, r kube.Resource, opts Options, now time.Time, terminating map[string]bool) typeResult {
 	var tr typeResult
 	for attempt := 1; ; attempt++ {
 		tr = typeResult{activity: map[string]time.Time{}}
@@ -344,7 +306,7 @@ func (o *Options) namespaces() []string {
 	return append([]string{o.Namespace}, o.Namespaces...)
 }
 
-func (s *Scanner) listPages(ctx context.Context, r Resource, opts Options, now time.Time, tr *typeResult) error {
+func (s *Scanner) listPages(ctx context.Context, r kube.Resource, opts Options, now time.Time, tr *typeResult) error {
 	lo := metav1.ListOptions{Limit: opts.ChunkSize, LabelSelector: opts.LabelSelector}
 	if r.IsNamespaces() {
 		return s.listNamespaces(ctx, opts, lo, now, tr)
@@ -361,7 +323,7 @@ func (s *Scanner) listPages(ctx context.Context, r Resource, opts Options, now t
 	return s.listPagesOf(ctx, lister, r, opts, lo, now, tr)
 }
 
-func (s *Scanner) listPagesOf(ctx context.Context, lister metadata.ResourceInterface, r Resource, opts Options, lo metav1.ListOptions, now time.Time, tr *typeResult) error {
+func (s *Scanner) listPagesOf(ctx context.Context, lister metadata.ResourceInterface, r kube.Resource, opts Options, lo metav1.ListOptions, now time.Time, tr *typeResult) error {
 	for {
 		klog.V(4).InfoS("Listing", "resource", r.String(), "continue", lo.Continue != "")
 		page, err := lister.List(ctx, lo)
@@ -378,7 +340,7 @@ func (s *Scanner) listPagesOf(ctx context.Context, lister metadata.ResourceInter
 			if !stuck(meta, nil) || !keep(meta, nil, opts, now) {
 				continue
 			}
-			tr.objects = append(tr.objects, newObject(r, meta, nil))
+			tr.objects = append(tr.objects, kube.NewObject(r, meta, nil))
 		}
 		if page.Continue == "" {
 			return nil
@@ -393,7 +355,7 @@ func (s *Scanner) listPagesOf(ctx context.Context, lister metadata.ResourceInter
 // listNamespaces lists namespaces with the typed client: their own finalizers are in
 // spec.finalizers and their deletion progress in status.conditions.
 func (s *Scanner) listNamespaces(ctx context.Context, opts Options, lo metav1.ListOptions, now time.Time, tr *typeResult) error {
-	r := Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("namespaces"), Kind: "Namespace"}
+	r := kube.Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("namespaces"), Kind: "Namespace"}
 	visit := func(ns *corev1.Namespace) {
 		tr.observe(&ns.ObjectMeta)
 		tr.index.observe(r, &ns.ObjectMeta, ns)
@@ -401,7 +363,7 @@ func (s *Scanner) listNamespaces(ctx context.Context, opts Options, lo metav1.Li
 			opts.Observe(r, &ns.ObjectMeta, ns)
 		}
 		if stuck(&ns.ObjectMeta, ns) && keep(&ns.ObjectMeta, ns, opts, now) {
-			tr.objects = append(tr.objects, newObject(r, &ns.ObjectMeta, ns))
+			tr.objects = append(tr.objects, kube.NewObject(r, &ns.ObjectMeta, ns))
 		}
 	}
 	if namespaces := opts.namespaces(); len(namespaces) > 0 {
@@ -474,31 +436,8 @@ func keep(meta *metav1.ObjectMeta, ns *corev1.Namespace, opts Options, now time.
 	return false
 }
 
-// NewObject makes an Object of metadata read outside a scan (ns is set for namespaces).
-func NewObject(r Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace) *Object {
-	return newObject(r, meta, ns)
-}
-
-// newObject copies what the scan keeps of a stuck object, so the page it came from can be
-// freed.
-func newObject(r Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace) *Object {
-	o := &Object{Resource: r, Meta: *meta.DeepCopy()}
-	delete(o.Meta.Annotations, lastApplied)
-	for _, f := range o.Meta.Finalizers {
-		o.Finalizers = append(o.Finalizers, finalizev1alpha1.Finalizer{Name: f, Field: finalizev1alpha1.FieldMetadataFinalizers})
-	}
-	if ns != nil {
-		o.Namespace = ns.DeepCopy()
-		delete(o.Namespace.Annotations, lastApplied)
-		for _, f := range ns.Spec.Finalizers {
-			o.Finalizers = append(o.Finalizers, finalizev1alpha1.Finalizer{Name: string(f), Field: finalizev1alpha1.FieldSpecFinalizers})
-		}
-	}
-	return o
-}
-
 // sortObjects orders longest-terminating first, then by type, namespace and name.
-func sortObjects(objs []*Object) {
+func sortObjects(objs []*kube.Object) {
 	sort.SliceStable(objs, func(i, j int) bool {
 		a, b := objs[i], objs[j]
 		if !a.Meta.DeletionTimestamp.Equal(b.Meta.DeletionTimestamp) {

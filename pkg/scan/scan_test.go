@@ -344,7 +344,7 @@ func TestScanRecordsManagerActivity(t *testing.T) {
 	healthy.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "db-operator", Time: &t1}, {Manager: "kubectl-edit", Time: &t0}}
 	stuck := obj("db.example.com/v1", "Database", "a", "orders", 2*time.Hour, "db.example.com/finalizer")
 	stuck.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "db-operator", Time: &t0}}
-	stuck.Annotations = map[string]string{lastApplied: strings.Repeat("x", 10000), "keep": "me"}
+	stuck.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: strings.Repeat("x", 10000), "keep": "me"}
 	f := newFixture([]runtime.Object{healthy, stuck})
 	res := f.scan(t, Options{})
 	if got := res.ManagerActivity["db-operator"]; !got.Equal(t1.Time) {
@@ -353,7 +353,7 @@ func TestScanRecordsManagerActivity(t *testing.T) {
 	if len(res.Objects) != 1 {
 		t.Fatal(res.Objects)
 	}
-	if _, ok := res.Objects[0].Meta.Annotations[lastApplied]; ok || res.Objects[0].Meta.Annotations["keep"] != "me" {
+	if _, ok := res.Objects[0].Meta.Annotations[corev1.LastAppliedConfigAnnotation]; ok || res.Objects[0].Meta.Annotations["keep"] != "me" {
 		t.Errorf("annotations kept: %v", res.Objects[0].Meta.Annotations)
 	}
 	list := res.List()

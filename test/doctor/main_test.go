@@ -15,7 +15,9 @@ import (
 	"k8s.io/client-go/metadata"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
@@ -32,7 +34,7 @@ func TestMain(m *testing.M) {
 // command uses.
 func diagnose(t *testing.T, plane *controlplane.ControlPlane, namespaceGrace time.Duration) *doctor.Report {
 	t.Helper()
-	clients := &pipeline.Clients{
+	clients := &client.Clients{
 		Discovery: discovery.NewDiscoveryClientForConfigOrDie(plane.Config),
 		Metadata:  metadata.NewForConfigOrDie(plane.Config),
 		Kube:      kubernetes.NewForConfigOrDie(plane.Config),
@@ -49,7 +51,7 @@ func diagnose(t *testing.T, plane *controlplane.ControlPlane, namespaceGrace tim
 }
 
 // find returns the stuck object o of a scenario.
-func find(t *testing.T, rep *doctor.Report, o seed.Object) *scan.Object {
+func find(t *testing.T, rep *doctor.Report, o seed.Object) *kube.Object {
 	t.Helper()
 	for _, s := range rep.Result.Objects {
 		if s.Resource.GroupResource() == o.Resource.GroupResource() && s.Meta.Namespace == o.Namespace && s.Meta.Name == o.Name {

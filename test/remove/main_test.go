@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 )
 
@@ -26,4 +26,4 @@ func remover(t *testing.T) *remove.Remover {
 	return &remove.Remover{Metadata: metadata.NewForConfigOrDie(cp.Config), Kube: kubernetes.NewForConfigOrDie(cp.Config)}
 }
 
-var namespaces = scan.Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("namespaces"), Kind: "Namespace"}
+var namespaces = kube.Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("namespaces"), Kind: "Namespace"}

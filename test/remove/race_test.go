@@ -14,13 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 const target = "db.example.com/finalizer"
 
-var configmaps = scan.Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("configmaps"), Kind: "ConfigMap", Namespaced: true}
+var configmaps = kube.Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("configmaps"), Kind: "ConfigMap", Namespaced: true}
 
 // race is what another writer does between our read and our write.
 type race struct {
@@ -50,8 +50,8 @@ func TestTwoHundredRacesAgainstAVerifiedSnapshot(t *testing.T) {
 func raceTwoHundred(t *testing.T, pinned bool) {
 	ctx := t.Context()
 	ns := cp.Namespace(t)
-	kube := cp.Kube(t)
-	cms := kube.CoreV1().ConfigMaps(ns)
+	kc := cp.Kube(t)
+	cms := kc.CoreV1().ConfigMaps(ns)
 	patchFinalizers := func(t *testing.T, name string, rv string, fins []string) {
 		t.Helper()
 		body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": rv, "finalizers": fins}})

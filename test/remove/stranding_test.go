@@ -36,7 +36,7 @@ func TestANamespaceTheScanDidNotIndexIsNeverTakenForEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clients := &pipeline.Clients{Discovery: memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cp.Config)),
+	clients := &client.Clients{Discovery: memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cp.Config)),
 		Metadata: metadata.NewForConfigOrDie(cp.Config), Kube: typed, Dynamic: dynamic.NewForConfigOrDie(cp.Config)}
 	res, err := pipeline.Scan(ctx, clients, scan.Options{Index: true})
 	if err != nil {
@@ -65,7 +65,7 @@ func TestANamespaceTheScanDidNotIndexIsNeverTakenForEmpty(t *testing.T) {
 // readAfresh plans the kubernetes finalizer of two namespaces the scan did not index,
 // reading their content afresh: the one that holds a configmap is refused, naming it;
 // the empty one may go.
-func readAfresh(t *testing.T, ctx context.Context, clients *pipeline.Clients, res *scan.Result, requests map[string]remove.Request, full, empty string, opts remove.Options) {
+func readAfresh(t *testing.T, ctx context.Context, clients *client.Clients, res *scan.Result, requests map[string]remove.Request, full, empty string, opts remove.Options) {
 	t.Helper()
 	planner := &remove.Planner{Result: res, Content: &remove.ContentReader{Discovery: clients.Discovery, Metadata: clients.Metadata}}
 	plan := planner.Plan(ctx, []remove.Request{requests[full], requests[empty]}, opts)

@@ -13,9 +13,11 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/fleet"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
@@ -65,7 +67,7 @@ type Options struct {
 	ListFlags  util.ListFlags
 	FleetFlags util.FleetFlags
 
-	clients   *pipeline.Clients
+	clients   *client.Clients
 	namespace string
 	explicit  bool
 	// target is the object `doctor TYPE/NAME` asks about.
@@ -137,7 +139,7 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 	if err != nil {
 		return err
 	}
-	r, err := scan.ResolveResource(mapper, typ)
+	r, err := kube.ResolveResource(mapper, typ)
 	if err != nil {
 		return util.UsageError(err)
 	}
@@ -186,7 +188,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	util.PrintWarnings(o.ErrOut, rep.Warnings)
-	var target *scan.Object
+	var target *kube.Object
 	if o.target != nil {
 		for _, obj := range rep.Result.Objects {
 			if ref := obj.Ref(); ref.GroupResource() == o.target.GroupResource() && ref.Namespace == o.target.Namespace && ref.Name == o.target.Name {

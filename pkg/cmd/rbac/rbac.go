@@ -15,6 +15,7 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/reconcile"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
@@ -137,7 +138,7 @@ func (o *Options) Run(context.Context) error {
 
 // discover lists the types the cluster serves, the way a pass's scan does: the globs of
 // the rules' resources are resolved against it.
-func (o *Options) discover() ([]scan.Resource, []finalizev1alpha1.IncompleteResource, error) {
+func (o *Options) discover() ([]kube.Resource, []finalizev1alpha1.IncompleteResource, error) {
 	c, err := o.factory.Clients()
 	if err != nil {
 		return nil, nil, err

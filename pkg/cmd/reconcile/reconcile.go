@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
@@ -117,7 +117,7 @@ type Options struct {
 	ListFlags            util.ListFlags
 
 	printFlags  *genericclioptions.JSONYamlPrintFlags
-	clients     *pipeline.Clients
+	clients     *client.Clients
 	mapper      meta.RESTMapper
 	policy      *policy.Policy
 	namespace   string

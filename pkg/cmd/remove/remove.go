@@ -18,15 +18,16 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 const long = `Remove named finalizers from objects stuck in Terminating: break-glass cleanup.
@@ -119,7 +120,7 @@ type Options struct {
 	AuditLog        string
 	PolicyFile      string
 
-	clients *pipeline.Clients
+	clients *client.Clients
 	policy  *policy.Policy
 	mapper  meta.RESTMapper
 	targets []remove.Target
@@ -212,7 +213,7 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 		util.PrintWarnings(o.ErrOut, o.policy.Warnings)
 	}
 	for _, p := range pairs {
-		r, err := scan.ResolveResource(mapper, p[0])
+		r, err := kube.ResolveResource(mapper, p[0])
 		if err != nil {
 			return util.UsageError(err)
 		}
@@ -370,7 +371,7 @@ func (o *Options) scope() string {
 }
 
 // find returns the stuck object a target names, or says why it cannot be worked on.
-func (o *Options) find(ctx context.Context, rep *doctor.Report, t remove.Target) (*scan.Object, error) {
+func (o *Options) find(ctx context.Context, rep *doctor.Report, t remove.Target) (*kube.Object, error) {
 	for _, obj := range rep.Result.Objects {
 		if obj.Resource.GroupResource() == t.Resource.GroupResource() && obj.Meta.Namespace == t.Namespace && obj.Meta.Name == t.Name {
 			return obj, nil
@@ -388,7 +389,7 @@ func (o *Options) find(ctx context.Context, rep *doctor.Report, t remove.Target)
 	case len(obj.Finalizers) == 0:
 		return nil, fmt.Errorf("%s is being deleted and has no finalizers left", t.Ref())
 	}
-	owner.NewResolver(owner.Builtin(), rep.Result.Groups).Annotate([]*scan.Object{obj})
+	owner.NewResolver(owner.Builtin(), rep.Result.Groups).Annotate([]*kube.Object{obj})
 	return obj, nil
 }
 

@@ -12,10 +12,12 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/fleet"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
@@ -84,7 +86,7 @@ type Options struct {
 	Selector      string
 	AllNamespaces bool
 
-	clients    *pipeline.Clients
+	clients    *client.Clients
 	resources  []schema.GroupResource
 	namespace  string
 	finalizers glob.Set
@@ -170,7 +172,7 @@ func resolveTypes(f util.Factory, args []string) ([]schema.GroupResource, error)
 			if typ == "" {
 				continue
 			}
-			gr, err := scan.ResolveType(mapper, typ)
+			gr, err := kube.ResolveType(mapper, typ)
 			if err != nil {
 				return nil, util.UsageError(err)
 			}
@@ -212,7 +214,7 @@ func (o *Options) Run(ctx context.Context) error {
 }
 
 // scan reads one cluster.
-func (o *Options) scan(ctx context.Context, clients *pipeline.Clients, resources []schema.GroupResource, opts scan.Options) (*finalizev1alpha1.StuckObjectList, []string, error) {
+func (o *Options) scan(ctx context.Context, clients *client.Clients, resources []schema.GroupResource, opts scan.Options) (*finalizev1alpha1.StuckObjectList, []string, error) {
 	opts.Resources, opts.Namespace, opts.LabelSelector, opts.OlderThan, opts.Finalizers = resources, o.namespace, o.Selector, o.OlderThan, o.finalizers
 	if o.PrintFlags.OutputFormat == "" || o.PrintFlags.Name() {
 		res, err := pipeline.Scan(ctx, clients, opts)

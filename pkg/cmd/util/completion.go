@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/discovery"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -164,7 +165,7 @@ func FinalizerCompletion(f Factory) func(*cobra.Command, []string, string) ([]st
 
 // terminating scans for stuck objects, of one type when typ is set, in the namespace of
 // -n (or the whole cluster without it), within a few seconds.
-func terminating(f Factory, typ string) ([]*scan.Object, error) {
+func terminating(f Factory, typ string) ([]*kube.Object, error) {
 	c, err := f.Clients()
 	if err != nil {
 		return nil, err
@@ -178,7 +179,7 @@ func terminating(f Factory, typ string) ([]*scan.Object, error) {
 		if err != nil {
 			return nil, err
 		}
-		gr, err := scan.ResolveType(mapper, typ)
+		gr, err := kube.ResolveType(mapper, typ)
 		if err != nil {
 			return nil, err
 		}

@@ -19,7 +19,6 @@ import (
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/version"
 )
 
@@ -45,7 +44,7 @@ type Factory interface {
 	// RESTMapper resolves kubectl-style type arguments from the run's discovery.
 	RESTMapper() (meta.RESTMapper, error)
 	// Clients are the clients of the cluster.
-	Clients() (*pipeline.Clients, error)
+	Clients() (*client.Clients, error)
 	// RawConfig is the merged kubeconfig, for completing contexts.
 	RawConfig() (clientcmdapi.Config, error)
 }
@@ -65,7 +64,7 @@ type ConfigFactory struct {
 	config    *rest.Config
 	discovery discovery.CachedDiscoveryInterface
 	mapper    meta.RESTMapper
-	clients   *pipeline.Clients
+	clients   *client.Clients
 }
 
 var (
@@ -137,7 +136,7 @@ func (f *ConfigFactory) RawConfig() (clientcmdapi.Config, error) {
 
 // Clients implements Factory. The metadata and discovery clients drop the API server's
 // warnings: a scan touches every API and would repeat each deprecation notice.
-func (f *ConfigFactory) Clients() (*pipeline.Clients, error) {
+func (f *ConfigFactory) Clients() (*client.Clients, error) {
 	dc, err := f.discoveryClient()
 	if err != nil {
 		return nil, err
@@ -162,7 +161,7 @@ func (f *ConfigFactory) Clients() (*pipeline.Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.clients = &pipeline.Clients{Discovery: dc, Metadata: mc, Kube: kube, Dynamic: dyn}
+	f.clients = &client.Clients{Discovery: dc, Metadata: mc, Kube: kube, Dynamic: dyn}
 	return f.clients, nil
 }
 

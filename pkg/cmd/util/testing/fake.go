@@ -20,8 +20,8 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 )
 
 // Resource is one type the fake cluster serves.
@@ -55,7 +55,7 @@ type Factory struct {
 	Explicit      bool
 	Kubeconfig    clientcmdapi.Config
 
-	clients *pipeline.Clients
+	clients *client.Clients
 	mapper  meta.RESTMapper
 }
 
@@ -118,7 +118,7 @@ func NewFactory(objs ...runtime.Object) *Factory {
 	f.Fakes.Kube.Resources = lists
 	f.mapper = shortNames{RESTMapper: mapper}
 	f.Lists = &ListRecorder{Interface: f.Fakes.Metadata}
-	f.clients = &pipeline.Clients{Discovery: f.Fakes.Kube.Discovery(), Metadata: f.Lists, Kube: f.Fakes.Kube, Dynamic: f.Fakes.Dynamic}
+	f.clients = &client.Clients{Discovery: f.Fakes.Kube.Discovery(), Metadata: f.Lists, Kube: f.Fakes.Kube, Dynamic: f.Fakes.Dynamic}
 	return f
 }
 
@@ -179,7 +179,7 @@ func (f *Factory) Namespace() (string, bool, error) { return f.NamespaceName, f.
 func (f *Factory) RESTMapper() (meta.RESTMapper, error) { return f.mapper, nil }
 
 // Clients implements util.Factory.
-func (f *Factory) Clients() (*pipeline.Clients, error) { return f.clients, nil }
+func (f *Factory) Clients() (*client.Clients, error) { return f.clients, nil }
 
 // RawConfig implements util.Factory.
 func (f *Factory) RawConfig() (clientcmdapi.Config, error) { return f.Kubeconfig, nil }

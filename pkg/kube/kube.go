@@ -1,0 +1,93 @@
+// Package kube is the vocabulary every part of kubectl-finalize speaks: a resource type
+// (Resource, resolved from a kubectl type argument by ResolveResource) and a stuck object
+// (Object: its metadata, its finalizers and, for a namespace, the namespace itself). The
+// scanner finds Objects; the owner resolver, the doctor, the policy, the providers and
+// the writer all work on them.
+package kube
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+)
+
+// Resource is one listable resource type, at its preferred version.
+type Resource struct {
+	schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+}
+
+// String is resource.group, kubectl's name for the type ("deployments.apps", "pods").
+func (r Resource) String() string { return r.GroupResource().String() }
+
+// IsNamespaces reports whether r is the core namespaces resource.
+func (r Resource) IsNamespaces() bool { return r.Group == "" && r.Resource == "namespaces" }
+
+// Ref is the reference to an object of this type; uid may be empty when it is not known.
+func (r Resource) Ref(namespace, name string, uid types.UID) finalizev1alpha1.ObjectReference {
+	return finalizev1alpha1.ObjectReference{
+		APIVersion: r.GroupVersion().String(), Kind: r.Kind, Resource: r.Resource,
+		Namespace: namespace, Name: name, UID: uid,
+	}
+}
+
+// Object is one stuck object: its metadata (managedFields and ownerReferences included),
+// the finalizers it carries, and for a namespace, the namespace itself.
+type Object struct {
+	Resource Resource
+	Meta     metav1.ObjectMeta
+	// Namespace is set when the object is a namespace: spec.finalizers and the namespace
+	// controller's conditions live there.
+	Namespace *corev1.Namespace
+	// Finalizers holds name and field of each finalizer; owners are filled in later.
+	Finalizers []finalizev1alpha1.Finalizer
+}
+
+// Ref is the reference to the object, uid included.
+func (o *Object) Ref() finalizev1alpha1.ObjectReference {
+	return o.Resource.Ref(o.Meta.Namespace, o.Meta.Name, o.Meta.UID)
+}
+
+// Terminating is how long the object has been terminating at now.
+func (o *Object) Terminating(now time.Time) time.Duration {
+	d := now.Sub(o.Meta.DeletionTimestamp.Time)
+	if d < 0 { // the server's clock is ahead of ours
+		return 0
+	}
+	return d
+}
+
+// Stuck converts the object to the API type.
+func (o *Object) Stuck(now time.Time) finalizev1alpha1.StuckObject {
+	return finalizev1alpha1.StuckObject{
+		Target:             o.Ref(),
+		DeletionTimestamp:  *o.Meta.DeletionTimestamp,
+		TerminatingSeconds: int64(o.Terminating(now) / time.Second),
+		Finalizers:         append([]finalizev1alpha1.Finalizer(nil), o.Finalizers...),
+	}
+}
+
+// NewObject copies what is kept of a stuck object (ns is set for a namespace), so the
+// page of a list it came from can be freed. The last-applied-configuration annotation,
+// which can hold a whole copy of the object, is not kept: this is metadata.
+func NewObject(r Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace) *Object {
+	o := &Object{Resource: r, Meta: *meta.DeepCopy()}
+	delete(o.Meta.Annotations, corev1.LastAppliedConfigAnnotation)
+	for _, f := range o.Meta.Finalizers {
+		o.Finalizers = append(o.Finalizers, finalizev1alpha1.Finalizer{Name: f, Field: finalizev1alpha1.FieldMetadataFinalizers})
+	}
+	if ns != nil {
+		o.Namespace = ns.DeepCopy()
+		delete(o.Namespace.Annotations, corev1.LastAppliedConfigAnnotation)
+		for _, f := range ns.Spec.Finalizers {
+			o.Finalizers = append(o.Finalizers, finalizev1alpha1.Finalizer{Name: string(f), Field: finalizev1alpha1.FieldSpecFinalizers})
+		}
+	}
+	return o
+}
