@@ -25,7 +25,7 @@ type Options struct {
 	// Catalog names well-known finalizers; nil means owner.Builtin().
 	Catalog *owner.Catalog
 	// NamespaceGrace is how long a namespace may go without deletion conditions before
-	// the namespace controller is said to be inactive; zero means DefaultNamespaceGrace.
+	// the namespace controller is said to be inactive; zero means defaultNamespaceGrace.
 	NamespaceGrace time.Duration
 	// ChunkSize is the page size of the doctor's own lists (pods, events, webhooks,
 	// APIServices); 0 lists each in one request. Diagnose through the pipeline uses the
@@ -68,7 +68,7 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error
 	}
 	grace := d.NamespaceGrace
 	if grace == 0 {
-		grace = DefaultNamespaceGrace
+		grace = defaultNamespaceGrace
 	}
 	f := newFacts(ctx, d.Kube, d.Dynamic, res)
 	f.chunk = d.ChunkSize

@@ -14,10 +14,10 @@ import (
 
 const nsOwner = "namespace controller (kube-controller-manager)"
 
-// DefaultNamespaceGrace is how long a deleted namespace may go without deletion
+// defaultNamespaceGrace is how long a deleted namespace may go without deletion
 // conditions before the namespace controller is said to be inactive: it acts after a
 // fixed 5 s delay, and again every sync period.
-const DefaultNamespaceGrace = time.Minute
+const defaultNamespaceGrace = time.Minute
 
 // namespace reads the namespace controller's conditions and goes one level deeper: the
 // stuck objects still in the namespace.

@@ -224,32 +224,37 @@ func (s *serviceState) describe(key types.NamespacedName) string {
 // failingWebhooks returns the webhooks with failurePolicy Fail.
 func (f *facts) failingWebhooks() []webhook {
 	f.webhooksOnce.Do(func() {
-		err := f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
-			return f.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(f.ctx, opts)
-		}, metav1.ListOptions{}, func(obj runtime.Object) error {
+		admission := f.kube.AdmissionregistrationV1()
+		f.listWebhooks("validatingwebhookconfigurations", func(opts metav1.ListOptions) (runtime.Object, error) {
+			return admission.ValidatingWebhookConfigurations().List(f.ctx, opts)
+		}, func(obj runtime.Object) {
 			c := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
 			for _, w := range c.Webhooks {
 				f.addWebhook("ValidatingWebhookConfiguration", c.Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
 			}
-			return nil
 		})
-		if err != nil {
-			f.warnf("could not list validatingwebhookconfigurations, so blocking webhooks are not named: %v", err)
-		}
-		err = f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
-			return f.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(f.ctx, opts)
-		}, metav1.ListOptions{}, func(obj runtime.Object) error {
+		f.listWebhooks("mutatingwebhookconfigurations", func(opts metav1.ListOptions) (runtime.Object, error) {
+			return admission.MutatingWebhookConfigurations().List(f.ctx, opts)
+		}, func(obj runtime.Object) {
 			c := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
 			for _, w := range c.Webhooks {
 				f.addWebhook("MutatingWebhookConfiguration", c.Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
 			}
-			return nil
 		})
-		if err != nil {
-			f.warnf("could not list mutatingwebhookconfigurations, so blocking webhooks are not named: %v", err)
-		}
 	})
 	return f.webhooks
+}
+
+// listWebhooks reads every configuration of one kind, page by page, into add; a failed
+// read is a warning that names the kind.
+func (f *facts) listWebhooks(resource string, list func(metav1.ListOptions) (runtime.Object, error), add func(runtime.Object)) {
+	err := f.each(list, metav1.ListOptions{}, func(obj runtime.Object) error {
+		add(obj)
+		return nil
+	})
+	if err != nil {
+		f.warnf("could not list %s, so blocking webhooks are not named: %v", resource, err)
+	}
 }
 
 // addWebhook keeps a webhook that fails closed: failurePolicy Fail, the default.

@@ -49,8 +49,8 @@ type Catalog struct {
 	globs []*Entry
 }
 
-// NewCatalog builds a catalogue. Duplicate exact names are an error.
-func NewCatalog(entries []Entry) (*Catalog, error) {
+// newCatalog builds a catalogue. Duplicate exact names are an error.
+func newCatalog(entries []Entry) (*Catalog, error) {
 	c := &Catalog{exact: map[string]*Entry{}}
 	for i := range entries {
 		e := entries[i]
@@ -75,7 +75,7 @@ func NewCatalog(entries []Entry) (*Catalog, error) {
 func Builtin() *Catalog { return builtinCatalog }
 
 var builtinCatalog = func() *Catalog {
-	c, err := NewCatalog(builtin)
+	c, err := newCatalog(builtin)
 	if err != nil {
 		panic(err)
 	}

@@ -102,7 +102,7 @@ func TestCatalogCoversTheLandscape(t *testing.T) {
 }
 
 func TestNewCatalogRejectsDuplicates(t *testing.T) {
-	_, err := NewCatalog([]Entry{{Finalizer: "a"}, {Finalizer: "a"}})
+	_, err := newCatalog([]Entry{{Finalizer: "a"}, {Finalizer: "a"}})
 	if err == nil || err.Error() != `catalogue entry "a" is listed twice` {
 		t.Fatalf("got %v", err)
 	}

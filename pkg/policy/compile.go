@@ -21,11 +21,11 @@ import (
 
 // Defaults of a policy.
 const (
-	DefaultMaxRemovals   = 20
-	DefaultMinAge        = 15 * time.Minute
-	DefaultControls      = 3
-	DefaultQPS           = 50
-	DefaultBurst         = 100
+	defaultMaxRemovals   = 20
+	defaultMinAge        = 15 * time.Minute
+	defaultControls      = 3
+	defaultQPS           = 50
+	defaultBurst         = 100
 	maxControls          = 20
 	maxProviderTimeout   = 5 * time.Minute
 	maxRuleNameLength    = 63
@@ -71,7 +71,7 @@ type Rule struct {
 // Compile validates spec and compiles it. Every problem is reported, each with its rule
 // and field path; warnings say what is allowed but costly or risky.
 func Compile(spec *finalizev1alpha1.Policy) (*Policy, field.ErrorList, []string) {
-	c := &compiler{p: &Policy{Spec: spec, MaxRemovals: DefaultMaxRemovals, MinAge: DefaultMinAge}}
+	c := &compiler{p: &Policy{Spec: spec, MaxRemovals: defaultMaxRemovals, MinAge: defaultMinAge}}
 	c.policy(spec)
 	return c.p, c.errs, c.warnings
 }
@@ -126,7 +126,7 @@ func (c *compiler) policy(spec *finalizev1alpha1.Policy) {
 var ruleNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`)
 
 func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int) *Rule {
-	r := &Rule{Spec: spec, Name: spec.Name, Index: index, MinAge: c.p.MinAge, Controls: DefaultControls, RequireLive: true, QPS: DefaultQPS, Burst: DefaultBurst}
+	r := &Rule{Spec: spec, Name: spec.Name, Index: index, MinAge: c.p.MinAge, Controls: defaultControls, RequireLive: true, QPS: defaultQPS, Burst: defaultBurst}
 	// Errors of a rule say which rule, by name, before the field path.
 	before := len(c.errs)
 	defer func() {

@@ -65,10 +65,10 @@ func TestAValidPolicy(t *testing.T) {
 		t.Fatalf("policy %+v", p)
 	}
 	db := p.Rules[0]
-	if db.MinAge.String() != "1h0m0s" || db.Controls != 2 || db.RequireLive || db.QPS != DefaultQPS {
+	if db.MinAge.String() != "1h0m0s" || db.Controls != 2 || db.RequireLive || db.QPS != defaultQPS {
 		t.Errorf("rule %+v", db)
 	}
-	if p.Rules[1].MinAge.String() != "30m0s" || p.Rules[1].Controls != DefaultControls || !p.Rules[1].RequireLive {
+	if p.Rules[1].MinAge.String() != "30m0s" || p.Rules[1].Controls != defaultControls || !p.Rules[1].RequireLive {
 		t.Errorf("defaults of a rule: %+v", p.Rules[1])
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "rule buckets names no resources: a pass lists every type of the cluster to match it, secrets included") {

@@ -98,7 +98,7 @@ func (p *Preset) IdentityOf(o *unstructured.Unstructured, finalizer string) map[
 
 // UntrustedIdentity says, for each identity value of o that is set, that used selects
 // (nil selects every one) and whose writer is checked, why it is not the operator's.
-// The operator is known by name only from managedFields (OperatorManagers): a value is
+// The operator is known by name only from managedFields (operatorManagers): a value is
 // the operator's when at least one manager owns its field and every manager that owns
 // it is the operator's. Any other writer (curl through kubectl proxy, a Python client,
 // kubectl with --field-manager, a GitOps applier, a person) is not, whatever it calls
@@ -117,7 +117,7 @@ func (p *Preset) UntrustedIdentity(o *unstructured.Unstructured, finalizer strin
 		}
 		if !read {
 			managed, read = o.GetManagedFields(), true
-			operators, operatorIs = OperatorManagers(managed, finalizer)
+			operators, operatorIs = operatorManagers(managed, finalizer)
 		}
 		writers := fieldWriters(managed, id.Field)
 		var others []string
@@ -141,7 +141,7 @@ func (p *Preset) UntrustedIdentity(o *unstructured.Unstructured, finalizer strin
 	return out
 }
 
-// OperatorManagers are the field managers of o's managedFields taken to be the
+// operatorManagers are the field managers of o's managedFields taken to be the
 // operator's, and why, for people: the managers that wrote finalizer into
 // metadata.finalizers, except generic clients (kubectl, helm, Argo CD, ...: a finalizer
 // they wrote came from a manifest). When no such manager wrote it (the finalizer came
@@ -150,7 +150,7 @@ func (p *Preset) UntrustedIdentity(o *unstructured.Unstructured, finalizer strin
 // writer: a client that patched status by hand (curl through kubectl proxy on /status)
 // would pass for the operator. Empty when neither names anyone: nothing is the
 // operator's.
-func OperatorManagers(managed []metav1.ManagedFieldsEntry, finalizer string) ([]string, string) {
+func operatorManagers(managed []metav1.ManagedFieldsEntry, finalizer string) ([]string, string) {
 	var out []string
 	for _, w := range owner.Writers(managed, "metadata.finalizers", finalizer) {
 		if !owner.IsGenericManager(w) {

@@ -189,7 +189,7 @@ func TestOperatorManagers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got, _ := OperatorManagers(tt.managed, fin); !slices.Equal(got, tt.want) {
+			if got, _ := operatorManagers(tt.managed, fin); !slices.Equal(got, tt.want) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})

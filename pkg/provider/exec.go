@@ -25,7 +25,7 @@ import (
 
 // Limits of the exec provider.
 const (
-	DefaultExecTimeout = 30 * time.Second
+	defaultExecTimeout = 30 * time.Second
 	// MaxStdoutBytes bounds what is read of a provider's stdout: one response fits.
 	MaxStdoutBytes = 1 << 20
 	// StderrTailBytes is how much of the end of stderr is kept as evidence.
@@ -37,8 +37,8 @@ const (
 
 // Kinds of the exec protocol.
 const (
-	KindVerifyRequest  = "VerifyRequest"
-	KindVerifyResponse = "VerifyResponse"
+	kindVerifyRequest  = "VerifyRequest"
+	kindVerifyResponse = "VerifyResponse"
 )
 
 type execProvider struct {
@@ -54,7 +54,7 @@ func newExec(spec *finalizev1alpha1.ExecProvider) (*execProvider, error) {
 	if len(spec.Command) == 0 {
 		return nil, errors.New("command: the program to run is missing")
 	}
-	p := &execProvider{path: spec.Command[0], timeout: DefaultExecTimeout, secretData: spec.SecretData}
+	p := &execProvider{path: spec.Command[0], timeout: defaultExecTimeout, secretData: spec.SecretData}
 	if spec.Timeout != nil {
 		p.timeout = spec.Timeout.Duration
 	}
@@ -104,7 +104,7 @@ func (p *execProvider) Prepare(req *Request) (Call, error) {
 		return nil, err
 	}
 	c.request = finalizev1alpha1.VerifyRequest{
-		TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: KindVerifyRequest},
+		TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: kindVerifyRequest},
 		Rule:     req.Rule, Finalizer: req.Finalizer, UID: string(req.Object.GetUID()), ResourceVersion: req.Object.GetResourceVersion(),
 		Identity: req.Identity, Object: runtime.RawExtension{Raw: raw},
 	}
@@ -229,8 +229,8 @@ func (c *execCall) decode(out []byte) (*finalizev1alpha1.VerifyResponse, error) 
 	switch {
 	case tm.APIVersion != want:
 		return nil, fmt.Errorf("the response's apiVersion is %q; this kubectl-finalize speaks %s", tm.APIVersion, want)
-	case tm.Kind != KindVerifyResponse:
-		return nil, fmt.Errorf("the response's kind is %q, not %s", tm.Kind, KindVerifyResponse)
+	case tm.Kind != kindVerifyResponse:
+		return nil, fmt.Errorf("the response's kind is %q, not %s", tm.Kind, kindVerifyResponse)
 	}
 	strict := json.NewDecoder(bytes.NewReader(raw))
 	strict.DisallowUnknownFields()

@@ -49,7 +49,7 @@ func FuzzURLTemplate(f *testing.F) {
 // and whatever it accepts is one valid verdict about exactly the object asked about.
 func FuzzExecDecode(f *testing.F) {
 	req := finalizev1alpha1.VerifyRequest{Rule: "r", Finalizer: "db.example.com/finalizer", UID: "uid-1", ResourceVersion: "7"}
-	ok := `{"apiVersion":"` + finalizev1alpha1.SchemeGroupVersion.String() + `","kind":"` + KindVerifyResponse + `","uid":"uid-1","resourceVersion":"7","finalizer":"db.example.com/finalizer","verdict":"Gone","evidence":"404"}`
+	ok := `{"apiVersion":"` + finalizev1alpha1.SchemeGroupVersion.String() + `","kind":"` + kindVerifyResponse + `","uid":"uid-1","resourceVersion":"7","finalizer":"db.example.com/finalizer","verdict":"Gone","evidence":"404"}`
 	for _, s := range []string{ok, ok + ok, ok + "\n", strings.Replace(ok, "Gone", "gone", 1), strings.Replace(ok, "uid-1", "uid-2", 1),
 		strings.Replace(ok, `"evidence"`, `"extra":1,"evidence"`, 1), "", "null", "[]", `{"verdict":"Gone"}`, "<html>"} {
 		f.Add([]byte(s))

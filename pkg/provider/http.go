@@ -28,7 +28,7 @@ import (
 
 // Limits of the http provider.
 const (
-	DefaultHTTPTimeout = 10 * time.Second
+	defaultHTTPTimeout = 10 * time.Second
 	// MaxResponseBytes bounds how much of a response body is read.
 	MaxResponseBytes = 1 << 20
 	// MaxResponseHeaderBytes bounds a response's status line and headers.
@@ -221,7 +221,7 @@ func newHTTP(spec *finalizev1alpha1.HTTPProvider, opts Options) (*httpProvider, 
 		return nil, fmt.Errorf("url: %w", err)
 	}
 	p := &httpProvider{url: u, method: http.MethodGet, gone: defaultGone, present: spec.Present, response: spec.Response,
-		timeout: DefaultHTTPTimeout, backoff: wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 4, Cap: 2 * time.Second}}
+		timeout: defaultHTTPTimeout, backoff: wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 4, Cap: 2 * time.Second}}
 	if spec.Method != "" {
 		p.method = strings.ToUpper(spec.Method)
 	}

@@ -26,8 +26,8 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
-// DefaultKubernetesTimeout bounds one verification of the kubernetes provider.
-const DefaultKubernetesTimeout = 10 * time.Second
+// defaultKubernetesTimeout bounds one verification of the kubernetes provider.
+const defaultKubernetesTimeout = 10 * time.Second
 
 type kubernetesProvider struct {
 	spec      *finalizev1alpha1.KubernetesProvider
@@ -46,7 +46,7 @@ type kubernetesProvider struct {
 }
 
 func newKubernetes(spec *finalizev1alpha1.KubernetesProvider, opts Options) (*kubernetesProvider, error) {
-	p := &kubernetesProvider{spec: spec, timeout: DefaultKubernetesTimeout, where: "in this cluster"}
+	p := &kubernetesProvider{spec: spec, timeout: defaultKubernetesTimeout, where: "in this cluster"}
 	if spec.Timeout != nil {
 		p.timeout = spec.Timeout.Duration
 	}
