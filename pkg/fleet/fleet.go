@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -54,18 +55,14 @@ func Run[T any](ctx context.Context, clusters []string, opts Options, read func(
 		opts.Timeout = DefaultTimeout
 	}
 	results := make([]Result[T], len(clusters))
-	sem := make(chan struct{}, opts.Concurrency)
 	var (
-		wg   sync.WaitGroup
+		g    errgroup.Group
 		mu   sync.Mutex
 		done int
 	)
+	g.SetLimit(opts.Concurrency)
 	for i, cluster := range clusters {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			cctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 			defer cancel()
 			start := time.Now()
@@ -93,9 +90,10 @@ func Run[T any](ctx context.Context, clusters []string, opts Options, read func(
 				opts.OnDone(done, len(clusters), cluster)
 			}
 			mu.Unlock()
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // each cluster's error is in its result
 	return results
 }
 

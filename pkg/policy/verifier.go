@@ -19,22 +19,24 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/preset"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
 // Verifier verifies removals with the rules of a policy and their providers. It
-// implements remove.Verifier. One Verifier serves one pass: it caches answers by their
+// implements plan.Verifier. One Verifier serves one pass: it caches answers by their
 // rendered request, and checks each rule's provider against live objects of each
 // resource type once.
 type Verifier struct {
 	policy  *Policy
 	dynamic dynamic.Interface
-	now     func() time.Time
+	// Clock measures how long objects have been terminating; nil means the real clock.
+	Clock clock.PassiveClock
 	// Controls are the live objects a pass saw, to check providers with.
 	Controls *Controls
 
@@ -64,7 +66,7 @@ type answer struct {
 // answer under it is Unknown, with the reason, and its status says it cannot verify.
 func NewVerifier(p *Policy, dyn dynamic.Interface, opts provider.Options) *Verifier {
 	v := &Verifier{
-		policy: p, dynamic: dyn, now: time.Now, Controls: NewControls(p),
+		policy: p, dynamic: dyn, Controls: NewControls(p),
 		providers: map[string]provider.Provider{}, errs: map[string]error{}, limiters: map[string]flowcontrol.RateLimiter{},
 		identityUsed: map[string]func(string) bool{},
 		cache:        map[string]*answer{}, checks: map[checkKey]*check{}, cannotRun: map[string]string{}, namespaces: map[string]*corev1.Namespace{},
@@ -82,26 +84,30 @@ func NewVerifier(p *Policy, dyn dynamic.Interface, opts provider.Options) *Verif
 	return v
 }
 
-// SetClock replaces the clock ages are measured with.
-func (v *Verifier) SetClock(now func() time.Time) { v.now = now }
+func (v *Verifier) now() time.Time {
+	if v.Clock == nil {
+		return time.Now()
+	}
+	return v.Clock.Now()
+}
 
 // ProviderErrors are the rules whose provider could not be built, and why.
 func (v *Verifier) ProviderErrors() map[string]error { return v.errs }
 
-// Verify implements remove.Verifier.
-func (v *Verifier) Verify(ctx context.Context, req remove.VerifyRequest) remove.Verification {
+// Verify implements plan.Verifier.
+func (v *Verifier) Verify(ctx context.Context, req plan.VerifyRequest) plan.Verification {
 	o := req.Object
 	rule := v.policy.Match(SubjectOf(o.Resource, o.Meta.Namespace, o.Meta.Name, o.Meta.Labels), req.Finalizer.Name)
 	if rule == nil {
-		return remove.Verification{}
+		return plan.Verification{}
 	}
-	out := remove.Verification{Rule: rule.Name, AllowSystem: rule.Spec.AllowSystem, AllowRetained: rule.Spec.AllowRetained}
-	unknown := func(format string, args ...any) remove.Verification {
+	out := plan.Verification{Rule: rule.Name, AllowSystem: rule.Spec.AllowSystem, AllowRetained: rule.Spec.AllowRetained}
+	unknown := func(format string, args ...any) plan.Verification {
 		out.Verdict, out.Evidence = finalizev1alpha1.VerdictUnknown, fmt.Sprintf(format, args...)
 		return out
 	}
 	if age := o.Terminating(v.now()); age < rule.MinAge {
-		out.TooYoung = true
+		out.Status = plan.TooYoung
 		out.Evidence = fmt.Sprintf("terminating for %s, the rule waits %s for its controller", duration.HumanDuration(age), duration.HumanDuration(rule.MinAge))
 		return out
 	}
@@ -110,7 +116,7 @@ func (v *Verifier) Verify(ctx context.Context, req remove.VerifyRequest) remove.
 	}
 	full, why, err := v.fetch(ctx, o.Resource, o.Meta.Namespace, o.Meta.Name)
 	if err != nil {
-		out.ReadError = why
+		out.Status, out.Detail = plan.Unread, why
 		return unknown("%s", why)
 	}
 	if full == nil {
@@ -134,7 +140,7 @@ func (v *Verifier) Verify(ctx context.Context, req remove.VerifyRequest) remove.
 	if a.readError {
 		// Verifying needed a read that failed (the namespace a preset reads): not a
 		// verdict of the object, and the pass did not do its job.
-		out.ReadError = a.Evidence
+		out.Status, out.Detail = plan.Unread, a.Evidence
 		return out
 	}
 	if a.byObject {
@@ -152,10 +158,10 @@ func (v *Verifier) Verify(ctx context.Context, req remove.VerifyRequest) remove.
 	// The controls are checked whatever the answer: a rule whose provider answers
 	// Unknown for everything fails the pass rather than keep it green.
 	distrust, unread, own := v.trust(ctx, rule, o.Resource)
-	if a.Verdict == finalizev1alpha1.VerdictGone || a.Verdict == finalizev1alpha1.VerdictRetained {
-		out.Distrust = distrust
+	if distrust != "" && (a.Verdict == finalizev1alpha1.VerdictGone || a.Verdict == finalizev1alpha1.VerdictRetained) {
+		out.Status, out.Detail = plan.Distrusted, distrust
 		if unread {
-			out.ReadError = distrust
+			out.Status = plan.ControlsUnread
 		}
 	}
 	// A Gone that would have been acted on, held back only because no control of its

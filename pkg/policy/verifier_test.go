@@ -21,11 +21,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
 var (
@@ -93,7 +94,7 @@ func verifier(t *testing.T, doc string, objs ...*unstructured.Unstructured) (*Ve
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{databases.GroupVersionResource: "DatabaseList"}, ros...)
 	v := NewVerifier(p, dyn, provider.Options{})
-	v.SetClock(func() time.Time { return now })
+	v.Clock = testingclock.NewFakePassiveClock(now)
 	stuck := map[string]*kube.Object{}
 	for _, o := range objs {
 		meta := &metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID(), Finalizers: o.GetFinalizers(), DeletionTimestamp: o.GetDeletionTimestamp(), Labels: o.GetLabels()}
@@ -108,8 +109,8 @@ func TestVerification(t *testing.T) {
 	v, objs := verifier(t, doc,
 		database("orders", "i-gone", time.Hour), database("users", "i-here", time.Hour),
 		database("young", "i-gone", time.Minute), database("live", "i-live", 0))
-	ask := func(name string) remove.Verification {
-		return v.Verify(context.Background(), remove.VerifyRequest{Object: objs[name], Finalizer: dbFin})
+	ask := func(name string) plan.Verification {
+		return v.Verify(context.Background(), plan.VerifyRequest{Object: objs[name], Finalizer: dbFin})
 	}
 	if got := ask("orders"); !got.Gone() || got.Rule != "dbs" || got.ResourceVersion != "7" || !strings.Contains(got.Evidence, "/v1/instances/i-gone: 404 Not Found") {
 		t.Errorf("orders: %+v", got)
@@ -117,7 +118,7 @@ func TestVerification(t *testing.T) {
 	if got := ask("users"); got.Gone() || got.Verdict != finalizev1alpha1.VerdictPresent {
 		t.Errorf("users: %+v", got)
 	}
-	if got := ask("young"); got.Gone() || !got.TooYoung || got.Evidence != "terminating for 60s, the rule waits 10m for its controller" {
+	if got := ask("young"); got.Gone() || got.Status != plan.TooYoung || got.Evidence != "terminating for 60s, the rule waits 10m for its controller" {
 		t.Errorf("young: %+v", got)
 	}
 	if st := v.RuleStatuses(); len(st) != 1 || st[0].Broken || st[0].Distrust != "" || len(st[0].Controls) != 1 || st[0].Controls[0].Verdict != finalizev1alpha1.VerdictPresent {
@@ -125,7 +126,7 @@ func TestVerification(t *testing.T) {
 	}
 	other := objs["orders"]
 	other.Finalizers = nil
-	if got := v.Verify(context.Background(), remove.VerifyRequest{Object: other, Finalizer: finalizev1alpha1.Finalizer{Name: "other.io/x"}}); got.Rule != "" {
+	if got := v.Verify(context.Background(), plan.VerifyRequest{Object: other, Finalizer: finalizev1alpha1.Finalizer{Name: "other.io/x"}}); got.Rule != "" {
 		t.Errorf("a finalizer no rule matches: %+v", got)
 	}
 }
@@ -135,8 +136,8 @@ func TestVerification(t *testing.T) {
 func TestABrokenProviderRemovesNothing(t *testing.T) {
 	doc := dbAPI(t, func(string) bool { return true })
 	v, objs := verifier(t, doc, database("orders", "i-gone", time.Hour), database("live", "i-live", 0))
-	got := v.Verify(context.Background(), remove.VerifyRequest{Object: objs["orders"], Finalizer: dbFin})
-	if got.Gone() || got.Verdict != finalizev1alpha1.VerdictGone || !strings.Contains(got.Distrust, "the provider is broken: it called databases.db.example.com/live -n prod gone") {
+	got := v.Verify(context.Background(), plan.VerifyRequest{Object: objs["orders"], Finalizer: dbFin})
+	if got.Gone() || got.Verdict != finalizev1alpha1.VerdictGone || !strings.Contains(distrust(got), "the provider is broken: it called databases.db.example.com/live -n prod gone") {
 		t.Errorf("orders: %+v", got)
 	}
 	if st := v.RuleStatuses(); len(st) != 1 || !st[0].Broken {
@@ -147,12 +148,12 @@ func TestABrokenProviderRemovesNothing(t *testing.T) {
 func TestWithoutALiveControlTheRuleWaits(t *testing.T) {
 	doc := dbAPI(t, func(string) bool { return true })
 	v, objs := verifier(t, doc, database("orders", "i-gone", time.Hour))
-	got := v.Verify(context.Background(), remove.VerifyRequest{Object: objs["orders"], Finalizer: dbFin})
-	if got.Gone() || !strings.Contains(got.Distrust, "no live object carries a finalizer this rule matches") || !strings.Contains(got.Distrust, "controls.requireLive: false") {
+	got := v.Verify(context.Background(), plan.VerifyRequest{Object: objs["orders"], Finalizer: dbFin})
+	if got.Gone() || !strings.Contains(distrust(got), "no live object carries a finalizer this rule matches") || !strings.Contains(distrust(got), "controls.requireLive: false") {
 		t.Errorf("orders: %+v", got)
 	}
 	v, objs = verifier(t, strings.Replace(doc, "controls: {count: 2}", "controls: {count: 2, requireLive: false}", 1), database("orders", "i-gone", time.Hour))
-	if got := v.Verify(context.Background(), remove.VerifyRequest{Object: objs["orders"], Finalizer: dbFin}); !got.Gone() {
+	if got := v.Verify(context.Background(), plan.VerifyRequest{Object: objs["orders"], Finalizer: dbFin}); !got.Gone() {
 		t.Errorf("requireLive false: %+v", got)
 	}
 }
@@ -162,12 +163,12 @@ func TestTheObjectVerifiedIsTheObjectAskedAbout(t *testing.T) {
 	v, objs := verifier(t, doc, database("orders", "i-gone", time.Hour), database("live", "i-live", 0))
 	o := objs["orders"]
 	o.Meta.UID = "uid-of-the-original"
-	if got := v.Verify(context.Background(), remove.VerifyRequest{Object: o, Finalizer: dbFin}); got.Gone() || !strings.Contains(got.Evidence, "was replaced by a namesake") {
+	if got := v.Verify(context.Background(), plan.VerifyRequest{Object: o, Finalizer: dbFin}); got.Gone() || !strings.Contains(got.Evidence, "was replaced by a namesake") {
 		t.Errorf("a namesake: %+v", got)
 	}
 	noID := database("blank", "", time.Hour)
 	v, objs = verifier(t, doc, noID, database("live", "i-live", 0))
-	if got := v.Verify(context.Background(), remove.VerifyRequest{Object: objs["blank"], Finalizer: dbFin}); got.Gone() || !strings.Contains(got.Evidence, "resolves to an empty value") {
+	if got := v.Verify(context.Background(), plan.VerifyRequest{Object: objs["blank"], Finalizer: dbFin}); got.Gone() || !strings.Contains(got.Evidence, "resolves to an empty value") {
 		t.Errorf("an empty id: %+v", got)
 	}
 }
@@ -251,7 +252,7 @@ func presetVerifier(t *testing.T, doc string, objs ...*unstructured.Unstructured
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{databases.GroupVersionResource: "DatabaseList", caches.GroupVersionResource: "CacheList"}, ros...)
 	v := NewVerifier(p, dyn, provider.Options{})
-	v.SetClock(func() time.Time { return now })
+	v.Clock = testingclock.NewFakePassiveClock(now)
 	stuck := map[string]*kube.Object{}
 	for _, o := range objs {
 		r := databases
@@ -266,8 +267,8 @@ func presetVerifier(t *testing.T, doc string, objs ...*unstructured.Unstructured
 	return v, stuck
 }
 
-func verifyPreset(v *Verifier, o *kube.Object) remove.Verification {
-	return v.Verify(context.Background(), remove.VerifyRequest{Object: o, Finalizer: finalizev1alpha1.Finalizer{Name: crossplaneFin, Field: finalizev1alpha1.FieldMetadataFinalizers}})
+func verifyPreset(v *Verifier, o *kube.Object) plan.Verification {
+	return v.Verify(context.Background(), plan.VerifyRequest{Object: o, Finalizer: finalizev1alpha1.Finalizer{Name: crossplaneFin, Field: finalizev1alpha1.FieldMetadataFinalizers}})
 }
 
 // TestAControlTheObjectDecidesProvesNothing: retained, held and shared objects are not
@@ -302,7 +303,7 @@ func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 			}
 			v, objs := presetVerifier(t, doc, append(tt.controls, managed(databases, "stuck", "deleted-1", operator, false, nil))...)
 			got := verifyPreset(v, objs["stuck"])
-			if got.Verdict != finalizev1alpha1.VerdictGone || !strings.Contains(got.Distrust, tt.distrust) || (tt.distrust == "") != got.Gone() {
+			if got.Verdict != finalizev1alpha1.VerdictGone || !strings.Contains(distrust(got), tt.distrust) || (tt.distrust == "") != got.Gone() {
 				t.Errorf("stuck: %+v; want distrust %q", got, tt.distrust)
 			}
 			st := v.RuleStatuses()
@@ -329,7 +330,7 @@ func TestControlsArePerType(t *testing.T) {
 	if got := verifyPreset(v, objs["db-stuck"]); !got.Gone() {
 		t.Errorf("db-stuck: %+v", got)
 	}
-	if got := verifyPreset(v, objs["cache-stuck"]); got.Gone() || !strings.Contains(got.Distrust, "no live object carries a finalizer this rule matches among caches.db.example.com") {
+	if got := verifyPreset(v, objs["cache-stuck"]); got.Gone() || !strings.Contains(distrust(got), "no live object carries a finalizer this rule matches among caches.db.example.com") {
 		t.Errorf("cache-stuck: %+v", got)
 	}
 
@@ -338,7 +339,7 @@ func TestControlsArePerType(t *testing.T) {
 		managed(databases, "db-control", "live-db", operator, true, nil),
 		managed(caches, "cache-control", "deleted-but-live", operator, true, nil),
 		managed(databases, "db-stuck", "deleted-db", operator, false, nil))
-	if got := verifyPreset(v, objs["db-stuck"]); got.Gone() || !strings.Contains(got.Distrust, "it called caches.db.example.com/cache-control -n prod gone") {
+	if got := verifyPreset(v, objs["db-stuck"]); got.Gone() || !strings.Contains(distrust(got), "it called caches.db.example.com/cache-control -n prod gone") {
 		t.Errorf("db-stuck with a broken cache control: %+v", got)
 	}
 	if st := v.RuleStatuses(); len(st) != 1 || !st[0].Broken {
@@ -417,7 +418,7 @@ func TestARuleThatCannotVerifySaysWhy(t *testing.T) {
 `
 	for _, stuck := range []string{"i-gone", "i-expired"} {
 		v, objs := verifier(t, doc, database("stuck", stuck, time.Hour), database("live", "i-live", 0))
-		if got := v.Verify(context.Background(), remove.VerifyRequest{Object: objs["stuck"], Finalizer: dbFin}); got.Gone() {
+		if got := v.Verify(context.Background(), plan.VerifyRequest{Object: objs["stuck"], Finalizer: dbFin}); got.Gone() {
 			t.Errorf("%s: %+v", stuck, got)
 		}
 		st := v.RuleStatuses()
@@ -430,7 +431,7 @@ func TestARuleThatCannotVerifySaysWhy(t *testing.T) {
 	unset := strings.Replace(doc, `      tls:`, `      headers: [{name: Authorization, valueFrom: {env: KUBECTL_FINALIZE_UNIT_TOKEN_NEVER_SET}}]
       tls:`, 1)
 	v, objs := verifier(t, unset, database("stuck", "i-gone", time.Hour), database("live", "i-live", 0))
-	if got := v.Verify(context.Background(), remove.VerifyRequest{Object: objs["stuck"], Finalizer: dbFin}); got.Gone() || !strings.Contains(got.Evidence, "KUBECTL_FINALIZE_UNIT_TOKEN_NEVER_SET") {
+	if got := v.Verify(context.Background(), plan.VerifyRequest{Object: objs["stuck"], Finalizer: dbFin}); got.Gone() || !strings.Contains(got.Evidence, "KUBECTL_FINALIZE_UNIT_TOKEN_NEVER_SET") {
 		t.Errorf("unbuildable: %+v", got)
 	}
 	if st := v.RuleStatuses(); len(st) != 1 || !strings.Contains(st[0].CannotVerify, "header Authorization: environment variable KUBECTL_FINALIZE_UNIT_TOKEN_NEVER_SET") {
@@ -492,7 +493,7 @@ func TestARuleNoneOfWhoseControlsCouldBeCheckedCannotVerify(t *testing.T) {
 				doc = strings.Replace(presetAPI(t, gone, tt.extra), "  controls: {count: 2}\n", "", 1)
 			}
 			v, objs := presetVerifier(t, doc, tt.objs...)
-			if got := verifyPreset(v, objs[tt.stuck]); got.Gone() != tt.gone || got.ReadError != "" {
+			if got := verifyPreset(v, objs[tt.stuck]); got.Gone() != tt.gone || got.Unread() {
 				t.Errorf("stuck: %+v", got)
 			}
 			if db := objs["db-stuck"]; db != nil {
@@ -607,7 +608,7 @@ func TestAnUnreadableNamespaceIsAReadError(t *testing.T) {
 			return false, nil, nil
 		})
 		v := NewVerifier(p, dyn, provider.Options{})
-		v.SetClock(func() time.Time { return now })
+		v.Clock = testingclock.NewFakePassiveClock(now)
 		stuck := map[string]*kube.Object{}
 		for _, o := range objs {
 			meta := &metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID(), Finalizers: o.GetFinalizers(), DeletionTimestamp: o.GetDeletionTimestamp()}
@@ -616,8 +617,8 @@ func TestAnUnreadableNamespaceIsAReadError(t *testing.T) {
 		}
 		return v, stuck
 	}
-	verify := func(v *Verifier, o *kube.Object) remove.Verification {
-		return v.Verify(context.Background(), remove.VerifyRequest{Object: o, Finalizer: finalizev1alpha1.Finalizer{Name: ackFin, Field: finalizev1alpha1.FieldMetadataFinalizers}})
+	verify := func(v *Verifier, o *kube.Object) plan.Verification {
+		return v.Verify(context.Background(), plan.VerifyRequest{Object: o, Finalizer: finalizev1alpha1.Finalizer{Name: ackFin, Field: finalizev1alpha1.FieldMetadataFinalizers}})
 	}
 
 	v, objs := run(ackDB("prod", "control", "live-1", true), ackDB("prod", "stuck", "deleted-1", false))
@@ -627,14 +628,14 @@ func TestAnUnreadableNamespaceIsAReadError(t *testing.T) {
 
 	v, objs = run(ackDB("prod", "control", "live-1", true), ackDB("locked", "stuck", "deleted-1", false))
 	got := verify(v, objs["stuck"])
-	if got.Gone() || !strings.Contains(got.ReadError, "reading namespace locked for preset ack") || !strings.Contains(got.ReadError, "forbidden") {
+	if got.Gone() || !strings.Contains(readError(got), "reading namespace locked for preset ack") || !strings.Contains(readError(got), "forbidden") {
 		t.Errorf("the target's namespace unreadable: %+v", got)
 	}
 
 	v, objs = run(ackDB("locked", "control", "live-1", true), ackDB("prod", "stuck", "deleted-1", false))
 	got = verify(v, objs["stuck"])
-	if got.Gone() || !strings.Contains(got.ReadError, "what its live objects need to check its provider could not be read: databases.db.example.com/control -n locked") ||
-		!strings.Contains(got.ReadError, "reading namespace locked for preset ack") {
+	if got.Gone() || !strings.Contains(readError(got), "what its live objects need to check its provider could not be read: databases.db.example.com/control -n locked") ||
+		!strings.Contains(readError(got), "reading namespace locked for preset ack") {
 		t.Errorf("a control's namespace unreadable: %+v", got)
 	}
 	if st := v.RuleStatuses(); len(st) != 1 || st[0].Broken || len(st[0].Controls) != 0 {
@@ -696,4 +697,20 @@ func TestAProviderThatAnswersOnlyUnknownWithNoControlCannotVerify(t *testing.T) 
 			}
 		})
 	}
+}
+
+// distrust is why a verification's Gone is not trusted, "" when it is.
+func distrust(v plan.Verification) string {
+	if v.Distrusted() {
+		return v.Detail
+	}
+	return ""
+}
+
+// readError is the read a verification needed and could not make, "" when none failed.
+func readError(v plan.Verification) string {
+	if v.Unread() {
+		return v.Detail
+	}
+	return ""
 }

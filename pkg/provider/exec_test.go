@@ -245,15 +245,7 @@ func TestExecAPlaceholderIdentityIsNoValue(t *testing.T) {
 // object but a rule that cannot verify anything.
 func TestExecAProgramThatCannotStartCannotRun(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "check-rds")
-	p, err := New(&finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{missing}}}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	call, err := p.Prepare(request())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a := call.Do(context.Background()); a.Verdict != finalizev1alpha1.VerdictUnknown || !a.CannotRun || !strings.Contains(a.Evidence, "exec "+missing+": the program cannot run") {
+	if a := askVia(t, &finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{missing}}}, Options{}); a.Verdict != finalizev1alpha1.VerdictUnknown || !a.CannotRun || !strings.Contains(a.Evidence, "exec "+missing+": the program cannot run") {
 		t.Errorf("got %+v", a)
 	}
 	// A program that starts and fails is an answer about the object, not a broken rule.

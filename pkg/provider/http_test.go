@@ -51,17 +51,36 @@ func request() *Request {
 	return &Request{Rule: "dbs", Finalizer: "db.example.com/finalizer", Object: &unstructured.Unstructured{Object: object}}
 }
 
+// ask asks the http provider of spec about request().
 func ask(t *testing.T, spec *finalizev1alpha1.HTTPProvider, opts Options) Answer {
 	t.Helper()
-	p, err := New(&finalizev1alpha1.Verify{HTTP: spec}, opts)
+	return askVia(t, &finalizev1alpha1.Verify{HTTP: spec}, opts)
+}
+
+// askVia asks the provider of v about request().
+func askVia(t *testing.T, v *finalizev1alpha1.Verify, opts Options) Answer {
+	t.Helper()
+	return prepare(t, newProvider(t, v, opts)).Do(context.Background())
+}
+
+// newProvider is the provider of v, or fails t.
+func newProvider(t *testing.T, v *finalizev1alpha1.Verify, opts Options) Provider {
+	t.Helper()
+	p, err := New(v, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// prepare is p's call about request(), or fails t.
+func prepare(t *testing.T, p Provider) Call {
+	t.Helper()
 	call, err := p.Prepare(request())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return call.Do(context.Background())
+	return call
 }
 
 func status(code int) http.HandlerFunc {
@@ -276,20 +295,13 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // caught it once, a hanging server's empty 200 read as "the body is not JSON"; a 404
 // that late must not count as Gone either.
 func TestHTTPAnAnswerAfterTheDeadlineIsNotUsed(t *testing.T) {
-	p, err := New(&finalizev1alpha1.Verify{HTTP: &finalizev1alpha1.HTTPProvider{
+	p := newProvider(t, &finalizev1alpha1.Verify{HTTP: &finalizev1alpha1.HTTPProvider{
 		URL: "https://cloud.invalid/v1/{.status.instanceID}", Timeout: &metav1.Duration{Duration: 100 * time.Millisecond}}}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	p.(*httpProvider).client.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		<-r.Context().Done()
 		return &http.Response{StatusCode: http.StatusNotFound, Body: http.NoBody, Request: r}, nil
 	})
-	call, err := p.Prepare(request())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a := call.Do(context.Background()); a.Verdict != finalizev1alpha1.VerdictUnknown || !strings.Contains(a.Evidence, "no answer within 100ms") {
+	if a := prepare(t, p).Do(context.Background()); a.Verdict != finalizev1alpha1.VerdictUnknown || !strings.Contains(a.Evidence, "no answer within 100ms") {
 		t.Errorf("a 404 after the deadline: %s %s, want Unknown: no answer within 100ms", a.Verdict, a.Evidence)
 	}
 }
@@ -397,11 +409,7 @@ func TestHTTPACredentialThatCannotBeReadSendsNothing(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.change()
-			call, err := p.Prepare(request())
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := call.Do(context.Background())
+			a := prepare(t, p).Do(context.Background())
 			if a.Verdict != finalizev1alpha1.VerdictUnknown || !a.CannotRun || !strings.Contains(a.Evidence, tt.want) {
 				t.Errorf("got %+v, want Unknown, CannotRun, saying %q", a, tt.want)
 			}
@@ -457,14 +465,8 @@ func TestHTTPQueryCredentialsAreNeverShown(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got.Store(nil)
-			p, err := New(&finalizev1alpha1.Verify{HTTP: tt.spec}, Options{LookupEnv: lookup})
-			if err != nil {
-				t.Fatal(err)
-			}
-			call, err := p.Prepare(request())
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := newProvider(t, &finalizev1alpha1.Verify{HTTP: tt.spec}, Options{LookupEnv: lookup})
+			call := prepare(t, p)
 			a := call.Do(context.Background())
 			if a.Verdict != tt.want || !strings.Contains(a.Evidence, tt.says) {
 				t.Errorf("got %s: %s\nwant %s saying %q", a.Verdict, a.Evidence, tt.want, tt.says)
@@ -488,15 +490,7 @@ func TestHTTPCallKeysHoldNoSecret(t *testing.T) {
 	keyOf := func(secret, name string) string {
 		s := c.spec("/v1/{.status.instanceID}")
 		s.Query = []finalizev1alpha1.QueryParameter{{Name: "token", ValueFrom: &finalizev1alpha1.ValueSource{Env: "T"}}, {Name: "n", Value: name}}
-		p, err := New(&finalizev1alpha1.Verify{HTTP: s}, Options{LookupEnv: func(string) (string, bool) { return secret, true }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		call, err := p.Prepare(request())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return call.Key()
+		return prepare(t, newProvider(t, &finalizev1alpha1.Verify{HTTP: s}, Options{LookupEnv: func(string) (string, bool) { return secret, true }})).Key()
 	}
 	if keyOf("one-secret", "a") != keyOf("another-secret", "a") || keyOf("one-secret", "a") == keyOf("one-secret", "b") {
 		t.Error("a call's key must follow the request without its secrets")

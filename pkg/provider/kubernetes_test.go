@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -66,15 +65,7 @@ func TestKubernetesProvider(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := New(&finalizev1alpha1.Verify{Kubernetes: &tt.spec}, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			call, err := p.Prepare(request())
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := call.Do(context.Background())
+			a := askVia(t, &finalizev1alpha1.Verify{Kubernetes: &tt.spec}, opts)
 			if a.Verdict != tt.want || !strings.Contains(a.Evidence, tt.says) {
 				t.Errorf("got %s: %s; want %s saying %q", a.Verdict, a.Evidence, tt.want, tt.says)
 			}
@@ -110,15 +101,7 @@ func TestKubernetesALateAnswerIsNotUsed(t *testing.T) {
 		{Resource: "instances", Namespace: "{.metadata.namespace}", Name: "{.metadata.name}", Timeout: late},
 		{Resource: "instances", Selector: "app={.metadata.name}", Timeout: late},
 	} {
-		p, err := New(&finalizev1alpha1.Verify{Kubernetes: &spec}, Options{Dynamic: dyn, Mapper: mapper})
-		if err != nil {
-			t.Fatal(err)
-		}
-		call, err := p.Prepare(request())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a := call.Do(context.Background()); a.Verdict != finalizev1alpha1.VerdictUnknown || !strings.Contains(a.Evidence, "no answer within 50ms") {
+		if a := askVia(t, &finalizev1alpha1.Verify{Kubernetes: &spec}, Options{Dynamic: dyn, Mapper: mapper}); a.Verdict != finalizev1alpha1.VerdictUnknown || !strings.Contains(a.Evidence, "no answer within 50ms") {
 			t.Errorf("an answer after the deadline: %s %s, want Unknown: no answer within 50ms", a.Verdict, a.Evidence)
 		}
 	}
@@ -215,15 +198,7 @@ func TestKubernetesAnswersAreAboutWhatWasAsked(t *testing.T) {
 			if tt.selector != "" {
 				spec.Name, spec.Selector = "", tt.selector
 			}
-			p, err := New(&finalizev1alpha1.Verify{Kubernetes: &spec}, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			call, err := p.Prepare(request())
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := call.Do(context.Background())
+			a := askVia(t, &finalizev1alpha1.Verify{Kubernetes: &spec}, opts)
 			if a.Verdict != tt.want || !strings.Contains(a.Evidence, tt.says) {
 				t.Errorf("got %s: %s; want %s saying %q", a.Verdict, a.Evidence, tt.want, tt.says)
 			}

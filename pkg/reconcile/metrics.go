@@ -78,10 +78,9 @@ func (m *Metrics) Observe(rep *finalizev1alpha1.ReconcileReport, err error) {
 		return
 	}
 	m.duration.Observe(rep.CompletionTime.Sub(rep.StartTime.Time).Seconds())
-	code, _ := Outcome(rep)
-	outcome := map[int]string{ExitOK: "ok", ExitIncomplete: "incomplete", ExitFailed: "failed", ExitBreaker: "breaker"}[code]
-	m.passes.WithLabelValues(outcome).Inc()
-	if code == ExitOK || code == ExitIncomplete {
+	outcome, _ := OutcomeOf(rep)
+	m.passes.WithLabelValues(string(outcome)).Inc()
+	if outcome == OutcomeOK || outcome == OutcomeIncomplete {
 		m.lastSuccess.Set(float64(rep.CompletionTime.Unix()))
 	}
 	for _, a := range rep.Actions {

@@ -8,21 +8,25 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 )
 
-// Exit codes of a pass (DESIGN §2): the breaker, which wrote nothing, first; then a
-// failure (a removal failed, a rule is broken, or a rule could verify nothing: its
-// provider cannot run, or answered Unknown about every live control); then an incomplete
-// scan, on which what could be verified was still acted on.
+// Outcome is how a pass ended, for its exit status (docs/reconcile.md, "Exit status") and
+// its metrics. The command maps each to an exit code.
+type Outcome string
+
+// The outcomes of a pass, in order of precedence: the breaker, which wrote nothing,
+// first; then a failure (a removal failed, a rule is broken, or a rule could verify
+// nothing: its provider cannot run, or answered Unknown about every live control); then
+// an incomplete scan, on which what could be verified was still acted on.
 const (
-	ExitOK         = 0
-	ExitFailed     = 1
-	ExitIncomplete = 3
-	ExitBreaker    = 4
+	OutcomeBreaker    Outcome = "breaker"
+	OutcomeFailed     Outcome = "failed"
+	OutcomeIncomplete Outcome = "incomplete"
+	OutcomeOK         Outcome = "ok"
 )
 
-// Outcome is the exit code of a pass and the reason for it, empty when all is well.
-func Outcome(rep *finalizev1alpha1.ReconcileReport) (int, string) {
+// OutcomeOf is the outcome of a pass and the reason for it, empty when all is well.
+func OutcomeOf(rep *finalizev1alpha1.ReconcileReport) (Outcome, string) {
 	if b := rep.Breaker; b != nil {
-		return ExitBreaker, fmt.Sprintf("the breaker tripped: the pass planned %d removals, more than the %d allowed; nothing was removed", b.Planned, b.MaxRemovals)
+		return OutcomeBreaker, fmt.Sprintf("the breaker tripped: the pass planned %d removals, more than the %d allowed; nothing was removed", b.Planned, b.MaxRemovals)
 	}
 	var broken, cannot []string
 	for _, st := range rep.Rules {
@@ -44,11 +48,11 @@ func Outcome(rep *finalizev1alpha1.ReconcileReport) (int, string) {
 	why = append(why, cannot...)
 	switch {
 	case len(why) > 0:
-		return ExitFailed, strings.Join(why, "; ")
+		return OutcomeFailed, strings.Join(why, "; ")
 	case len(rep.Incomplete) > 0:
-		return ExitIncomplete, "the scan is incomplete: objects of the types it could not list were not considered"
+		return OutcomeIncomplete, "the scan is incomplete: objects of the types it could not list were not considered"
 	}
-	return ExitOK, ""
+	return OutcomeOK, ""
 }
 
 func joinNames(names []string) string {

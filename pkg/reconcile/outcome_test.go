@@ -16,26 +16,26 @@ func TestARuleThatCannotVerifyFailsThePass(t *testing.T) {
 	tests := []struct {
 		name string
 		rep  finalizev1alpha1.ReconcileReport
-		code int
+		code Outcome
 		why  string
 	}{
-		{"one rule", finalizev1alpha1.ReconcileReport{Rules: []finalizev1alpha1.RuleStatus{cannot}}, ExitFailed,
+		{"one rule", finalizev1alpha1.ReconcileReport{Rules: []finalizev1alpha1.RuleStatus{cannot}}, OutcomeFailed,
 			"rule dbs cannot verify: header Authorization: environment variable DB_TOKEN is empty"},
 		{"with a broken rule and a failed removal", finalizev1alpha1.ReconcileReport{
 			Rules:   []finalizev1alpha1.RuleStatus{{Rule: "typo", Broken: true}, cannot},
-			Summary: map[finalizev1alpha1.RemovalResult]int{finalizev1alpha1.ResultFailed: 2}}, ExitFailed,
+			Summary: map[finalizev1alpha1.RemovalResult]int{finalizev1alpha1.ResultFailed: 2}}, OutcomeFailed,
 			"2 of the removals failed; rule typo is broken: its provider called a live object gone, so nothing was removed under it; " +
 				"rule dbs cannot verify: header Authorization: environment variable DB_TOKEN is empty"},
 		{"above an incomplete scan", finalizev1alpha1.ReconcileReport{Rules: []finalizev1alpha1.RuleStatus{cannot},
-			Incomplete: []finalizev1alpha1.IncompleteResource{{GroupVersion: "metrics.k8s.io/v1beta1"}}}, ExitFailed,
+			Incomplete: []finalizev1alpha1.IncompleteResource{{GroupVersion: "metrics.k8s.io/v1beta1"}}}, OutcomeFailed,
 			"rule dbs cannot verify: header Authorization: environment variable DB_TOKEN is empty"},
-		{"below the breaker", finalizev1alpha1.ReconcileReport{Rules: []finalizev1alpha1.RuleStatus{cannot}, Breaker: &finalizev1alpha1.Breaker{Planned: 30, MaxRemovals: 20}}, ExitBreaker,
+		{"below the breaker", finalizev1alpha1.ReconcileReport{Rules: []finalizev1alpha1.RuleStatus{cannot}, Breaker: &finalizev1alpha1.Breaker{Planned: 30, MaxRemovals: 20}}, OutcomeBreaker,
 			"the breaker tripped: the pass planned 30 removals, more than the 20 allowed; nothing was removed"},
-		{"a rule that was merely not trusted", finalizev1alpha1.ReconcileReport{Rules: []finalizev1alpha1.RuleStatus{{Rule: "young", Distrust: "no live object carries ..."}}}, ExitOK, ""},
+		{"a rule that was merely not trusted", finalizev1alpha1.ReconcileReport{Rules: []finalizev1alpha1.RuleStatus{{Rule: "young", Distrust: "no live object carries ..."}}}, OutcomeOK, ""},
 	}
 	for _, tt := range tests {
-		if code, why := Outcome(&tt.rep); code != tt.code || why != tt.why {
-			t.Errorf("%s: %d %q; want %d %q", tt.name, code, why, tt.code, tt.why)
+		if code, why := OutcomeOf(&tt.rep); code != tt.code || why != tt.why {
+			t.Errorf("%s: %s %q; want %s %q", tt.name, code, why, tt.code, tt.why)
 		}
 	}
 }

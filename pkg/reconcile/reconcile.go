@@ -6,7 +6,6 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -17,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
@@ -26,6 +26,8 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -42,19 +44,19 @@ type Options struct {
 	VerifyConcurrency int
 	// WriteConcurrency bounds the objects being written at once; 0 writes one at a time.
 	WriteConcurrency int
-	// Auditor records each removal; it is required unless DryRun.
-	Auditor *remove.Auditor
+	// Audit records each removal; it is required unless DryRun.
+	Audit *remove.Audit
 	// Providers reach the cluster for kubernetes providers.
 	Providers provider.Options
 	// Continue, if set, is asked before each write: false stops the pass after the object
 	// in hand (a SIGTERM).
 	Continue func() bool
 	// OnRecord, if set, sees each removal as it is made.
-	OnRecord func(*remove.Record)
+	OnRecord func(*write.Record)
 	// Warn receives what went wrong without failing the pass.
 	Warn func(error)
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is what ages are measured against; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // Reconciler runs passes against one cluster.
@@ -64,10 +66,10 @@ type Reconciler struct {
 }
 
 func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+	if r.Clock == nil {
+		return time.Now()
 	}
-	return time.Now()
+	return r.Clock.Now()
 }
 
 func (r *Reconciler) warn(err error) {
@@ -87,8 +89,8 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 	meta.MaybeResetRESTMapper(r.Providers.Mapper)
 	// A continuous run whose audit log failed in an earlier pass tries it again: the
 	// first removal's intent reaches the disk, or fails that removal and the pass.
-	if r.Auditor != nil {
-		if err := r.Auditor.Retry(); err != nil {
+	if r.Audit != nil {
+		if err := r.Audit.Retry(); err != nil {
 			r.warn(err)
 		}
 	}
@@ -98,50 +100,39 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 		Actions: []finalizev1alpha1.Removal{}, Summary: map[finalizev1alpha1.RemovalResult]int{}, Incomplete: []finalizev1alpha1.IncompleteResource{},
 	}
 	verifier := policy.NewVerifier(r.Policy, r.Clients.Dynamic, r.Providers)
-	verifier.SetClock(r.now)
+	verifier.Clock = r.Clock
 	for rule, err := range verifier.ProviderErrors() {
 		r.warn(fmt.Errorf("rule %s cannot verify anything: its provider cannot run: %w", rule, err))
 	}
 
 	opts := r.scanOptions()
 	opts.Observe = verifier.Controls.Observe
-	opts.Now = r.Now
+	opts.Clock = r.Clock
 	res, err := pipeline.Scan(ctx, r.Clients, opts)
 	if err != nil {
 		return nil, fmt.Errorf("the pass stopped before it verified or removed anything: %w", err)
 	}
 	rep.Incomplete = append(rep.Incomplete, res.Incomplete...)
 
-	reqs := r.requests(res)
-	planner := &remove.Planner{Result: res, Verifier: verifier, Concurrency: r.VerifyConcurrency,
-		Content: &remove.ContentReader{Discovery: r.Clients.Discovery, Metadata: r.Clients.Metadata}}
-	plan := planner.Plan(ctx, reqs, remove.Options{SystemByRule: true})
+	runner := &remove.Runner{Clients: r.Clients, Scan: res, Verifier: verifier, VerifyConcurrency: r.VerifyConcurrency,
+		Options: plan.Options{SystemByRule: true}, PlanOnly: r.DryRun, Audit: r.Audit, Workers: r.WriteConcurrency,
+		Continue: r.Continue, FinishOnCancel: true, OnRecord: r.OnRecord, Warn: r.Warn}
+	p := runner.Plan(ctx, r.requests(res))
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	rep.Rules = verifier.RuleStatuses()
-
-	results := make([]finalizev1alpha1.Removal, len(plan.Actions))
-	for i := range plan.Actions {
-		results[i] = plan.Actions[i].API()
-	}
 	limit := r.MaxRemovals
 	if limit == 0 {
 		limit = r.Policy.MaxRemovals
 	}
-	switch {
-	case len(plan.Actions) > limit:
-		// The breaker: nothing is written when the plan is larger than allowed.
-		rep.Breaker = &finalizev1alpha1.Breaker{Planned: len(plan.Actions), MaxRemovals: limit}
-		for i := range results {
-			results[i].Result = finalizev1alpha1.ResultKept
-			results[i].Message = fmt.Sprintf("not removed: the pass planned %d removals, more than the %d allowed (maxRemovals); nothing was written", len(plan.Actions), limit)
-		}
-	default:
-		r.act(ctx, plan, results, verifier)
+	// Each failure is in its action's result, and the report carries them.
+	out, _ := runner.Act(ctx, p, remove.Gates{MaxRemovals: limit, CheckPermissions: true})
+	if out.Stopped == remove.Breaker {
+		rep.Breaker = &finalizev1alpha1.Breaker{Planned: len(p.Actions), MaxRemovals: limit}
 	}
-	rep.Actions = append(rep.Actions, results...)
-	rep.Actions = append(rep.Actions, refusals(plan)...)
+	rep.Actions = append(rep.Actions, out.Plan.Actions...)
+	rep.Actions = append(rep.Actions, refusals(p)...)
 	rep.Rules = r.presetWarnings(rep.Rules, rep.Actions)
 	sortActions(rep.Actions, res)
 	for _, a := range rep.Actions {
@@ -239,8 +230,8 @@ func (r *Reconciler) warnUnserved() {
 }
 
 // requests are the finalizers of each stuck object that a rule matches.
-func (r *Reconciler) requests(res *scan.Result) []remove.Request {
-	var reqs []remove.Request
+func (r *Reconciler) requests(res *scan.Result) []plan.Request {
+	var reqs []plan.Request
 	for _, o := range res.Objects {
 		s := policy.SubjectOf(o.Resource, o.Meta.Namespace, o.Meta.Name, o.Meta.Labels)
 		var names []string
@@ -250,90 +241,30 @@ func (r *Reconciler) requests(res *scan.Result) []remove.Request {
 			}
 		}
 		if len(names) > 0 {
-			reqs = append(reqs, remove.Request{Object: o, Finalizers: names})
+			reqs = append(reqs, plan.Request{Object: o, Finalizers: names})
 		}
 	}
 	return reqs
 }
 
 // refusals are the matched finalizers the plan keeps, each with why.
-func refusals(plan *remove.Plan) []finalizev1alpha1.Removal {
+func refusals(p *plan.Plan) []finalizev1alpha1.Removal {
 	var out []finalizev1alpha1.Removal
-	for i := range plan.Refusals {
-		ref := &plan.Refusals[i]
+	for i := range p.Refusals {
+		ref := &p.Refusals[i]
 		v := ref.Verification
 		a := finalizev1alpha1.Removal{Target: ref.Target, Finalizer: ref.Finalizer, Rule: v.Rule, Verdict: v.Verdict, Evidence: v.Evidence,
 			Result: finalizev1alpha1.ResultKept, Message: ref.Why}
 		switch {
 		case ref.Kind == finalizev1alpha1.RefusalTooYoung:
 			a.Result = finalizev1alpha1.ResultTooYoung
-		case v.ReadError != "":
+		case v.Unread():
 			// Kept, but not by a decision: the cluster could not be read to make one.
 			a.Result, a.Message, a.Error = finalizev1alpha1.ResultFailed, "", fmt.Sprintf("%s: %s", ref.Target.String(), ref.Why)
 		}
 		out = append(out, a)
 	}
 	return out
-}
-
-// act makes the verified removals: after the permission check, through the executor,
-// unless this is a dry run.
-func (r *Reconciler) act(ctx context.Context, plan *remove.Plan, results []finalizev1alpha1.Removal, verifier *policy.Verifier) {
-	allowed := r.checkPermissions(ctx, plan, results)
-	if r.DryRun {
-		for i := range results {
-			if results[i].Result == "" {
-				results[i].Result = finalizev1alpha1.ResultWouldRemove
-			}
-		}
-		return
-	}
-	if err := r.Auditor.Failed(); err != nil {
-		// The log failed in an earlier pass and could not be taken up again: nothing may
-		// be removed, and the pass must not look idle.
-		for i, ok := range allowed {
-			if ok {
-				results[i].Result = finalizev1alpha1.ResultFailed
-				results[i].Error = fmt.Sprintf("%s: not removed: %v; free the disk of the audit log, or choose another --audit-log", plan.Actions[i].String(), err)
-			}
-		}
-		return
-	}
-	// A stop (SIGTERM) cancels ctx: the removal in hand still finishes, whole, and no
-	// other starts.
-	ex := &remove.Executor{
-		Remover: &remove.Remover{Metadata: r.Clients.Metadata, Kube: r.Clients.Kube},
-		Auditor: r.Auditor, Verifier: verifier, OnRecord: r.OnRecord, Warn: r.Warn, Workers: r.WriteConcurrency,
-		Continue: func() bool { return ctx.Err() == nil && (r.Continue == nil || r.Continue()) },
-	}
-	var actions []remove.Action
-	var index []int
-	for i, ok := range allowed {
-		if ok {
-			actions = append(actions, plan.Actions[i])
-			index = append(index, i)
-		}
-	}
-	records, err := ex.Execute(context.WithoutCancel(ctx), actions)
-	notAttempted := "not attempted: the pass was stopped before it"
-	if errors.Is(err, remove.ErrAuditLog) {
-		notAttempted = "not attempted: an audit line could not be written, so no further removal was started"
-	}
-	for j, i := range index {
-		var rec *remove.Record
-		if j < len(records) {
-			rec = records[j]
-		}
-		if rec == nil {
-			results[i].Result = finalizev1alpha1.ResultKept
-			results[i].Message = notAttempted
-			continue
-		}
-		results[i].Result = rec.Result
-		if rec.Error != "" {
-			results[i].Result, results[i].Error = finalizev1alpha1.ResultFailed, rec.Error
-		}
-	}
 }
 
 // sortActions orders the report like the scan: longest terminating first, then by

@@ -17,17 +17,17 @@ func TestOutcomePrecedence(t *testing.T) {
 	tests := []struct {
 		name string
 		rep  finalizev1alpha1.ReconcileReport
-		want int
+		want Outcome
 	}{
-		{"clean", finalizev1alpha1.ReconcileReport{}, ExitOK},
-		{"incomplete", finalizev1alpha1.ReconcileReport{Incomplete: incomplete}, ExitIncomplete},
-		{"a failure beats incomplete", finalizev1alpha1.ReconcileReport{Incomplete: incomplete, Summary: failed}, ExitFailed},
-		{"a broken rule", finalizev1alpha1.ReconcileReport{Rules: broken}, ExitFailed},
-		{"the breaker beats everything", finalizev1alpha1.ReconcileReport{Incomplete: incomplete, Summary: failed, Rules: broken, Breaker: &finalizev1alpha1.Breaker{Planned: 30, MaxRemovals: 20}}, ExitBreaker},
+		{"clean", finalizev1alpha1.ReconcileReport{}, OutcomeOK},
+		{"incomplete", finalizev1alpha1.ReconcileReport{Incomplete: incomplete}, OutcomeIncomplete},
+		{"a failure beats incomplete", finalizev1alpha1.ReconcileReport{Incomplete: incomplete, Summary: failed}, OutcomeFailed},
+		{"a broken rule", finalizev1alpha1.ReconcileReport{Rules: broken}, OutcomeFailed},
+		{"the breaker beats everything", finalizev1alpha1.ReconcileReport{Incomplete: incomplete, Summary: failed, Rules: broken, Breaker: &finalizev1alpha1.Breaker{Planned: 30, MaxRemovals: 20}}, OutcomeBreaker},
 	}
 	for _, tt := range tests {
-		if got, why := Outcome(&tt.rep); got != tt.want || (got != ExitOK && why == "") {
-			t.Errorf("%s: %d (%s), want %d", tt.name, got, why, tt.want)
+		if got, why := OutcomeOf(&tt.rep); got != tt.want || (got != OutcomeOK && why == "") {
+			t.Errorf("%s: %s (%s), want %s", tt.name, got, why, tt.want)
 		}
 	}
 }

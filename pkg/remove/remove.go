@@ -1,427 +1,265 @@
+// Package remove is the one path a removal takes, for every command that removes
+// finalizers (remove, reconcile): requests are planned (pkg/remove/plan), the plan
+// passes the gates the command asks for (all or nothing, the breaker, a confirmation,
+// the permissions), the actions are carried out and recorded (pkg/remove/write), and the
+// plan comes back as the API's RemovalPlan with the result of each action. The walk is
+// in docs/development.md, "The one path a removal takes".
 package remove
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/client-go/metadata"
-	"k8s.io/klog/v2"
-
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
-// FieldManager names kubectl-finalize in managedFields and audit logs.
-const FieldManager = "kubectl-finalize"
+// Runner carries the requested removals of one run from plan to record.
+type Runner struct {
+	Clients *client.Clients
+	// Scan is a scan, with its index, that covers the requested objects (and, for a
+	// namespace, its content).
+	Scan *scan.Result
+	// CauseOf gives each object's diagnosis; nil when there is none.
+	CauseOf func(*kube.Object) *finalizev1alpha1.Cause
+	// Verifier, if set, is asked about every requested removal, and again about a pinned
+	// object that changed before its write; without one nothing is verified.
+	Verifier plan.Verifier
+	// VerifyConcurrency bounds the verifications in flight; zero means
+	// plan.DefaultVerifyConcurrency.
+	VerifyConcurrency int
+	// Options are what the person (remove) or the policy (reconcile) allows.
+	Options plan.Options
 
-// DefaultMaxAttempts bounds how often a removal is decided again after the object
-// changed under it.
-const DefaultMaxAttempts = 5
+	// DryRun none writes; client only reads; server sends each write with dryRun=All.
+	DryRun write.DryRun
+	// PlanOnly reads and writes nothing after planning: every action that passes the
+	// gates would be removed (reconcile --dry-run).
+	PlanOnly bool
+	// Audit records each removal; it is required when DryRun is none.
+	Audit *Audit
+	// BackupDir, if set, receives each object before anything is removed from it.
+	BackupDir string
+	// Workers bounds how many objects are written at once; 0 or 1 writes one at a time.
+	Workers int
+	// Continue, if set, is asked before each write; false stops the run there, after the
+	// actions in hand, and the rest are kept, not attempted.
+	Continue func() bool
+	// FinishOnCancel makes a cancelled context stop the run as Continue does: the
+	// removals in hand still finish, whole, and no other starts (a SIGTERM to an
+	// unattended pass). Otherwise the context cuts the writes off.
+	FinishOnCancel bool
+	// OnRecord, if set, sees each removal as it is made, one at a time.
+	OnRecord func(*write.Record)
+	// Warn, if set, receives what went wrong without failing a removal.
+	Warn func(error)
+}
 
-// DryRun is kubectl's --dry-run.
-type DryRun string
+// Gates are the checks a plan passes before anything is written. Each command asks for
+// its own: remove for AllOrNothing and Confirm, reconcile for MaxRemovals and
+// CheckPermissions.
+type Gates struct {
+	// AllOrNothing writes nothing when any requested removal is refused.
+	AllOrNothing bool
+	// MaxRemovals, if positive, is the breaker: a plan with more actions writes nothing,
+	// and each action is kept, saying why.
+	MaxRemovals int
+	// Confirm, if set, is asked before anything is written; false writes nothing.
+	Confirm func(*plan.Plan) (bool, error)
+	// CheckPermissions asks the API server for every permission the actions need before
+	// any is written; an action that lacks one fails, naming it, and is not attempted.
+	CheckPermissions bool
+}
 
-// The --dry-run strategies.
+// Stop names the gate that stopped a run before anything was written.
+type Stop string
+
+// The gates that stop a run.
 const (
-	DryRunNone   DryRun = "none"
-	DryRunClient DryRun = "client"
-	DryRunServer DryRun = "server"
+	// Refused: AllOrNothing, and a requested removal was refused.
+	Refused Stop = "Refused"
+	// Breaker: the plan holds more actions than MaxRemovals.
+	Breaker Stop = "Breaker"
+	// Declined: Confirm said no.
+	Declined Stop = "Declined"
 )
 
-// Target is one finalizer of one object, and the uid of the object the decision to remove
-// it was made about.
-type Target struct {
-	Resource  kube.Resource
-	Namespace string
-	Name      string
-	UID       types.UID
-	Finalizer string
-	// Field is metadata.finalizers or spec.finalizers (namespaces only).
-	Field string
-	// ResourceVersion, if set, pins a verified removal to the version of the object a
-	// provider verified: the write tests it, and if the object changed it is verified
-	// again (Remover.Reverify) before anything is written.
-	ResourceVersion string
-	// Finalizers, with ResourceVersion, are the object's metadata.finalizers at that
-	// version, as verified. The first attempt then writes without reading first: the
-	// write tests the uid, the version and the finalizer's place, so it fails, changing
-	// nothing, unless the object is exactly what was verified.
-	Finalizers []string
-}
-
-// Ref is the object's reference.
-func (t *Target) Ref() finalizev1alpha1.ObjectReference {
-	return t.Resource.Ref(t.Namespace, t.Name, t.UID)
-}
-
-// String names the target in errors: "finalizer F of configmaps/cfg -n team-a".
-func (t *Target) String() string {
-	return fmt.Sprintf("finalizer %s of %s", t.Finalizer, t.Ref())
-}
-
-// Result of one removal.
-type Result = finalizev1alpha1.RemovalResult
-
-// Results of one write.
-const (
-	// Removed: this write removed the finalizer.
-	Removed = finalizev1alpha1.ResultRemoved
-	// WouldRemove: a dry run; nothing changed.
-	WouldRemove = finalizev1alpha1.ResultWouldRemove
-	// AlreadyRemoved: someone else removed it first; nothing to do.
-	AlreadyRemoved = finalizev1alpha1.ResultAlreadyRemoved
-	// ObjectGone: the object no longer exists.
-	ObjectGone = finalizev1alpha1.ResultObjectGone
-)
-
-// Outcome is what a removal did and what the object looks like after it.
+// Outcome is a plan carried through its gates.
 type Outcome struct {
-	Result Result
-	// Deleted: after the removal the object is gone.
-	Deleted bool
-	// Remaining are the finalizers still on the object, metadata and spec.
-	Remaining []string
-	// Observed: Deleted and Remaining are what the write's response showed, so the
-	// object need not be read again.
-	Observed bool
-	// Attempts is how many times the removal was decided.
-	Attempts int
-	// Reverified counts how often the object changed after it was verified and was
-	// verified again.
-	Reverified int
-	// Pinned is the resourceVersion the last write was guarded by: the version the
-	// provider verified. Empty for a removal that was not pinned (forced).
-	Pinned string
+	// Plan is the plan as the API shows it, each action in plan order with its result
+	// once the run got that far.
+	Plan *finalizev1alpha1.RemovalPlan
+	// Stopped names the gate that stopped the run before anything was written; empty
+	// when none did.
+	Stopped Stop
 }
 
-// ErrUIDChanged means the object was deleted and a namesake created: the decision was
-// about another object.
-var ErrUIDChanged = errors.New("the object was replaced by a namesake with another uid")
+// Why an action that passed every gate was not attempted.
+const (
+	notAttemptedStopped   = "not attempted: the pass was stopped before it"
+	notAttemptedUnaudited = "not attempted: an audit line could not be written, so no further removal was started"
+)
 
-// ErrNotReverified means a pinned object changed after it was verified and could not be
-// verified again.
-var ErrNotReverified = errors.New("the object changed after it was verified and is not verified any more")
-
-// Remover performs guarded removals.
-type Remover struct {
-	Metadata metadata.Interface
-	Kube     client.Interface
-	// MaxAttempts bounds re-decisions; zero means DefaultMaxAttempts.
-	MaxAttempts int
-	// BeforeWrite, if set, runs between the read and the write of every attempt. Tests
-	// use it to race a removal exactly where a race matters.
-	BeforeWrite func(attempt int)
-	// Reverify verifies a pinned target again after the object changed, and returns the
-	// resourceVersion it verified. Without it, a pinned target that changed is not
-	// removed.
-	Reverify func(ctx context.Context, t Target) (string, error)
+// Plan decides each requested removal: verified by a provider, forced by the options, or
+// refused with the reason.
+func (r *Runner) Plan(ctx context.Context, reqs []plan.Request) *plan.Plan {
+	planner := &plan.Planner{Result: r.Scan, CauseOf: r.CauseOf, Verifier: r.Verifier, Concurrency: r.VerifyConcurrency,
+		Content: &plan.ContentReader{Discovery: r.Clients.Discovery, Metadata: r.Clients.Metadata}}
+	return planner.Plan(ctx, reqs, r.Options)
 }
 
-// Remove removes one finalizer. With DryRunClient it only reads; with DryRunServer the
-// write is sent with dryRun=All, so admission (webhooks included) runs and nothing changes.
-func (r *Remover) Remove(ctx context.Context, t Target, dry DryRun) (Outcome, error) {
-	attempts := r.MaxAttempts
-	if attempts <= 0 {
-		attempts = DefaultMaxAttempts
+// API is the plan as the API shows it, before any result.
+func (r *Runner) API(p *plan.Plan) *finalizev1alpha1.RemovalPlan {
+	out := &finalizev1alpha1.RemovalPlan{
+		TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "RemovalPlan"},
+		DryRun:   string(r.DryRun), Actions: []finalizev1alpha1.Removal{}, Refusals: []finalizev1alpha1.Refusal{},
 	}
-	if t.UID == "" {
-		return Outcome{}, fmt.Errorf("%s: refusing to remove a finalizer without the uid of the object it was decided for", t.String())
+	for i := range p.Actions {
+		out.Actions = append(out.Actions, p.Actions[i].API())
 	}
-	var lastErr error
-	var unanswered *unansweredError
-	reverified := 0
-	pause := client.ServerErrorBackoff
-	for attempt := 1; attempt <= attempts; attempt++ {
-		var (
-			out   Outcome
-			again bool
-			err   error
-		)
-		if t.Field == finalizev1alpha1.FieldSpecFinalizers {
-			out, again, err = r.removeSpec(ctx, &t, dry, attempt)
-		} else {
-			out, again, err = r.removeMetadata(ctx, &t, dry, attempt)
-		}
-		if errors.Is(err, errChangedSinceVerified) {
-			if rerr := r.reverify(ctx, &t); rerr != nil {
-				return Outcome{Attempts: attempt, Reverified: reverified}, rerr
-			}
-			reverified++
-		}
-		out.Attempts, out.Reverified, out.Pinned = attempt, reverified, t.ResourceVersion
-		if !again {
-			if err != nil && unanswered != nil {
-				err = fmt.Errorf("%s: the API server did not answer the write (%w), then %w: %s", t.String(), unanswered.err, err, unknownOutcome)
-			}
-			return out, err
-		}
-		if errors.As(err, &unanswered) {
-			// The write may or may not have been applied: wait, then read and decide anew.
-			select {
-			case <-ctx.Done():
-				return Outcome{Attempts: attempt, Reverified: reverified}, fmt.Errorf("%s: %w; %s", t.String(), err, unknownOutcome)
-			case <-time.After(pause.Step()):
-			}
-		}
-		klog.V(2).InfoS("The object changed under the removal; deciding again", "target", t.String(), "attempt", attempt, "err", err)
-		lastErr = err
-	}
-	if errors.As(lastErr, &unanswered) {
-		return Outcome{Attempts: attempts, Reverified: reverified}, fmt.Errorf("%s: gave up after %d attempts, the API server kept failing: %w; %s", t.String(), attempts, lastErr, unknownOutcome)
-	}
-	return Outcome{Attempts: attempts, Reverified: reverified}, fmt.Errorf("%s: gave up after %d attempts, the object kept changing: %w", t.String(), attempts, lastErr)
-}
-
-// unknownOutcome ends the error of a write whose answer never came.
-const unknownOutcome = "whether the finalizer was removed is unknown until the object is read again, which a rerun does"
-
-// unansweredError means a write got a server error or a broken connection instead of an
-// answer: it may or may not have been applied. The guard makes sending it again
-// harmless, but the object is read first, so the next attempt is a decision of its own.
-type unansweredError struct{ err error }
-
-func (e *unansweredError) Error() string { return "no answer to the write: " + e.err.Error() }
-func (e *unansweredError) Unwrap() error { return e.err }
-
-// unanswered says whether err leaves a write's outcome unknown.
-func unanswered(err error) bool {
-	if isWebhookError(err) {
-		return false // refused in admission, before anything was stored
-	}
-	return serverError(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
-}
-
-// errChangedSinceVerified means the object's resourceVersion is not the one verified.
-var errChangedSinceVerified = errors.New("the object changed since it was verified")
-
-// reverify verifies t again and pins it to the version verified.
-func (r *Remover) reverify(ctx context.Context, t *Target) error {
-	if r.Reverify == nil {
-		return fmt.Errorf("%s: %w; nothing was removed", t.String(), ErrNotReverified)
-	}
-	rv, err := r.Reverify(ctx, *t)
-	if err != nil {
-		return fmt.Errorf("%s: %w: %w; nothing was removed", t.String(), ErrNotReverified, err)
-	}
-	klog.V(2).InfoS("Verified again after the object changed", "target", t.String(), "resourceVersion", rv)
-	t.ResourceVersion = rv
-	t.Finalizers = nil // the verified version's finalizers are unknown here: read them
-	return nil
-}
-
-func (r *Remover) metadataResource(t *Target) metadata.ResourceInterface {
-	c := r.Metadata.Resource(t.Resource.GroupVersionResource)
-	if t.Namespace != "" {
-		return c.Namespace(t.Namespace)
-	}
-	return c
-}
-
-// removeMetadata makes one attempt; again reports that the object changed and the
-// removal must be decided anew.
-func (r *Remover) removeMetadata(ctx context.Context, t *Target, dry DryRun, attempt int) (Outcome, bool, error) {
-	res := r.metadataResource(t)
-	idx := -1
-	if attempt == 1 && t.ResourceVersion != "" && t.Finalizers != nil && dry != DryRunClient {
-		// Pinned to what was verified: the guarded write itself checks that nothing changed.
-		idx = slices.Index(t.Finalizers, t.Finalizer)
-	}
-	if idx < 0 {
-		cur, err := res.Get(ctx, t.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return Outcome{Result: ObjectGone, Deleted: true}, false, nil
-		}
-		if err != nil {
-			return Outcome{}, false, fmt.Errorf("reading %s: %w", t.Ref(), err)
-		}
-		if cur.UID != t.UID {
-			return Outcome{}, false, fmt.Errorf("%s: %w (uid %s, expected %s): nothing was removed", t.String(), ErrUIDChanged, cur.UID, t.UID)
-		}
-		if idx = slices.Index(cur.Finalizers, t.Finalizer); idx < 0 {
-			return Outcome{Result: AlreadyRemoved, Remaining: cur.Finalizers}, false, nil
-		}
-		if t.ResourceVersion != "" && cur.ResourceVersion != t.ResourceVersion {
-			return Outcome{}, true, errChangedSinceVerified
-		}
-		if dry == DryRunClient {
-			return Outcome{Result: WouldRemove, Remaining: slices.Delete(slices.Clone(cur.Finalizers), idx, idx+1)}, false, nil
-		}
-	}
-	patch, err := PinnedPatch(t.UID, t.ResourceVersion, idx, t.Finalizer)
-	if err != nil {
-		return Outcome{}, false, err
-	}
-	if r.BeforeWrite != nil {
-		r.BeforeWrite(attempt)
-	}
-	opts := metav1.PatchOptions{FieldManager: FieldManager}
-	if dry == DryRunServer {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	after, err := res.Patch(ctx, t.Name, types.JSONPatchType, patch, opts)
-	switch {
-	case err == nil:
-		if dry == DryRunServer {
-			return Outcome{Result: WouldRemove, Remaining: after.Finalizers}, false, nil
-		}
-		if t.Resource.IsNamespaces() {
-			return Outcome{Result: Removed}, false, nil // spec.finalizers are not in the response: Observe reads them
-		}
-		return observed(after), false, nil
-	case apierrors.IsConflict(err), apierrors.IsInvalid(err), apierrors.IsNotFound(err):
-		// A failed test (422), a conflict (409) or a vanished object: look again.
-		return Outcome{}, true, err
-	case unanswered(err):
-		return Outcome{}, true, &unansweredError{err}
-	}
-	return Outcome{}, false, writeError(*t, "patch", err)
-}
-
-// observed is the outcome of a removal as the write's response shows the object. A
-// write that leaves a deleted object without finalizers, and with no grace period left,
-// is the write in which the API server deletes it (the registry deletes during the
-// update), and the response is the object as deleted. A pod still within its grace
-// period is not deleted by that write: the kubelet deletes it later, so its outcome is
-// left for Observe.
-func observed(after *metav1.PartialObjectMetadata) Outcome {
-	out := Outcome{Result: Removed, Remaining: after.Finalizers}
-	switch {
-	case len(after.Finalizers) > 0:
-		out.Observed = true
-	case after.DeletionTimestamp != nil && after.DeletionGracePeriodSeconds != nil && *after.DeletionGracePeriodSeconds == 0:
-		out.Observed, out.Deleted, out.Remaining = true, true, nil
+	for i := range p.Refusals {
+		out.Refusals = append(out.Refusals, p.Refusals[i].API())
 	}
 	return out
 }
 
-// Patch is the guarded JSON patch that removes finalizer at index idx of the object with
-// uid: it fails, changing nothing, unless the object is still that one and the finalizer
-// is still at that index.
-func Patch(uid types.UID, idx int, finalizer string) ([]byte, error) {
-	return PinnedPatch(uid, "", idx, finalizer)
-}
-
-// PinnedPatch is Patch that also fails unless the object is still at resourceVersion, the
-// version a provider verified; an empty resourceVersion pins nothing.
-func PinnedPatch(uid types.UID, resourceVersion string, idx int, finalizer string) ([]byte, error) {
-	path := fmt.Sprintf("/metadata/finalizers/%d", idx)
-	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": uid}}
-	if resourceVersion != "" {
-		ops = append(ops, map[string]any{"op": "test", "path": "/metadata/resourceVersion", "value": resourceVersion})
-	}
-	ops = append(ops,
-		map[string]any{"op": "test", "path": path, "value": finalizer},
-		map[string]any{"op": "remove", "path": path})
-	return json.Marshal(ops)
-}
-
-// removeSpec removes a namespace's spec.finalizers entry through /finalize, guarded by
-// the resourceVersion it read.
-func (r *Remover) removeSpec(ctx context.Context, t *Target, dry DryRun, attempt int) (Outcome, bool, error) {
-	ns, err := r.Kube.CoreV1().Namespaces().Get(ctx, t.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return Outcome{Result: ObjectGone, Deleted: true}, false, nil
-	}
+// Act passes the plan through the gates, then carries out the actions that passed, and
+// returns the plan with the result of each. The error joins the failures of the
+// removals, each also in its action's result; it is nil when a gate stopped the run.
+// When the run fails before anything could be written (Confirm failed, the audit log
+// cannot be opened), the Outcome is nil.
+func (r *Runner) Act(ctx context.Context, p *plan.Plan, gates Gates) (*Outcome, error) {
+	out := &Outcome{Plan: r.API(p)}
+	rows := out.Plan.Actions
+	stopped, err := gates.stop(p, rows)
 	if err != nil {
-		return Outcome{}, false, fmt.Errorf("reading namespace %s: %w", t.Name, err)
+		return nil, err
 	}
-	if ns.UID != t.UID {
-		return Outcome{}, false, fmt.Errorf("%s: %w (uid %s, expected %s): nothing was removed", t.String(), ErrUIDChanged, ns.UID, t.UID)
+	if stopped != "" {
+		out.Stopped = stopped
+		return out, nil
 	}
-	idx := slices.Index(ns.Spec.Finalizers, corev1.FinalizerName(t.Finalizer))
-	if idx < 0 {
-		return Outcome{Result: AlreadyRemoved, Remaining: allFinalizers(&ns.ObjectMeta, ns)}, false, nil
+	allowed := make([]bool, len(p.Actions))
+	for i := range allowed {
+		allowed[i] = true
 	}
-	if t.ResourceVersion != "" && ns.ResourceVersion != t.ResourceVersion {
-		return Outcome{}, true, errChangedSinceVerified
+	if gates.CheckPermissions {
+		allowed = permitted(ctx, r.Clients.Kube, p.Actions, rows)
 	}
-	ns.Spec.Finalizers = slices.Delete(ns.Spec.Finalizers, idx, idx+1)
-	if dry == DryRunClient {
-		return Outcome{Result: WouldRemove, Remaining: allFinalizers(&ns.ObjectMeta, ns)}, false, nil
+	if r.PlanOnly {
+		for i, ok := range allowed {
+			if ok {
+				rows[i].Result = finalizev1alpha1.ResultWouldRemove
+			}
+		}
+		return out, nil
 	}
-	if r.BeforeWrite != nil {
-		r.BeforeWrite(attempt)
+	var auditor *write.Auditor
+	if (r.DryRun == "" || r.DryRun == write.DryRunNone) && r.Audit != nil {
+		if auditor, err = r.Audit.Open(ctx, r.Clients.Kube); err != nil {
+			return nil, err
+		}
 	}
-	opts := metav1.UpdateOptions{FieldManager: FieldManager}
-	if dry == DryRunServer {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	// ns carries the resourceVersion just read: the precondition of the update.
-	after, err := r.Kube.CoreV1().Namespaces().Finalize(ctx, ns, opts)
+	return out, r.write(ctx, p.Actions, allowed, rows, auditor)
+}
+
+// stop names the gate that stops the plan before anything is written, if one does; the
+// breaker keeps each action's row, saying why.
+func (g *Gates) stop(p *plan.Plan, rows []finalizev1alpha1.Removal) (Stop, error) {
 	switch {
-	case err == nil:
-		if dry == DryRunServer {
-			return Outcome{Result: WouldRemove, Remaining: allFinalizers(&after.ObjectMeta, after)}, false, nil
+	case g.AllOrNothing && len(p.Refusals) > 0:
+		return Refused, nil
+	case g.MaxRemovals > 0 && len(p.Actions) > g.MaxRemovals:
+		for i := range rows {
+			rows[i].Result = finalizev1alpha1.ResultKept
+			rows[i].Message = fmt.Sprintf("not removed: the pass planned %d removals, more than the %d allowed (maxRemovals); nothing was written", len(p.Actions), g.MaxRemovals)
 		}
-		return Outcome{Result: Removed}, false, nil
-	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
-		return Outcome{}, true, err
-	case unanswered(err):
-		return Outcome{}, true, &unansweredError{err}
+		return Breaker, nil
+	case g.Confirm != nil:
+		ok, err := g.Confirm(p)
+		if err != nil || ok {
+			return "", err
+		}
+		return Declined, nil
 	}
-	return Outcome{}, false, writeError(*t, "update", err)
+	return "", nil
 }
 
-func allFinalizers(meta *metav1.ObjectMeta, ns *corev1.Namespace) []string {
-	out := slices.Clone(meta.Finalizers)
-	if ns != nil {
-		for _, f := range ns.Spec.Finalizers {
-			out = append(out, string(f))
+// write carries out the allowed actions through the executor, recorded by auditor (nil
+// in a dry run), and gives each row its result: the record's, or why the action was not
+// attempted.
+func (r *Runner) write(ctx context.Context, actions []plan.Action, allowed []bool, rows []finalizev1alpha1.Removal, auditor *write.Auditor) error {
+	ex := &write.Executor{
+		Remover: &write.Remover{Metadata: r.Clients.Metadata, Kube: r.Clients.Kube},
+		DryRun:  r.DryRun, BackupDir: r.BackupDir, Dynamic: r.Clients.Dynamic, Verifier: r.Verifier,
+		Workers: r.Workers, Continue: r.Continue, OnRecord: r.OnRecord, Warn: r.Warn,
+	}
+	if r.FinishOnCancel {
+		stopped := ctx
+		ex.Continue = func() bool { return stopped.Err() == nil && (r.Continue == nil || r.Continue()) }
+		ctx = context.WithoutCancel(ctx)
+	}
+	if auditor != nil {
+		if err := auditor.Failed(); err != nil {
+			// The log failed in an earlier run and could not be taken up again: nothing
+			// may be removed, and the run must not look idle.
+			for i, ok := range allowed {
+				if ok {
+					rows[i].Result = finalizev1alpha1.ResultFailed
+					rows[i].Error = fmt.Sprintf("%s: not removed: %v; free the disk of the audit log, or choose another --audit-log", actions[i].String(), err)
+				}
+			}
+			return nil
+		}
+		ex.Auditor = auditor
+	}
+	var todo []plan.Action
+	var index []int
+	for i, ok := range allowed {
+		if ok {
+			todo = append(todo, actions[i])
+			index = append(index, i)
 		}
 	}
-	return out
+	records, err := ex.Execute(ctx, todo)
+	why := notAttemptedStopped
+	if errors.Is(err, write.ErrAuditLog) {
+		why = notAttemptedUnaudited
+	}
+	if skipped := merge(rows, index, records, why); skipped > 0 && errors.Is(err, write.ErrAuditLog) {
+		err = utilerrors.Flatten(utilerrors.NewAggregate([]error{err, fmt.Errorf("%s %s", printer.Plural(skipped, "removal"), why)}))
+	}
+	return err
 }
 
-// writeError explains a failed write: the permission that is missing, or the webhook
-// that refused.
-func writeError(t Target, verb string, err error) error {
-	resource := t.Resource.String()
-	if t.Field == finalizev1alpha1.FieldSpecFinalizers {
-		resource = "namespaces/finalize"
-	}
-	where := ""
-	if t.Namespace != "" {
-		where = fmt.Sprintf(" in namespace %q", t.Namespace)
-	}
-	switch {
-	case apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "admission webhook"):
-		return fmt.Errorf("%s: you may not %s %q%s; ask for RBAC permission to %s %s: %w", t.String(), verb, resource, where, verb, resource, err)
-	case isWebhookError(err):
-		return fmt.Errorf("%s: an admission webhook refused the write (run kubectl finalize doctor to see which, and why): %w", t.String(), err)
-	}
-	return fmt.Errorf("%s: %w", t.String(), err)
-}
-
-// Observe reads the object after a removal: gone, or the finalizers it still has.
-func (r *Remover) Observe(ctx context.Context, t Target) (deleted bool, remaining []string, err error) {
-	if t.Resource.IsNamespaces() {
-		ns, err := r.Kube.CoreV1().Namespaces().Get(ctx, t.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) || (err == nil && ns.UID != t.UID) {
-			return true, nil, nil
+// merge gives the row of each action its record's result, or, for an action without a
+// record, why it was not attempted. index maps the records to the rows. It counts the
+// actions not attempted.
+func merge(rows []finalizev1alpha1.Removal, index []int, records []*write.Record, why string) int {
+	skipped := 0
+	for j, i := range index {
+		var rec *write.Record
+		if j < len(records) {
+			rec = records[j]
 		}
-		if err != nil {
-			return false, nil, err
+		if rec == nil {
+			skipped++
+			rows[i].Result, rows[i].Message = finalizev1alpha1.ResultKept, why
+			continue
 		}
-		return false, allFinalizers(&ns.ObjectMeta, ns), nil
+		rows[i].Result = rec.Result
+		if rec.Error != "" {
+			rows[i].Result, rows[i].Error = finalizev1alpha1.ResultFailed, rec.Error
+		}
 	}
-	cur, err := r.metadataResource(&t).Get(ctx, t.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) || (err == nil && cur.UID != t.UID) {
-		return true, nil, nil
-	}
-	if err != nil {
-		return false, nil, err
-	}
-	return false, cur.Finalizers, nil
+	return skipped
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
@@ -53,8 +55,8 @@ type Options struct {
 	ChunkSize int64
 	// Progress, if set, is called (never concurrently) as types finish.
 	Progress func(Progress)
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is what ages are measured against; nil means the real clock.
+	Clock clock.PassiveClock
 	// Index gathers the Result's Index while listing, for the doctor.
 	Index bool
 	// Observe, if set, sees every object listed, stuck or not (ns is set for
@@ -106,9 +108,9 @@ func (s *Scanner) Scan(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
-	now := time.Now
-	if opts.Now != nil {
-		now = opts.Now
+	var now clock.PassiveClock = clock.RealClock{}
+	if opts.Clock != nil {
+		now = opts.Clock
 	}
 	started := time.Now()
 	d, err := discover(s.Discovery)
@@ -118,7 +120,7 @@ func (s *Scanner) Scan(ctx context.Context, opts Options) (*Result, error) {
 	klog.V(2).InfoS("Discovery done", "resourceTypes", len(d.resources), "failedGroupVersions", len(d.incomplete), "duration", time.Since(started))
 
 	res := &Result{
-		Incomplete: relevantFailures(d.incomplete, opts), Groups: d.groups, ManagerActivity: map[string]time.Time{}, Now: now(),
+		Incomplete: relevantFailures(d.incomplete, opts), Groups: d.groups, ManagerActivity: map[string]time.Time{}, Now: now.Now(),
 	}
 	if opts.Index {
 		res.Index = newIndex()
@@ -146,18 +148,15 @@ func (s *Scanner) Scan(ctx context.Context, opts Options) (*Result, error) {
 			break
 		}
 	}
-	sem := make(chan struct{}, opts.Concurrency)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(opts.Concurrency)
 	for _, r := range rest {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			st.done(r, s.listResource(ctx, r, opts, res.Now, terminating))
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // each type's error is in st
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
@@ -86,7 +87,7 @@ func newFixture(objs []runtime.Object, namespaces ...runtime.Object) *fixture {
 
 func (f *fixture) scan(t *testing.T, opts Options) *Result {
 	t.Helper()
-	opts.Now = func() time.Time { return now }
+	opts.Clock = testingclock.NewFakePassiveClock(now)
 	res, err := (&Scanner{Discovery: f.disc, Metadata: f.meta, Kube: f.kube}).Scan(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("Scan: %v", err)
@@ -319,7 +320,7 @@ func TestScanRelistsATypeWhoseContinueTokenExpired(t *testing.T) {
 			f := newFixture(nil)
 			p := tt.pager
 			p.items = items
-			opts := Options{ChunkSize: 2, Resources: []schema.GroupResource{{Resource: "configmaps"}}, Now: func() time.Time { return now }}
+			opts := Options{ChunkSize: 2, Resources: []schema.GroupResource{{Resource: "configmaps"}}, Clock: testingclock.NewFakePassiveClock(now)}
 			res, err := (&Scanner{Discovery: f.disc, Metadata: pagingMetadata{Interface: f.meta, p: &p}, Kube: f.kube}).Scan(context.Background(), opts)
 			if tt.wantReason != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantReason) {

@@ -16,6 +16,7 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
+	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 )
 
 // Result is what one run printed and its exit code.
@@ -54,6 +55,15 @@ func Build(dir string) (string, error) {
 		return "", fmt.Errorf("building kubectl-finalize: %w\n%s", err, out)
 	}
 	return binary, nil
+}
+
+// BuildInto is a controlplane.Setup that builds kubectl-finalize into the setup's
+// folder and sets *binary to its path.
+func BuildInto(binary *string) controlplane.Setup {
+	return func(dir string, _ *controlplane.Options) (err error) {
+		*binary, err = Build(dir)
+		return err
+	}
 }
 
 // BuildTemp builds kubectl-finalize into a new temporary directory named after pattern

@@ -3,7 +3,6 @@ package controlplane_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -24,9 +23,7 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) {
-	os.Exit(controlplane.RunMain(m, controlplane.Options{}, &cp))
-}
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp) }
 
 func TestConfigMapWithFinalizerStaysTerminating(t *testing.T) {
 	ctx := t.Context()

@@ -14,12 +14,39 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// RunMain starts one control plane for a test package, runs the package's tests, prints
-// the components' logs if any test failed, and stops everything. Use it from TestMain:
+// Setup prepares a test package before its control plane starts. dir is a temporary
+// folder removed after the tests: a setup builds what the tests run into it
+// (kubectl-finalize, a provider) and writes the files the control plane's flags name,
+// and may change the options the control plane starts with.
+type Setup func(dir string, opts *Options) error
+
+// Main is the TestMain of a test package: it runs each setup in order, starts one
+// control plane with opts into *out, runs the package's tests, prints the last lines of
+// every component's log if a test failed, stops everything and exits with the tests'
+// code.
 //
 //	var cp *controlplane.ControlPlane
-//	func TestMain(m *testing.M) { os.Exit(controlplane.RunMain(m, controlplane.Options{}, &cp)) }
-func RunMain(m *testing.M, opts Options, out **ControlPlane) int {
+//	func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp) }
+func Main(m *testing.M, opts Options, out **ControlPlane, setups ...Setup) {
+	os.Exit(runMain(m, opts, out, setups))
+}
+
+// runMain is Main up to the exit, so that its deferred removal runs.
+func runMain(m *testing.M, opts Options, out **ControlPlane, setups []Setup) int {
+	if len(setups) > 0 {
+		dir, err := os.MkdirTemp("", "kubectl-finalize-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		for _, setup := range setups {
+			if err := setup(dir, &opts); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	cp, err := Start(ctx, opts)
 	cancel()

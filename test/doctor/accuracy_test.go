@@ -13,7 +13,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -22,6 +21,7 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
@@ -100,18 +100,8 @@ func TestAParentDomainIsNotAGroupsFinalizer(t *testing.T) {
 
 func stuck(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, ns, name, finalizer string) {
 	t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "Widget",
-		"metadata": map[string]any{"name": name, "finalizers": []any{finalizer}}}}
-	c := dyn.Resource(gvr).Namespace(ns)
-	if _, err := c.Create(t.Context(), u, metav1.CreateOptions{FieldManager: "kubectl-client-side-apply"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = c.Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-	})
+	fixture.Stuck(t, fixture.Dynamic{ResourceInterface: dyn.Resource(gvr).Namespace(ns), Manager: "kubectl-client-side-apply"},
+		fixture.Custom(gvr, "Widget", ns, name, finalizer))
 }
 
 // TestWhatIsObservedBeatsWhatIsReported: the namespace controller's conditions say all
@@ -201,23 +191,14 @@ func TestOneDeadOperatorIsSaidOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := cp.Namespace(t)
-	c := s.Dynamic.Resource(crd.GVR()).Namespace(ns)
+	c := fixture.Dynamic{ResourceInterface: s.Dynamic.Resource(crd.GVR()).Namespace(ns), Manager: "scale-operator"}
 	// The operator writes every object, then they are all deleted: it has written
 	// nothing since any deletion began.
 	for i := range 30 {
-		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": crd.GVR().GroupVersion().String(), "kind": "Widget",
-			"metadata": map[string]any{"name": fmt.Sprintf("w-%02d", i), "finalizers": []any{"scale.accuracy.example/cleanup"}}}}
-		if _, err := c.Create(t.Context(), u, metav1.CreateOptions{FieldManager: "scale-operator"}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_, _ = c.Patch(context.Background(), u.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		})
+		fixture.Held(t, c, fixture.Custom(crd.GVR(), "Widget", ns, fmt.Sprintf("w-%02d", i), "scale.accuracy.example/cleanup"))
 	}
 	for i := range 30 {
-		if err := c.Delete(t.Context(), fmt.Sprintf("w-%02d", i), metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		fixture.Delete(t, c, fmt.Sprintf("w-%02d", i))
 	}
 	r := cli.Run(t, cp.AdminKubeconfig, "doctor", "-n", ns)
 	if n := strings.Count(r.Stdout, "has written nothing"); n != 1 || !strings.Contains(r.Stdout, "widgets.scale.accuracy.example -n "+ns+" (30): w-00, w-01") ||

@@ -3,7 +3,6 @@
 package doctor
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,9 +25,7 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) {
-	os.Exit(controlplane.RunMain(m, controlplane.Options{}, &cp))
-}
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp) }
 
 // diagnose scans the cluster of plane and diagnoses it, through the pipeline every
 // command uses.

@@ -25,26 +25,12 @@ var (
 	binDir string
 )
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp, buildPlugin) }
 
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "kubectl-finalize-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
+// buildPlugin builds kubectl-finalize, with testVersion, and puts the completion shim
+// beside it, into binDir.
+func buildPlugin(dir string, _ *controlplane.Options) error {
 	binDir = dir
-	if err := buildPlugin(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return controlplane.RunMain(m, controlplane.Options{}, &cp)
-}
-
-func buildPlugin(dir string) error {
 	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-finalize"),
 		"-ldflags", "-X github.com/kubectl-finalize/kubectl-finalize/pkg/version.version="+testVersion,
 		"github.com/kubectl-finalize/kubectl-finalize/cmd/kubectl-finalize")

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 )
 
 // onTerminal runs kubectl-finalize on a pseudo-terminal (script(1)) and types input.
@@ -31,12 +32,7 @@ func TestRemoveAsksOnATerminal(t *testing.T) {
 	ctx := t.Context()
 	ns := cp.Namespace(t)
 	c := cp.Kube(t).CoreV1().ConfigMaps(ns)
-	if _, err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Finalizers: []string{"a.example.com/x"}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Delete(ctx, "cfg", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Stuck(t, c, fixture.ConfigMap("cfg", nil, "a.example.com/x"))
 	args := []string{"remove", "configmap/cfg", "-n", ns, "--finalizer", "a.example.com/x", "--force-unverified", "--reason", "INC-7"}
 	for _, answer := range []string{"\n", "n\n", "nope\n"} {
 		out := onTerminal(t, answer, args...)

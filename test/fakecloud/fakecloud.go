@@ -64,13 +64,21 @@ type Cloud struct {
 func New(t testing.TB) *Cloud {
 	t.Helper()
 	c := &Cloud{hits: map[string]int{}, gone: map[string]bool{}}
-	c.Server = httptest.NewTLSServer(http.HandlerFunc(c.serve))
-	t.Cleanup(c.Close)
-	c.CAFile = filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(c.CAFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate().Raw}), 0o600); err != nil {
+	c.Server, c.CAFile = TLSServer(t, http.HandlerFunc(c.serve))
+	return c
+}
+
+// TLSServer starts an HTTPS server of handler for t, with a CA of its own, and writes
+// that CA's certificate into a file of t's: the file a policy's tls.caFile names.
+func TLSServer(t testing.TB, handler http.Handler) (srv *httptest.Server, caFile string) {
+	t.Helper()
+	srv = httptest.NewTLSServer(handler)
+	t.Cleanup(srv.Close)
+	caFile = filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return srv, caFile
 }
 
 // OnRequest runs f before each answer, with the ID asked about.

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -17,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -25,13 +23,12 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 )
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) {
-	os.Exit(controlplane.RunMain(m, controlplane.Options{}, &cp))
-}
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp) }
 
 // proxied is a proxy in front of the API server, and a kubeconfig through it: the tests
 // kill the API server at the request they choose.
@@ -96,18 +93,7 @@ func seed(t *testing.T, fin string, n int) string {
 	ns := cp.Namespace(t)
 	cms := cp.Kube(t).CoreV1().ConfigMaps(ns)
 	create := func(name, instance string, stuck bool) {
-		if _, err := cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{fin},
-			Annotations: map[string]string{"instance": instance}}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_, _ = cms.Patch(context.Background(), name, "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		})
-		if stuck {
-			if err := cms.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		fixture.Create(t, cms, fixture.ConfigMap(name, map[string]string{"instance": instance}, fin), stuck)
 	}
 	create("control", "live", false)
 	create("present", "present-1", true)
@@ -147,6 +133,38 @@ func undisturbed(t *testing.T, c *fakecloud.Cloud, fin string, n int) []string {
 		t.Fatalf("the undisturbed pass: code %d\n%s", r.Code, r.Stderr)
 	}
 	return state(t, ns)
+}
+
+// disturbed is a pass to disturb: the state an undisturbed pass ends in, a namespace
+// seeded the same way, its policy, and a proxy in front of the API server with a killer.
+type disturbed struct {
+	c                      *fakecloud.Cloud
+	want                   []string
+	ns, policy, kubeconfig string
+	p                      *apiproxy.Proxy
+	k                      *killer
+}
+
+// disturb makes a disturbed pass over n stuck objects held by fin.
+func disturb(t *testing.T, fin string, n int) *disturbed {
+	t.Helper()
+	d := &disturbed{c: fakecloud.New(t)}
+	d.want = undisturbed(t, d.c, fin+"-u", n)
+	d.ns = seed(t, fin, n)
+	d.policy = writePolicy(t, d.c, fin)
+	d.p, d.kubeconfig = proxied(t)
+	d.k = newKiller(t, d.p)
+	return d
+}
+
+// rerun makes a pass once the API server is back: it must end where the undisturbed pass
+// ended.
+func (d *disturbed) rerun(t *testing.T) {
+	t.Helper()
+	r := cli.Run(t, d.kubeconfig, "reconcile", "--once", "--policy", d.policy, "-n", d.ns, "-o", "json")
+	if got := state(t, d.ns); r.Code != 0 || !sameShape(got, d.want) {
+		t.Errorf("the rerun: exit %d, state %v, want the shape of %v\n%s", r.Code, got, d.want, r.Stderr)
+	}
 }
 
 func isPatch(r *http.Request) bool { return r.Method == http.MethodPatch }
@@ -271,14 +289,9 @@ func firstLine(s string) string {
 // TestKilledMidVerify: the API server dies while the provider is verifying. The pass
 // exits 1 naming each removal it could not make; nothing is removed; the rerun converges.
 func TestKilledMidVerify(t *testing.T) {
-	fin := "mid-verify.example.com/cleanup"
-	c := fakecloud.New(t)
 	const n = 5
-	want := undisturbed(t, c, fin+"-u", n)
-	ns := seed(t, fin, n)
-	policy := writePolicy(t, c, fin)
-	p, kubeconfig := proxied(t)
-	k := newKiller(t, p)
+	d := disturb(t, "mid-verify.example.com/cleanup", n)
+	c, ns, policy, kubeconfig, k := d.c, d.ns, d.policy, d.kubeconfig, d.k
 	c.OnRequest(func(id string) {
 		if strings.HasPrefix(id, "deleted-"+ns) {
 			k.now(t)
@@ -308,10 +321,7 @@ func TestKilledMidVerify(t *testing.T) {
 	if got := state(t, ns); len(got) != n+2 {
 		t.Errorf("after the failed pass: %v; every finalizer should still be there", got)
 	}
-	r = cli.Run(t, kubeconfig, "reconcile", "--once", "--policy", policy, "-n", ns, "-o", "json")
-	if got := state(t, ns); r.Code != 0 || !sameShape(got, want) {
-		t.Errorf("the rerun: exit %d, state %v, want the shape of %v\n%s", r.Code, got, want, r.Stderr)
-	}
+	d.rerun(t)
 }
 
 // firstError is the first error of the report that holds text ("" for any).
@@ -328,14 +338,9 @@ func firstError(rep *finalizev1alpha1.ReconcileReport, text string) string {
 // answer leaves. The pass exits 1: two removed, the third named as unknown, the rest
 // not done. The rerun converges.
 func TestKilledMidWrite(t *testing.T) {
-	fin := "mid-write.example.com/cleanup"
-	c := fakecloud.New(t)
 	const n = 6
-	want := undisturbed(t, c, fin+"-u", n)
-	ns := seed(t, fin, n)
-	policy := writePolicy(t, c, fin)
-	p, kubeconfig := proxied(t)
-	k := newKiller(t, p)
+	d := disturb(t, "mid-write.example.com/cleanup", n)
+	p, ns, policy, kubeconfig, k := d.p, d.ns, d.policy, d.kubeconfig, d.k
 	var patches atomic.Int32
 	p.Cut(func(r *http.Request, answered bool) bool {
 		if answered && isPatch(r) && patches.Add(1) == 3 {
@@ -366,10 +371,7 @@ func TestKilledMidWrite(t *testing.T) {
 	}
 	p.Cut(nil)
 	k.restart(t)
-	r = cli.Run(t, kubeconfig, "reconcile", "--once", "--policy", policy, "-n", ns, "-o", "json")
-	if got := state(t, ns); r.Code != 0 || !sameShape(got, want) {
-		t.Errorf("the rerun: exit %d, state %v, want the shape of %v\n%s", r.Code, got, want, r.Stderr)
-	}
+	d.rerun(t)
 }
 
 // withoutWarnings is what a command printed on stderr, less its "Warning: " lines.

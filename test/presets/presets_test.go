@@ -3,7 +3,6 @@
 package presets
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,7 +15,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -25,14 +23,13 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) {
-	os.Exit(controlplane.RunMain(m, controlplane.Options{}, &cp))
-}
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp) }
 
 // world creates objects and lets them go when the test ends.
 type world struct {
@@ -65,35 +62,22 @@ func (w *world) crd(group, kind, plural string, cluster bool) schema.GroupVersio
 // live.
 func (w *world) object(gvr schema.GroupVersionResource, ns, name, finalizer string, annotations map[string]string, spec, status map[string]any, live bool) {
 	w.t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": kindOf(gvr),
-		"metadata": map[string]any{"name": name, "finalizers": []any{finalizer}}}}
+	u := fixture.Custom(gvr, kindOf(gvr), ns, name, finalizer)
 	if spec != nil {
 		u.Object["spec"] = spec
 	}
 	u.SetAnnotations(annotations)
-	var c dynamic.ResourceInterface = w.dyn.Resource(gvr)
-	if ns != "" {
-		c = w.dyn.Resource(gvr).Namespace(ns)
-		u.SetNamespace(ns)
-	}
-	created, err := c.Create(w.t.Context(), u, metav1.CreateOptions{FieldManager: w.manager})
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	c := fixture.Resource(w.dyn, gvr, ns)
+	c.Manager = w.manager
+	created := fixture.Held(w.t, c, u)
 	if status != nil {
 		created.Object["status"] = status
 		if _, err := c.UpdateStatus(w.t.Context(), created, metav1.UpdateOptions{FieldManager: w.manager}); err != nil {
 			w.t.Fatal(err)
 		}
 	}
-	w.t.Cleanup(func() {
-		_, _ = c.Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		_ = c.Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
 	if !live {
-		if err := c.Delete(w.t.Context(), name, metav1.DeleteOptions{}); err != nil {
-			w.t.Fatal(err)
-		}
+		fixture.Delete(w.t, c, name)
 	}
 }
 
@@ -228,23 +212,15 @@ func TestAWSLoadBalancer(t *testing.T) {
 	kube := cp.Kube(t)
 	ns := cp.Namespace(t)
 	service := func(name, hostname string, live bool) {
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"service.k8s.aws/resources"}},
-			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}}}
-		created, err := kube.CoreV1().Services(ns).Create(t.Context(), svc, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svcs := kube.CoreV1().Services(ns)
+		created := fixture.Held(t, svcs, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"service.k8s.aws/resources"}},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}}})
 		created.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: hostname}}
-		if _, err := kube.CoreV1().Services(ns).UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+		if _, err := svcs.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			_, _ = kube.CoreV1().Services(ns).Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		})
 		if !live {
-			if err := kube.CoreV1().Services(ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			fixture.Delete(t, svcs, name)
 		}
 	}
 	service("control", "live-lb.elb.amazonaws.com", true)
@@ -256,19 +232,8 @@ func TestAWSLoadBalancer(t *testing.T) {
 		if group != "" {
 			finalizer = "group.ingress.k8s.aws/" + group
 		}
-		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{finalizer}},
-			Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}
-		if _, err := kube.NetworkingV1().Ingresses(ns).Create(t.Context(), ing, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_, _ = kube.NetworkingV1().Ingresses(ns).Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		})
-		if !live {
-			if err := kube.NetworkingV1().Ingresses(ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		fixture.Create(t, kube.NetworkingV1().Ingresses(ns), &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{finalizer}},
+			Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}, !live)
 	}
 	// Group "deleted-shop": its load balancer is gone, yet one member still lives.
 	ingress("shop-front", "deleted-shop", true)
@@ -302,21 +267,9 @@ func TestCSIVolume(t *testing.T) {
 	c := fakecloud.New(t)
 	kube := cp.Kube(t)
 	pv := func(name, handle string, policy corev1.PersistentVolumeReclaimPolicy, live bool) {
-		v := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"external-provisioner.volume.kubernetes.io/finalizer"}},
+		fixture.Create(t, kube.CoreV1().PersistentVolumes(), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"external-provisioner.volume.kubernetes.io/finalizer"}},
 			Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resourceQuantity("1Gi")}, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				PersistentVolumeReclaimPolicy: policy, PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: handle}}}}
-		if _, err := kube.CoreV1().PersistentVolumes().Create(t.Context(), v, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_, _ = kube.CoreV1().PersistentVolumes().Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-			_ = kube.CoreV1().PersistentVolumes().Delete(context.Background(), name, metav1.DeleteOptions{})
-		})
-		if !live {
-			if err := kube.CoreV1().PersistentVolumes().Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
+				PersistentVolumeReclaimPolicy: policy, PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: handle}}}}, !live)
 	}
 	pv("presets-control", "live-vol", corev1.PersistentVolumeReclaimDelete, true)
 	pv("presets-gone", "deleted-vol-1", corev1.PersistentVolumeReclaimDelete, false)

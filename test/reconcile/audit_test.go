@@ -14,8 +14,6 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
-	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
-	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
 )
 
 // auditLines reads an audit log: each line's stage and id.
@@ -43,10 +41,7 @@ func auditLines(t *testing.T, path string) []map[string]any {
 // not be written, so nothing was), no other is attempted, and the pass exits 1.
 func TestAFullAuditLogStopsThePassBeforeAnyWrite(t *testing.T) {
 	audit := cli.FullDiskLog(t)
-	ns := cp.Namespace(t)
-	fin := controlplane.FinalizerOf(t)
-	c := fakecloud.New(t)
-	object(t, ns, "control", fin, "live", false)
+	ns, fin, c := world(t)
 	versions := map[string]string{}
 	for _, name := range []string{"a", "b", "c"} {
 		versions[name] = object(t, ns, name, fin, "deleted-"+name, true).ResourceVersion
@@ -82,10 +77,7 @@ func TestAFullAuditLogStopsThePassBeforeAnyWrite(t *testing.T) {
 // TestEveryRemovalHasAnIntentLineBeforeItsRecord: each removal writes two lines with the
 // same id, its intent (synced before the write) and its record after.
 func TestEveryRemovalHasAnIntentLineBeforeItsRecord(t *testing.T) {
-	ns := cp.Namespace(t)
-	fin := controlplane.FinalizerOf(t)
-	c := fakecloud.New(t)
-	object(t, ns, "control", fin, "live", false)
+	ns, fin, c := world(t)
 	for _, name := range []string{"a", "b"} {
 		object(t, ns, name, fin, "deleted-"+name, true)
 	}
@@ -123,10 +115,7 @@ func TestEveryRemovalHasAnIntentLineBeforeItsRecord(t *testing.T) {
 // room again, with every line whole.
 func TestAContinuousRunNeverGoesQuietAfterTheAuditLogFails(t *testing.T) {
 	audit, free := cli.FullDisk(t)
-	ns := cp.Namespace(t)
-	fin := controlplane.FinalizerOf(t)
-	c := fakecloud.New(t)
-	object(t, ns, "control", fin, "live", false)
+	ns, fin, c := world(t)
 	for _, name := range []string{"a", "b"} {
 		object(t, ns, name, fin, "deleted-"+name, true)
 	}

@@ -10,13 +10,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
@@ -162,19 +162,10 @@ func TestAnUnreadableNamespaceFailsThePass(t *testing.T) {
 // secrets: the pass exits 1 naming the type, instead of staying green because another
 // type answered.
 func TestCannotVerifyIsPerType(t *testing.T) {
-	c := fakecloud.New(t)
-	ns := cp.Namespace(t)
-	fin := controlplane.FinalizerOf(t)
-	object(t, ns, "control", fin, "live", false)
+	ns, fin, c := world(t)
 	object(t, ns, "target", fin, "deleted-1", true)
-	secrets := cp.Kube(t).CoreV1().Secrets(ns)
-	if _, err := secrets.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "secret-control", Finalizers: []string{fin},
-		Annotations: map[string]string{"instance": "garbage"}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = secrets.Patch(context.Background(), "secret-control", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-	})
+	fixture.Held(t, cp.Kube(t).CoreV1().Secrets(ns), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "secret-control", Finalizers: []string{fin},
+		Annotations: map[string]string{"instance": "garbage"}}})
 	policy := cli.WritePolicy(t, "", strings.Replace(c.Rule("pertype", fin, ""), "resources: [configmaps]", "resources: [configmaps, secrets]", 1))
 	rep, r := pass(t, cp.AdminKubeconfig, policy)
 	if a := action(t, rep, "target"); a.Result != finalizev1alpha1.ResultRemoved {

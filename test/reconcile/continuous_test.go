@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -19,6 +18,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
@@ -55,26 +55,9 @@ func (p *process) awaitPasses(t *testing.T, n int) []*finalizev1alpha1.Reconcile
 // annotation, deleted when stuck is set.
 func widget(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, ns, name, instance string, stuck bool, finalizers ...string) {
 	t.Helper()
-	var fins []any
-	for _, f := range finalizers {
-		fins = append(fins, f)
-	}
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": gvr.GroupVersion().String(), "kind": "Widget",
-		"metadata": map[string]any{"name": name, "namespace": ns, "finalizers": fins, "annotations": map[string]any{"instance": instance}},
-	}}
-	c := dyn.Resource(gvr).Namespace(ns)
-	if _, err := c.Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = c.Patch(context.Background(), name, "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-	})
-	if stuck {
-		if err := c.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	obj := fixture.Custom(gvr, "Widget", ns, name, finalizers...)
+	obj.SetAnnotations(map[string]string{"instance": instance})
+	fixture.Create(t, fixture.Resource(dyn, gvr, ns), obj, stuck)
 }
 
 // TestContinuousModeSeesTheClusterAsItIsNow: a continuous run started before a CRD was

@@ -5,9 +5,7 @@ package reconcile
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +19,8 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 )
 
 var (
@@ -32,58 +32,40 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	controlplane.Main(m, controlplane.Options{}, &cp, cli.BuildInto(&binary), auditServiceAccounts)
 }
 
-func run(m *testing.M) int {
-	var dir string
-	var err error
-	if binary, dir, err = cli.BuildTemp("kubectl-finalize-reconcile-"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	// The API server's audit log records every request of a ServiceAccount: it shows
-	// which of the verbs the generated RBAC grants a pass uses.
+// auditServiceAccounts has the API server's audit log record every request of a
+// ServiceAccount: it shows which of the verbs the generated RBAC grants a pass uses.
+func auditServiceAccounts(dir string, opts *controlplane.Options) error {
 	auditPolicy = filepath.Join(dir, "audit-policy.yaml")
 	auditLog = filepath.Join(dir, "audit.log")
-	if err := os.WriteFile(auditPolicy, []byte(`apiVersion: audit.k8s.io/v1
+	opts.APIServerFlags = map[string]string{"audit-policy-file": auditPolicy, "audit-log-path": auditLog, "audit-log-mode": "blocking"}
+	return os.WriteFile(auditPolicy, []byte(`apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
 - level: Metadata
   userGroups: ["system:serviceaccounts"]
 - level: None
-`), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return controlplane.RunMain(m, controlplane.Options{APIServerFlags: map[string]string{
-		"audit-policy-file": auditPolicy, "audit-log-path": auditLog, "audit-log-mode": "blocking"}}, &cp)
+`), 0o600)
 }
 
 // object creates a configmap with finalizer and an "instance" annotation, deleted when
 // stuck is set.
 func object(t *testing.T, ns, name, finalizer, instance string, stuck bool) *corev1.ConfigMap {
 	t.Helper()
-	c := cp.Kube(t).CoreV1().ConfigMaps(ns)
-	cm, err := c.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{finalizer},
-		Annotations: map[string]string{"instance": instance}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = c.Patch(context.Background(), name, "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-	})
-	if stuck {
-		if err := c.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if cm, err = c.Get(t.Context(), name, metav1.GetOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return cm
+	return fixture.Create(t, cp.Kube(t).CoreV1().ConfigMaps(ns), fixture.ConfigMap(name, map[string]string{"instance": instance}, finalizer), stuck)
+}
+
+// world is where most tests of a pass start: a namespace and a finalizer of the test's
+// own, a cloud, and a live control whose instance exists, so that the rules' provider
+// is checked against something that exists.
+func world(t *testing.T) (ns, fin string, c *fakecloud.Cloud) {
+	t.Helper()
+	ns, fin, c = cp.Namespace(t), controlplane.FinalizerOf(t), fakecloud.New(t)
+	object(t, ns, "control", fin, "live", false)
+	return ns, fin, c
 }
 
 func resourceVersion(t *testing.T, ns, name string) string {

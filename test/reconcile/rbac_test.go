@@ -18,7 +18,6 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -29,6 +28,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
@@ -140,10 +140,8 @@ func grantsOf(t *testing.T, manifests string) []grant {
 func TestEveryVerbTheGeneratedRBACGrantsIsUsed(t *testing.T) {
 	cp.RequireNoControllerManager(t)
 	kube := cp.Kube(t)
-	ns, empty := cp.Namespace(t), cp.Namespace(t)
-	fin := controlplane.FinalizerOf(t)
-	c := fakecloud.New(t)
-	object(t, ns, "control", fin, "live", false)
+	ns, fin, c := world(t)
+	empty := cp.Namespace(t)
 	object(t, ns, "gone", fin, "deleted-1", true)
 	object(t, ns, "changing", fin, "deleted-changing", true)
 	// Not the last finalizer: removed by a patch (the others' last one, by an update).
@@ -264,30 +262,10 @@ func crdFor(t *testing.T, crd seed.CRD) schema.GroupVersionResource {
 // deleted when stuck is set.
 func custom(t *testing.T, gvr schema.GroupVersionResource, kind, ns, name string, finalizers []string, l map[string]string, stuck bool) {
 	t.Helper()
-	dyn := dynamic.NewForConfigOrDie(cp.Config)
-	var c dynamic.ResourceInterface = dyn.Resource(gvr)
-	if ns != "" {
-		c = dyn.Resource(gvr).Namespace(ns)
-	}
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(gvr.GroupVersion().String())
-	u.SetKind(kind)
-	u.SetName(name)
-	u.SetFinalizers(finalizers)
+	u := fixture.Custom(gvr, kind, ns, name, finalizers...)
 	u.SetLabels(l)
 	u.SetAnnotations(map[string]string{"instance": name})
-	if _, err := c.Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = c.Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		_ = c.Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	if stuck {
-		if err := c.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fixture.Create(t, fixture.Resource(dynamic.NewForConfigOrDie(cp.Config), gvr, ns), u, stuck)
 }
 
 var (

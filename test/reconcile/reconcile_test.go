@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
@@ -31,10 +31,8 @@ import (
 // present or still young, in a namespace the policy excludes, and with a finalizer no
 // rule matches.
 func TestAPassRemovesOnlyWhatWasVerified(t *testing.T) {
-	ns, excluded := cp.Namespace(t), cp.Namespace(t)
-	fin := controlplane.FinalizerOf(t)
-	c := fakecloud.New(t)
-	object(t, ns, "control", fin, "live", false)
+	ns, fin, c := world(t)
+	excluded := cp.Namespace(t)
 	object(t, ns, "gone", fin, "deleted-1", true)
 	object(t, ns, "present", fin, "present-1", true)
 	object(t, ns, "young", fin+"-young", "deleted-2", true)
@@ -67,10 +65,10 @@ func TestAPassRemovesOnlyWhatWasVerified(t *testing.T) {
 	// Two audit lines per write, its intent and its record, and an Event.
 	b, _ := os.ReadFile(audit)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	var intent remove.Intent
-	var rec remove.Record
-	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &intent) != nil || intent.Stage != remove.StageIntent || intent.Target.Name != "gone" ||
-		json.Unmarshal([]byte(lines[1]), &rec) != nil || rec.Stage != remove.StageComplete || rec.ID != intent.ID || rec.Target.Name != "gone" || !rec.Verified || rec.Event == "" {
+	var intent write.Intent
+	var rec write.Record
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &intent) != nil || intent.Stage != write.StageIntent || intent.Target.Name != "gone" ||
+		json.Unmarshal([]byte(lines[1]), &rec) != nil || rec.Stage != write.StageComplete || rec.ID != intent.ID || rec.Target.Name != "gone" || !rec.Verified || rec.Event == "" {
 		t.Errorf("audit lines %q", lines)
 	}
 	// The default output is a table.
@@ -83,10 +81,7 @@ func TestAPassRemovesOnlyWhatWasVerified(t *testing.T) {
 
 // TestDryRunWritesNothing: the plan is verified and printed; no resourceVersion moves.
 func TestDryRunWritesNothing(t *testing.T) {
-	ns := cp.Namespace(t)
-	fin := controlplane.FinalizerOf(t)
-	c := fakecloud.New(t)
-	object(t, ns, "control", fin, "live", false)
+	ns, fin, c := world(t)
 	before := object(t, ns, "gone", fin, "deleted-1", true).ResourceVersion
 	rep, r := pass(t, cp.AdminKubeconfig, cli.WritePolicy(t, "", c.Rule("dbs", fin, "")), "--dry-run")
 	if r.Code != 0 || !rep.DryRun || action(t, rep, "gone").Result != finalizev1alpha1.ResultWouldRemove {
@@ -100,10 +95,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 // TestTheBreakerTripsBeforeAnyWrite: a plan larger than --max-removals writes nothing,
 // exits 4, and reports the plan.
 func TestTheBreakerTripsBeforeAnyWrite(t *testing.T) {
-	ns := cp.Namespace(t)
-	fin := controlplane.FinalizerOf(t)
-	c := fakecloud.New(t)
-	object(t, ns, "control", fin, "live", false)
+	ns, fin, c := world(t)
 	versions := map[string]string{}
 	for _, name := range []string{"a", "b", "c"} {
 		versions[name] = object(t, ns, name, fin, "deleted-"+name, true).ResourceVersion
@@ -131,10 +123,7 @@ func TestTheBreakerTripsBeforeAnyWrite(t *testing.T) {
 // TestAFailedPassConvergesOnRerun: a provider that fails keeps its objects; once it
 // answers, the next pass removes them, and a third finds nothing to do.
 func TestAFailedPassConvergesOnRerun(t *testing.T) {
-	ns := cp.Namespace(t)
-	fin := controlplane.FinalizerOf(t)
-	c := fakecloud.New(t)
-	object(t, ns, "control", fin, "live", false)
+	ns, fin, c := world(t)
 	object(t, ns, "now", fin, "deleted-1", true)
 	object(t, ns, "later", fin, "error", true)
 	policy := cli.WritePolicy(t, "", c.Rule("dbs", fin, ""))
@@ -224,10 +213,7 @@ func canI(t *testing.T, kubeconfig string, args ...string) bool {
 // TestTheGeneratedRBACIsEnoughAndNoMore runs a pass as a ServiceAccount bound to what
 // `kubectl finalize rbac` prints, then shows the account can do nothing else.
 func TestTheGeneratedRBACIsEnoughAndNoMore(t *testing.T) {
-	ns := cp.Namespace(t)
-	fin := controlplane.FinalizerOf(t)
-	c := fakecloud.New(t)
-	object(t, ns, "control", fin, "live", false)
+	ns, fin, c := world(t)
 	object(t, ns, "gone", fin, "deleted-1", true)
 	policy := cli.WritePolicy(t, "", c.Rule("dbs", fin, ""))
 	kubeconfig := serviceAccount(t, policy, nil)
@@ -267,10 +253,7 @@ func TestTheGeneratedRBACIsEnoughAndNoMore(t *testing.T) {
 // TestAMissingPermissionFailsByNameBeforeAnyWrite: without the right to create Events,
 // no removal is attempted, and each says what is missing.
 func TestAMissingPermissionFailsByNameBeforeAnyWrite(t *testing.T) {
-	ns := cp.Namespace(t)
-	fin := controlplane.FinalizerOf(t)
-	c := fakecloud.New(t)
-	object(t, ns, "control", fin, "live", false)
+	ns, fin, c := world(t)
 	before := object(t, ns, "gone", fin, "deleted-1", true).ResourceVersion
 	policy := cli.WritePolicy(t, "", c.Rule("dbs", fin, ""))
 	withoutEvents := func(s string) string {
@@ -294,11 +277,8 @@ func TestAMissingPermissionFailsByNameBeforeAnyWrite(t *testing.T) {
 
 // TestSIGTERMStopsCleanly: continuous mode, stopped mid-pass, exits 0; a rerun finishes.
 func TestSIGTERMStopsCleanly(t *testing.T) {
-	ns := cp.Namespace(t)
-	fin := controlplane.FinalizerOf(t)
-	c := fakecloud.New(t)
+	ns, fin, c := world(t)
 	c.Delay = 3 * time.Second
-	object(t, ns, "control", fin, "live", false)
 	object(t, ns, "slow", fin, "slow-1", true)
 	policy := cli.WritePolicy(t, "", c.Rule("dbs", fin, "  controls: {requireLive: false}\n"))
 	p := start(t, cp.AdminKubeconfig, "reconcile", "--policy", policy, "--interval", "1h", "--metrics-bind-address", "0")
@@ -323,10 +303,7 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 // TestTwoReplicasNeverBothAct: two processes with --leader-elect; one takes the Lease and
 // acts, the other waits.
 func TestTwoReplicasNeverBothAct(t *testing.T) {
-	ns := cp.Namespace(t)
-	fin := controlplane.FinalizerOf(t)
-	c := fakecloud.New(t)
-	object(t, ns, "control", fin, "live", false)
+	ns, fin, c := world(t)
 	for _, name := range []string{"a", "b", "c", "d"} {
 		object(t, ns, name, fin, "deleted-"+name, true)
 	}
@@ -371,10 +348,7 @@ func TestTwoReplicasNeverBothAct(t *testing.T) {
 
 // TestMetricsCountWhatTheReportSays: /metrics after a pass, and /healthz.
 func TestMetricsCountWhatTheReportSays(t *testing.T) {
-	ns := cp.Namespace(t)
-	fin := controlplane.FinalizerOf(t)
-	c := fakecloud.New(t)
-	object(t, ns, "control", fin, "live", false)
+	ns, fin, c := world(t)
 	object(t, ns, "gone", fin, "deleted-1", true)
 	object(t, ns, "kept", fin, "present-1", true)
 	policy := cli.WritePolicy(t, "", c.Rule("dbs", fin, ""))

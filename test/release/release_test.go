@@ -304,7 +304,14 @@ func archiveFiles(t *testing.T, file string) map[string]os.FileMode {
 		}
 		return out
 	}
-	f, err := os.Open(file)
+	walkTar(t, file, func(h *tar.Header, _ io.Reader) { out[h.Name] = h.FileInfo().Mode() })
+	return out
+}
+
+// walkTar calls visit with each entry of a .tar.gz archive and its content, in order.
+func walkTar(t *testing.T, archive string, visit func(h *tar.Header, content io.Reader)) {
+	t.Helper()
+	f, err := os.Open(archive)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,12 +324,12 @@ func archiveFiles(t *testing.T, file string) map[string]os.FileMode {
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return out
+			return
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[h.Name] = h.FileInfo().Mode()
+		visit(h, tr)
 	}
 }
 
@@ -375,24 +382,7 @@ func TestTheArchiveInstallsAndRunsThroughKubectl(t *testing.T) {
 
 func extract(t *testing.T, archive, into string) {
 	t.Helper()
-	f, err := os.Open(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	walkTar(t, archive, func(h *tar.Header, content io.Reader) {
 		target := filepath.Join(into, filepath.Clean("/"+h.Name))
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			t.Fatal(err)
@@ -401,11 +391,11 @@ func extract(t *testing.T, archive, into string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := io.Copy(w, tr); err != nil { //nolint:gosec // the test's own archive
+		if _, err := io.Copy(w, content); err != nil { //nolint:gosec // the test's own archive
 			t.Fatal(err)
 		}
 		w.Close()
-	}
+	})
 }
 
 // TestValidateCatchesBadManifests shows the rules catch what krew refuses; it needs no

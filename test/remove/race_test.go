@@ -15,7 +15,8 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 )
 
 const target = "db.example.com/finalizer"
@@ -117,7 +118,7 @@ func raceTwoHundred(t *testing.T, pinned bool) {
 		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		tg := remove.Target{Resource: configmaps, Namespace: ns, Name: name, UID: created.UID, Finalizer: target, Field: finalizev1alpha1.FieldMetadataFinalizers}
+		tg := plan.Target{Resource: configmaps, Namespace: ns, Name: name, UID: created.UID, Finalizer: target, Field: finalizev1alpha1.FieldMetadataFinalizers}
 		var want []string
 		var replaced bool
 		r := remover(t)
@@ -129,14 +130,14 @@ func raceTwoHundred(t *testing.T, pinned bool) {
 			}
 			tg.ResourceVersion, tg.Finalizers = verified.ResourceVersion, slices.Clone(verified.Finalizers)
 			// The provider still says gone: verifying again pins the version as it is now.
-			r.Reverify = func(_ context.Context, tg remove.Target) (string, error) {
+			r.Reverify = func(_ context.Context, tg plan.Target) (string, error) {
 				reverified++
 				cur, err := cms.Get(ctx, tg.Name, metav1.GetOptions{})
 				if err != nil {
 					return "", err
 				}
 				if cur.UID != tg.UID {
-					return "", remove.ErrUIDChanged
+					return "", write.ErrUIDChanged
 				}
 				return cur.ResourceVersion, nil
 			}
@@ -151,11 +152,11 @@ func raceTwoHundred(t *testing.T, pinned bool) {
 			}
 			want, replaced = rc.do(t, cur)
 		}
-		out, err := r.Remove(ctx, tg, remove.DryRunNone)
-		if pinned && out.Result == remove.Removed && reverified == 0 {
+		out, err := r.Remove(ctx, tg, write.DryRunNone)
+		if pinned && out.Result == write.Removed && reverified == 0 {
 			t.Errorf("%s (%s): removed after a race without being verified again", name, rc.name)
 		}
-		if replaced != errors.Is(err, remove.ErrUIDChanged) {
+		if replaced != errors.Is(err, write.ErrUIDChanged) {
 			t.Errorf("%s (%s): outcome %+v, err %v", name, rc.name, out, err)
 		}
 		if !replaced && err != nil {

@@ -18,9 +18,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
@@ -29,15 +31,7 @@ var force = []string{"--force-unverified", "--reason", "operator uninstalled; da
 // stuckConfigMap creates a configmap with finalizers and deletes it.
 func stuckConfigMap(t *testing.T, ns, name string, fins ...string) *corev1.ConfigMap {
 	t.Helper()
-	c := cp.Kube(t).CoreV1().ConfigMaps(ns)
-	cm, err := c.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: fins}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return cm
+	return fixture.StuckConfigMap(t, cp.Kube(t), ns, name, nil, fins...)
 }
 
 func args(a ...[]string) []string {
@@ -236,9 +230,9 @@ func TestEventsAuditLinesAndBackups(t *testing.T) {
 	if len(lines) != 2 || strings.Count(string(b), `"stage":"Intent"`) != 2 {
 		t.Fatalf("audit lines: %q", lines)
 	}
-	var recs []remove.Record
+	var recs []write.Record
 	for _, l := range lines {
-		var rec remove.Record
+		var rec write.Record
 		if err := json.Unmarshal([]byte(l), &rec); err != nil {
 			t.Fatalf("audit line %q: %v", l, err)
 		}
@@ -246,7 +240,7 @@ func TestEventsAuditLinesAndBackups(t *testing.T) {
 	}
 	first := recs[0]
 	if first.User != "kubectl-finalize-admin" || first.Action != "FinalizerForceRemoved" || first.Finalizer != "b.example.com/y" ||
-		first.Target.UID != kept.UID || first.Verified || first.Reason != force[2] || first.Result != remove.Removed ||
+		first.Target.UID != kept.UID || first.Verified || first.Reason != force[2] || first.Result != write.Removed ||
 		first.Deleted || !slices.Equal(first.Remaining, []string{"a.example.com/x"}) || first.Event == "" || first.Backup == "" {
 		t.Errorf("audit record %+v", first)
 	}
@@ -343,8 +337,8 @@ func TestAConflictOnFinalizeIsDecidedAgain(t *testing.T) {
 			}
 		}
 	}
-	out, err := r.Remove(ctx, remove.Target{Resource: namespaces, Name: ns, UID: cur.UID, Finalizer: "kubernetes", Field: finalizev1alpha1.FieldSpecFinalizers}, remove.DryRunNone)
-	if err != nil || out.Result != remove.Removed || out.Attempts != 2 {
+	out, err := r.Remove(ctx, plan.Target{Resource: namespaces, Name: ns, UID: cur.UID, Finalizer: "kubernetes", Field: finalizev1alpha1.FieldSpecFinalizers}, write.DryRunNone)
+	if err != nil || out.Result != write.Removed || out.Attempts != 2 {
 		t.Fatalf("outcome %+v, %v; want Removed after 2 attempts", out, err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {

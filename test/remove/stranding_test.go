@@ -15,7 +15,7 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -43,21 +43,21 @@ func TestANamespaceTheScanDidNotIndexIsNeverTakenForEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Deleted after the scan listed them: the scan saw two live namespaces.
-	requests := map[string]remove.Request{}
+	requests := map[string]plan.Request{}
 	for _, ns := range []string{full, empty} {
 		if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		obj, err := remover(t).Read(ctx, remove.Target{Resource: namespaces, Name: ns})
+		obj, err := remover(t).Read(ctx, plan.Target{Resource: namespaces, Name: ns})
 		if err != nil {
 			t.Fatal(err)
 		}
-		requests[ns] = remove.Request{Object: obj, Finalizers: []string{"kubernetes"}}
+		requests[ns] = plan.Request{Object: obj, Finalizers: []string{"kubernetes"}}
 	}
-	opts := remove.Options{ForceUnverified: true, Reason: "test", AllowSystem: true}
-	plan := (&remove.Planner{Result: res}).Plan(ctx, []remove.Request{requests[full]}, opts)
-	if len(plan.Actions) != 0 || len(plan.Refusals) != 1 || plan.Refusals[0].Kind != finalizev1alpha1.RefusalStranding {
-		t.Fatalf("a namespace the scan did not index, holding a configmap: %d actions, refusals %+v; want a Stranding refusal", len(plan.Actions), plan.Refusals)
+	opts := plan.Options{ForceUnverified: true, Reason: "test", AllowSystem: true}
+	p := (&plan.Planner{Result: res}).Plan(ctx, []plan.Request{requests[full]}, opts)
+	if len(p.Actions) != 0 || len(p.Refusals) != 1 || p.Refusals[0].Kind != finalizev1alpha1.RefusalStranding {
+		t.Fatalf("a namespace the scan did not index, holding a configmap: %d actions, refusals %+v; want a Stranding refusal", len(p.Actions), p.Refusals)
 	}
 	readAfresh(t, ctx, clients, res, requests, full, empty, opts)
 }
@@ -65,15 +65,15 @@ func TestANamespaceTheScanDidNotIndexIsNeverTakenForEmpty(t *testing.T) {
 // readAfresh plans the kubernetes finalizer of two namespaces the scan did not index,
 // reading their content afresh: the one that holds a configmap is refused, naming it;
 // the empty one may go.
-func readAfresh(t *testing.T, ctx context.Context, clients *client.Clients, res *scan.Result, requests map[string]remove.Request, full, empty string, opts remove.Options) {
+func readAfresh(t *testing.T, ctx context.Context, clients *client.Clients, res *scan.Result, requests map[string]plan.Request, full, empty string, opts plan.Options) {
 	t.Helper()
-	planner := &remove.Planner{Result: res, Content: &remove.ContentReader{Discovery: clients.Discovery, Metadata: clients.Metadata}}
-	plan := planner.Plan(ctx, []remove.Request{requests[full], requests[empty]}, opts)
-	if len(plan.Refusals) != 1 || plan.Refusals[0].Target.Name != full || plan.Refusals[0].Kind != finalizev1alpha1.RefusalStranding ||
-		!strings.Contains(plan.Refusals[0].Why, "configmaps/left-behind") {
-		t.Errorf("read afresh, the namespace holding a configmap: refusals %+v; want one Stranding refusal naming configmaps/left-behind", plan.Refusals)
+	planner := &plan.Planner{Result: res, Content: &plan.ContentReader{Discovery: clients.Discovery, Metadata: clients.Metadata}}
+	p := planner.Plan(ctx, []plan.Request{requests[full], requests[empty]}, opts)
+	if len(p.Refusals) != 1 || p.Refusals[0].Target.Name != full || p.Refusals[0].Kind != finalizev1alpha1.RefusalStranding ||
+		!strings.Contains(p.Refusals[0].Why, "configmaps/left-behind") {
+		t.Errorf("read afresh, the namespace holding a configmap: refusals %+v; want one Stranding refusal naming configmaps/left-behind", p.Refusals)
 	}
-	if len(plan.Actions) != 1 || plan.Actions[0].Name != empty {
-		t.Errorf("read afresh, the empty namespace: actions %+v; want its removal", plan.Actions)
+	if len(p.Actions) != 1 || p.Actions[0].Name != empty {
+		t.Errorf("read afresh, the empty namespace: actions %+v; want its removal", p.Actions)
 	}
 }

@@ -3,7 +3,6 @@ package scan
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,9 +21,7 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) {
-	os.Exit(controlplane.RunMain(m, controlplane.Options{}, &cp))
-}
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp) }
 
 // key identifies an object across the oracle and the scan.
 type key struct {

@@ -63,10 +63,7 @@ func (s *Seeder) WebhookBlocking(ctx context.Context) (Scenario, error) {
 		return Scenario{}, fmt.Errorf("creating validatingwebhookconfiguration %s: %w", vwc.Name, err)
 	}
 	// A deletion is not an update: the webhook lets it through, and the finalizer holds.
-	if err := s.Delete(ctx, o, nil); err != nil {
-		return Scenario{}, err
-	}
-	if err := s.WaitTerminating(ctx, o); err != nil {
+	if err := s.terminate(ctx, o); err != nil {
 		return Scenario{}, err
 	}
 	return Scenario{
@@ -80,17 +77,8 @@ func (s *Seeder) WebhookBlocking(ctx context.Context) (Scenario, error) {
 // database, and says so in warning Events.
 func (s *Seeder) FailingController(ctx context.Context) (Scenario, error) {
 	ns := s.Name("billing")
-	if err := s.Namespace(ctx, ns); err != nil {
-		return Scenario{}, err
-	}
-	o, err := s.databaseAs(ctx, ns, "billing-db", ManagerBillingOperator)
+	o, err := s.terminatingDatabase(ctx, ns, "billing-db", ManagerBillingOperator)
 	if err != nil {
-		return Scenario{}, err
-	}
-	if err := s.Delete(ctx, o, nil); err != nil {
-		return Scenario{}, err
-	}
-	if err := s.WaitTerminating(ctx, o); err != nil {
 		return Scenario{}, err
 	}
 	u, err := s.resource(o).Get(ctx, o.Name, metav1.GetOptions{})
@@ -120,21 +108,25 @@ func (s *Seeder) FailingController(ctx context.Context) (Scenario, error) {
 	}, nil
 }
 
+// terminatingDatabase creates namespace ns and a database of operator in it, and
+// deletes the database: its operator's finalizer holds it.
+func (s *Seeder) terminatingDatabase(ctx context.Context, ns, name, operator string) (Object, error) {
+	if err := s.Namespace(ctx, ns); err != nil {
+		return Object{}, err
+	}
+	o, err := s.databaseAs(ctx, ns, name, operator)
+	if err != nil {
+		return Object{}, err
+	}
+	return o, s.terminate(ctx, o)
+}
+
 // BusyController seeds a database whose operator keeps working after the deletion began:
 // not stuck, or not yet.
 func (s *Seeder) BusyController(ctx context.Context) (Scenario, error) {
 	ns := s.Name("analytics")
-	if err := s.Namespace(ctx, ns); err != nil {
-		return Scenario{}, err
-	}
-	o, err := s.databaseAs(ctx, ns, "analytics-db", ManagerAnalyticsOperator)
+	o, err := s.terminatingDatabase(ctx, ns, "analytics-db", ManagerAnalyticsOperator)
 	if err != nil {
-		return Scenario{}, err
-	}
-	if err := s.Delete(ctx, o, nil); err != nil {
-		return Scenario{}, err
-	}
-	if err := s.WaitTerminating(ctx, o); err != nil {
 		return Scenario{}, err
 	}
 	// managedFields keep seconds: write in a later second than the deletion.
@@ -194,10 +186,7 @@ func (s *Seeder) BoundVolume(ctx context.Context) (Scenario, error) {
 		return Scenario{}, fmt.Errorf("binding volume %s: %w", pvName, err)
 	}
 	o := Object{Resource: gvrPVs, Name: pvName, Finalizers: []string{"kubernetes.io/pv-protection"}}
-	if err := s.Delete(ctx, o, nil); err != nil {
-		return Scenario{}, err
-	}
-	if err := s.WaitTerminating(ctx, o); err != nil {
+	if err := s.terminate(ctx, o); err != nil {
 		return Scenario{}, err
 	}
 	return Scenario{
@@ -220,12 +209,12 @@ func (s *Seeder) UnownedFinalizer(ctx context.Context) (Scenario, error) {
 		return Scenario{}, fmt.Errorf("creating configmap %s/legacy: %w", ns, err)
 	}
 	o := Object{Resource: gvrConfigMaps, Namespace: ns, Name: "legacy", Finalizers: []string{fin}}
-	if err := s.Delete(ctx, o, nil); err != nil {
+	if err := s.terminate(ctx, o); err != nil {
 		return Scenario{}, err
 	}
 	return Scenario{
 		Name:        "unowned-finalizer",
 		Description: fmt.Sprintf("configmap %s/legacy carries a finalizer from a manifest that nobody owns", ns),
 		Stuck:       []Object{o},
-	}, s.WaitTerminating(ctx, o)
+	}, nil
 }

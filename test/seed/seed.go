@@ -185,6 +185,16 @@ func (s *Seeder) WaitTerminating(ctx context.Context, objs ...Object) error {
 	return nil
 }
 
+// terminate deletes every object and waits until each has a deletionTimestamp.
+func (s *Seeder) terminate(ctx context.Context, objs ...Object) error {
+	for _, o := range objs {
+		if err := s.Delete(ctx, o, nil); err != nil {
+			return err
+		}
+	}
+	return s.WaitTerminating(ctx, objs...)
+}
+
 // createUnstructured creates u as a user with kubectl would.
 func (s *Seeder) createUnstructured(ctx context.Context, gvr schema.GroupVersionResource, u *unstructured.Unstructured) error {
 	var r dynamic.ResourceInterface = s.Dynamic.Resource(gvr)
@@ -244,12 +254,7 @@ func (s *Seeder) OrphanedOperator(ctx context.Context) (Scenario, error) {
 	nsObj := Object{Resource: gvrNamespaces, Name: ns, Finalizers: []string{"kubernetes"}}
 	// The namespace controller would delete the database; deleting it here makes the end
 	// state the same with or without kube-controller-manager.
-	for _, o := range []Object{w, nsObj} {
-		if err := s.Delete(ctx, o, nil); err != nil {
-			return Scenario{}, err
-		}
-	}
-	if err := s.WaitTerminating(ctx, w, nsObj); err != nil {
+	if err := s.terminate(ctx, w, nsObj); err != nil {
 		return Scenario{}, err
 	}
 	return Scenario{
@@ -292,10 +297,7 @@ func (s *Seeder) UnavailableAPIService(ctx context.Context) (Scenario, error) {
 		return Scenario{}, fmt.Errorf("creating configmap %s/dashboards: %w", ns, err)
 	}
 	nsObj := Object{Resource: gvrNamespaces, Name: ns, Finalizers: []string{"kubernetes"}}
-	if err := s.Delete(ctx, nsObj, nil); err != nil {
-		return Scenario{}, err
-	}
-	if err := s.WaitTerminating(ctx, nsObj); err != nil {
+	if err := s.terminate(ctx, nsObj); err != nil {
 		return Scenario{}, err
 	}
 	return Scenario{
@@ -315,10 +317,7 @@ func (s *Seeder) PVCInUse(ctx context.Context) (Scenario, error) {
 	if err != nil {
 		return Scenario{}, err
 	}
-	if err := s.Delete(ctx, claim, nil); err != nil {
-		return Scenario{}, err
-	}
-	if err := s.WaitTerminating(ctx, claim); err != nil {
+	if err := s.terminate(ctx, claim); err != nil {
 		return Scenario{}, err
 	}
 	return Scenario{
@@ -488,10 +487,7 @@ func (s *Seeder) ClusterScoped(ctx context.Context) (Scenario, error) {
 	if err := s.AddFinalizer(ctx, o, fin, ManagerLBOperator); err != nil {
 		return Scenario{}, err
 	}
-	if err := s.Delete(ctx, o, nil); err != nil {
-		return Scenario{}, err
-	}
-	if err := s.WaitTerminating(ctx, o); err != nil {
+	if err := s.terminate(ctx, o); err != nil {
 		return Scenario{}, err
 	}
 	return Scenario{

@@ -1,7 +1,6 @@
 package seed_test
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -19,7 +18,7 @@ import (
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
-	os.Exit(controlplane.RunMain(m, controlplane.Options{Controllers: controlplane.DefaultControllers}, &cp))
+	controlplane.Main(m, controlplane.Options{Controllers: controlplane.DefaultControllers}, &cp)
 }
 
 // TestAllScenarios seeds what `make demo` seeds and checks, through the API and through

@@ -4,14 +4,12 @@ import (
 	"compress/gzip"
 	"crypto/rand"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +23,8 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 )
 
 // misbehave is the exec provider of these tests: the first argument says how it misbehaves.
@@ -42,7 +42,7 @@ func misbehave(args []string) int {
 	}
 	response := func(verdict finalizev1alpha1.Verdict, evidence string) []byte {
 		b, _ := json.Marshal(finalizev1alpha1.VerifyResponse{
-			TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: provider.KindVerifyResponse},
+			TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "VerifyResponse"},
 			UID:      req.UID, ResourceVersion: req.ResourceVersion, Finalizer: req.Finalizer, Verdict: verdict, Evidence: evidence,
 		})
 		return append(b, '\n')
@@ -129,12 +129,7 @@ type hostile struct {
 
 func newHostile(t *testing.T) *hostile {
 	h := &hostile{sent: map[string]*atomic.Int64{}}
-	h.Server = httptest.NewTLSServer(http.HandlerFunc(h.serve))
-	t.Cleanup(h.Close)
-	h.caFile = filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(h.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: h.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	h.Server, h.caFile = fakecloud.TLSServer(t, http.HandlerFunc(h.serve))
 	return h
 }
 
@@ -297,7 +292,7 @@ func TestHostileProvidersRemoveNothing(t *testing.T) {
 				}
 				objects++
 				name := fmt.Sprintf("%s-%s-%d", pass, kind, objects)
-				stuck(t, ns, name, fin+"-"+kind, map[string]string{"mode": mode})
+				fixture.StuckConfigMap(t, cp.Kube(t), ns, name, map[string]string{"mode": mode}, fin+"-"+kind)
 				if _, err := cp.Kube(t).CoreV1().ConfigMaps(ns).Patch(t.Context(), name, "application/merge-patch+json",
 					[]byte(`{"metadata":{"labels":{"pass":"`+pass+`"}}}`), metav1.PatchOptions{}); err != nil {
 					t.Fatal(err)

@@ -7,7 +7,6 @@ package stress
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -18,9 +17,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
@@ -39,34 +35,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("STRESS_PROVIDER") != "" {
 		os.Exit(misbehave(os.Args[1:]))
 	}
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var dir string
-	var err error
-	if binary, dir, err = cli.BuildTemp("kubectl-finalize-stress-"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	return controlplane.RunMain(m, controlplane.Options{}, &cp)
-}
-
-// stuck creates a deleted configmap held by finalizer, with annotations.
-func stuck(t *testing.T, ns, name, finalizer string, annotations map[string]string) {
-	t.Helper()
-	c := cp.Kube(t).CoreV1().ConfigMaps(ns)
-	if _, err := c.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{finalizer},
-		Annotations: annotations}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = c.Patch(context.Background(), name, "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-	})
-	if err := c.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	controlplane.Main(m, controlplane.Options{}, &cp, cli.BuildInto(&binary))
 }
 
 // measured is one kubectl-finalize process: what it printed, how it ended, how long it

@@ -5,7 +5,6 @@
 package verify
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 )
 
 var (
@@ -36,22 +35,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv("KF_TEST_PROVIDER") == "1" {
 		os.Exit(testProvider(os.Args[1:]))
 	}
-	os.Exit(run(m))
+	controlplane.Main(m, controlplane.Options{}, &cp, buildExampleProvider)
 }
 
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "kubectl-finalize-verify-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
+// buildExampleProvider builds docs/examples/exec-provider.
+func buildExampleProvider(dir string, _ *controlplane.Options) error {
 	exampleProvider = filepath.Join(dir, "exec-provider")
 	if out, err := exec.Command("go", "build", "-o", exampleProvider, "../../docs/examples/exec-provider").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the example provider: %v\n%s", err, out)
-		return 1
+		return fmt.Errorf("building the example provider: %w\n%s", err, out)
 	}
-	return controlplane.RunMain(m, controlplane.Options{}, &cp)
+	return nil
 }
 
 // testProvider answers a VerifyRequest as args[0] says.
@@ -109,26 +102,13 @@ func testProvider(args []string) int {
 // deletes it.
 func stuckConfigMap(t *testing.T, ns, name string, annotations map[string]string) {
 	t.Helper()
-	configMap(t, ns, name, annotations)
-	if err := cp.Kube(t).CoreV1().ConfigMaps(ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	fixture.StuckConfigMap(t, cp.Kube(t), ns, name, annotations, finalizer)
 }
 
 // configMap creates a live configmap with the test finalizer: a control for the rules.
-func configMap(t *testing.T, ns, name string, annotations map[string]string) *corev1.ConfigMap {
+func configMap(t *testing.T, ns, name string, annotations map[string]string) {
 	t.Helper()
-	cm, err := cp.Kube(t).CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Annotations: annotations, Finalizers: []string{finalizer},
-	}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// Leave nothing stuck behind for the next test.
-		_, _ = cp.Kube(t).CoreV1().ConfigMaps(ns).Patch(context.Background(), name, "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-	})
-	return cm
+	fixture.HeldConfigMap(t, cp.Kube(t), ns, name, annotations, finalizer)
 }
 
 // finalizers are the finalizers a configmap has now, or nil when it is gone.

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
@@ -326,12 +326,12 @@ func TestVerifiedRemovalsAreAudited(t *testing.T) {
 		t.Fatalf("forced: %s", r.Stderr)
 	}
 	b, _ := os.ReadFile(audit)
-	var recs []remove.Record
+	var recs []write.Record
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		if !strings.Contains(line, `"stage":"Complete"`) {
 			continue // the intent line written before each removal
 		}
-		var rec remove.Record
+		var rec write.Record
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("%q: %v", line, err)
 		}

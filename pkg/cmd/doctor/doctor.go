@@ -4,7 +4,6 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,7 +19,6 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 const long = `Explain why objects are stuck in Terminating, and the next safe step.
@@ -81,7 +79,7 @@ type Options struct {
 
 // NewOptions returns the options with their defaults.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
-	return &Options{PrintFlags: util.NewPrintFlags(), ListFlags: util.NewListFlags(), FleetFlags: util.NewFleetFlags(), IOStreams: streams}
+	return &Options{PrintFlags: util.NewTablePrintFlags(), ListFlags: util.NewListFlags(), FleetFlags: util.NewFleetFlags(), IOStreams: streams}
 }
 
 // NewCmdDoctor returns the doctor command.
@@ -121,33 +119,27 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 	if o.clients, err = f.Clients(); err != nil {
 		return err
 	}
-	var typ, name string
-	switch len(args) {
-	case 0:
+	if len(args) == 0 {
 		return nil
-	case 1:
-		var ok bool
-		if typ, name, ok = strings.Cut(args[0], "/"); !ok || typ == "" || name == "" {
-			return util.UsageErrorf(nil, "%q is not TYPE/NAME; to diagnose every stuck object, give no argument", args[0])
-		}
-	case 2:
-		typ, name = args[0], args[1]
-	default:
+	}
+	objs, err := util.ParseObjectArgs(args)
+	switch {
+	case len(args) > 2 || err == nil && len(objs) > 1:
 		return util.UsageErrorf(nil, "doctor takes one object: TYPE/NAME or TYPE NAME")
+	case err != nil && len(args) == 1:
+		return util.UsageErrorf(nil, "%q is not TYPE/NAME; to diagnose every stuck object, give no argument", args[0])
+	case err != nil:
+		return err
 	}
 	mapper, err := f.RESTMapper()
 	if err != nil {
 		return err
 	}
-	r, err := kube.ResolveResource(mapper, typ)
+	resolved, err := util.ResolveObjects(mapper, o.namespace, objs)
 	if err != nil {
-		return util.UsageError(err)
+		return err
 	}
-	ns := ""
-	if r.Namespaced {
-		ns = o.namespace
-	}
-	target := r.Ref(ns, name, "")
+	target := resolved[0].Resource.Ref(resolved[0].Namespace, resolved[0].Name, "")
 	o.target = &target
 	return nil
 }
@@ -157,13 +149,7 @@ func (o *Options) Validate() error {
 	if o.PrintFlags.Wide() || o.PrintFlags.Name() {
 		return util.UsageErrorf(nil, "--output %s is not supported by doctor: use the default, json, yaml, jsonpath or go-template", o.PrintFlags.OutputFormat)
 	}
-	if err := o.PrintFlags.Validate(); err != nil {
-		return err
-	}
-	if err := o.FleetFlags.Validate(); err != nil {
-		return err
-	}
-	return o.ListFlags.Validate()
+	return util.FirstError(o.PrintFlags.Validate(), o.FleetFlags.Validate(), o.ListFlags.Validate())
 }
 
 // Run diagnoses and prints.
@@ -252,12 +238,8 @@ func (o *Options) notStuck(ctx context.Context) error {
 // causes under its context, then the causes found in more than one cluster, once each.
 func (o *Options) runFleet(ctx context.Context) error {
 	results, warnings := util.RunFleet(ctx, o.factory, o.clusters, &o.FleetFlags, o.ErrOut, "diagnosing",
-		func(ctx context.Context, f util.Factory) (*finalizev1alpha1.Diagnosis, []string, error) {
-			clients, err := f.Clients()
-			if err != nil {
-				return nil, nil, err
-			}
-			opts := scan.Options{Concurrency: o.ListFlags.Concurrency, ChunkSize: o.ListFlags.ChunkSize}
+		func(ctx context.Context, _ util.Factory, clients *client.Clients) (*finalizev1alpha1.Diagnosis, []string, error) {
+			opts := o.ListFlags.Options()
 			if o.explicit {
 				opts.Namespace = o.namespace
 			}
@@ -271,14 +253,10 @@ func (o *Options) runFleet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	util.PrintWarnings(o.ErrOut, warnings)
-	if !o.PrintFlags.Table() {
-		err = o.PrintFlags.PrintObject(d, o.Out)
-	} else {
-		err = printer.FleetRootCauses(o.Out, d, o.clusters)
-	}
-	if err != nil {
-		return err
-	}
-	return util.IncompleteWarning(o.ErrOut, d.Incomplete)
+	return util.PrintResult(o.ErrOut, warnings, d.Incomplete, func() error {
+		if !o.PrintFlags.Table() {
+			return o.PrintFlags.PrintObject(d, o.Out)
+		}
+		return printer.FleetRootCauses(o.Out, d, o.clusters)
+	})
 }

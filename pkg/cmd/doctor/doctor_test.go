@@ -9,41 +9,26 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util/testing"
 )
 
 func cluster() *cmdtesting.Factory {
-	return cmdtesting.NewFactory([]runtime.Object{
-		cmdtesting.Namespace("team-a"),
+	return cmdtesting.NewFactory(cmdtesting.Namespace("team-a"),
 		cmdtesting.StuckConfigMap("team-a", "stuck", 3*time.Hour, "a.example.com/x"),
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "live", UID: "uid-live"}},
-	}...)
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "live", UID: "uid-live"}})
 }
 
 func TestInvocation(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"wide", []string{"-o", "wide"}, "error: --output wide is not supported by doctor: use the default, json, yaml, jsonpath or go-template\nSee 'doctor -h' for help and examples\n"},
-		{"name", []string{"-o", "name"}, "error: --output name is not supported by doctor"},
-		{"not TYPE/NAME", []string{"configmaps"}, "error: \"configmaps\" is not TYPE/NAME; to diagnose every stuck object, give no argument\nSee 'doctor -h' for help and examples\n"},
-		{"three arguments", []string{"cm", "a", "b"}, "error: doctor takes one object: TYPE/NAME or TYPE NAME\nSee 'doctor -h' for help and examples\n"},
-		{"unknown type", []string{"gizmo/x"}, `error: the server doesn't have a resource type "gizmo"`},
-		{"no concurrency", []string{"--concurrency", "0"}, "error: --concurrency must be at least 1, got 0"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := cmdtesting.Run(NewCmdDoctor, cluster(), "", tt.args...)
-			if r.Code != 2 || !strings.HasPrefix(r.Stderr, tt.want) || r.Stdout != "" {
-				t.Errorf("code %d, stdout %q, stderr\n%q\nwant it to start with\n%q", r.Code, r.Stdout, r.Stderr, tt.want)
-			}
-		})
-	}
+	cmdtesting.InvalidInvocations(t, NewCmdDoctor, cluster, []cmdtesting.Invocation{
+		{Name: "wide", Args: []string{"-o", "wide"}, Want: "error: --output wide is not supported by doctor: use the default, json, yaml, jsonpath or go-template\nSee 'doctor -h' for help and examples\n"},
+		{Name: "name", Args: []string{"-o", "name"}, Want: "error: --output name is not supported by doctor"},
+		{Name: "not TYPE/NAME", Args: []string{"configmaps"}, Want: "error: \"configmaps\" is not TYPE/NAME; to diagnose every stuck object, give no argument\nSee 'doctor -h' for help and examples\n"},
+		{Name: "three arguments", Args: []string{"cm", "a", "b"}, Want: "error: doctor takes one object: TYPE/NAME or TYPE NAME\nSee 'doctor -h' for help and examples\n"},
+		{Name: "unknown type", Args: []string{"gizmo/x"}, Want: `error: the server doesn't have a resource type "gizmo"`},
+		{Name: "no concurrency", Args: []string{"--concurrency", "0"}, Want: "error: --concurrency must be at least 1, got 0"},
+	})
 }
 
 func TestOutputs(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
@@ -117,14 +116,13 @@ policy for each.`
 
 // PresetsOptions are the options of `policy presets`.
 type PresetsOptions struct {
-	PrintFlags *genericclioptions.JSONYamlPrintFlags
-	Output     string
+	PrintFlags *util.PrintFlags
 	genericiooptions.IOStreams
 }
 
 // NewCmdPresets returns `policy presets`.
 func NewCmdPresets(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	return util.NewCommand(f, &PresetsOptions{PrintFlags: genericclioptions.NewJSONYamlPrintFlags(), IOStreams: streams}, &cobra.Command{
+	return util.NewCommand(f, &PresetsOptions{PrintFlags: util.NewResultPrintFlags("Output format: a table (default), or one of (json, yaml).", "json", "yaml"), IOStreams: streams}, &cobra.Command{
 		Use:     "presets",
 		Short:   "List the built-in presets: finalizers, identity fields, retain signals, warnings",
 		Long:    presetsLong,
@@ -134,23 +132,13 @@ func NewCmdPresets(f util.Factory, streams genericiooptions.IOStreams) *cobra.Co
 }
 
 // AddFlags binds the output flag.
-func (o *PresetsOptions) AddFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVarP(&o.Output, util.FlagOutput, "o", o.Output, "Output format: a table (default), or one of (json, yaml).")
-}
+func (o *PresetsOptions) AddFlags(cmd *cobra.Command) { o.PrintFlags.AddFlags(cmd) }
 
 // Complete has nothing to resolve.
 func (o *PresetsOptions) Complete(util.Factory, *cobra.Command, []string) error { return nil }
 
 // Validate checks the output format.
-func (o *PresetsOptions) Validate() error {
-	if o.Output == "" {
-		return nil
-	}
-	if _, err := o.PrintFlags.ToPrinter(o.Output); err != nil {
-		return util.UsageErrorf(nil, "unable to match a printer suitable for the output format %q, allowed formats are: json,yaml", o.Output)
-	}
-	return nil
-}
+func (o *PresetsOptions) Validate() error { return o.PrintFlags.Validate() }
 
 // presetInfo is one preset as -o json|yaml prints it.
 type presetInfo struct {
@@ -179,12 +167,12 @@ func (o *PresetsOptions) Run(context.Context) error {
 		}
 		infos = append(infos, info)
 	}
-	if o.Output != "" {
+	if !o.PrintFlags.Default() {
 		b, err := json.Marshal(infos)
 		if err != nil {
 			return err
 		}
-		if o.Output == "json" {
+		if o.PrintFlags.JSON() {
 			var out bytes.Buffer
 			_ = json.Indent(&out, b, "", "    ")
 			_, err = fmt.Fprintln(o.Out, out.String())

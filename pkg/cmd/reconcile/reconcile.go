@@ -3,9 +3,7 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -13,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
@@ -25,6 +22,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/reconcile"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
 const long = `Remove, unattended, the finalizers a policy's providers verify: for a CronJob (--once)
@@ -113,10 +111,9 @@ type Options struct {
 	MetricsBindAddress   string
 	VerifyConcurrency    int
 	WriteConcurrency     int
-	OutputFormat         string
+	PrintFlags           *util.PrintFlags
 	ListFlags            util.ListFlags
 
-	printFlags  *genericclioptions.JSONYamlPrintFlags
 	clients     *client.Clients
 	mapper      meta.RESTMapper
 	policy      *policy.Policy
@@ -130,8 +127,8 @@ type Options struct {
 func NewOptions(streams genericiooptions.IOStreams) *Options {
 	return &Options{
 		Interval: 15 * time.Minute, LeaderElectName: "kubectl-finalize", MetricsBindAddress: ":8080",
-		VerifyConcurrency: remove.DefaultVerifyConcurrency, WriteConcurrency: DefaultWriteConcurrency, ListFlags: util.NewListFlags(),
-		printFlags: genericclioptions.NewJSONYamlPrintFlags(), IOStreams: streams,
+		VerifyConcurrency: plan.DefaultVerifyConcurrency, WriteConcurrency: DefaultWriteConcurrency, ListFlags: util.NewListFlags(),
+		PrintFlags: util.NewResultPrintFlags("Output format: a table (default), or one of (json, yaml): the ReconcileReport."), IOStreams: streams,
 	}
 }
 
@@ -161,10 +158,9 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.MetricsBindAddress, flagMetricsBindAddress, o.MetricsBindAddress, `Without --once, where to serve /metrics and /healthz; "0" turns them off.`)
 	fs.IntVar(&o.VerifyConcurrency, flagVerifyConcurrency, o.VerifyConcurrency, "How many verifications to run at the same time.")
 	fs.IntVar(&o.WriteConcurrency, flagWriteConcurrency, o.WriteConcurrency, "How many objects to remove finalizers from at the same time. The finalizers of one object are removed one after another.")
-	fs.StringVarP(&o.OutputFormat, util.FlagOutput, "o", o.OutputFormat, "Output format: a table (default), or one of (json, yaml): the ReconcileReport.")
+	o.PrintFlags.AddFlags(cmd)
 	o.ListFlags.AddFlags(cmd)
 	_ = cmd.MarkFlagFilename(flagPolicy, "yaml", "yml", "json")
-	_ = cmd.RegisterFlagCompletionFunc(util.FlagOutput, cobra.FixedCompletions(o.printFlags.AllowedFormats(), cobra.ShellCompDirectiveNoFileComp))
 }
 
 // Complete loads the policy and resolves the clients.
@@ -204,10 +200,8 @@ func (o *Options) Validate() error {
 	case !o.Once && o.Interval < time.Second:
 		return util.UsageErrorf(nil, "--%s must be at least 1s, got %s", flagInterval, o.Interval)
 	}
-	if o.OutputFormat != "" {
-		if _, err := o.printFlags.ToPrinter(o.OutputFormat); err != nil {
-			return util.UsageErrorf(nil, "unable to match a printer suitable for the output format %q, allowed formats are: %s", o.OutputFormat, strings.Join(o.printFlags.AllowedFormats(), ","))
-		}
+	if err := o.PrintFlags.Validate(); err != nil {
+		return err
 	}
 	return o.ListFlags.Validate()
 }
@@ -269,24 +263,17 @@ func (o *Options) reconciler(ctx context.Context) (*reconcile.Reconciler, func()
 		Providers: provider.Options{Dynamic: o.clients.Dynamic, Mapper: o.mapper},
 		Warn:      func(err error) { done(); fmt.Fprintf(o.ErrOut, "Warning: %v\n", err) },
 	}}
-	closeLog := func() {}
 	if o.DryRun {
-		return r, closeLog, nil
+		return r, func() {}, nil
 	}
-	log := io.Writer(o.ErrOut)
-	if o.AuditLog != "" {
-		f, err := remove.OpenLog(o.AuditLog)
-		if err != nil {
-			return nil, nil, err
-		}
-		log, closeLog = f, func() { _ = f.Close() }
+	// Opened now, once: a log that cannot be written fails the command before any pass,
+	// and every pass records to it.
+	audit := &remove.Audit{Path: o.AuditLog, Stderr: o.ErrOut, Warn: func(err error) { fmt.Fprintf(o.ErrOut, "Warning: %v\n", err) }}
+	if _, err := audit.Open(ctx, o.clients.Kube); err != nil {
+		return nil, nil, err
 	}
-	auditor, err := remove.NewAuditor(ctx, o.clients.Kube, log)
-	if err != nil {
-		fmt.Fprintf(o.ErrOut, "Warning: %v; the audit names the user as %s\n", err, auditor.User)
-	}
-	r.Auditor = auditor
-	return r, closeLog, nil
+	r.Audit = audit
+	return r, func() { _ = audit.Close() }, nil
 }
 
 func (o *Options) leaderElection() (*reconcile.LeaderElection, error) {
@@ -319,12 +306,8 @@ func (o *Options) print(rep *finalizev1alpha1.ReconcileReport) error {
 		}
 		fmt.Fprintf(o.ErrOut, "Warning: rule %s %s: %s\n", st.Rule, what, st.Distrust)
 	}
-	if o.OutputFormat != "" {
-		p, err := o.printFlags.ToPrinter(o.OutputFormat)
-		if err != nil {
-			return err
-		}
-		return p.PrintObj(rep, o.Out)
+	if !o.PrintFlags.Default() {
+		return o.PrintFlags.PrintObject(rep, o.Out)
 	}
 	if len(rep.Actions) == 0 {
 		fmt.Fprintf(o.ErrOut, "No stuck object has a finalizer the policy's rules match (%s).\n", passTime(rep))
@@ -363,13 +346,10 @@ func summary(rep *finalizev1alpha1.ReconcileReport) string {
 
 // outcome is the pass's exit status as an error, nil when all is well.
 func (o *Options) outcome(rep *finalizev1alpha1.ReconcileReport) error {
-	code, reason := reconcile.Outcome(rep)
-	if code == reconcile.ExitOK {
-		return nil
-	}
-	if code == reconcile.ExitIncomplete {
+	outcome, reason := reconcile.OutcomeOf(rep)
+	if outcome == reconcile.OutcomeIncomplete {
 		// The scan's warning names each type it could not read.
 		return util.IncompleteWarning(o.ErrOut, rep.Incomplete)
 	}
-	return &util.ExitCodeError{Code: code, Err: errors.New(reason)}
+	return util.OutcomeError(outcome, reason)
 }

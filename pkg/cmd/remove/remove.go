@@ -14,7 +14,6 @@ import (
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/api/meta"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -28,6 +27,8 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 )
 
 const long = `Remove named finalizers from objects stuck in Terminating: break-glass cleanup.
@@ -105,8 +106,7 @@ var unlockedBy = map[finalizev1alpha1.RefusalKind]string{
 
 // Options are the options of the remove command.
 type Options struct {
-	PrintFlags      *genericclioptions.JSONYamlPrintFlags
-	OutputFormat    string
+	PrintFlags      *util.PrintFlags
 	ListFlags       util.ListFlags
 	Finalizers      []string
 	AllFinalizers   bool
@@ -123,8 +123,8 @@ type Options struct {
 	clients *client.Clients
 	policy  *policy.Policy
 	mapper  meta.RESTMapper
-	targets []remove.Target
-	dryRun  remove.DryRun
+	targets []plan.Target
+	dryRun  write.DryRun
 	// isTerminal tells whether stdin is a terminal a person answers at.
 	isTerminal func() bool
 
@@ -134,8 +134,8 @@ type Options struct {
 // NewOptions returns the options with their defaults.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
 	o := &Options{
-		PrintFlags: genericclioptions.NewJSONYamlPrintFlags(), ListFlags: util.NewListFlags(),
-		DryRun: string(remove.DryRunNone), IOStreams: streams,
+		PrintFlags: util.NewResultPrintFlags("Output format. One of: (%s). Prints the plan with the result of each removal."), ListFlags: util.NewListFlags(),
+		DryRun: string(write.DryRunNone), IOStreams: streams,
 	}
 	o.isTerminal = func() bool {
 		file, ok := o.In.(*os.File)
@@ -172,10 +172,9 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.BackupDir, flagBackupDir, o.BackupDir, "If set, save each object as YAML in this folder before removing anything from it.")
 	fs.StringVar(&o.AuditLog, flagAuditLog, o.AuditLog, "Append the JSON audit lines to this file instead of stderr.")
 	fs.StringVar(&o.PolicyFile, flagPolicy, o.PolicyFile, "A policy whose rules verify removals: a finalizer its matching rule's provider verified gone is removed without --force-unverified.")
-	fs.StringVarP(&o.OutputFormat, util.FlagOutput, "o", o.OutputFormat, fmt.Sprintf("Output format. One of: (%s). Prints the plan with the result of each removal.", strings.Join(o.PrintFlags.AllowedFormats(), ", ")))
+	o.PrintFlags.AddFlags(cmd)
 	o.ListFlags.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc(flagDryRun, cobra.FixedCompletions([]string{"none", "server", "client"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc(util.FlagOutput, cobra.FixedCompletions(o.PrintFlags.AllowedFormats(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagDirname(flagBackupDir)
 	_ = cmd.MarkFlagFilename(flagPolicy, "yaml", "yml", "json")
 }
@@ -188,13 +187,13 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 	}
 	switch o.DryRun {
 	case "none", "client", "server":
-		o.dryRun = remove.DryRun(o.DryRun)
+		o.dryRun = write.DryRun(o.DryRun)
 	case "unchanged":
 		return util.UsageErrorf(nil, `--dry-run flag without a value was specified. A value must be set: "none", "server", or "client".`)
 	default:
 		return util.UsageErrorf(nil, `Invalid dry-run value (%v). Must be "none", "server", or "client".`, o.DryRun)
 	}
-	pairs, err := typeNamePairs(args)
+	objs, err := util.ParseObjectArgs(args)
 	if err != nil {
 		return err
 	}
@@ -212,46 +211,14 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 		}
 		util.PrintWarnings(o.ErrOut, o.policy.Warnings)
 	}
-	for _, p := range pairs {
-		r, err := kube.ResolveResource(mapper, p[0])
-		if err != nil {
-			return util.UsageError(err)
-		}
-		t := remove.Target{Resource: r, Name: p[1]}
-		if r.Namespaced {
-			t.Namespace = namespace
-		}
-		o.targets = append(o.targets, t)
+	resolved, err := util.ResolveObjects(mapper, namespace, objs)
+	if err != nil {
+		return err
+	}
+	for _, obj := range resolved {
+		o.targets = append(o.targets, plan.Target{Resource: obj.Resource, Namespace: obj.Namespace, Name: obj.Name})
 	}
 	return nil
-}
-
-// typeNamePairs reads TYPE/NAME... or TYPE NAME... arguments.
-func typeNamePairs(args []string) ([][2]string, error) {
-	if len(args) == 0 {
-		return nil, util.UsageErrorf(nil, "you must name at least one object: TYPE/NAME or TYPE NAME")
-	}
-	var pairs [][2]string
-	if strings.Contains(args[0], "/") {
-		for _, a := range args {
-			typ, name, ok := strings.Cut(a, "/")
-			if !ok || typ == "" || name == "" {
-				return nil, util.UsageErrorf(nil, "%q is not TYPE/NAME: name every object as TYPE/NAME, or give TYPE NAME...", a)
-			}
-			pairs = append(pairs, [2]string{typ, name})
-		}
-		return pairs, nil
-	}
-	if len(args) < 2 {
-		return nil, util.UsageErrorf(nil, "you must name at least one %s", args[0])
-	}
-	for _, name := range args[1:] {
-		if strings.Contains(name, "/") {
-			return nil, util.UsageErrorf(nil, "there is no need to give a type in %q when the type is already %q", name, args[0])
-		}
-		pairs = append(pairs, [2]string{args[0], name})
-	}
-	return pairs, nil
 }
 
 // Validate rejects bad flag combinations.
@@ -271,10 +238,8 @@ func (o *Options) Validate() error {
 			return util.UsageErrorf(nil, "--%s must not be empty", flagFinalizer)
 		}
 	}
-	if o.OutputFormat != "" {
-		if _, err := o.PrintFlags.ToPrinter(o.OutputFormat); err != nil {
-			return util.UsageErrorf(nil, "unable to match a printer suitable for the output format %q, allowed formats are: %s", o.OutputFormat, strings.Join(o.PrintFlags.AllowedFormats(), ","))
-		}
+	if err := o.PrintFlags.Validate(); err != nil {
+		return err
 	}
 	return o.ListFlags.Validate()
 }
@@ -295,7 +260,41 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	util.PrintWarnings(o.ErrOut, rep.Warnings)
-	var reqs []remove.Request
+	reqs, err := o.requests(ctx, rep)
+	if err != nil {
+		fmt.Fprintln(o.ErrOut, "Nothing was removed.")
+		return err
+	}
+	audit := &remove.Audit{Path: o.AuditLog, Stderr: o.ErrOut, Warn: o.warn}
+	defer audit.Close()
+	runner := &remove.Runner{Clients: o.clients, Scan: rep.Result, CauseOf: rep.Cause,
+		Options: plan.Options{ForceUnverified: o.ForceUnverified, Reason: o.Reason, AllowSystem: o.AllowSystem, AllowStranding: o.AllowStranding},
+		DryRun:  o.dryRun, Audit: audit, BackupDir: o.BackupDir, OnRecord: o.report, Warn: o.warn}
+	if verifier != nil {
+		runner.Verifier = verifier
+	}
+	p := runner.Plan(ctx, reqs)
+	if verifier != nil {
+		o.warnRules(verifier)
+	}
+	confirm := func(p *plan.Plan) (bool, error) { return o.previewAndConfirm(p, runner.API(p)) }
+	out, err := runner.Act(ctx, p, remove.Gates{AllOrNothing: true, Confirm: confirm})
+	switch {
+	case out == nil:
+		return err
+	case out.Stopped == remove.Refused:
+		return o.refused(p, out.Plan)
+	case out.Stopped == remove.Declined:
+		fmt.Fprintln(o.ErrOut, "Nothing was removed.")
+		return nil
+	}
+	return errors.Join(err, o.printPlan(out.Plan))
+}
+
+// requests are the requested removals, each from a stuck object a target names; the
+// error says why some target cannot be worked on.
+func (o *Options) requests(ctx context.Context, rep *doctor.Report) ([]plan.Request, error) {
+	var reqs []plan.Request
 	var missing []error
 	for _, t := range o.targets {
 		obj, err := o.find(ctx, rep, t)
@@ -303,41 +302,12 @@ func (o *Options) Run(ctx context.Context) error {
 			missing = append(missing, err)
 			continue
 		}
-		reqs = append(reqs, remove.Request{Object: obj, Finalizers: o.Finalizers, All: o.AllFinalizers})
+		reqs = append(reqs, plan.Request{Object: obj, Finalizers: o.Finalizers, All: o.AllFinalizers})
 	}
-	if len(missing) > 0 {
-		fmt.Fprintln(o.ErrOut, "Nothing was removed.")
-		return utilerrors.NewAggregate(missing)
-	}
-	planner := &remove.Planner{Result: rep.Result, CauseOf: rep.Cause,
-		Content: &remove.ContentReader{Discovery: o.clients.Discovery, Metadata: o.clients.Metadata}}
-	if verifier != nil {
-		planner.Verifier = verifier
-	}
-	plan := planner.Plan(ctx, reqs, remove.Options{
-		ForceUnverified: o.ForceUnverified, Reason: o.Reason, AllowSystem: o.AllowSystem, AllowStranding: o.AllowStranding,
-	})
-	if verifier != nil {
-		o.warnRules(verifier)
-	}
-	if len(plan.Refusals) > 0 {
-		return o.refused(plan)
-	}
-	if err := o.preview(plan); err != nil {
-		return err
-	}
-	if o.dryRun == remove.DryRunNone && !o.Yes {
-		ok, err := o.confirm(plan)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			fmt.Fprintln(o.ErrOut, "Nothing was removed.")
-			return nil
-		}
-	}
-	return o.execute(ctx, plan, verifier)
+	return reqs, utilerrors.NewAggregate(missing)
 }
+
+func (o *Options) warn(err error) { fmt.Fprintf(o.ErrOut, "Warning: %v\n", err) }
 
 // warnRules says which rules' answers could not be trusted, and why.
 func (o *Options) warnRules(v *policy.Verifier) {
@@ -371,14 +341,14 @@ func (o *Options) scope() string {
 }
 
 // find returns the stuck object a target names, or says why it cannot be worked on.
-func (o *Options) find(ctx context.Context, rep *doctor.Report, t remove.Target) (*kube.Object, error) {
+func (o *Options) find(ctx context.Context, rep *doctor.Report, t plan.Target) (*kube.Object, error) {
 	for _, obj := range rep.Result.Objects {
 		if obj.Resource.GroupResource() == t.Resource.GroupResource() && obj.Meta.Namespace == t.Namespace && obj.Meta.Name == t.Name {
 			return obj, nil
 		}
 	}
 	// Not found stuck: read it, to say why (or to find one the scan could not list).
-	remover := &remove.Remover{Metadata: o.clients.Metadata, Kube: o.clients.Kube}
+	remover := &write.Remover{Metadata: o.clients.Metadata, Kube: o.clients.Kube}
 	obj, err := remover.Read(ctx, t)
 	if err != nil {
 		return nil, err
@@ -393,10 +363,11 @@ func (o *Options) find(ctx context.Context, rep *doctor.Report, t remove.Target)
 	return obj, nil
 }
 
-func (o *Options) refused(plan *remove.Plan) error {
+// refused says which requested removals were refused, and which flag would allow each.
+func (o *Options) refused(p *plan.Plan, api *finalizev1alpha1.RemovalPlan) error {
 	var lines []string
 	needsFlag := true
-	for _, r := range plan.Refusals {
+	for _, r := range p.Refusals {
 		line := fmt.Sprintf("  %s: finalizer %s: %s", r.Target, r.Finalizer, r.Why)
 		if flag := unlockedBy[r.Kind]; flag != "" {
 			line += "; to remove it anyway: " + flag
@@ -406,34 +377,46 @@ func (o *Options) refused(plan *remove.Plan) error {
 		lines = append(lines, line)
 	}
 	fmt.Fprintln(o.ErrOut, "Nothing was removed.")
-	if err := o.printPlan(plan, nil, ""); err != nil {
+	if err := o.printPlan(api); err != nil {
 		return err
 	}
-	err := fmt.Errorf("refusing %d of %d requested removals:\n%s", len(plan.Refusals), len(plan.Refusals)+len(plan.Actions), strings.Join(lines, "\n"))
+	err := fmt.Errorf("refusing %d of %d requested removals:\n%s", len(p.Refusals), len(p.Refusals)+len(p.Actions), strings.Join(lines, "\n"))
 	if needsFlag {
 		return util.UsageError(err)
 	}
 	return err
 }
 
-func (o *Options) preview(plan *remove.Plan) error {
+// previewAndConfirm shows what will be removed, then asks unless this is a dry run or
+// --yes confirmed already.
+func (o *Options) previewAndConfirm(p *plan.Plan, api *finalizev1alpha1.RemovalPlan) (bool, error) {
+	if err := o.preview(p, api); err != nil {
+		return false, err
+	}
+	if o.dryRun != write.DryRunNone || o.Yes {
+		return true, nil
+	}
+	return o.confirm(p)
+}
+
+func (o *Options) preview(p *plan.Plan, api *finalizev1alpha1.RemovalPlan) error {
 	suffix := ""
 	switch o.dryRun {
-	case remove.DryRunClient:
+	case write.DryRunClient:
 		suffix = " (dry run)"
-	case remove.DryRunServer:
+	case write.DryRunServer:
 		suffix = " (server dry run)"
 	}
-	fmt.Fprintf(o.ErrOut, "About to remove %s from %s%s:\n", printer.Plural(len(plan.Actions), "finalizer"), printer.Plural(plan.Objects(), "object"), suffix)
-	return printer.Removals(o.ErrOut, plan.API(o.dryRun).Actions, printer.RemovalTableOptions{})
+	fmt.Fprintf(o.ErrOut, "About to remove %s from %s%s:\n", printer.Plural(len(p.Actions), "finalizer"), printer.Plural(p.Objects(), "object"), suffix)
+	return printer.Removals(o.ErrOut, api.Actions, printer.RemovalTableOptions{})
 }
 
 // confirm asks on a terminal; default No. Without a terminal it refuses.
-func (o *Options) confirm(plan *remove.Plan) (bool, error) {
+func (o *Options) confirm(p *plan.Plan) (bool, error) {
 	if !o.isTerminal() {
 		return false, util.UsageError(errors.New("refusing to remove finalizers without confirmation: stdin is not a terminal; pass --yes to confirm"))
 	}
-	fmt.Fprintf(o.ErrOut, "Remove %s from %s? [y/N]: ", printer.Plural(len(plan.Actions), "finalizer"), printer.Plural(plan.Objects(), "object"))
+	fmt.Fprintf(o.ErrOut, "Remove %s from %s? [y/N]: ", printer.Plural(len(p.Actions), "finalizer"), printer.Plural(p.Objects(), "object"))
 	answer, err := bufio.NewReader(o.In).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return false, err
@@ -442,61 +425,13 @@ func (o *Options) confirm(plan *remove.Plan) (bool, error) {
 	return answer == "y" || answer == "yes", nil
 }
 
-// execute carries out the plan through the shared executor and reports each removal.
-func (o *Options) execute(ctx context.Context, plan *remove.Plan, verifier *policy.Verifier) error {
-	ex := &remove.Executor{
-		Remover: &remove.Remover{Metadata: o.clients.Metadata, Kube: o.clients.Kube},
-		DryRun:  o.dryRun, BackupDir: o.BackupDir, Dynamic: o.clients.Dynamic,
-		OnRecord: o.report,
-		Warn:     func(err error) { fmt.Fprintf(o.ErrOut, "Warning: %v\n", err) },
-	}
-	if o.dryRun == remove.DryRunNone {
-		log := io.Writer(o.ErrOut)
-		if o.AuditLog != "" {
-			f, err := remove.OpenLog(o.AuditLog)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			log = f
-		}
-		var err error
-		if ex.Auditor, err = remove.NewAuditor(ctx, o.clients.Kube, log); err != nil {
-			fmt.Fprintf(o.ErrOut, "Warning: %v; the audit names the user as %s\n", err, ex.Auditor.User)
-		}
-	}
-	if verifier != nil {
-		ex.Verifier = verifier
-	}
-	records, err := ex.Execute(ctx, plan.Actions)
-	why := "not attempted: the command stopped before it"
-	if errors.Is(err, remove.ErrAuditLog) {
-		why = "not attempted: an audit line could not be written, so no further removal was started"
-		if n := notAttempted(records); n > 0 {
-			err = utilerrors.Flatten(utilerrors.NewAggregate([]error{err, fmt.Errorf("%s %s", printer.Plural(n, "removal"), why)}))
-		}
-	}
-	return errors.Join(err, o.printPlan(plan, records, why))
-}
-
-// notAttempted counts the actions without a record.
-func notAttempted(records []*remove.Record) int {
-	n := 0
-	for _, rec := range records {
-		if rec == nil {
-			n++
-		}
-	}
-	return n
-}
-
 // report prints what one removal did, unless the output is the plan.
-func (o *Options) report(rec *remove.Record) {
-	if rec.Error != "" || o.OutputFormat != "" {
+func (o *Options) report(rec *write.Record) {
+	if rec.Error != "" || !o.PrintFlags.Default() {
 		return
 	}
 	name := rec.Target.String()
-	if o.dryRun != remove.DryRunNone {
+	if o.dryRun != write.DryRunNone {
 		fmt.Fprintf(o.Out, "%s: finalizer %s %s (%s dry run)\n", name, rec.Finalizer, describe(rec.Result), o.dryRun)
 		return
 	}
@@ -511,39 +446,22 @@ func (o *Options) report(rec *remove.Record) {
 }
 
 // printPlan prints the plan with -o json|yaml, with the result of each removal.
-// An action without a record was not attempted, for the reason notAttempted gives.
-func (o *Options) printPlan(plan *remove.Plan, records []*remove.Record, notAttempted string) error {
-	if o.OutputFormat == "" {
+func (o *Options) printPlan(api *finalizev1alpha1.RemovalPlan) error {
+	if o.PrintFlags.Default() {
 		return nil
 	}
-	p, err := o.PrintFlags.ToPrinter(o.OutputFormat)
-	if err != nil {
-		return err
-	}
-	out := plan.API(o.dryRun)
-	for i, rec := range records {
-		if rec == nil {
-			out.Actions[i].Result = finalizev1alpha1.ResultKept
-			out.Actions[i].Message = notAttempted
-			continue
-		}
-		out.Actions[i].Result, out.Actions[i].Error = rec.Result, rec.Error
-		if rec.Error != "" {
-			out.Actions[i].Result = finalizev1alpha1.ResultFailed
-		}
-	}
-	return p.PrintObj(out, o.Out)
+	return o.PrintFlags.PrintObject(api, o.Out)
 }
 
-func describe(r remove.Result) string {
+func describe(r write.Result) string {
 	switch r {
-	case remove.Removed:
+	case write.Removed:
 		return "removed"
-	case remove.WouldRemove:
+	case write.WouldRemove:
 		return "would be removed"
-	case remove.AlreadyRemoved:
+	case write.AlreadyRemoved:
 		return "was already removed by someone else"
-	case remove.ObjectGone:
+	case write.ObjectGone:
 		return "is gone with its object"
 	}
 	return string(r)

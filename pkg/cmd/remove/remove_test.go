@@ -7,51 +7,36 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util/testing"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 )
 
 func cluster() *cmdtesting.Factory {
-	return cmdtesting.NewFactory([]runtime.Object{
-		cmdtesting.Namespace("team-a"),
-		cmdtesting.StuckConfigMap("team-a", "cfg", time.Hour, "a.example.com/x", "orphan"),
-	}...).WithNamespace("team-a")
+	return cmdtesting.NewFactory(cmdtesting.Namespace("team-a"),
+		cmdtesting.StuckConfigMap("team-a", "cfg", time.Hour, "a.example.com/x", "orphan")).WithNamespace("team-a")
 }
 
 var force = []string{"--force-unverified", "--reason", "INC-1"}
 
 func TestInvocation(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"no object", []string{"--finalizer", "x"}, "error: you must name at least one object: TYPE/NAME or TYPE NAME\nSee 'remove -h' for help and examples\n"},
-		{"a type without names", []string{"cm", "--finalizer", "x"}, "error: you must name at least one cm\n"},
-		{"mixed forms", []string{"cm/a", "b", "--finalizer", "x"}, `error: "b" is not TYPE/NAME: name every object as TYPE/NAME, or give TYPE NAME...`},
-		{"a type twice", []string{"cm", "cm/a", "--finalizer", "x"}, `error: there is no need to give a type in "cm/a" when the type is already "cm"`},
-		{"no finalizer", []string{"cm/cfg"}, "error: name the finalizers to remove with --finalizer, or give --all-finalizers\n"},
-		{"both", []string{"cm/cfg", "--finalizer", "x", "--all-finalizers"}, "error: --finalizer and --all-finalizers cannot be used together\n"},
-		{"force without reason", []string{"cm/cfg", "--finalizer", "x", "--force-unverified"}, "error: --force-unverified requires --reason: say why removing unverified finalizers is safe, for the audit\n"},
-		{"reason without force", []string{"cm/cfg", "--finalizer", "x", "--reason", "y"}, "error: --reason only applies with --force-unverified\n"},
-		{"empty finalizer", []string{"cm/cfg", "--finalizer", ""}, "error: name the finalizers"},
-		{"dry run without value", []string{"cm/cfg", "--finalizer", "x", "--dry-run"}, `error: --dry-run flag without a value was specified. A value must be set: "none", "server", or "client".`},
-		{"bad dry run", []string{"cm/cfg", "--finalizer", "x", "--dry-run=maybe"}, `error: Invalid dry-run value (maybe). Must be "none", "server", or "client".`},
-		{"bad output", []string{"cm/cfg", "--finalizer", "x", "-o", "wide"}, `error: unable to match a printer suitable for the output format "wide", allowed formats are: json,yaml`},
-		{"unknown type", []string{"gizmo/x", "--finalizer", "x"}, `error: the server doesn't have a resource type "gizmo"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := cmdtesting.Run(NewCmdRemove, cluster(), "", tt.args...)
-			if r.Code != 2 || !strings.HasPrefix(r.Stderr, tt.want) || r.Stdout != "" {
-				t.Errorf("code %d, stdout %q, stderr\n%q\nwant it to start with\n%q", r.Code, r.Stdout, r.Stderr, tt.want)
-			}
-		})
-	}
+	cmdtesting.InvalidInvocations(t, NewCmdRemove, cluster, []cmdtesting.Invocation{
+		{Name: "no object", Args: []string{"--finalizer", "x"}, Want: "error: you must name at least one object: TYPE/NAME or TYPE NAME\nSee 'remove -h' for help and examples\n"},
+		{Name: "a type without names", Args: []string{"cm", "--finalizer", "x"}, Want: "error: you must name at least one cm\n"},
+		{Name: "mixed forms", Args: []string{"cm/a", "b", "--finalizer", "x"}, Want: `error: "b" is not TYPE/NAME: name every object as TYPE/NAME, or give TYPE NAME...`},
+		{Name: "a type twice", Args: []string{"cm", "cm/a", "--finalizer", "x"}, Want: `error: there is no need to give a type in "cm/a" when the type is already "cm"`},
+		{Name: "no finalizer", Args: []string{"cm/cfg"}, Want: "error: name the finalizers to remove with --finalizer, or give --all-finalizers\n"},
+		{Name: "both", Args: []string{"cm/cfg", "--finalizer", "x", "--all-finalizers"}, Want: "error: --finalizer and --all-finalizers cannot be used together\n"},
+		{Name: "force without reason", Args: []string{"cm/cfg", "--finalizer", "x", "--force-unverified"}, Want: "error: --force-unverified requires --reason: say why removing unverified finalizers is safe, for the audit\n"},
+		{Name: "reason without force", Args: []string{"cm/cfg", "--finalizer", "x", "--reason", "y"}, Want: "error: --reason only applies with --force-unverified\n"},
+		{Name: "empty finalizer", Args: []string{"cm/cfg", "--finalizer", ""}, Want: "error: name the finalizers"},
+		{Name: "dry run without value", Args: []string{"cm/cfg", "--finalizer", "x", "--dry-run"}, Want: `error: --dry-run flag without a value was specified. A value must be set: "none", "server", or "client".`},
+		{Name: "bad dry run", Args: []string{"cm/cfg", "--finalizer", "x", "--dry-run=maybe"}, Want: `error: Invalid dry-run value (maybe). Must be "none", "server", or "client".`},
+		{Name: "bad output", Args: []string{"cm/cfg", "--finalizer", "x", "-o", "wide"}, Want: `error: unable to match a printer suitable for the output format "wide", allowed formats are: json,yaml`},
+		{Name: "unknown type", Args: []string{"gizmo/x", "--finalizer", "x"}, Want: `error: the server doesn't have a resource type "gizmo"`},
+	})
 }
 
 // TestRefusalsNameTheFlagThatAllowsThem: each kind of refusal points to its flag; a
@@ -124,9 +109,9 @@ func TestARemovalGoesThroughTheExecutor(t *testing.T) {
 	if len(patches) != 1 || patches[0] != want {
 		t.Errorf("patches %q, want [%s]", patches, want)
 	}
-	var rec remove.Record
+	var rec write.Record
 	line := r.Stderr[strings.LastIndex(strings.TrimSpace(r.Stderr), "\n")+1:]
-	if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Action != remove.ReasonForceRemoved || rec.Reason != "INC-1" || !slices.Equal(rec.Remaining, []string{"orphan"}) || rec.Event == "" {
+	if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Action != write.ReasonForceRemoved || rec.Reason != "INC-1" || !slices.Equal(rec.Remaining, []string{"orphan"}) || rec.Event == "" {
 		t.Errorf("audit line %q: %v %+v", line, err, rec)
 	}
 }

@@ -101,7 +101,7 @@ type Options struct {
 
 // NewOptions returns the options with their defaults.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
-	return &Options{PrintFlags: util.NewPrintFlags(), ListFlags: util.NewListFlags(), FleetFlags: util.NewFleetFlags(), IOStreams: streams}
+	return &Options{PrintFlags: util.NewTablePrintFlags(), ListFlags: util.NewListFlags(), FleetFlags: util.NewFleetFlags(), IOStreams: streams}
 }
 
 // NewCmdScan returns the scan command.
@@ -184,19 +184,18 @@ func resolveTypes(f util.Factory, args []string) ([]schema.GroupResource, error)
 
 // Validate rejects bad flag values and combinations.
 func (o *Options) Validate() error {
-	if err := o.PrintFlags.Validate(); err != nil {
-		return err
-	}
+	return util.FirstError(o.PrintFlags.Validate(), o.validateFilters(), o.FleetFlags.Validate(), o.ListFlags.Validate())
+}
+
+// validateFilters rejects filters that cannot match.
+func (o *Options) validateFilters() error {
 	switch {
 	case o.AllNamespaces && o.namespace != "":
 		return util.UsageErrorf(nil, "--namespace and --all-namespaces cannot be used together")
 	case o.OlderThan < 0:
 		return util.UsageErrorf(nil, "--%s must not be negative, got %s", flagOlderThan, o.OlderThan)
 	}
-	if err := o.FleetFlags.Validate(); err != nil {
-		return err
-	}
-	return o.ListFlags.Validate()
+	return nil
 }
 
 // Run scans and prints.
@@ -216,7 +215,7 @@ func (o *Options) Run(ctx context.Context) error {
 // scan reads one cluster.
 func (o *Options) scan(ctx context.Context, clients *client.Clients, resources []schema.GroupResource, opts scan.Options) (*finalizev1alpha1.StuckObjectList, []string, error) {
 	opts.Resources, opts.Namespace, opts.LabelSelector, opts.OlderThan, opts.Finalizers = resources, o.namespace, o.Selector, o.OlderThan, o.finalizers
-	if o.PrintFlags.OutputFormat == "" || o.PrintFlags.Name() {
+	if o.PrintFlags.Default() || o.PrintFlags.Name() {
 		res, err := pipeline.Scan(ctx, clients, opts)
 		if err != nil {
 			return nil, nil, err
@@ -236,16 +235,12 @@ func (o *Options) scan(ctx context.Context, clients *client.Clients, resources [
 // the others are still printed.
 func (o *Options) runFleet(ctx context.Context) error {
 	results, warnings := util.RunFleet(ctx, o.factory, o.clusters, &o.FleetFlags, o.ErrOut, "scanning",
-		func(ctx context.Context, f util.Factory) (*finalizev1alpha1.StuckObjectList, []string, error) {
-			clients, err := f.Clients()
-			if err != nil {
-				return nil, nil, err
-			}
+		func(ctx context.Context, f util.Factory, clients *client.Clients) (*finalizev1alpha1.StuckObjectList, []string, error) {
 			resources, err := resolveTypes(f, o.typeArgs)
 			if err != nil {
 				return nil, nil, err
 			}
-			return o.scan(ctx, clients, resources, scan.Options{Concurrency: o.ListFlags.Concurrency, ChunkSize: o.ListFlags.ChunkSize})
+			return o.scan(ctx, clients, resources, o.ListFlags.Options())
 		})
 	list, err := fleet.MergeLists(results)
 	if err != nil {
@@ -256,11 +251,7 @@ func (o *Options) runFleet(ctx context.Context) error {
 
 // show prints the warnings and the list, then says what could not be read.
 func (o *Options) show(list *finalizev1alpha1.StuckObjectList, warnings []string) error {
-	util.PrintWarnings(o.ErrOut, warnings)
-	if err := o.print(list); err != nil {
-		return err
-	}
-	return util.IncompleteWarning(o.ErrOut, list.Incomplete)
+	return util.PrintResult(o.ErrOut, warnings, list.Incomplete, func() error { return o.print(list) })
 }
 
 func (o *Options) print(list *finalizev1alpha1.StuckObjectList) error {

@@ -7,48 +7,27 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util/testing"
 )
 
 func cluster() *cmdtesting.Factory {
-	return cmdtesting.NewFactory([]runtime.Object{
-		cmdtesting.Namespace("team-a"),
+	return cmdtesting.NewFactory(cmdtesting.Namespace("team-a"),
 		cmdtesting.StuckConfigMap("team-a", "old", 3*time.Hour, "a.example.com/x"),
 		cmdtesting.StuckConfigMap("team-a", "new", time.Minute, "b.example.com/y"),
-		cmdtesting.StuckConfigMap("team-b", "other", time.Hour, "a.example.com/x"),
-	}...)
+		cmdtesting.StuckConfigMap("team-b", "other", time.Hour, "a.example.com/x"))
 }
 
 func TestFlagValidation(t *testing.T) {
-	tests := []struct {
-		name string
-		ns   string
-		args []string
-		want string
-	}{
-		{"negative age", "", []string{"--older-than=-1m"}, "error: --older-than must not be negative, got -1m0s\nSee 'scan -h' for help and examples\n"},
-		{"no concurrency", "", []string{"--concurrency=0"}, "error: --concurrency must be at least 1, got 0\nSee 'scan -h' for help and examples\n"},
-		{"negative chunks", "", []string{"--chunk-size=-5"}, "error: --chunk-size must not be negative, got -5\nSee 'scan -h' for help and examples\n"},
-		{"-A with -n", "team-a", []string{"-A"}, "error: --namespace and --all-namespaces cannot be used together\nSee 'scan -h' for help and examples\n"},
-		{"unknown output", "", []string{"-o", "table"}, `error: unable to match a printer suitable for the output format "table", allowed formats are: wide,name,json,yaml,go-template,go-template-file,template,templatefile,jsonpath,jsonpath-as-json,jsonpath-file` + "\nSee 'scan -h' for help and examples\n"},
-		{"bad glob", "", []string{"--finalizer", "a,,b"}, "error: invalid --finalizer: pattern \"\": empty pattern\nSee 'scan -h' for help and examples\n"},
-		{"unknown type", "", []string{"gizmos"}, "error: the server doesn't have a resource type \"gizmos\"\n"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := cluster()
-			if tt.ns != "" {
-				f.WithNamespace(tt.ns)
-			}
-			r := cmdtesting.Run(NewCmdScan, f, "", tt.args...)
-			if r.Code != 2 || r.Stderr != tt.want || r.Stdout != "" {
-				t.Errorf("code %d, stdout %q, stderr\n%q\nwant\n%q", r.Code, r.Stdout, r.Stderr, tt.want)
-			}
-		})
-	}
+	cmdtesting.InvalidInvocations(t, NewCmdScan, cluster, []cmdtesting.Invocation{
+		{Name: "negative age", Args: []string{"--older-than=-1m"}, Want: "error: --older-than must not be negative, got -1m0s\nSee 'scan -h' for help and examples\n"},
+		{Name: "no concurrency", Args: []string{"--concurrency=0"}, Want: "error: --concurrency must be at least 1, got 0\nSee 'scan -h' for help and examples\n"},
+		{Name: "negative chunks", Args: []string{"--chunk-size=-5"}, Want: "error: --chunk-size must not be negative, got -5\nSee 'scan -h' for help and examples\n"},
+		{Name: "-A with -n", Args: []string{"-A"}, Namespace: "team-a", Want: "error: --namespace and --all-namespaces cannot be used together\nSee 'scan -h' for help and examples\n"},
+		{Name: "unknown output", Args: []string{"-o", "table"}, Want: `error: unable to match a printer suitable for the output format "table", allowed formats are: wide,name,json,yaml,go-template,go-template-file,template,templatefile,jsonpath,jsonpath-as-json,jsonpath-file` + "\nSee 'scan -h' for help and examples\n"},
+		{Name: "bad glob", Args: []string{"--finalizer", "a,,b"}, Want: "error: invalid --finalizer: pattern \"\": empty pattern\nSee 'scan -h' for help and examples\n"},
+		{Name: "unknown type", Args: []string{"gizmos"}, Want: "error: the server doesn't have a resource type \"gizmos\"\n"},
+	})
 }
 
 func TestTypeArguments(t *testing.T) {

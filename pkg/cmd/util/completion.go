@@ -129,17 +129,18 @@ func TerminatingCompletion(f Factory) func(*cobra.Command, []string, string) ([]
 // hold: those of the objects named in args, else of every stuck object in scope.
 func FinalizerCompletion(f Factory) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		wanted := map[string]bool{}
+		named, err := objectArgs(args)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
 		typ := ""
-		for _, a := range args {
-			if t, name, ok := strings.Cut(a, "/"); ok {
-				typ = t
-				wanted[name] = true
-			} else if typ == "" {
-				typ = a
-			} else {
-				wanted[a] = true
-			}
+		if len(args) > 0 {
+			typ = args[0]
+		}
+		wanted := map[string]bool{}
+		for _, a := range named {
+			typ = a.Type
+			wanted[a.Name] = true
 		}
 		objs, err := terminating(f, typ)
 		if err != nil {

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/spf13/cobra"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/reconcile"
 )
 
-// Exit codes shared by every command (DESIGN §2). They are a contract with scripts and
-// CronJobs, so they are named here once and mapped to errors in one place.
+// Exit codes shared by every command (docs/reference/kubectl_finalize.md lists them).
+// They are a contract with scripts and CronJobs, so they are named here once, and the
+// outcomes of the domain are mapped to them in one table, exitCodes.
 const (
 	// ExitOK means the command did what was asked.
 	ExitOK = 0
@@ -24,50 +25,25 @@ const (
 	ExitTooManyRemovals = 4
 )
 
-// ExitCodeError carries the exit code main should use for an error.
-type ExitCodeError struct {
-	Code int
-	Err  error
-	// Silent errors have already been reported (an incomplete scan prints its results
-	// and a warning); main only exits with the code.
-	Silent bool
-
-	// help usage errors point to the help of command, once it is known.
-	help    bool
-	command string
+// exitCodes are the exit codes of the typed outcomes of the domain.
+var exitCodes = map[reconcile.Outcome]int{
+	reconcile.OutcomeOK:         ExitOK,
+	reconcile.OutcomeFailed:     ExitError,
+	reconcile.OutcomeIncomplete: ExitIncomplete,
+	reconcile.OutcomeBreaker:    ExitTooManyRemovals,
 }
 
-func (e *ExitCodeError) Error() string {
-	if e.help && e.command != "" {
-		return fmt.Sprintf("%s\nSee '%s -h' for help and examples", e.Err.Error(), e.command)
-	}
-	return e.Err.Error()
-}
-
-func (e *ExitCodeError) Unwrap() error { return e.Err }
-
-// UsageErrorf reports an invalid invocation, with kubectl's pointer to the help of cmd.
-// Validate has no command at hand and passes nil: RunCommand names it.
-func UsageErrorf(cmd *cobra.Command, format string, args ...any) error {
-	e := &ExitCodeError{Code: ExitUsage, Err: fmt.Errorf(format, args...), help: true}
-	if cmd != nil {
-		e.command = cmd.CommandPath()
-	}
-	return e
-}
-
-// UsageError marks err as an invalid invocation (exit code 2) without changing its text.
-func UsageError(err error) error {
-	if err == nil {
+// OutcomeError is the error a command returns for a pass that ended with outcome, for
+// reason: nil when all is well, else an error that exits with the outcome's code.
+func OutcomeError(outcome reconcile.Outcome, reason string) error {
+	code, ok := exitCodes[outcome]
+	switch {
+	case !ok:
+		return fmt.Errorf("unknown outcome %q: %s", outcome, reason)
+	case code == ExitOK:
 		return nil
 	}
-	return &ExitCodeError{Code: ExitUsage, Err: err}
-}
-
-// IncompleteError reports that the command printed its result but could not see
-// everything. The result and a warning are already on the streams, so main stays quiet.
-func IncompleteError(err error) error {
-	return &ExitCodeError{Code: ExitIncomplete, Err: err, Silent: true}
+	return &ExitCodeError{Code: code, Err: errors.New(reason)}
 }
 
 // ExitCode is the process exit code for err.

@@ -1,5 +1,3 @@
-// Package util holds what the commands share: clients built from the kubectl flags,
-// exit codes, the error renderer, and printing helpers. It is part of the cobra layer.
 package util
 
 import (

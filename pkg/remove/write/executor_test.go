@@ -1,4 +1,4 @@
-package remove
+package write
 
 import (
 	"context"
@@ -16,18 +16,21 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
 // verifierFunc is a Verifier for planner and executor unit tests.
-type verifierFunc func(VerifyRequest) Verification
+type verifierFunc func(plan.VerifyRequest) plan.Verification
 
-func (f verifierFunc) Verify(_ context.Context, req VerifyRequest) Verification { return f(req) }
+func (f verifierFunc) Verify(_ context.Context, req plan.VerifyRequest) plan.Verification {
+	return f(req)
+}
 
-func pinnedAction(rv string) Action {
-	return Action{
-		Target:       Target{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1", Finalizer: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers, ResourceVersion: rv},
+func pinnedAction(rv string) plan.Action {
+	return plan.Action{
+		Target:       plan.Target{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1", Finalizer: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers, ResourceVersion: rv},
 		Finalizer:    finalizev1alpha1.Finalizer{Name: "db.example.com/finalizer"},
-		Verification: Verification{Rule: "dbs", Verdict: finalizev1alpha1.VerdictGone, Evidence: "404", ResourceVersion: rv},
+		Verification: plan.Verification{Rule: "dbs", Verdict: finalizev1alpha1.VerdictGone, Evidence: "404", ResourceVersion: rv},
 		Verified:     true,
 	}
 }
@@ -47,13 +50,13 @@ func patchesOf(c *metadatafake.FakeMetadataClient) []string {
 func TestAChangedObjectIsVerifiedAgainBeforeTheWrite(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
-		answer  Verification
+		answer  plan.Verification
 		patches int
 		err     string
 	}{
-		{"still gone", Verification{Rule: "dbs", Verdict: finalizev1alpha1.VerdictGone, ResourceVersion: "8"}, 1, ""},
-		{"present now", Verification{Rule: "dbs", Verdict: finalizev1alpha1.VerdictPresent, Evidence: "200 OK", ResourceVersion: "8"}, 0, "not verified any more: Present: 200 OK"},
-		{"no longer matched", Verification{}, 0, "no rule matches it any more"},
+		{"still gone", plan.Verification{Rule: "dbs", Verdict: finalizev1alpha1.VerdictGone, ResourceVersion: "8"}, 1, ""},
+		{"present now", plan.Verification{Rule: "dbs", Verdict: finalizev1alpha1.VerdictPresent, Evidence: "200 OK", ResourceVersion: "8"}, 0, "not verified any more: Present: 200 OK"},
+		{"no longer matched", plan.Verification{}, 0, "no rule matches it any more"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			scheme := runtime.NewScheme()
@@ -63,11 +66,11 @@ func TestAChangedObjectIsVerifiedAgainBeforeTheWrite(t *testing.T) {
 			client := metadatafake.NewSimpleMetadataClient(scheme, obj)
 			var asked []bool
 			ex := &Executor{Remover: &Remover{Metadata: client}, Auditor: &Auditor{Kube: kubefake.NewClientset(), Log: &strings.Builder{}, User: "tester"},
-				Verifier: verifierFunc(func(req VerifyRequest) Verification {
+				Verifier: verifierFunc(func(req plan.VerifyRequest) plan.Verification {
 					asked = append(asked, req.Fresh)
 					return tt.answer
 				})}
-			_, err := ex.Execute(context.Background(), []Action{pinnedAction("7")})
+			_, err := ex.Execute(context.Background(), []plan.Action{pinnedAction("7")})
 			if len(asked) != 1 || !asked[0] {
 				t.Errorf("verified again %v times (fresh: %v), want once, fresh", len(asked), asked)
 			}
@@ -120,7 +123,7 @@ func TestAVerifiedSnapshotIsWrittenWithoutReadingFirst(t *testing.T) {
 	a := pinnedAction("7")
 	a.Finalizers = []string{"a.example.com/x", "db.example.com/finalizer"}
 	ex := &Executor{Remover: &Remover{Metadata: client}, Auditor: &Auditor{Kube: kubefake.NewClientset(), Log: &strings.Builder{}, User: "tester"}}
-	records, err := ex.Execute(context.Background(), []Action{a})
+	records, err := ex.Execute(context.Background(), []plan.Action{a})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,13 +175,13 @@ func TestWorkersKeepEachObjectTogetherAndStopBetweenObjects(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = metav1.AddMetaToScheme(scheme)
 	var objs []runtime.Object
-	var actions []Action
+	var actions []plan.Action
 	for i := range 6 {
 		o := fakeObject(fmt.Sprint(i), "a.example.com/x", "b.example.com/y")
 		o.Name = fmt.Sprintf("cfg-%d", i)
 		objs = append(objs, o)
 		for _, f := range o.Finalizers {
-			actions = append(actions, Action{Target: Target{Resource: configmaps, Namespace: "a", Name: o.Name, UID: o.UID, Finalizer: f, Field: finalizev1alpha1.FieldMetadataFinalizers}, Finalizer: finalizev1alpha1.Finalizer{Name: f}, Reason: "test"})
+			actions = append(actions, plan.Action{Target: plan.Target{Resource: configmaps, Namespace: "a", Name: o.Name, UID: o.UID, Finalizer: f, Field: finalizev1alpha1.FieldMetadataFinalizers}, Finalizer: finalizev1alpha1.Finalizer{Name: f}, Reason: "test"})
 		}
 	}
 	// Interleave two objects' actions, as a plan may.

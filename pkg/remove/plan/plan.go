@@ -1,4 +1,8 @@
-package remove
+// Package plan decides removals before any is made: which requested finalizers a
+// provider verified (through a Verifier), which are forced, and which are refused and
+// why. It reads the cluster (a verifier's answers, a namespace's content) and writes
+// nothing; pkg/remove/write carries out its actions.
+package plan
 
 import (
 	"context"
@@ -6,9 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"golang.org/x/sync/errgroup"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
@@ -38,58 +41,6 @@ type Request struct {
 	Object     *kube.Object
 	Finalizers []string
 	All        bool
-}
-
-// Verifier tells whether the external resource behind a finalizer is gone. pkg/policy
-// implements it with the rules of a policy and their providers.
-type Verifier interface {
-	// Verify answers for one finalizer of one object. A Verification without a Rule
-	// means no rule applies: the removal is unverified.
-	Verify(ctx context.Context, req VerifyRequest) Verification
-}
-
-// VerifyRequest is one question to a Verifier.
-type VerifyRequest struct {
-	Object    *kube.Object
-	Finalizer finalizev1alpha1.Finalizer
-	// Fresh asks again rather than answering from what was verified earlier in the run:
-	// the object changed since.
-	Fresh bool
-}
-
-// Verification is a Verifier's answer.
-type Verification struct {
-	// Rule is the policy rule that matched; empty when none did.
-	Rule     string
-	Verdict  finalizev1alpha1.Verdict
-	Evidence string
-	// ResourceVersion is the version of the object the provider's request was built
-	// from. A verified removal is pinned to it: if the object changed, it is verified
-	// again before anything is written.
-	ResourceVersion string
-	// Finalizers are the object's metadata.finalizers at ResourceVersion.
-	Finalizers []string
-	// Distrust, if set, says why a Gone cannot be trusted (the rule's provider called a
-	// live object gone): nothing is removed on it.
-	Distrust string
-	// TooYoung means the object has been terminating for less than the rule's minAge; the
-	// provider was not asked.
-	TooYoung bool
-	// ReadError, if set, says that verifying needed a read of the cluster that failed (not
-	// an object that vanished, an API server that did not answer): the finalizer is kept,
-	// and the pass failed to do its job.
-	ReadError string
-	// AllowSystem and AllowRetained are the rule's permissions.
-	AllowSystem   bool
-	AllowRetained bool
-}
-
-// Gone reports whether the verification proves the finalizer's work is done.
-func (v *Verification) Gone() bool {
-	if v.Rule == "" || v.Distrust != "" || v.TooYoung || v.ReadError != "" {
-		return false
-	}
-	return v.Verdict == finalizev1alpha1.VerdictGone || (v.Verdict == finalizev1alpha1.VerdictRetained && v.AllowRetained)
 }
 
 // Action is one planned removal.
@@ -148,21 +99,6 @@ func (p *Plan) Objects() int {
 		seen[string(a.UID)] = true
 	}
 	return len(seen)
-}
-
-// API is the plan as `remove -o json` prints it.
-func (p *Plan) API(dry DryRun) *finalizev1alpha1.RemovalPlan {
-	out := &finalizev1alpha1.RemovalPlan{
-		TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "RemovalPlan"},
-		DryRun:   string(dry), Actions: []finalizev1alpha1.Removal{}, Refusals: []finalizev1alpha1.Refusal{},
-	}
-	for i := range p.Actions {
-		out.Actions = append(out.Actions, p.Actions[i].API())
-	}
-	for i := range p.Refusals {
-		out.Refusals = append(out.Refusals, p.Refusals[i].API())
-	}
-	return out
 }
 
 // DefaultVerifyConcurrency is how many verifications a planner runs at once.
@@ -264,21 +200,18 @@ func (p *Planner) verifyAll(ctx context.Context, cands []*candidate) {
 	if n <= 0 {
 		n = DefaultVerifyConcurrency
 	}
-	sem := make(chan struct{}, n)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(n)
 	for _, c := range cands {
 		if c.fin == nil {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			c.verify = p.Verifier.Verify(ctx, VerifyRequest{Object: c.o, Finalizer: *c.fin})
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the verifications return no error: a failure is an answer
 }
 
 // refuse returns why a removal may not happen, or nil.
@@ -313,12 +246,12 @@ func (p *Planner) refuse(ctx context.Context, a *Action, o *kube.Object, opts Op
 	switch {
 	case v.Rule == "":
 		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: fmt.Sprintf("nothing verified that %s%s", guards, cause)}
-	case v.TooYoung:
+	case v.Status == TooYoung:
 		return &Refusal{Kind: finalizev1alpha1.RefusalTooYoung, Why: fmt.Sprintf("rule %s does not verify it yet: %s", v.Rule, v.Evidence)}
-	case v.ReadError != "":
-		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: fmt.Sprintf("rule %s could not verify it: %s", v.Rule, v.ReadError)}
-	case v.Distrust != "":
-		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: fmt.Sprintf("rule %s cannot be trusted: %s", v.Rule, v.Distrust)}
+	case v.Unread():
+		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: fmt.Sprintf("rule %s could not verify it: %s", v.Rule, v.Detail)}
+	case v.Status == Distrusted:
+		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: fmt.Sprintf("rule %s cannot be trusted: %s", v.Rule, v.Detail)}
 	case v.Verdict == finalizev1alpha1.VerdictRetained:
 		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified,
 			Why: fmt.Sprintf("rule %s: the external resource is retained by design, and the rule does not set allowRetained: %s", v.Rule, v.Evidence)}

@@ -1,4 +1,4 @@
-package remove
+package write
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
 // RedactedAnnotation names, on the backup of a Secret, the keys whose values were left out.
@@ -22,7 +24,7 @@ const RedactedAnnotation = "kubectl-finalize.github.io/redacted-keys"
 // does not happen. The folder is created 0700, and one that others may read is refused;
 // the file is 0600. A Secret's values are left out of its backup: its keys are listed in
 // the RedactedAnnotation, so no credential is copied to disk.
-func Backup(ctx context.Context, dyn dynamic.Interface, dir string, t Target) (string, error) {
+func Backup(ctx context.Context, dyn dynamic.Interface, dir string, t plan.Target) (string, error) {
 	var r dynamic.ResourceInterface = dyn.Resource(t.Resource.GroupVersionResource)
 	if t.Namespace != "" {
 		r = dyn.Resource(t.Resource.GroupVersionResource).Namespace(t.Namespace)

@@ -14,28 +14,6 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 )
 
-func TestExitCode(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want int
-	}{
-		{"nil", nil, ExitOK},
-		{"plain error", errors.New("boom"), ExitError},
-		{"usage", UsageErrorf(nil, "bad flag"), ExitUsage},
-		{"wrapped usage", fmt.Errorf("context: %w", UsageError(errors.New("x"))), ExitUsage},
-		{"incomplete", IncompleteError(errors.New("partial")), ExitIncomplete},
-		{"api error", apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p"), ExitError},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := ExitCode(tt.err); got != tt.want {
-				t.Fatalf("ExitCode(%v) = %d, want %d", tt.err, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestPrintError(t *testing.T) {
 	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api", Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}}
 	refusedList := &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api/v1/configmaps?limit=500", Err: refused.Err}

@@ -1,4 +1,4 @@
-package remove
+package write
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -13,6 +14,7 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
 // Executor carries out the actions of a plan, each the same way: an intent line in the
@@ -32,7 +34,7 @@ type Executor struct {
 	Dynamic   dynamic.Interface
 	// Verifier verifies a pinned action again when its object changed after it was
 	// verified; without one, such an action fails and nothing is written.
-	Verifier Verifier
+	Verifier plan.Verifier
 	// Workers bounds how many objects are written at once; 0 or 1 writes one at a time.
 	// The actions on one object always run one after another, in plan order.
 	Workers int
@@ -50,7 +52,7 @@ type Executor struct {
 // per action, nil for an action not attempted. An action that fails does not stop the
 // others, with one exception: once an audit line cannot be written, no further removal
 // starts (the error then matches ErrAuditLog). The error joins every failure.
-func (e *Executor) Execute(ctx context.Context, actions []Action) ([]*Record, error) {
+func (e *Executor) Execute(ctx context.Context, actions []plan.Action) ([]*Record, error) {
 	if e.DryRun == "" {
 		e.DryRun = DryRunNone
 	}
@@ -87,27 +89,31 @@ func (e *Executor) Execute(ctx context.Context, actions []Action) ([]*Record, er
 			mu.Unlock()
 		}
 	}
-	slots := make(chan struct{}, max(e.Workers, 1))
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(max(e.Workers, 1))
 	for _, group := range byObject(actions) {
-		slots <- struct{}{} // a free worker first, so a stop is seen before the next object
-		if !proceed() {
-			<-slots
+		// Go waits for a free worker, which asks whether to go on before it takes the
+		// object; the next object waits for that answer, so a stop is seen in plan order
+		// and before the next object.
+		started := make(chan bool, 1)
+		g.Go(func() error {
+			ok := proceed()
+			started <- ok
+			if ok {
+				object(group)
+			}
+			return nil
+		})
+		if !<-started {
 			break
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			object(group)
-		}()
 	}
-	wg.Wait()
+	_ = g.Wait() // failures are collected in failed, one per action
 	return records, utilerrors.NewAggregate(failed)
 }
 
 // byObject groups the indexes of actions by the object they act on, in plan order.
-func byObject(actions []Action) [][]int {
+func byObject(actions []plan.Action) [][]int {
 	var groups [][]int
 	at := map[types.UID]int{}
 	for i := range actions {
@@ -132,11 +138,11 @@ func (e *Executor) warn(err error) {
 // synced before anything else, and the record is written to the audit log after,
 // whatever happened. An intent that cannot be written fails the action, and nothing is
 // written; if an earlier line failed, the action is not attempted: nil, and the error.
-func (e *Executor) one(ctx context.Context, remover *Remover, a *Action) (*Record, error) {
-	rec := &Record{
+func (e *Executor) one(ctx context.Context, remover *Remover, a *plan.Action) (*Record, error) {
+	rec := &Record{Entry: Entry{
 		Action: ReasonForceRemoved, Target: a.Ref(), Finalizer: a.Finalizer.Name, Field: a.Field,
 		Verified: a.Verified, Rule: a.Verification.Rule, Verdict: a.Verification.Verdict, Evidence: a.Verification.Evidence,
-	}
+	}}
 	if a.Verified {
 		rec.Action = ReasonRemoved
 	} else {
@@ -151,8 +157,8 @@ func (e *Executor) one(ctx context.Context, remover *Remover, a *Action) (*Recor
 		return rec, err
 	}
 	rec.User = e.Auditor.User
-	intent := &Intent{Time: metav1.Now().UTC(), User: rec.User, Action: rec.Action, Target: rec.Target, Finalizer: rec.Finalizer, Field: rec.Field,
-		Verified: rec.Verified, Rule: rec.Rule, Verdict: rec.Verdict, Evidence: rec.Evidence, Reason: rec.Reason, ResourceVersion: a.ResourceVersion}
+	intent := &Intent{Entry: rec.Entry, ResourceVersion: a.ResourceVersion}
+	intent.Time = metav1.Now().UTC()
 	if err := e.Auditor.Intent(intent); err != nil {
 		if errors.Is(err, errAuditStopped) {
 			return nil, nil
@@ -217,7 +223,7 @@ func (e *Executor) one(ctx context.Context, remover *Remover, a *Action) (*Recor
 }
 
 // reverify verifies a pinned target again, from the object as it is now.
-func (e *Executor) reverify(ctx context.Context, t Target) (string, error) {
+func (e *Executor) reverify(ctx context.Context, t plan.Target) (string, error) {
 	obj, err := e.Remover.Read(ctx, t)
 	if err != nil {
 		return "", err
@@ -228,14 +234,14 @@ func (e *Executor) reverify(ctx context.Context, t Target) (string, error) {
 	if obj.Meta.DeletionTimestamp == nil {
 		return "", errors.New("it is no longer being deleted")
 	}
-	v := e.Verifier.Verify(ctx, VerifyRequest{Object: obj, Finalizer: finalizev1alpha1.Finalizer{Name: t.Finalizer, Field: t.Field}, Fresh: true})
+	v := e.Verifier.Verify(ctx, plan.VerifyRequest{Object: obj, Finalizer: finalizev1alpha1.Finalizer{Name: t.Finalizer, Field: t.Field}, Fresh: true})
 	if !v.Gone() {
 		why := fmt.Sprintf("%s: %s", v.Verdict, v.Evidence)
 		switch {
 		case v.Rule == "":
 			why = "no rule matches it any more"
-		case v.Distrust != "":
-			why = v.Distrust
+		case v.Distrusted():
+			why = v.Detail
 		}
 		return "", errors.New(why)
 	}
@@ -243,7 +249,7 @@ func (e *Executor) reverify(ctx context.Context, t Target) (string, error) {
 }
 
 // Read returns the object a target names, as it is now.
-func (r *Remover) Read(ctx context.Context, t Target) (*kube.Object, error) {
+func (r *Remover) Read(ctx context.Context, t plan.Target) (*kube.Object, error) {
 	if t.Resource.IsNamespaces() {
 		ns, err := r.Kube.CoreV1().Namespaces().Get(ctx, t.Name, metav1.GetOptions{})
 		if err != nil {

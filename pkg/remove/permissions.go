@@ -1,4 +1,4 @@
-package reconcile
+package remove
 
 import (
 	"context"
@@ -9,7 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
 // access is one permission a removal needs.
@@ -33,7 +34,7 @@ func (a access) String() string {
 
 // needs are the permissions one removal needs: the write itself, and the Event that
 // audits it (in the object's namespace, or default when that refuses it).
-func needs(t *remove.Target) (write access, events []access) {
+func needs(t *plan.Target) (write access, events []access) {
 	if t.Field == finalizev1alpha1.FieldSpecFinalizers {
 		write = access{verb: "update", resource: "namespaces", subresource: "finalize"}
 	} else {
@@ -46,10 +47,11 @@ func needs(t *remove.Target) (write access, events []access) {
 	return write, events
 }
 
-// checkPermissions asks the API server (SelfSubjectAccessReview) for every permission the
-// plan needs, before anything is written. An action whose permissions are missing fails,
-// naming them, and is not attempted: no pass stops halfway for lack of a permission.
-func (r *Reconciler) checkPermissions(ctx context.Context, plan *remove.Plan, results []finalizev1alpha1.Removal) []bool {
+// permitted asks the API server (SelfSubjectAccessReview) for every permission the
+// actions need, before anything is written. An action whose permissions are missing
+// fails in its row, naming them, and is not attempted: no run stops halfway for lack of
+// a permission. It reports which actions may go on.
+func permitted(ctx context.Context, kube client.Interface, actions []plan.Action, rows []finalizev1alpha1.Removal) []bool {
 	cache := map[access]error{}
 	allowed := func(a access) error {
 		if err, ok := cache[a]; ok {
@@ -59,7 +61,7 @@ func (r *Reconciler) checkPermissions(ctx context.Context, plan *remove.Plan, re
 			Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource, Namespace: a.namespace,
 		}}}
 		var err error
-		switch got, rerr := r.Clients.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{}); {
+		switch got, rerr := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{}); {
 		case rerr != nil:
 			err = fmt.Errorf("could not ask whether it may %s: %w", a, rerr)
 		case !got.Status.Allowed:
@@ -68,9 +70,9 @@ func (r *Reconciler) checkPermissions(ctx context.Context, plan *remove.Plan, re
 		cache[a] = err
 		return err
 	}
-	ok := make([]bool, len(plan.Actions))
-	for i := range plan.Actions {
-		write, events := needs(&plan.Actions[i].Target)
+	ok := make([]bool, len(actions))
+	for i := range actions {
+		write, events := needs(&actions[i].Target)
 		err := allowed(write)
 		if err == nil {
 			// One of the Event's namespaces is enough.
@@ -87,8 +89,8 @@ func (r *Reconciler) checkPermissions(ctx context.Context, plan *remove.Plan, re
 			}
 		}
 		if err != nil {
-			results[i].Result = finalizev1alpha1.ResultFailed
-			results[i].Error = fmt.Sprintf("not attempted: %v; grant it (kubectl finalize rbac --policy FILE prints what a pass needs)", err)
+			rows[i].Result = finalizev1alpha1.ResultFailed
+			rows[i].Error = fmt.Sprintf("not attempted: %v; grant it (kubectl finalize rbac --policy FILE prints what a pass needs)", err)
 			continue
 		}
 		ok[i] = true

@@ -1,4 +1,4 @@
-package remove
+package plan
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
@@ -34,12 +35,12 @@ func (c *ContentReader) Holds(ctx context.Context, namespace string) string {
 		return fmt.Sprintf("what namespace %s holds could not be read: %v", namespace, err)
 	}
 	var (
-		mu      sync.Mutex
-		found   []string
-		unread  []string
-		wg      sync.WaitGroup
-		workers = make(chan struct{}, contentConcurrency)
+		mu     sync.Mutex
+		found  []string
+		unread []string
+		g      errgroup.Group
 	)
+	g.SetLimit(contentConcurrency)
 	for _, in := range failed {
 		unread = append(unread, fmt.Sprintf("%s (discovery failed: %s)", in.GroupVersion, in.Message))
 	}
@@ -47,11 +48,7 @@ func (c *ContentReader) Holds(ctx context.Context, namespace string) string {
 		if !r.Namespaced {
 			continue
 		}
-		wg.Add(1)
-		workers <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-workers }()
+		g.Go(func() error {
 			name, err := c.first(ctx, r, namespace)
 			mu.Lock()
 			defer mu.Unlock()
@@ -61,9 +58,10 @@ func (c *ContentReader) Holds(ctx context.Context, namespace string) string {
 			case name != "":
 				found = append(found, fmt.Sprintf("%s/%s", r, name))
 			}
-		}()
+			return nil // a type that cannot be listed is unread, and the others are listed still
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	slices.Sort(found)
 	slices.Sort(unread)
 	switch {

@@ -1,4 +1,4 @@
-package remove
+package write
 
 import (
 	"bytes"
@@ -16,16 +16,12 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	fakediscovery "k8s.io/client-go/discovery/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
-	clienttesting "k8s.io/client-go/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
 // failingLog takes the first ok writes and fails every one after them, as a disk that
@@ -44,16 +40,16 @@ func (l *failingLog) Write(p []byte) (int, error) {
 }
 
 // forcedActions are n forced removals of one finalizer, each from an object of its own.
-func forcedActions(n int) ([]Action, []runtime.Object) {
-	var actions []Action
+func forcedActions(n int) ([]plan.Action, []runtime.Object) {
+	var actions []plan.Action
 	var objs []runtime.Object
 	for i := range n {
 		uid := string(rune('a' + i))
 		o := fakeObject(uid, "db.example.com/finalizer")
 		o.Name = "cfg-" + uid
 		objs = append(objs, o)
-		actions = append(actions, Action{
-			Target:    Target{Resource: configmaps, Namespace: "a", Name: o.Name, UID: types.UID("uid-" + uid), Finalizer: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers},
+		actions = append(actions, plan.Action{
+			Target:    plan.Target{Resource: configmaps, Namespace: "a", Name: o.Name, UID: types.UID("uid-" + uid), Finalizer: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers},
 			Finalizer: finalizev1alpha1.Finalizer{Name: "db.example.com/finalizer"}, Reason: "INC-1",
 		})
 	}
@@ -154,7 +150,7 @@ func TestOpenLogEndsALineCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &Auditor{Log: f}
-	if err := a.Intent(&Intent{Time: time.Now()}); err != nil {
+	if err := a.Intent(&Intent{Entry: Entry{Time: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -165,49 +161,33 @@ func TestOpenLogEndsALineCutShort(t *testing.T) {
 	}
 }
 
-// TestANamespaceTheScanDidNotIndexIsNotEmpty: a namespace the scan did not list as being
-// deleted has no content in the index, which proves nothing: without a ContentReader,
-// its kubernetes finalizer is refused.
-func TestANamespaceTheScanDidNotIndexIsNotEmpty(t *testing.T) {
-	ts := metav1.Now()
-	nsRes := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, Kind: "Namespace"}
-	fin := finalizev1alpha1.Finalizer{Name: "kubernetes", Field: finalizev1alpha1.FieldSpecFinalizers, System: true}
-	late := &kube.Object{Resource: nsRes, Meta: metav1.ObjectMeta{Name: "late", UID: "uid-late", DeletionTimestamp: &ts}, Finalizers: []finalizev1alpha1.Finalizer{fin}}
-	listed := &kube.Object{Resource: nsRes, Meta: metav1.ObjectMeta{Name: "listed", UID: "uid-listed", DeletionTimestamp: &ts}, Finalizers: []finalizev1alpha1.Finalizer{fin}}
-	res := &scan.Result{Objects: []*kube.Object{listed}, Index: &scan.Index{Content: map[string]*scan.NamespaceContent{}}}
-	opts := Options{ForceUnverified: true, Reason: "x", AllowSystem: true}
-	p := (&Planner{Result: res}).Plan(context.Background(), []Request{{Object: late, All: true}, {Object: listed, All: true}}, opts)
-	if len(p.Refusals) != 1 || p.Refusals[0].Target.Name != "late" || p.Refusals[0].Kind != finalizev1alpha1.RefusalStranding ||
-		!strings.Contains(p.Refusals[0].Why, "the scan did not index what namespace late holds") {
-		t.Errorf("refusals %+v; want the namespace the scan did not index refused", p.Refusals)
-	}
-	if len(p.Actions) != 1 || p.Actions[0].Name != "listed" {
-		t.Errorf("actions %+v; want the indexed, empty namespace", p.Actions)
-	}
-}
-
-// TestRetryTakesUpTheLogAgain: after a failed line no intent is written until Retry;
-// Retry ends the line the failure cut short, and the next intent is whole.
-func TestRetryTakesUpTheLogAgain(t *testing.T) {
+// failedLog is an audit log whose last line a full disk cut short after partial, and an
+// Auditor that saw that line fail.
+func failedLog(t *testing.T, partial string) (string, *Auditor) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	f, err := OpenLog(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	a := &Auditor{Log: f}
-	// A line cut short, as a full disk leaves it, and the failure it came with.
-	if _, err := f.WriteString(`{"id":"1","sta`); err != nil {
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.WriteString(partial); err != nil {
 		t.Fatal(err)
 	}
-	a.failed = fmt.Errorf("%w: writing: %w", ErrAuditLog, syscall.ENOSPC)
-	if err := a.Intent(&Intent{Time: time.Now()}); !errors.Is(err, ErrAuditLog) {
+	return path, &Auditor{Log: f, failed: fmt.Errorf("%w: writing: %w", ErrAuditLog, syscall.ENOSPC)}
+}
+
+// TestRetryTakesUpTheLogAgain: after a failed line no intent is written until Retry;
+// Retry ends the line the failure cut short, and the next intent is whole.
+func TestRetryTakesUpTheLogAgain(t *testing.T) {
+	path, a := failedLog(t, `{"id":"1","sta`)
+	if err := a.Intent(&Intent{Entry: Entry{Time: time.Now()}}); !errors.Is(err, ErrAuditLog) {
 		t.Fatalf("an intent after a failed line: %v, want ErrAuditLog", err)
 	}
 	if err := a.Retry(); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Intent(&Intent{Time: time.Now()}); err != nil {
+	if err := a.Intent(&Intent{Entry: Entry{Time: time.Now()}}); err != nil {
 		t.Fatalf("an intent after Retry: %v", err)
 	}
 	b, _ := os.ReadFile(path)
@@ -226,7 +206,7 @@ func TestALogThatCannotBeSyncedIsWrittenAll(t *testing.T) {
 	}
 	defer r.Close()
 	a := &Auditor{Log: w}
-	if err := a.Intent(&Intent{Time: time.Now()}); err != nil {
+	if err := a.Intent(&Intent{Entry: Entry{Time: time.Now()}}); err != nil {
 		t.Fatalf("an intent to a pipe: %v", err)
 	}
 	w.Close()
@@ -236,67 +216,44 @@ func TestALogThatCannotBeSyncedIsWrittenAll(t *testing.T) {
 	}
 }
 
-// TestAnEmptyPageWithAContinueTokenIsNotEmpty: a namespace's content is read on past an
-// empty page that carries a continue token; a type that answers only such pages is
-// unread, never empty.
-func TestAnEmptyPageWithAContinueTokenIsNotEmpty(t *testing.T) {
-	kc := kubefake.NewClientset()
-	disc := kc.Discovery().(*fakediscovery.FakeDiscovery)
-	disc.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
-		{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: []string{"list"}},
-	}}}
-	for _, tt := range []struct {
-		name  string
-		pages int // empty pages with a continue token before the one with an object; -1: never one
-		want  string
-	}{
-		{"an object after two empty pages", 2, "the namespace still holds objects"},
-		{"empty pages without end", -1, "could not list configmaps"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			scheme := runtime.NewScheme()
-			_ = metav1.AddMetaToScheme(scheme)
-			meta := metadatafake.NewSimpleMetadataClient(scheme)
-			served := 0
-			meta.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
-				served++
-				list := &metav1.List{}
-				if tt.pages >= 0 && served > tt.pages {
-					list.Items = []runtime.RawExtension{{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns"}}}}
-					return true, list, nil
-				}
-				list.Continue = fmt.Sprintf("token-%d", served)
-				return true, list, nil
-			})
-			got := (&ContentReader{Discovery: disc, Metadata: meta}).Holds(context.Background(), "ns")
-			if !strings.Contains(got, tt.want) {
-				t.Errorf("Holds: %q; want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 // TestARecordAfterAFailedLineStartsALineOfItsOwn: with several writers, a removal in
 // hand writes its record after another's line failed half way: the record starts a line
 // of its own, whole JSON.
 func TestARecordAfterAFailedLineStartsALineOfItsOwn(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	f, err := OpenLog(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	a := &Auditor{Log: f}
-	if _, err := f.WriteString(`{"id":"2","stage":"Inte`); err != nil {
-		t.Fatal(err)
-	}
-	a.failed = fmt.Errorf("%w: writing: %w", ErrAuditLog, syscall.ENOSPC)
-	if err := a.Line(&Record{ID: "1", Time: time.Now(), Result: Removed}); err != nil {
+	path, a := failedLog(t, `{"id":"2","stage":"Inte`)
+	if err := a.Line(&Record{Entry: Entry{ID: "1", Time: time.Now()}, Result: Removed}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) != 2 || !json.Valid([]byte(lines[1])) {
 		t.Errorf("log %q; want the cut line, then the record whole on a line of its own", lines)
+	}
+}
+
+// TestTheAuditLinesKeepTheirShape: the two lines of a removal share their first fields
+// (Entry), and each line keeps its fields in the order and with the names the audit log
+// has always had: tools that read it parse these bytes.
+func TestTheAuditLinesKeepTheirShape(t *testing.T) {
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	entry := Entry{ID: "0a1b", Time: at, User: "admin", Action: ReasonRemoved,
+		Target:    finalizev1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "a", Name: "cfg", UID: "uid-1"},
+		Finalizer: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers, Verified: true, Rule: "dbs",
+		Verdict: finalizev1alpha1.VerdictGone, Evidence: "404"}
+	var log strings.Builder
+	a := &Auditor{Log: &log}
+	if err := a.Intent(&Intent{Entry: entry, ResourceVersion: "7"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Line(&Record{Entry: entry, Result: Removed, ResourceVersion: "7", Attempts: 1, Event: "a/cfg.1"}); err != nil {
+		t.Fatal(err)
+	}
+	head := `"time":"2026-11-22T12:00:00Z","user":"admin","action":"FinalizerRemoved",` +
+		`"target":{"apiVersion":"v1","kind":"ConfigMap","resource":"configmaps","namespace":"a","name":"cfg","uid":"uid-1"},` +
+		`"finalizer":"db.example.com/finalizer","field":"metadata.finalizers","verified":true,"rule":"dbs","verdict":"Gone","evidence":"404"`
+	want := `{"id":"0a1b","stage":"Intent",` + head + `,"resourceVersion":"7"}` + "\n" +
+		`{"id":"0a1b","stage":"Complete",` + head + `,"result":"Removed","resourceVersion":"7","attempts":1,"deleted":false,"remaining":[],"event":"a/cfg.1"}` + "\n"
+	if log.String() != want {
+		t.Errorf("audit lines\n got %s\nwant %s", log.String(), want)
 	}
 }

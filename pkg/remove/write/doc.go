@@ -1,4 +1,4 @@
-// Package remove is the only code of kubectl-finalize that writes finalizers.
+// Package write is the only code of kubectl-finalize that writes finalizers.
 //
 // It removes one named finalizer from one object at a time, and every write is guarded:
 // a finalizer in metadata.finalizers goes with a JSON patch that tests the object's uid
@@ -7,4 +7,8 @@
 // just read as precondition. A conflict or a failed test means the object changed: it is
 // read again and the decision made again, never retried blind. A new uid means a
 // namesake was re-created, and is refused.
-package remove
+//
+// The Executor carries out the actions of a plan (pkg/remove/plan) the same way every
+// time: an intent line in the audit log, a backup, the guarded removal, a re-read, an
+// Event and the audit record (Auditor).
+package write

@@ -1,0 +1,41 @@
+package plan
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
+)
+
+// Target is one finalizer of one object, and the uid of the object the decision to remove
+// it was made about.
+type Target struct {
+	Resource  kube.Resource
+	Namespace string
+	Name      string
+	UID       types.UID
+	Finalizer string
+	// Field is metadata.finalizers or spec.finalizers (namespaces only).
+	Field string
+	// ResourceVersion, if set, pins a verified removal to the version of the object a
+	// provider verified: the write tests it, and if the object changed it is verified
+	// again (write.Remover.Reverify) before anything is written.
+	ResourceVersion string
+	// Finalizers, with ResourceVersion, are the object's metadata.finalizers at that
+	// version, as verified. The first attempt then writes without reading first: the
+	// write tests the uid, the version and the finalizer's place, so it fails, changing
+	// nothing, unless the object is exactly what was verified.
+	Finalizers []string
+}
+
+// Ref is the object's reference.
+func (t *Target) Ref() finalizev1alpha1.ObjectReference {
+	return t.Resource.Ref(t.Namespace, t.Name, t.UID)
+}
+
+// String names the target in errors: "finalizer F of configmaps/cfg -n team-a".
+func (t *Target) String() string {
+	return fmt.Sprintf("finalizer %s of %s", t.Finalizer, t.Ref())
+}

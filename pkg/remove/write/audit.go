@@ -1,0 +1,391 @@
+package write
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/version"
+)
+
+// Event reasons of removals.
+const (
+	// ReasonRemoved is the reason of an Event for a removal a provider verified.
+	ReasonRemoved = "FinalizerRemoved"
+	// ReasonForceRemoved is the reason of an Event for a removal forced without
+	// verification.
+	ReasonForceRemoved = "FinalizerForceRemoved"
+	// maxNote is the API server's limit on an Event's note.
+	maxNote = 1024
+)
+
+// WhoAmI asks the API server who the client is (SelfSubjectReview), for the audit.
+func WhoAmI(ctx context.Context, kube client.Interface) (string, error) {
+	r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
+	}
+	return r.Status.UserInfo.Username, nil
+}
+
+// Stage says which of a removal's two audit lines a line is.
+type Stage string
+
+// The stages of a removal's audit lines.
+const (
+	// StageIntent is written and synced before anything about the removal is written to
+	// the cluster (or its backup to disk): no finalizer is removed without it on disk.
+	StageIntent Stage = "Intent"
+	// StageComplete is written after the removal, with what it did. An intent without
+	// its complete line is a removal whose outcome was never recorded: the process
+	// stopped in between, or the log could not be written; the object tells.
+	StageComplete Stage = "Complete"
+)
+
+// ErrAuditLog means an audit line could not be written and synced: the removal it was
+// about is not recorded on disk, and no further removal starts.
+var ErrAuditLog = errors.New("the audit log could not be written")
+
+// errAuditStopped means an earlier audit line failed: the auditor writes no intent any
+// more, so the removal is not attempted.
+var errAuditStopped = fmt.Errorf("%w earlier in this run", ErrAuditLog)
+
+// Entry is what both audit lines of a removal say: who removes which finalizer of
+// which object, and on what grounds. The ID ties the two lines together.
+type Entry struct {
+	ID        string                           `json:"id,omitempty"`
+	Stage     Stage                            `json:"stage,omitempty"`
+	Time      time.Time                        `json:"time"`
+	User      string                           `json:"user"`
+	Action    string                           `json:"action"`
+	Target    finalizev1alpha1.ObjectReference `json:"target"`
+	Finalizer string                           `json:"finalizer"`
+	Field     string                           `json:"field"`
+	Verified  bool                             `json:"verified"`
+	Rule      string                           `json:"rule,omitempty"`
+	Verdict   finalizev1alpha1.Verdict         `json:"verdict,omitempty"`
+	Evidence  string                           `json:"evidence,omitempty"`
+	Reason    string                           `json:"reason,omitempty"`
+}
+
+// Intent is the audit line written before a removal (StageIntent), which always has an
+// ID and a Stage.
+type Intent struct {
+	Entry
+	// ResourceVersion is the version a verified removal is pinned to, as planned.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+}
+
+// Record is the audit line written after a removal (StageComplete), with the same ID as
+// its intent line.
+type Record struct {
+	Entry
+	Result Result `json:"result,omitempty"`
+	// ResourceVersion is the version of the object the provider verified, which the
+	// write was pinned to; empty for a forced removal.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// Attempts counts the decisions the removal took (more than one when the object
+	// changed under it); Reverified, the times it was verified again because it had.
+	Attempts   int      `json:"attempts,omitempty"`
+	Reverified int      `json:"reverified,omitempty"`
+	Deleted    bool     `json:"deleted"`
+	Remaining  []string `json:"remaining"`
+	Backup     string   `json:"backup,omitempty"`
+	Event      string   `json:"event,omitempty"`
+	Error      string   `json:"error,omitempty"`
+}
+
+// NewAuditor returns an Auditor that writes its lines to log and names the user the API
+// server knows the client as. If the server cannot say who that is, the auditor names
+// the user "<unknown>" and the error says why.
+func NewAuditor(ctx context.Context, kube client.Interface, log io.Writer) (*Auditor, error) {
+	host, _ := os.Hostname()
+	a := &Auditor{Kube: kube, User: "<unknown>", Instance: fmt.Sprintf("kubectl-finalize-%s@%s", version.Get().Version, host), Log: log}
+	user, err := WhoAmI(ctx, kube)
+	if err != nil {
+		return a, err
+	}
+	a.User = user
+	return a, nil
+}
+
+// OpenLog opens an audit log file for appending. A new file is readable by its owner
+// only; an existing one keeps its mode, unless others may write it: a trail others can
+// rewrite proves nothing, so it is refused.
+//
+// A log whose last line was cut short (a crash, a full disk) gets the newline it lacks,
+// so that the next line starts a line of its own; a log that cannot take even that is
+// refused before anything is removed.
+func OpenLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the audit log: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("opening the audit log: %w", err)
+	}
+	if mode := fi.Mode().Perm(); mode&0o022 != 0 {
+		f.Close()
+		return nil, fmt.Errorf("the audit log %s may be written by others (mode %04o): chmod go-w it, or choose another --audit-log", path, mode)
+	}
+	if err := endLine(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("the audit log %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// endLine gives a regular file whose last line was cut short the newline it lacks.
+func endLine(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() == 0 {
+		return nil
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
+		return fmt.Errorf("reading its end: %w", err)
+	}
+	if last[0] == '\n' {
+		return nil
+	}
+	if err := writeSynced(f, []byte{'\n'}); err != nil {
+		return fmt.Errorf("it ends in a line cut short, and ending it failed: %w", err)
+	}
+	return nil
+}
+
+// Auditor records removals: an Event on the object and two JSON lines, an intent
+// before the removal and a record after it.
+type Auditor struct {
+	Kube client.Interface
+	User string
+	// Instance identifies this run in Events (reportingInstance).
+	Instance string
+	Log      io.Writer
+	mu       sync.Mutex
+	// failed is the first line that could not be written: after it, no intent is
+	// written, so no removal starts.
+	failed error
+}
+
+// Intent writes the intent line of a removal and syncs it. Nothing about the removal
+// may be written before it returns nil. Once a line has failed, it writes nothing and
+// returns an error that says so (errors.Is ErrAuditLog).
+func (a *Auditor) Intent(in *Intent) error {
+	in.Stage = StageIntent
+	if in.ID == "" {
+		in.ID = newID()
+	}
+	return a.line(in, true)
+}
+
+// Line writes rec as the complete line of its removal and syncs it, even after an
+// earlier line failed: the removal happened, and its record is worth one more try.
+func (a *Auditor) Line(rec *Record) error {
+	if rec.Remaining == nil {
+		rec.Remaining = []string{}
+	}
+	if rec.Stage == "" {
+		rec.Stage = StageComplete
+	}
+	return a.line(rec, false)
+}
+
+// Retry lets a new run of removals (the next pass of a continuous reconcile) try the log
+// again after a line failed: a line cut short by the failure is ended first, and if even
+// that fails, the log stays failed and the error says why. The next intent then either
+// reaches the disk, or fails its removal and stops the run again: a run never goes on
+// quietly without writing.
+func (a *Auditor) Retry() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.failed == nil {
+		return nil
+	}
+	if f, ok := a.Log.(*os.File); ok {
+		if err := endLine(f); err != nil {
+			return fmt.Errorf("%w: %w", ErrAuditLog, err)
+		}
+	}
+	a.failed = nil
+	return nil
+}
+
+// Failed is the error of the first line that could not be written, nil if none.
+func (a *Auditor) Failed() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.failed
+}
+
+func (a *Auditor) line(v any, intent bool) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if intent && a.failed != nil {
+		return errAuditStopped
+	}
+	if f, ok := a.Log.(*os.File); ok && a.failed != nil {
+		// The failed write may have left part of a line: the record of a removal still
+		// in hand starts a line of its own, or is not written.
+		if err := endLine(f); err != nil {
+			return fmt.Errorf("%w: %w", ErrAuditLog, err)
+		}
+	}
+	if err := writeSynced(a.Log, append(b, '\n')); err != nil {
+		err = fmt.Errorf("%w: %w", ErrAuditLog, err)
+		if a.failed == nil {
+			a.failed = err
+		}
+		return err
+	}
+	return nil
+}
+
+// writeSynced writes b, and syncs it to disk when w is a regular file. A pipe, a
+// terminal or a character device (--audit-log /dev/stdout, a FIFO read by a log
+// shipper) cannot be synced: what was written is handed on, and that is all there is.
+func writeSynced(w io.Writer, b []byte) error {
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("writing: %w", err)
+	}
+	if f, ok := w.(*os.File); ok {
+		fi, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("syncing to disk: %w", err)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil
+		}
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("syncing to disk: %w", err)
+		}
+	}
+	return nil
+}
+
+// newID names a removal in its two audit lines.
+func newID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Event records a removal as an events.k8s.io/v1 Event regarding the object. A
+// terminating namespace refuses new Events, and cluster-scoped objects have no namespace:
+// the Event then goes to "default", still regarding the object. It returns the
+// Event's namespace/name.
+func (a *Auditor) Event(ctx context.Context, t plan.Target, rec *Record) (string, error) {
+	note := fmt.Sprintf("Removed finalizer %s", t.Finalizer)
+	switch {
+	case rec.Verified:
+		note += fmt.Sprintf(", verified by rule %s: %s", rec.Rule, rec.Evidence)
+	case rec.Rule != "":
+		note += fmt.Sprintf(", unverified (rule %s: %s: %s), forced with reason: %s", rec.Rule, rec.Verdict, rec.Evidence, rec.Reason)
+	default:
+		note += fmt.Sprintf(", unverified, forced with reason: %s", rec.Reason)
+	}
+	note += fmt.Sprintf("; by %s", rec.User)
+	if len(note) > maxNote {
+		note = note[:maxNote-3] + "..."
+	}
+	ev := &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", safeName(t.Name), time.Now().UnixNano())},
+		EventTime:           metav1.NowMicro(),
+		ReportingController: FieldManager,
+		ReportingInstance:   a.Instance,
+		Action:              "RemoveFinalizer",
+		Reason:              rec.Action,
+		Note:                note,
+		Type:                corev1.EventTypeNormal,
+		Regarding: corev1.ObjectReference{
+			APIVersion: t.Resource.GroupVersion().String(), Kind: t.Resource.Kind,
+			Namespace: t.Namespace, Name: t.Name, UID: t.UID,
+		},
+	}
+	if !rec.Verified {
+		ev.Type = corev1.EventTypeWarning
+	}
+	ns := t.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	ev.Namespace = ns
+	err := a.createEvent(ctx, ev)
+	if err != nil && ns != metav1.NamespaceDefault && (apierrors.IsForbidden(err) || apierrors.IsNotFound(err)) {
+		// "unable to create new content in namespace X because it is being terminated"
+		ev.Namespace = metav1.NamespaceDefault
+		err = a.createEvent(ctx, ev)
+	}
+	if err != nil {
+		return "", fmt.Errorf("recording an Event about the removal of %s: %w", t.String(), err)
+	}
+	return ev.Namespace + "/" + ev.Name, nil
+}
+
+// createEvent creates ev, again after a server error: the name is the same each time,
+// so an attempt that was stored without an answer shows as AlreadyExists, and counts.
+func (a *Auditor) createEvent(ctx context.Context, ev *eventsv1.Event) error {
+	unanswered := false
+	return retry.OnError(client.ServerErrorBackoff, func(err error) bool {
+		unanswered = serverError(err)
+		return unanswered
+	}, func() error {
+		_, err := a.Kube.EventsV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) && unanswered {
+			return nil
+		}
+		return err
+	})
+}
+
+// serverError is an error the API server may not repeat: 500, 503, 504. An admission
+// webhook that failed is not one: admission runs before anything is stored, so nothing
+// was written, and the webhook answers the same way until someone mends it.
+func serverError(err error) bool {
+	if err == nil || isWebhookError(err) {
+		return false
+	}
+	return apierrors.IsInternalError(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err) ||
+		apierrors.IsUnexpectedServerError(err)
+}
+
+func isWebhookError(err error) bool {
+	return strings.Contains(err.Error(), "failed calling webhook") || strings.Contains(err.Error(), "admission webhook")
+}
+
+// safeName turns an object name into the start of an Event name.
+func safeName(name string) string {
+	name = strings.ToLower(name)
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return strings.Trim(name, ".-")
+}

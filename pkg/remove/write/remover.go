@@ -1,0 +1,396 @@
+package write
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/metadata"
+	"k8s.io/klog/v2"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+)
+
+// FieldManager names kubectl-finalize in managedFields and audit logs.
+const FieldManager = "kubectl-finalize"
+
+// DefaultMaxAttempts bounds how often a removal is decided again after the object
+// changed under it.
+const DefaultMaxAttempts = 5
+
+// DryRun is kubectl's --dry-run.
+type DryRun string
+
+// The --dry-run strategies.
+const (
+	DryRunNone   DryRun = "none"
+	DryRunClient DryRun = "client"
+	DryRunServer DryRun = "server"
+)
+
+// Result of one removal.
+type Result = finalizev1alpha1.RemovalResult
+
+// Results of one write.
+const (
+	// Removed: this write removed the finalizer.
+	Removed = finalizev1alpha1.ResultRemoved
+	// WouldRemove: a dry run; nothing changed.
+	WouldRemove = finalizev1alpha1.ResultWouldRemove
+	// AlreadyRemoved: someone else removed it first; nothing to do.
+	AlreadyRemoved = finalizev1alpha1.ResultAlreadyRemoved
+	// ObjectGone: the object no longer exists.
+	ObjectGone = finalizev1alpha1.ResultObjectGone
+)
+
+// Outcome is what a removal did and what the object looks like after it.
+type Outcome struct {
+	Result Result
+	// Deleted: after the removal the object is gone.
+	Deleted bool
+	// Remaining are the finalizers still on the object, metadata and spec.
+	Remaining []string
+	// Observed: Deleted and Remaining are what the write's response showed, so the
+	// object need not be read again.
+	Observed bool
+	// Attempts is how many times the removal was decided.
+	Attempts int
+	// Reverified counts how often the object changed after it was verified and was
+	// verified again.
+	Reverified int
+	// Pinned is the resourceVersion the last write was guarded by: the version the
+	// provider verified. Empty for a removal that was not pinned (forced).
+	Pinned string
+}
+
+// ErrUIDChanged means the object was deleted and a namesake created: the decision was
+// about another object.
+var ErrUIDChanged = errors.New("the object was replaced by a namesake with another uid")
+
+// ErrNotReverified means a pinned object changed after it was verified and could not be
+// verified again.
+var ErrNotReverified = errors.New("the object changed after it was verified and is not verified any more")
+
+// Remover performs guarded removals.
+type Remover struct {
+	Metadata metadata.Interface
+	Kube     client.Interface
+	// MaxAttempts bounds re-decisions; zero means DefaultMaxAttempts.
+	MaxAttempts int
+	// BeforeWrite, if set, runs between the read and the write of every attempt. Tests
+	// use it to race a removal exactly where a race matters.
+	BeforeWrite func(attempt int)
+	// Reverify verifies a pinned target again after the object changed, and returns the
+	// resourceVersion it verified. Without it, a pinned target that changed is not
+	// removed.
+	Reverify func(ctx context.Context, t plan.Target) (string, error)
+}
+
+// Remove removes one finalizer. With DryRunClient it only reads; with DryRunServer the
+// write is sent with dryRun=All, so admission (webhooks included) runs and nothing changes.
+func (r *Remover) Remove(ctx context.Context, t plan.Target, dry DryRun) (Outcome, error) {
+	attempts := r.MaxAttempts
+	if attempts <= 0 {
+		attempts = DefaultMaxAttempts
+	}
+	if t.UID == "" {
+		return Outcome{}, fmt.Errorf("%s: refusing to remove a finalizer without the uid of the object it was decided for", t.String())
+	}
+	var lastErr error
+	var unanswered *unansweredError
+	reverified := 0
+	pause := client.ServerErrorBackoff
+	for attempt := 1; attempt <= attempts; attempt++ {
+		var (
+			out   Outcome
+			again bool
+			err   error
+		)
+		if t.Field == finalizev1alpha1.FieldSpecFinalizers {
+			out, again, err = r.removeSpec(ctx, &t, dry, attempt)
+		} else {
+			out, again, err = r.removeMetadata(ctx, &t, dry, attempt)
+		}
+		if errors.Is(err, errChangedSinceVerified) {
+			if rerr := r.reverify(ctx, &t); rerr != nil {
+				return Outcome{Attempts: attempt, Reverified: reverified}, rerr
+			}
+			reverified++
+		}
+		out.Attempts, out.Reverified, out.Pinned = attempt, reverified, t.ResourceVersion
+		if !again {
+			if err != nil && unanswered != nil {
+				err = fmt.Errorf("%s: the API server did not answer the write (%w), then %w: %s", t.String(), unanswered.err, err, unknownOutcome)
+			}
+			return out, err
+		}
+		if errors.As(err, &unanswered) {
+			// The write may or may not have been applied: wait, then read and decide anew.
+			select {
+			case <-ctx.Done():
+				return Outcome{Attempts: attempt, Reverified: reverified}, fmt.Errorf("%s: %w; %s", t.String(), err, unknownOutcome)
+			case <-time.After(pause.Step()):
+			}
+		}
+		klog.V(2).InfoS("The object changed under the removal; deciding again", "target", t.String(), "attempt", attempt, "err", err)
+		lastErr = err
+	}
+	if errors.As(lastErr, &unanswered) {
+		return Outcome{Attempts: attempts, Reverified: reverified}, fmt.Errorf("%s: gave up after %d attempts, the API server kept failing: %w; %s", t.String(), attempts, lastErr, unknownOutcome)
+	}
+	return Outcome{Attempts: attempts, Reverified: reverified}, fmt.Errorf("%s: gave up after %d attempts, the object kept changing: %w", t.String(), attempts, lastErr)
+}
+
+// unknownOutcome ends the error of a write whose answer never came.
+const unknownOutcome = "whether the finalizer was removed is unknown until the object is read again, which a rerun does"
+
+// unansweredError means a write got a server error or a broken connection instead of an
+// answer: it may or may not have been applied. The guard makes sending it again
+// harmless, but the object is read first, so the next attempt is a decision of its own.
+type unansweredError struct{ err error }
+
+func (e *unansweredError) Error() string { return "no answer to the write: " + e.err.Error() }
+func (e *unansweredError) Unwrap() error { return e.err }
+
+// unanswered says whether err leaves a write's outcome unknown.
+func unanswered(err error) bool {
+	if isWebhookError(err) {
+		return false // refused in admission, before anything was stored
+	}
+	return serverError(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
+}
+
+// errChangedSinceVerified means the object's resourceVersion is not the one verified.
+var errChangedSinceVerified = errors.New("the object changed since it was verified")
+
+// reverify verifies t again and pins it to the version verified.
+func (r *Remover) reverify(ctx context.Context, t *plan.Target) error {
+	if r.Reverify == nil {
+		return fmt.Errorf("%s: %w; nothing was removed", t.String(), ErrNotReverified)
+	}
+	rv, err := r.Reverify(ctx, *t)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w; nothing was removed", t.String(), ErrNotReverified, err)
+	}
+	klog.V(2).InfoS("Verified again after the object changed", "target", t.String(), "resourceVersion", rv)
+	t.ResourceVersion = rv
+	t.Finalizers = nil // the verified version's finalizers are unknown here: read them
+	return nil
+}
+
+func (r *Remover) metadataResource(t *plan.Target) metadata.ResourceInterface {
+	c := r.Metadata.Resource(t.Resource.GroupVersionResource)
+	if t.Namespace != "" {
+		return c.Namespace(t.Namespace)
+	}
+	return c
+}
+
+// removeMetadata makes one attempt; again reports that the object changed and the
+// removal must be decided anew.
+func (r *Remover) removeMetadata(ctx context.Context, t *plan.Target, dry DryRun, attempt int) (Outcome, bool, error) {
+	res := r.metadataResource(t)
+	idx := -1
+	if attempt == 1 && t.ResourceVersion != "" && t.Finalizers != nil && dry != DryRunClient {
+		// Pinned to what was verified: the guarded write itself checks that nothing changed.
+		idx = slices.Index(t.Finalizers, t.Finalizer)
+	}
+	if idx < 0 {
+		cur, err := res.Get(ctx, t.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return Outcome{Result: ObjectGone, Deleted: true}, false, nil
+		}
+		if err != nil {
+			return Outcome{}, false, fmt.Errorf("reading %s: %w", t.Ref(), err)
+		}
+		if cur.UID != t.UID {
+			return Outcome{}, false, fmt.Errorf("%s: %w (uid %s, expected %s): nothing was removed", t.String(), ErrUIDChanged, cur.UID, t.UID)
+		}
+		if idx = slices.Index(cur.Finalizers, t.Finalizer); idx < 0 {
+			return Outcome{Result: AlreadyRemoved, Remaining: cur.Finalizers}, false, nil
+		}
+		if t.ResourceVersion != "" && cur.ResourceVersion != t.ResourceVersion {
+			return Outcome{}, true, errChangedSinceVerified
+		}
+		if dry == DryRunClient {
+			return Outcome{Result: WouldRemove, Remaining: slices.Delete(slices.Clone(cur.Finalizers), idx, idx+1)}, false, nil
+		}
+	}
+	patch, err := PinnedPatch(t.UID, t.ResourceVersion, idx, t.Finalizer)
+	if err != nil {
+		return Outcome{}, false, err
+	}
+	if r.BeforeWrite != nil {
+		r.BeforeWrite(attempt)
+	}
+	opts := metav1.PatchOptions{FieldManager: FieldManager}
+	if dry == DryRunServer {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	after, err := res.Patch(ctx, t.Name, types.JSONPatchType, patch, opts)
+	switch {
+	case err == nil:
+		if dry == DryRunServer {
+			return Outcome{Result: WouldRemove, Remaining: after.Finalizers}, false, nil
+		}
+		if t.Resource.IsNamespaces() {
+			return Outcome{Result: Removed}, false, nil // spec.finalizers are not in the response: Observe reads them
+		}
+		return observed(after), false, nil
+	case apierrors.IsConflict(err), apierrors.IsInvalid(err), apierrors.IsNotFound(err):
+		// A failed test (422), a conflict (409) or a vanished object: look again.
+		return Outcome{}, true, err
+	case unanswered(err):
+		return Outcome{}, true, &unansweredError{err}
+	}
+	return Outcome{}, false, writeError(*t, "patch", err)
+}
+
+// observed is the outcome of a removal as the write's response shows the object. A
+// write that leaves a deleted object without finalizers, and with no grace period left,
+// is the write in which the API server deletes it (the registry deletes during the
+// update), and the response is the object as deleted. A pod still within its grace
+// period is not deleted by that write: the kubelet deletes it later, so its outcome is
+// left for Observe.
+func observed(after *metav1.PartialObjectMetadata) Outcome {
+	out := Outcome{Result: Removed, Remaining: after.Finalizers}
+	switch {
+	case len(after.Finalizers) > 0:
+		out.Observed = true
+	case after.DeletionTimestamp != nil && after.DeletionGracePeriodSeconds != nil && *after.DeletionGracePeriodSeconds == 0:
+		out.Observed, out.Deleted, out.Remaining = true, true, nil
+	}
+	return out
+}
+
+// Patch is the guarded JSON patch that removes finalizer at index idx of the object with
+// uid: it fails, changing nothing, unless the object is still that one and the finalizer
+// is still at that index.
+func Patch(uid types.UID, idx int, finalizer string) ([]byte, error) {
+	return PinnedPatch(uid, "", idx, finalizer)
+}
+
+// PinnedPatch is Patch that also fails unless the object is still at resourceVersion, the
+// version a provider verified; an empty resourceVersion pins nothing.
+func PinnedPatch(uid types.UID, resourceVersion string, idx int, finalizer string) ([]byte, error) {
+	path := fmt.Sprintf("/metadata/finalizers/%d", idx)
+	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": uid}}
+	if resourceVersion != "" {
+		ops = append(ops, map[string]any{"op": "test", "path": "/metadata/resourceVersion", "value": resourceVersion})
+	}
+	ops = append(ops,
+		map[string]any{"op": "test", "path": path, "value": finalizer},
+		map[string]any{"op": "remove", "path": path})
+	return json.Marshal(ops)
+}
+
+// removeSpec removes a namespace's spec.finalizers entry through /finalize, guarded by
+// the resourceVersion it read.
+func (r *Remover) removeSpec(ctx context.Context, t *plan.Target, dry DryRun, attempt int) (Outcome, bool, error) {
+	ns, err := r.Kube.CoreV1().Namespaces().Get(ctx, t.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return Outcome{Result: ObjectGone, Deleted: true}, false, nil
+	}
+	if err != nil {
+		return Outcome{}, false, fmt.Errorf("reading namespace %s: %w", t.Name, err)
+	}
+	if ns.UID != t.UID {
+		return Outcome{}, false, fmt.Errorf("%s: %w (uid %s, expected %s): nothing was removed", t.String(), ErrUIDChanged, ns.UID, t.UID)
+	}
+	idx := slices.Index(ns.Spec.Finalizers, corev1.FinalizerName(t.Finalizer))
+	if idx < 0 {
+		return Outcome{Result: AlreadyRemoved, Remaining: allFinalizers(&ns.ObjectMeta, ns)}, false, nil
+	}
+	if t.ResourceVersion != "" && ns.ResourceVersion != t.ResourceVersion {
+		return Outcome{}, true, errChangedSinceVerified
+	}
+	ns.Spec.Finalizers = slices.Delete(ns.Spec.Finalizers, idx, idx+1)
+	if dry == DryRunClient {
+		return Outcome{Result: WouldRemove, Remaining: allFinalizers(&ns.ObjectMeta, ns)}, false, nil
+	}
+	if r.BeforeWrite != nil {
+		r.BeforeWrite(attempt)
+	}
+	opts := metav1.UpdateOptions{FieldManager: FieldManager}
+	if dry == DryRunServer {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	// ns carries the resourceVersion just read: the precondition of the update.
+	after, err := r.Kube.CoreV1().Namespaces().Finalize(ctx, ns, opts)
+	switch {
+	case err == nil:
+		if dry == DryRunServer {
+			return Outcome{Result: WouldRemove, Remaining: allFinalizers(&after.ObjectMeta, after)}, false, nil
+		}
+		return Outcome{Result: Removed}, false, nil
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		return Outcome{}, true, err
+	case unanswered(err):
+		return Outcome{}, true, &unansweredError{err}
+	}
+	return Outcome{}, false, writeError(*t, "update", err)
+}
+
+func allFinalizers(meta *metav1.ObjectMeta, ns *corev1.Namespace) []string {
+	out := slices.Clone(meta.Finalizers)
+	if ns != nil {
+		for _, f := range ns.Spec.Finalizers {
+			out = append(out, string(f))
+		}
+	}
+	return out
+}
+
+// writeError explains a failed write: the permission that is missing, or the webhook
+// that refused.
+func writeError(t plan.Target, verb string, err error) error {
+	resource := t.Resource.String()
+	if t.Field == finalizev1alpha1.FieldSpecFinalizers {
+		resource = "namespaces/finalize"
+	}
+	where := ""
+	if t.Namespace != "" {
+		where = fmt.Sprintf(" in namespace %q", t.Namespace)
+	}
+	switch {
+	case apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "admission webhook"):
+		return fmt.Errorf("%s: you may not %s %q%s; ask for RBAC permission to %s %s: %w", t.String(), verb, resource, where, verb, resource, err)
+	case isWebhookError(err):
+		return fmt.Errorf("%s: an admission webhook refused the write (run kubectl finalize doctor to see which, and why): %w", t.String(), err)
+	}
+	return fmt.Errorf("%s: %w", t.String(), err)
+}
+
+// Observe reads the object after a removal: gone, or the finalizers it still has.
+func (r *Remover) Observe(ctx context.Context, t plan.Target) (deleted bool, remaining []string, err error) {
+	if t.Resource.IsNamespaces() {
+		ns, err := r.Kube.CoreV1().Namespaces().Get(ctx, t.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && ns.UID != t.UID) {
+			return true, nil, nil
+		}
+		if err != nil {
+			return false, nil, err
+		}
+		return false, allFinalizers(&ns.ObjectMeta, ns), nil
+	}
+	cur, err := r.metadataResource(&t).Get(ctx, t.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && cur.UID != t.UID) {
+		return true, nil, nil
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	return false, cur.Finalizers, nil
+}
