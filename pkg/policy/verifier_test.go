@@ -62,8 +62,16 @@ func dbAPI(t *testing.T, gone func(id string) bool) string {
 	})
 }
 
-// codeAPI is an HTTPS server that answers each instance with the status code code says.
+// codeAPI is an HTTPS server that answers each instance with the status code code says,
+// and a policy whose rule dbs asks it, with two controls.
 func codeAPI(t *testing.T, code func(id string) int) string {
+	t.Helper()
+	return apiPolicy(t, code, "  controls: {count: 2}\n")
+}
+
+// apiPolicy is an HTTPS server that answers each instance with the status code code
+// says, and a policy whose rule dbs asks it; tail ends the rule.
+func apiPolicy(t *testing.T, code func(id string) int, tail string) string {
 	t.Helper()
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(code(strings.TrimPrefix(r.URL.Path, "/v1/instances/")))
@@ -80,8 +88,7 @@ func codeAPI(t *testing.T, code func(id string) int) string {
     http:
       url: "` + srv.URL + `/v1/instances/{.status.instanceID}"
       tls: {caFile: "` + ca + `"}
-  controls: {count: 2}
-`
+` + tail
 }
 
 // verifier sees objs as a scan would (controls included) and can read them.
@@ -396,26 +403,12 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 // control answered Unknown, makes the rule's status say why it cannot verify, whatever
 // the stuck objects' answers were.
 func TestARuleThatCannotVerifySaysWhy(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/i-gone") {
-			w.WriteHeader(http.StatusNotFound)
-			return
+	doc := apiPolicy(t, func(id string) int {
+		if id == "i-gone" {
+			return http.StatusNotFound
 		}
-		w.WriteHeader(http.StatusUnauthorized)
-	}))
-	t.Cleanup(srv.Close)
-	ca := filepath.Join(t.TempDir(), "ca.pem")
-	_ = os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)
-	doc := header + `rules:
-- name: dbs
-  finalizers: [db.example.com/finalizer]
-  resources: [databases.db.example.com]
-  minAge: 10m
-  verify:
-    http:
-      url: "` + srv.URL + `/v1/instances/{.status.instanceID}"
-      tls: {caFile: "` + ca + `"}
-`
+		return http.StatusUnauthorized
+	}, "")
 	for _, stuck := range []string{"i-gone", "i-expired"} {
 		v, objs := verifier(t, doc, database("stuck", stuck, time.Hour), database("live", "i-live", 0))
 		if got := v.Verify(context.Background(), plan.VerifyRequest{Object: objs["stuck"], Finalizer: dbFin}); got.Gone() {

@@ -126,8 +126,13 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 	if limit == 0 {
 		limit = r.Policy.MaxRemovals
 	}
-	// Each failure is in its action's result, and the report carries them.
-	out, _ := runner.Act(ctx, p, remove.Gates{MaxRemovals: limit, CheckPermissions: true})
+	// Each failed removal is in its action's result, and the report carries them; an
+	// error without an outcome (no audit log) means nothing could be written: the pass
+	// fails rather than report its actions kept.
+	out, err := runner.Act(ctx, p, remove.Gates{Breaker: true, MaxRemovals: limit, CheckPermissions: true})
+	if out == nil {
+		return nil, fmt.Errorf("the pass verified and planned, and removed nothing: %w", err)
+	}
 	if out.Stopped == remove.Breaker {
 		rep.Breaker = &finalizev1alpha1.Breaker{Planned: len(p.Actions), MaxRemovals: limit}
 	}

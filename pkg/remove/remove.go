@@ -65,13 +65,14 @@ type Runner struct {
 }
 
 // Gates are the checks a plan passes before anything is written. Each command asks for
-// its own: remove for AllOrNothing and Confirm, reconcile for MaxRemovals and
+// its own: remove for AllOrNothing and Confirm, reconcile for the Breaker and
 // CheckPermissions.
 type Gates struct {
 	// AllOrNothing writes nothing when any requested removal is refused.
 	AllOrNothing bool
-	// MaxRemovals, if positive, is the breaker: a plan with more actions writes nothing,
-	// and each action is kept, saying why.
+	// Breaker: a plan with more actions than MaxRemovals writes nothing, and each action
+	// is kept, saying why. A MaxRemovals of 0 allows none: the breaker fails closed.
+	Breaker     bool
 	MaxRemovals int
 	// Confirm, if set, is asked before anything is written; false writes nothing.
 	Confirm func(*plan.Plan) (bool, error)
@@ -87,7 +88,7 @@ type Stop string
 const (
 	// Refused: AllOrNothing, and a requested removal was refused.
 	Refused Stop = "Refused"
-	// Breaker: the plan holds more actions than MaxRemovals.
+	// Breaker: the plan holds more actions than Gates.MaxRemovals.
 	Breaker Stop = "Breaker"
 	// Declined: Confirm said no.
 	Declined Stop = "Declined"
@@ -135,9 +136,13 @@ func (r *Runner) API(p *plan.Plan) *finalizev1alpha1.RemovalPlan {
 // Act passes the plan through the gates, then carries out the actions that passed, and
 // returns the plan with the result of each. The error joins the failures of the
 // removals, each also in its action's result; it is nil when a gate stopped the run.
-// When the run fails before anything could be written (Confirm failed, the audit log
-// cannot be opened), the Outcome is nil.
+// When the run fails before anything could be written (a run that would write has no
+// Audit, Confirm failed, the audit log cannot be opened), the Outcome is nil.
 func (r *Runner) Act(ctx context.Context, p *plan.Plan, gates Gates) (*Outcome, error) {
+	writes := !r.PlanOnly && (r.DryRun == "" || r.DryRun == write.DryRunNone)
+	if writes && r.Audit == nil {
+		return nil, errors.New("refusing to remove finalizers without an audit log")
+	}
 	out := &Outcome{Plan: r.API(p)}
 	rows := out.Plan.Actions
 	stopped, err := gates.stop(p, rows)
@@ -164,7 +169,7 @@ func (r *Runner) Act(ctx context.Context, p *plan.Plan, gates Gates) (*Outcome, 
 		return out, nil
 	}
 	var auditor *write.Auditor
-	if (r.DryRun == "" || r.DryRun == write.DryRunNone) && r.Audit != nil {
+	if writes {
 		if auditor, err = r.Audit.Open(ctx, r.Clients.Kube); err != nil {
 			return nil, err
 		}
@@ -178,7 +183,7 @@ func (g *Gates) stop(p *plan.Plan, rows []finalizev1alpha1.Removal) (Stop, error
 	switch {
 	case g.AllOrNothing && len(p.Refusals) > 0:
 		return Refused, nil
-	case g.MaxRemovals > 0 && len(p.Actions) > g.MaxRemovals:
+	case g.Breaker && len(p.Actions) > g.MaxRemovals:
 		for i := range rows {
 			rows[i].Result = finalizev1alpha1.ResultKept
 			rows[i].Message = fmt.Sprintf("not removed: the pass planned %d removals, more than the %d allowed (maxRemovals); nothing was written", len(p.Actions), g.MaxRemovals)

@@ -69,8 +69,10 @@ func TestAGateStopsTheRunBeforeAnyWrite(t *testing.T) {
 		message string
 	}{
 		{"a refusal, all or nothing", refused, Gates{AllOrNothing: true}, Refused, ""},
-		{"the breaker", forced("a", "one", "two"), Gates{MaxRemovals: 1},
+		{"the breaker", forced("a", "one", "two"), Gates{Breaker: true, MaxRemovals: 1},
 			Breaker, "not removed: the pass planned 2 removals, more than the 1 allowed (maxRemovals); nothing was written"},
+		{"a breaker that allows none", forced("a", "one"), Gates{Breaker: true},
+			Breaker, "not removed: the pass planned 1 removals, more than the 0 allowed (maxRemovals); nothing was written"},
 		{"declined", forced("a", "one"), Gates{Confirm: func(*plan.Plan) (bool, error) { return false, nil }}, Declined, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +95,25 @@ func TestAGateStopsTheRunBeforeAnyWrite(t *testing.T) {
 	failed := errors.New("no terminal")
 	if out, err := r.Act(context.Background(), forced("a", "one"), Gates{Confirm: func(*plan.Plan) (bool, error) { return false, failed }}); out != nil || !errors.Is(err, failed) {
 		t.Errorf("a confirmation that failed: %+v, %v; want no outcome and its error", out, err)
+	}
+}
+
+// TestNoWriteWithoutAnAudit: a run that would write, and has nowhere to record what it
+// does, fails before any gate and sends nothing; a dry run needs no audit.
+func TestNoWriteWithoutAnAudit(t *testing.T) {
+	r, meta := runner(kubefake.NewClientset(), stuck("a", "one")...)
+	r.DryRun = write.DryRunNone
+	confirmed := false
+	out, err := r.Act(context.Background(), forced("a", "one"), Gates{Confirm: func(*plan.Plan) (bool, error) { confirmed = true; return true, nil }})
+	if out != nil || err == nil || !strings.Contains(err.Error(), "without an audit log") {
+		t.Fatalf("Act: %+v, %v; want no outcome and the missing audit named", out, err)
+	}
+	if confirmed || len(meta.Actions()) != 0 {
+		t.Errorf("confirmed %v, %d requests sent; want neither", confirmed, len(meta.Actions()))
+	}
+	r.DryRun = write.DryRunClient
+	if out, err := r.Act(context.Background(), forced("a", "one"), Gates{}); err != nil || out.Plan.Actions[0].Result != finalizev1alpha1.ResultWouldRemove {
+		t.Errorf("a client dry run without an audit: %+v, %v", out, err)
 	}
 }
 

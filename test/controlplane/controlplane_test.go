@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
@@ -74,9 +75,9 @@ func TestNamespaceWithoutControllerManagerStaysTerminating(t *testing.T) {
 	if _, err := c.CoreV1().Namespaces().Finalize(ctx, got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := fixture.WaitGone(ctx, 100*time.Millisecond, 10*time.Second, func(ctx context.Context) error {
 		_, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+		return err
 	}); err != nil {
 		t.Fatalf("namespace %s still exists after /finalize: %v", ns, err)
 	}
@@ -125,9 +126,9 @@ func TestNamespaceControllerSetsDeletionConditions(t *testing.T) {
 	if _, err := c.CoreV1().ConfigMaps(ns).Update(ctx, cmNow, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 45*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := fixture.WaitGone(ctx, 250*time.Millisecond, 45*time.Second, func(ctx context.Context) error {
 		_, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+		return err
 	}); err != nil {
 		t.Fatalf("namespace %s was not removed by the namespace controller: %v", ns, err)
 	}
@@ -168,9 +169,9 @@ func TestPVCUsedByPodKeepsProtection(t *testing.T) {
 	if err := c.CoreV1().Pods(claim.Namespace).Delete(ctx, "db-0", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := fixture.WaitGone(ctx, 250*time.Millisecond, 30*time.Second, func(ctx context.Context) error {
 		_, err := c.CoreV1().PersistentVolumeClaims(claim.Namespace).Get(ctx, claim.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+		return err
 	}); err != nil {
 		t.Fatalf("claim was not released after its pod was deleted: %v", err)
 	}

@@ -118,6 +118,24 @@ func rule(c *fakecloud.Cloud, name, preset, resources, identity, extra string) s
 %s`, name, preset, resources, c.URL, identity, c.CAFile, extra)
 }
 
+// exits fails t unless the pass exited with code and its stderr says says.
+func exits(t *testing.T, r cli.Result, code int, says string) {
+	t.Helper()
+	if r.Code != code || !strings.Contains(r.Stderr, says) {
+		t.Errorf("code %d, want %d saying %q: %s", r.Code, code, says, r.Stderr)
+	}
+}
+
+// notAsked fails t if the cloud was asked about any of ids.
+func notAsked(t *testing.T, c *fakecloud.Cloud, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if c.Hits(id) != 0 {
+			t.Errorf("the cloud was asked about %s: %v", id, c.Asked())
+		}
+	}
+}
+
 func want(t *testing.T, actions map[string]finalizev1alpha1.Removal, name string, result finalizev1alpha1.RemovalResult, verdict finalizev1alpha1.Verdict, says string) {
 	t.Helper()
 	a, ok := actions[name]
@@ -149,12 +167,8 @@ func TestCrossplaneManaged(t *testing.T) {
 	want(t, actions, "orphaned", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictRetained, "retained by design: spec.deletionPolicy: Orphan")
 	want(t, actions, "observe-only", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictRetained, "spec.managementPolicies: [Observe], without Delete")
 	want(t, actions, "paused", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation crossplane.io/paused: true")
-	if c.Hits("deleted-bucket-3")+c.Hits("deleted-bucket-4")+c.Hits("deleted-bucket-5") != 0 {
-		t.Errorf("the cloud was asked about retained or paused resources: %v", c.Asked())
-	}
-	if r.Code != 0 {
-		t.Errorf("code %d: %s", r.Code, r.Stderr)
-	}
+	notAsked(t, c, "deleted-bucket-3", "deleted-bucket-4", "deleted-bucket-5")
+	exits(t, r, 0, "")
 	// allowRetained lets the retained ones go; the paused one still stays.
 	actions, _, _ = pass(t, rule(c, "buckets", "crossplane-managed", "buckets.s3.presets.example", "externalName", "  allowRetained: true\n"))
 	want(t, actions, "orphaned", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictRetained, "Orphan")
@@ -336,12 +350,8 @@ func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 		!strings.Contains(st.CannotVerify, "no live control of topics.earned.presets.example could be asked, so the Gone of topics.earned.presets.example/stuck was held back") {
 		t.Errorf("rule status %+v", st)
 	}
-	if c.Hits("deleted-live-topic-1") != 0 {
-		t.Errorf("the provider was asked about a retained control: %v", c.Asked())
-	}
-	if r.Code != 1 || !strings.Contains(r.Stderr, "rule topics cannot verify: no live control of topics.earned.presets.example could be asked") {
-		t.Errorf("code %d: %s", r.Code, r.Stderr)
-	}
+	notAsked(t, c, "deleted-live-topic-1")
+	exits(t, r, 1, "rule topics cannot verify: no live control of topics.earned.presets.example could be asked")
 
 	// One control a rule: the retained one is skipped, and the next live object drawn.
 	w.object(gvr, "", "b-control", fin, name("live-topic-2"), nil, nil, true)
@@ -350,9 +360,7 @@ func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 	if st := ruleStatus(rep, "topics"); !st.Broken || len(st.Controls) != 1 || st.Controls[0].Target.Name != "b-control" {
 		t.Errorf("rule status %+v", st)
 	}
-	if r.Code != 1 || !strings.Contains(r.Stderr, "rule topics is broken") {
-		t.Errorf("code %d: %s", r.Code, r.Stderr)
-	}
+	exits(t, r, 1, "rule topics is broken")
 }
 
 // TestControlsArePerType: a rule spans two types. Its provider answers well for the live
@@ -377,9 +385,7 @@ func TestControlsArePerType(t *testing.T) {
 		!strings.Contains(st.CannotVerify, "no live control of streams.pertype.presets.example could be asked") || strings.Contains(st.CannotVerify, "tables") {
 		t.Errorf("rule status %+v", st)
 	}
-	if r.Code != 1 || !strings.Contains(r.Stderr, "rule data cannot verify: no live control of streams.pertype.presets.example could be asked") {
-		t.Errorf("code %d: %s", r.Code, r.Stderr)
-	}
+	exits(t, r, 1, "rule data cannot verify: no live control of streams.pertype.presets.example could be asked")
 }
 
 // TestTheIdentityIsTheOperators: an external name the operator wrote is trusted; one
@@ -427,12 +433,8 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 	want(t, actions, "helped", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
 		"annotation crossplane.io/external-name was last written by crossplane-helper, not by the operator (identity externalName; the operator is taken to be provider-aws-sns")
 	want(t, actions, "curled", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation crossplane.io/external-name was last written by curl, not by the operator")
-	if c.Hits("deleted-typo")+c.Hits("deleted-sub-3")+c.Hits("deleted-helper-typo")+c.Hits("deleted-curl-typo") != 0 {
-		t.Errorf("the cloud was asked about an identity the operator did not write: %v", c.Asked())
-	}
-	if r.Code != 0 {
-		t.Errorf("code %d: %s", r.Code, r.Stderr)
-	}
+	notAsked(t, c, "deleted-typo", "deleted-sub-3", "deleted-helper-typo", "deleted-curl-typo")
+	exits(t, r, 0, "")
 
 	// The rule opts out, and says so in its warnings.
 	actions, _, r = pass(t, rule(c, "subs", "crossplane-managed", "subscriptions.identity.presets.example", "externalName", "  trustIdentityFromAnyWriter: true\n"))

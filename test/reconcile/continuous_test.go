@@ -140,9 +140,9 @@ func TestContinuousModeSeesTheClusterAsItIsNow(t *testing.T) {
 		}
 	}
 	crdGone()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := fixture.WaitGone(t.Context(), 100*time.Millisecond, 30*time.Second, func(ctx context.Context) error {
 		_, err := kube.Discovery().ServerResourcesForGroupVersion(group + "/v1")
-		return apierrors.IsNotFound(err), nil
+		return err
 	}); err != nil {
 		t.Fatalf("the CRD is still served: %v", err)
 	}
@@ -176,9 +176,9 @@ func TestContinuousModeDropsATypeRemovedAfterItStarted(t *testing.T) {
 	if err := crds.Delete(t.Context(), crd.Name(), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := fixture.WaitGone(t.Context(), 100*time.Millisecond, 30*time.Second, func(ctx context.Context) error {
 		_, err := cp.Kube(t).Discovery().ServerResourcesForGroupVersion(group + "/v1")
-		return apierrors.IsNotFound(err), nil
+		return err
 	}); err != nil {
 		t.Fatalf("the CRD is still served: %v", err)
 	}

@@ -14,7 +14,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -341,9 +340,9 @@ func TestAConflictOnFinalizeIsDecidedAgain(t *testing.T) {
 	if err != nil || out.Result != write.Removed || out.Attempts != 2 {
 		t.Fatalf("outcome %+v, %v; want Removed after 2 attempts", out, err)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := fixture.WaitGone(ctx, 100*time.Millisecond, 10*time.Second, func(ctx context.Context) error {
 		_, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+		return err
 	}); err != nil {
 		t.Errorf("namespace %s was not removed", ns)
 	}

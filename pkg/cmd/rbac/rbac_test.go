@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util/testing"
+	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/testing"
 )
 
 func writePolicy(t *testing.T, rules string) string {

@@ -10,7 +10,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util/testing"
+	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/testing"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util/testing"
+	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/testing"
 )
 
 func cluster() *cmdtesting.Factory {
