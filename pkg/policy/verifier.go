@@ -66,7 +66,7 @@ type answer struct {
 // answer under it is Unknown, with the reason, and its status says it cannot verify.
 func NewVerifier(p *Policy, dyn dynamic.Interface, opts provider.Options) *Verifier {
 	v := &Verifier{
-		policy: p, dynamic: dyn, Controls: NewControls(p),
+		policy: p, dynamic: dyn, Controls: newControls(p),
 		providers: map[string]provider.Provider{}, errs: map[string]error{}, limiters: map[string]flowcontrol.RateLimiter{},
 		identityUsed: map[string]func(string) bool{},
 		cache:        map[string]*answer{}, checks: map[checkKey]*check{}, cannotRun: map[string]string{}, namespaces: map[string]*corev1.Namespace{},
@@ -639,8 +639,8 @@ type control struct {
 	finalizer       string
 }
 
-// NewControls collects controls for the rules of p.
-func NewControls(p *Policy) *Controls {
+// newControls collects controls for the rules of p.
+func newControls(p *Policy) *Controls {
 	return &Controls{policy: p, byRule: map[checkKey][]control{}, types: map[string][]kube.Resource{}, holders: map[string]*holders{}}
 }
 

@@ -64,10 +64,10 @@ Exit status, in order of precedence:
   2  invalid invocation or policy
   0  done`
 
-// DefaultWriteConcurrency is how many objects a pass writes at once by default: enough
+// defaultWriteConcurrency is how many objects a pass writes at once by default: enough
 // that a 10 ms round trip is not the limit, few enough that a pass never holds more than
 // a handful of writes against a busy API server (docs/performance.md).
-const DefaultWriteConcurrency = 4
+const defaultWriteConcurrency = 4
 
 const example = `  # One pass, as a CronJob runs it
   kubectl finalize reconcile --once --policy /etc/kubectl-finalize/policy.yaml
@@ -127,7 +127,7 @@ type Options struct {
 func NewOptions(streams genericiooptions.IOStreams) *Options {
 	return &Options{
 		Interval: 15 * time.Minute, LeaderElectName: "kubectl-finalize", MetricsBindAddress: ":8080",
-		VerifyConcurrency: plan.DefaultVerifyConcurrency, WriteConcurrency: DefaultWriteConcurrency, ListFlags: util.NewListFlags(),
+		VerifyConcurrency: plan.DefaultVerifyConcurrency, WriteConcurrency: defaultWriteConcurrency, ListFlags: util.NewListFlags(),
 		PrintFlags: util.NewResultPrintFlags("Output format: a table (default), or one of (json, yaml): the ReconcileReport."), IOStreams: streams,
 	}
 }

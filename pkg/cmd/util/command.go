@@ -16,9 +16,9 @@ type Command interface {
 	Run(ctx context.Context) error
 }
 
-// RunCommand completes, validates and runs c as cmd. An invalid invocation that Complete
+// runCommand completes, validates and runs c as cmd. An invalid invocation that Complete
 // or Validate report points to the command's help.
-func RunCommand(cmd *cobra.Command, f Factory, args []string, c Command) error {
+func runCommand(cmd *cobra.Command, f Factory, args []string, c Command) error {
 	if err := c.Complete(f, cmd, args); err != nil {
 		return withHelp(cmd, err)
 	}
@@ -30,7 +30,7 @@ func RunCommand(cmd *cobra.Command, f Factory, args []string, c Command) error {
 
 // withHelp names cmd in a usage error made without it.
 func withHelp(cmd *cobra.Command, err error) error {
-	var ec *ExitCodeError
+	var ec *exitCodeError
 	if errors.As(err, &ec) && ec.help && ec.command == "" {
 		ec.command = cmd.CommandPath()
 	}
@@ -47,7 +47,7 @@ type Options interface {
 func NewCommand(f Factory, o Options, cmd *cobra.Command) *cobra.Command {
 	cmd.DisableFlagsInUseLine = true
 	cmd.RunE = func(c *cobra.Command, args []string) error {
-		return RunCommand(c, f, args, o)
+		return runCommand(c, f, args, o)
 	}
 	o.AddFlags(cmd)
 	return cmd

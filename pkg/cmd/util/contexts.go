@@ -58,7 +58,7 @@ func (f *ConfigFactory) Contexts(all bool, selector string) ([]string, error) {
 			return given, nil
 		}
 	} else if len(given) > 0 {
-		return nil, UsageErrorf(nil, "--%s and --%s/--%s cannot be used together", FlagContext, FlagAllContexts, FlagContextSelector)
+		return nil, UsageErrorf(nil, "--%s and --%s/--%s cannot be used together", FlagContext, flagAllContexts, flagContextSelector)
 	}
 	for _, fl := range []struct {
 		name  string
@@ -88,12 +88,12 @@ func (f *ConfigFactory) Contexts(all bool, selector string) ([]string, error) {
 	if selector != "" {
 		g, err := glob.Compile(selector)
 		if err != nil {
-			return nil, UsageErrorf(nil, "invalid --%s: %v", FlagContextSelector, err)
+			return nil, UsageErrorf(nil, "invalid --%s: %v", flagContextSelector, err)
 		}
 		names = slices.DeleteFunc(names, func(n string) bool { return !g.Match(n) })
 	}
 	if len(names) == 0 {
-		return nil, UsageErrorf(nil, "no context of the kubeconfig matches --%s %q (kubectl config get-contexts lists them)", FlagContextSelector, selector)
+		return nil, UsageErrorf(nil, "no context of the kubeconfig matches --%s %q (kubectl config get-contexts lists them)", flagContextSelector, selector)
 	}
 	return names, nil
 }

@@ -6,8 +6,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// ExitCodeError carries the exit code main should use for an error.
-type ExitCodeError struct {
+// exitCodeError carries the exit code main should use for an error.
+type exitCodeError struct {
 	Code int
 	Err  error
 	// Silent errors have already been reported (an incomplete scan prints its results
@@ -19,14 +19,14 @@ type ExitCodeError struct {
 	command string
 }
 
-func (e *ExitCodeError) Error() string {
+func (e *exitCodeError) Error() string {
 	if e.help && e.command != "" {
 		return fmt.Sprintf("%s\nSee '%s -h' for help and examples", e.Err.Error(), e.command)
 	}
 	return e.Err.Error()
 }
 
-func (e *ExitCodeError) Unwrap() error { return e.Err }
+func (e *exitCodeError) Unwrap() error { return e.Err }
 
 // FirstError is the first error of a command's checks, in order, or nil.
 func FirstError(errs ...error) error {
@@ -39,9 +39,9 @@ func FirstError(errs ...error) error {
 }
 
 // UsageErrorf reports an invalid invocation, with kubectl's pointer to the help of cmd.
-// Validate has no command at hand and passes nil: RunCommand names it.
+// Validate has no command at hand and passes nil: runCommand names it.
 func UsageErrorf(cmd *cobra.Command, format string, args ...any) error {
-	e := &ExitCodeError{Code: ExitUsage, Err: fmt.Errorf(format, args...), help: true}
+	e := &exitCodeError{Code: exitUsage, Err: fmt.Errorf(format, args...), help: true}
 	if cmd != nil {
 		e.command = cmd.CommandPath()
 	}
@@ -53,11 +53,11 @@ func UsageError(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &ExitCodeError{Code: ExitUsage, Err: err}
+	return &exitCodeError{Code: exitUsage, Err: err}
 }
 
-// IncompleteError reports that the command printed its result but could not see
+// incompleteError reports that the command printed its result but could not see
 // everything. The result and a warning are already on the streams, so main stays quiet.
-func IncompleteError(err error) error {
-	return &ExitCodeError{Code: ExitIncomplete, Err: err, Silent: true}
+func incompleteError(err error) error {
+	return &exitCodeError{Code: exitIncomplete, Err: err, Silent: true}
 }

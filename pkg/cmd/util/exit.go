@@ -11,26 +11,26 @@ import (
 // They are a contract with scripts and CronJobs, so they are named here once, and the
 // outcomes of the domain are mapped to them in one table, exitCodes.
 const (
-	// ExitOK means the command did what was asked.
-	ExitOK = 0
-	// ExitError is a runtime failure: the API server is unreachable, a removal failed.
-	ExitError = 1
-	// ExitUsage is an invalid invocation: flags, arguments or a policy file.
-	ExitUsage = 2
-	// ExitIncomplete means the command finished, but some resource types could not be
+	// exitOK means the command did what was asked.
+	exitOK = 0
+	// exitError is a runtime failure: the API server is unreachable, a removal failed.
+	exitError = 1
+	// exitUsage is an invalid invocation: flags, arguments or a policy file.
+	exitUsage = 2
+	// exitIncomplete means the command finished, but some resource types could not be
 	// discovered or listed, so its answer may be missing objects.
-	ExitIncomplete = 3
-	// ExitTooManyRemovals means reconcile refused to act because its plan exceeded
+	exitIncomplete = 3
+	// exitTooManyRemovals means reconcile refused to act because its plan exceeded
 	// --max-removals.
-	ExitTooManyRemovals = 4
+	exitTooManyRemovals = 4
 )
 
 // exitCodes are the exit codes of the typed outcomes of the domain.
 var exitCodes = map[reconcile.Outcome]int{
-	reconcile.OutcomeOK:         ExitOK,
-	reconcile.OutcomeFailed:     ExitError,
-	reconcile.OutcomeIncomplete: ExitIncomplete,
-	reconcile.OutcomeBreaker:    ExitTooManyRemovals,
+	reconcile.OutcomeOK:         exitOK,
+	reconcile.OutcomeFailed:     exitError,
+	reconcile.OutcomeIncomplete: exitIncomplete,
+	reconcile.OutcomeBreaker:    exitTooManyRemovals,
 }
 
 // OutcomeError is the error a command returns for a pass that ended with outcome, for
@@ -40,20 +40,20 @@ func OutcomeError(outcome reconcile.Outcome, reason string) error {
 	switch {
 	case !ok:
 		return fmt.Errorf("unknown outcome %q: %s", outcome, reason)
-	case code == ExitOK:
+	case code == exitOK:
 		return nil
 	}
-	return &ExitCodeError{Code: code, Err: errors.New(reason)}
+	return &exitCodeError{Code: code, Err: errors.New(reason)}
 }
 
 // ExitCode is the process exit code for err.
 func ExitCode(err error) int {
 	if err == nil {
-		return ExitOK
+		return exitOK
 	}
-	var ec *ExitCodeError
+	var ec *exitCodeError
 	if errors.As(err, &ec) {
 		return ec.Code
 	}
-	return ExitError
+	return exitError
 }

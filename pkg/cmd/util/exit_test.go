@@ -17,12 +17,12 @@ func TestExitCode(t *testing.T) {
 		err  error
 		want int
 	}{
-		{"nil", nil, ExitOK},
-		{"plain error", errors.New("boom"), ExitError},
-		{"usage", UsageErrorf(nil, "bad flag"), ExitUsage},
-		{"wrapped usage", fmt.Errorf("context: %w", UsageError(errors.New("x"))), ExitUsage},
-		{"incomplete", IncompleteError(errors.New("partial")), ExitIncomplete},
-		{"api error", apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p"), ExitError},
+		{"nil", nil, exitOK},
+		{"plain error", errors.New("boom"), exitError},
+		{"usage", UsageErrorf(nil, "bad flag"), exitUsage},
+		{"wrapped usage", fmt.Errorf("context: %w", UsageError(errors.New("x"))), exitUsage},
+		{"incomplete", incompleteError(errors.New("partial")), exitIncomplete},
+		{"api error", apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p"), exitError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,15 +36,15 @@ func TestExitCode(t *testing.T) {
 // TestOutcomeError: each outcome of a pass exits with its code, the reason as the message.
 func TestOutcomeError(t *testing.T) {
 	for outcome, want := range map[reconcile.Outcome]int{
-		reconcile.OutcomeOK: ExitOK, reconcile.OutcomeFailed: ExitError,
-		reconcile.OutcomeIncomplete: ExitIncomplete, reconcile.OutcomeBreaker: ExitTooManyRemovals,
+		reconcile.OutcomeOK: exitOK, reconcile.OutcomeFailed: exitError,
+		reconcile.OutcomeIncomplete: exitIncomplete, reconcile.OutcomeBreaker: exitTooManyRemovals,
 	} {
 		err := OutcomeError(outcome, "why")
 		if got := ExitCode(err); got != want || (err != nil && err.Error() != "why") {
 			t.Errorf("%s: exit %d (%v), want %d", outcome, got, err, want)
 		}
 	}
-	if err := OutcomeError("unheard-of", "why"); ExitCode(err) != ExitError {
+	if err := OutcomeError("unheard-of", "why"); ExitCode(err) != exitError {
 		t.Errorf("an unknown outcome: %v", err)
 	}
 }

@@ -22,15 +22,15 @@ import (
 
 // Flag names shared by several commands.
 const (
-	FlagQPS   = "qps"
-	FlagBurst = "burst"
+	flagQPS   = "qps"
+	flagBurst = "burst"
 )
 
 // Client-side rate limits. client-go's 5/10 would throttle a scan of a large cluster on
 // the client; the server protects itself with API Priority and Fairness.
 const (
-	DefaultQPS   = 100
-	DefaultBurst = 200
+	defaultQPS   = 100
+	defaultBurst = 200
 )
 
 // Factory is where commands get their clients and the namespace from. Commands resolve
@@ -74,8 +74,8 @@ var (
 func NewFactory() *ConfigFactory {
 	return &ConfigFactory{
 		ConfigFlags: genericclioptions.NewConfigFlags(true),
-		QPS:         DefaultQPS,
-		Burst:       DefaultBurst,
+		QPS:         defaultQPS,
+		Burst:       defaultBurst,
 	}
 }
 
@@ -85,8 +85,8 @@ func (f *ConfigFactory) AddFlags(fs *pflag.FlagSet) {
 	f.multiContext(fs)
 	// Discovery is never cached on disk (see ConfigFactory), so the flag would do nothing.
 	_ = fs.MarkHidden("cache-dir")
-	fs.Float32Var(&f.QPS, FlagQPS, f.QPS, "Maximum queries per second to the API server from this client; a negative value turns client-side rate limiting off.")
-	fs.IntVar(&f.Burst, FlagBurst, f.Burst, "Maximum burst of queries to the API server from this client.")
+	fs.Float32Var(&f.QPS, flagQPS, f.QPS, "Maximum queries per second to the API server from this client; a negative value turns client-side rate limiting off.")
+	fs.IntVar(&f.Burst, flagBurst, f.Burst, "Maximum burst of queries to the API server from this client.")
 }
 
 // RESTConfig is the client configuration every client shares.
@@ -99,9 +99,9 @@ func (f *ConfigFactory) RESTConfig() (*rest.Config, error) {
 	switch {
 	case f.QPS == 0:
 		// client-go reads 0 as its own default of 5 per second.
-		return nil, UsageErrorf(nil, "--%s must not be 0: pass a rate, or a negative value to turn client-side rate limiting off", FlagQPS)
+		return nil, UsageErrorf(nil, "--%s must not be 0: pass a rate, or a negative value to turn client-side rate limiting off", flagQPS)
 	case f.QPS > 0 && f.Burst < 1:
-		return nil, UsageErrorf(nil, "--%s must be at least 1 when --%s is positive, got %d", FlagBurst, FlagQPS, f.Burst)
+		return nil, UsageErrorf(nil, "--%s must be at least 1 when --%s is positive, got %d", flagBurst, flagQPS, f.Burst)
 	case len(f.distinctContexts()) > 1:
 		return nil, UsageErrorf(nil, "--%s was given %d times: only scan and doctor read several clusters; run one command per context", FlagContext, len(f.distinctContexts()))
 	}

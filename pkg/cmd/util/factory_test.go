@@ -99,7 +99,7 @@ func TestContexts(t *testing.T) {
 		t.Errorf("one cluster's clients with two contexts: %v", err)
 	}
 	rc, err := f.ForContext("prod-x").(*ConfigFactory).RESTConfig()
-	if err != nil || rc.Host != "https://127.0.0.3:6443" || rc.QPS != DefaultQPS {
+	if err != nil || rc.Host != "https://127.0.0.3:6443" || rc.QPS != defaultQPS {
 		t.Errorf("ForContext: %+v %v", rc, err)
 	}
 	if rc, err := parse("--context", "b").RESTConfig(); err != nil || rc.Host != "https://127.0.0.2:6443" {

@@ -16,7 +16,7 @@ import (
 // context.
 func RunFleet[T any](ctx context.Context, f Factory, clusters []string, ff *FleetFlags, errOut io.Writer, verb string,
 	read func(ctx context.Context, f Factory, clients *client.Clients) (T, []string, error)) ([]fleet.Result[T], []string) {
-	progress := NewProgress(errOut)
+	progress := newProgress(errOut)
 	defer progress.Done()
 	opts := fleet.Options{Concurrency: ff.Concurrency, Timeout: ff.Timeout, OnDone: func(done, total int, _ string) {
 		progress.Update(fmt.Sprintf("%s: %d/%d clusters done", verb, done, total), done == total)

@@ -11,10 +11,10 @@ import (
 // Flag names of the fleet flags.
 const (
 	FlagContext            = "context"
-	FlagAllContexts        = "all-contexts"
-	FlagContextSelector    = "context-selector"
-	FlagClusterConcurrency = "cluster-concurrency"
-	FlagClusterTimeout     = "cluster-timeout"
+	flagAllContexts        = "all-contexts"
+	flagContextSelector    = "context-selector"
+	flagClusterConcurrency = "cluster-concurrency"
+	flagClusterTimeout     = "cluster-timeout"
 )
 
 // FleetFlags choose the clusters scan and doctor read, and bound the reading of each.
@@ -33,19 +33,19 @@ func NewFleetFlags() FleetFlags {
 // AddFlags binds the fleet flags to cmd.
 func (ff *FleetFlags) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.BoolVar(&ff.AllContexts, FlagAllContexts, ff.AllContexts, "If true, read the cluster of every context of the kubeconfig. Each object then names its cluster (its context).")
-	fs.StringVar(&ff.ContextSelector, FlagContextSelector, ff.ContextSelector, "Read the clusters of the kubeconfig contexts whose names match this glob ('*' matches any text), e.g. 'prod-*'.")
-	fs.IntVar(&ff.Concurrency, FlagClusterConcurrency, ff.Concurrency, "How many clusters to read at the same time.")
-	fs.DurationVar(&ff.Timeout, FlagClusterTimeout, ff.Timeout, "How long to wait for each cluster; one that takes longer is reported as incomplete.")
+	fs.BoolVar(&ff.AllContexts, flagAllContexts, ff.AllContexts, "If true, read the cluster of every context of the kubeconfig. Each object then names its cluster (its context).")
+	fs.StringVar(&ff.ContextSelector, flagContextSelector, ff.ContextSelector, "Read the clusters of the kubeconfig contexts whose names match this glob ('*' matches any text), e.g. 'prod-*'.")
+	fs.IntVar(&ff.Concurrency, flagClusterConcurrency, ff.Concurrency, "How many clusters to read at the same time.")
+	fs.DurationVar(&ff.Timeout, flagClusterTimeout, ff.Timeout, "How long to wait for each cluster; one that takes longer is reported as incomplete.")
 }
 
 // Validate rejects bounds that cannot read.
 func (ff *FleetFlags) Validate() error {
 	switch {
 	case ff.Concurrency < 1:
-		return UsageErrorf(nil, "--%s must be at least 1, got %d", FlagClusterConcurrency, ff.Concurrency)
+		return UsageErrorf(nil, "--%s must be at least 1, got %d", flagClusterConcurrency, ff.Concurrency)
 	case ff.Timeout <= 0:
-		return UsageErrorf(nil, "--%s must be positive, got %s", FlagClusterTimeout, ff.Timeout)
+		return UsageErrorf(nil, "--%s must be positive, got %s", flagClusterTimeout, ff.Timeout)
 	}
 	return nil
 }
@@ -69,7 +69,7 @@ func (ff *FleetFlags) clusters(f Factory) ([]string, error) {
 	fl, ok := f.(Fleet)
 	if !ok {
 		if ff.AllContexts || ff.ContextSelector != "" {
-			return nil, UsageErrorf(nil, "--%s needs a kubeconfig", FlagAllContexts)
+			return nil, UsageErrorf(nil, "--%s needs a kubeconfig", flagAllContexts)
 		}
 		return nil, nil
 	}

@@ -19,7 +19,7 @@ func PrintError(w io.Writer, err error) {
 	if err == nil {
 		return
 	}
-	var ec *ExitCodeError
+	var ec *exitCodeError
 	if errors.As(err, &ec) && ec.Silent {
 		return
 	}
@@ -27,15 +27,15 @@ func PrintError(w io.Writer, err error) {
 	if errors.As(err, &agg) {
 		// One line per error, each rendered on its own (an API error keeps its form).
 		for _, e := range utilerrors.Flatten(agg).Errors() {
-			fmt.Fprintln(w, StandardErrorMessage(e))
+			fmt.Fprintln(w, standardErrorMessage(e))
 		}
 		return
 	}
-	fmt.Fprintln(w, StandardErrorMessage(err))
+	fmt.Fprintln(w, standardErrorMessage(err))
 }
 
-// StandardErrorMessage renders one error as a single kubectl-style message.
-func StandardErrorMessage(err error) string {
+// standardErrorMessage renders one error as a single kubectl-style message.
+func standardErrorMessage(err error) string {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Reason != "" && errors.Unwrap(err) == nil {
 		// A bare API error, as kubectl prints it.

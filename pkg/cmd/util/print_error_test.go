@@ -30,7 +30,7 @@ func TestPrintError(t *testing.T) {
 		{"refused later", fmt.Errorf("the pass stopped before it removed anything: listing configmaps: %w", refusedList),
 			"error: the pass stopped before it removed anything: listing configmaps: the connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?\n"},
 		{"usage", UsageErrorf(cmd, "--older-than must be positive"), "error: --older-than must be positive\nSee 'scan -h' for help and examples\n"},
-		{"silent", IncompleteError(errors.New("partial")), ""},
+		{"silent", incompleteError(errors.New("partial")), ""},
 		{"aggregate", utilerrors.NewAggregate([]error{errors.New("a"), errors.New("b")}), "error: a\nerror: b\n"},
 	}
 	for _, tt := range tests {

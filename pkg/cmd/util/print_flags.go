@@ -13,8 +13,8 @@ import (
 
 // Flag names of the output flags.
 const (
-	FlagOutput    = "output"
-	FlagNoHeaders = "no-headers"
+	flagOutput    = "output"
+	flagNoHeaders = "no-headers"
 )
 
 // PrintFlags are a command's output flags. Each command says what -o takes: its own table
@@ -62,12 +62,12 @@ func (f *PrintFlags) Formats() []string {
 
 // AddFlags binds the output flags to cmd.
 func (f *PrintFlags) AddFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVarP(&f.OutputFormat, FlagOutput, "o", f.OutputFormat, strings.Replace(f.Usage, "%s", strings.Join(f.Formats(), ", "), 1))
+	cmd.Flags().StringVarP(&f.OutputFormat, flagOutput, "o", f.OutputFormat, strings.Replace(f.Usage, "%s", strings.Join(f.Formats(), ", "), 1))
 	if f.template != nil {
-		cmd.Flags().BoolVar(&f.NoHeaders, FlagNoHeaders, f.NoHeaders, "If true, don't print headers in table output (default or -o wide).")
+		cmd.Flags().BoolVar(&f.NoHeaders, flagNoHeaders, f.NoHeaders, "If true, don't print headers in table output (default or -o wide).")
 		f.template.AddFlags(cmd)
 	}
-	_ = cmd.RegisterFlagCompletionFunc(FlagOutput, cobra.FixedCompletions(f.Formats(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc(flagOutput, cobra.FixedCompletions(f.Formats(), cobra.ShellCompDirectiveNoFileComp))
 }
 
 // Default reports whether no -o was given: the command prints its own way.

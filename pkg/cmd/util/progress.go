@@ -27,8 +27,8 @@ type Progress struct {
 	shown   bool
 }
 
-// NewProgress returns a progress line on w, enabled only if w is a terminal.
-func NewProgress(w io.Writer) *Progress {
+// newProgress returns a progress line on w, enabled only if w is a terminal.
+func newProgress(w io.Writer) *Progress {
 	return &Progress{w: w, enabled: IsTerminal(w)}
 }
 

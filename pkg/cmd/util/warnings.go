@@ -48,7 +48,7 @@ func IncompleteWarning(w io.Writer, incomplete []finalizev1alpha1.IncompleteReso
 		}
 		fmt.Fprintf(w, "  %s: %s: %s\n", what, in.Reason, in.Message)
 	}
-	return IncompleteError(errors.New("the scan is incomplete"))
+	return incompleteError(errors.New("the scan is incomplete"))
 }
 
 // unreachable names the clusters that could not be read, for the incomplete warning.

@@ -38,8 +38,8 @@ const (
 	maxNote = 1024
 )
 
-// WhoAmI asks the API server who the client is (SelfSubjectReview), for the audit.
-func WhoAmI(ctx context.Context, kube client.Interface) (string, error) {
+// whoAmI asks the API server who the client is (SelfSubjectReview), for the audit.
+func whoAmI(ctx context.Context, kube client.Interface) (string, error) {
 	r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
@@ -120,7 +120,7 @@ type Record struct {
 func NewAuditor(ctx context.Context, kube client.Interface, log io.Writer) (*Auditor, error) {
 	host, _ := os.Hostname()
 	a := &Auditor{Kube: kube, User: "<unknown>", Instance: fmt.Sprintf("kubectl-finalize-%s@%s", version.Get().Version, host), Log: log}
-	user, err := WhoAmI(ctx, kube)
+	user, err := whoAmI(ctx, kube)
 	if err != nil {
 		return a, err
 	}

@@ -26,9 +26,9 @@ import (
 // FieldManager names kubectl-finalize in managedFields and audit logs.
 const FieldManager = "kubectl-finalize"
 
-// DefaultMaxAttempts bounds how often a removal is decided again after the object
+// defaultMaxAttempts bounds how often a removal is decided again after the object
 // changed under it.
-const DefaultMaxAttempts = 5
+const defaultMaxAttempts = 5
 
 // DryRun is kubectl's --dry-run.
 type DryRun string
@@ -87,7 +87,7 @@ var ErrNotReverified = errors.New("the object changed after it was verified and 
 type Remover struct {
 	Metadata metadata.Interface
 	Kube     client.Interface
-	// MaxAttempts bounds re-decisions; zero means DefaultMaxAttempts.
+	// MaxAttempts bounds re-decisions; zero means defaultMaxAttempts.
 	MaxAttempts int
 	// BeforeWrite, if set, runs between the read and the write of every attempt. Tests
 	// use it to race a removal exactly where a race matters.
@@ -103,7 +103,7 @@ type Remover struct {
 func (r *Remover) Remove(ctx context.Context, t plan.Target, dry DryRun) (Outcome, error) {
 	attempts := r.MaxAttempts
 	if attempts <= 0 {
-		attempts = DefaultMaxAttempts
+		attempts = defaultMaxAttempts
 	}
 	if t.UID == "" {
 		return Outcome{}, fmt.Errorf("%s: refusing to remove a finalizer without the uid of the object it was decided for", t.String())
@@ -228,7 +228,7 @@ func (r *Remover) removeMetadata(ctx context.Context, t *plan.Target, dry DryRun
 			return Outcome{Result: WouldRemove, Remaining: slices.Delete(slices.Clone(cur.Finalizers), idx, idx+1)}, false, nil
 		}
 	}
-	patch, err := PinnedPatch(t.UID, t.ResourceVersion, idx, t.Finalizer)
+	patch, err := pinnedPatch(t.UID, t.ResourceVersion, idx, t.Finalizer)
 	if err != nil {
 		return Outcome{}, false, err
 	}
@@ -279,12 +279,12 @@ func observed(after *metav1.PartialObjectMetadata) Outcome {
 // uid: it fails, changing nothing, unless the object is still that one and the finalizer
 // is still at that index.
 func Patch(uid types.UID, idx int, finalizer string) ([]byte, error) {
-	return PinnedPatch(uid, "", idx, finalizer)
+	return pinnedPatch(uid, "", idx, finalizer)
 }
 
-// PinnedPatch is Patch that also fails unless the object is still at resourceVersion, the
+// pinnedPatch is Patch that also fails unless the object is still at resourceVersion, the
 // version a provider verified; an empty resourceVersion pins nothing.
-func PinnedPatch(uid types.UID, resourceVersion string, idx int, finalizer string) ([]byte, error) {
+func pinnedPatch(uid types.UID, resourceVersion string, idx int, finalizer string) ([]byte, error) {
 	path := fmt.Sprintf("/metadata/finalizers/%d", idx)
 	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": uid}}
 	if resourceVersion != "" {
