@@ -9,8 +9,8 @@ import (
 )
 
 func TestCatalogCoversTheLandscape(t *testing.T) {
-	// One name per row of reference/finalizer-landscape.md §6, expanded where a row is a
-	// family of names.
+	// One name per well-known finalizer of the built-in catalogue (docs/doctor.md, "who
+	// owns each finalizer"), expanded where an entry is a family of names.
 	tests := []struct {
 		finalizer, owner string
 		system           bool

@@ -321,14 +321,7 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 	if fresh {
 		return reply{Answer: do()}
 	}
-	key := rule.Name + "\x00" + call.Key()
-	v.mu.Lock()
-	a, ok := v.cache[key]
-	if !ok {
-		a = &answer{}
-		v.cache[key] = a
-	}
-	v.mu.Unlock()
+	a := entry(&v.mu, v.cache, rule.Name+"\x00"+call.Key())
 	a.once.Do(func() { a.Answer = do() })
 	return reply{Answer: a.Answer}
 }
@@ -416,14 +409,7 @@ func (v *Verifier) trust(ctx context.Context, rule *Rule, r kube.Resource) (stri
 
 // check asks the rule's provider about live objects of one type, once per pass.
 func (v *Verifier) check(ctx context.Context, rule *Rule, r kube.Resource) *check {
-	key := checkKey{rule: rule.Name, gr: r.GroupResource()}
-	v.mu.Lock()
-	c, ok := v.checks[key]
-	if !ok {
-		c = &check{}
-		v.checks[key] = c
-	}
-	v.mu.Unlock()
+	c := entry(&v.mu, v.checks, checkKey{rule: rule.Name, gr: r.GroupResource()})
 	c.once.Do(func() { v.runCheck(ctx, rule, r, c) })
 	return c
 }
@@ -771,4 +757,16 @@ func firstN(s []string, n int) []string {
 		return s
 	}
 	return append(slices.Clone(s[:n]), fmt.Sprintf("and %d more", len(s)-n))
+}
+
+// entry is m[key], made on first use; mu guards m.
+func entry[K comparable, V any](mu *sync.Mutex, m map[K]*V, key K) *V {
+	mu.Lock()
+	defer mu.Unlock()
+	e, ok := m[key]
+	if !ok {
+		e = new(V)
+		m[key] = e
+	}
+	return e
 }

@@ -133,13 +133,18 @@ func TestAContinuousRunNeverGoesQuietAfterTheAuditLogFails(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the finalizers were not removed once the disk had room; last reports: %+v", p.reports(t)[len(p.reports(t))-1].Summary)
 	}
-	lines := auditLines(t, audit) // fails on a line that is not whole JSON
+	// Each record line follows its removal, the re-read and the Event: wait for both.
+	var lines []map[string]any
 	complete := 0
-	for _, l := range lines {
-		if l["stage"] == "Complete" && l["result"] == "Removed" {
-			complete++
+	_ = wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		lines, complete = auditLines(t, audit), 0 // fails on a line that is not whole JSON
+		for _, l := range lines {
+			if l["stage"] == "Complete" && l["result"] == "Removed" {
+				complete++
+			}
 		}
-	}
+		return complete >= 2, nil
+	})
 	if complete != 2 {
 		t.Errorf("%d records of a removal in the audit log, want 2: %v", complete, lines)
 	}
