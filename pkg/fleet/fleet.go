@@ -97,8 +97,8 @@ func Run[T any](ctx context.Context, clusters []string, opts Options, read func(
 	return results
 }
 
-// Unreachable is the incomplete entry of a cluster that could not be read.
-func Unreachable(cluster string, err error) finalizev1alpha1.IncompleteResource {
+// unreadable is the incomplete entry of a cluster that could not be read.
+func unreadable(cluster string, err error) finalizev1alpha1.IncompleteResource {
 	return finalizev1alpha1.IncompleteResource{Cluster: cluster, Reason: finalizev1alpha1.ReasonClusterUnreachable, Message: err.Error()}
 }
 
@@ -112,7 +112,7 @@ func failures[T any](results []Result[T]) ([]finalizev1alpha1.IncompleteResource
 	var msgs []string
 	for _, r := range results {
 		if r.Err != nil {
-			out = append(out, Unreachable(r.Cluster, r.Err))
+			out = append(out, unreadable(r.Cluster, r.Err))
 			msgs = append(msgs, fmt.Sprintf("context %s: %v", r.Cluster, r.Err))
 		}
 	}

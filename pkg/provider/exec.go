@@ -91,7 +91,7 @@ func (p *execProvider) Prepare(req *Request) (Call, error) {
 	}
 	// The whole identity goes to the program, so every value of it must be one.
 	for _, name := range slices.Sorted(maps.Keys(req.Identity)) {
-		if v := req.Identity[name]; Placeholder(v) {
+		if v := req.Identity[name]; isPlaceholder(v) {
 			return nil, fmt.Errorf("identity value %s is %q, a placeholder, not a value", name, v)
 		}
 	}

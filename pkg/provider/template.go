@@ -166,7 +166,7 @@ func (t *Template) Render(obj map[string]any, identity map[string]string, escape
 		if v == "" {
 			return "", fmt.Errorf("%s: resolves to an empty value", p.source)
 		}
-		if Placeholder(v) {
+		if isPlaceholder(v) {
 			return "", fmt.Errorf("%s: resolves to %q, a placeholder, not a value", p.source, v)
 		}
 		esc, err := escapeAt(p.offset)(v)
@@ -187,10 +187,10 @@ var placeholderValues = map[string]bool{
 	"undefined": true, "pending": true, "unknown": true, "n/a": true, "nan": true, "-": true, `""`: true, "''": true,
 }
 
-// Placeholder reports whether a value stands for a missing one: blank, or one of the
+// isPlaceholder reports whether a value stands for a missing one: blank, or one of the
 // placeholders above in any case. A template value or an identity value that is a
 // placeholder is treated like a missing value: no request is made.
-func Placeholder(v string) bool {
+func isPlaceholder(v string) bool {
 	v = strings.TrimSpace(v)
 	return v == "" || placeholderValues[strings.ToLower(v)]
 }

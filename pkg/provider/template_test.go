@@ -80,12 +80,12 @@ func TestTemplates(t *testing.T) {
 
 func TestPlaceholders(t *testing.T) {
 	for _, v := range []string{"", " ", "\t", "None", "NONE", "null", "Null", "nil", "<nil>", "<none>", "<no value>", "undefined", "pending", "Unknown", "N/A", "n/a", "-", " - ", `""`, "NaN"} {
-		if !Placeholder(v) {
+		if !isPlaceholder(v) {
 			t.Errorf("%q: want a placeholder", v)
 		}
 	}
 	for _, v := range []string{"i-123", "none-1", "nullable", "0", "--", "unknown-host", "pending-db"} {
-		if Placeholder(v) {
+		if isPlaceholder(v) {
 			t.Errorf("%q is a value, not a placeholder", v)
 		}
 	}

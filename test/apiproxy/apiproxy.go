@@ -191,14 +191,10 @@ var failures = map[int]string{
 	http.StatusGatewayTimeout:      `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Timeout: request did not complete within the allotted timeout","reason":"Timeout","code":504}`,
 }
 
-// Throttle makes the proxy answer 429 Too Many Requests, with Retry-After: 1, to the
-// first attempt of every nth distinct request (method and URL), as API Priority and
-// Fairness does under load; the retry passes. 0 stops it.
-func (p *Proxy) Throttle(every int) { p.Fail(every, http.StatusTooManyRequests, "1") }
-
 // Fail makes the proxy answer code (429, 500, 503 or 504) with retryAfter ("" for none)
-// to the first attempt of every nth distinct request, without forwarding it; the retry
-// passes. 0 stops it.
+// to the first attempt of every nth distinct request (method and URL), without
+// forwarding it, as API Priority and Fairness does under load (429, Retry-After: 1);
+// the retry passes. 0 stops it.
 func (p *Proxy) Fail(every, code int, retryAfter string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -206,7 +202,7 @@ func (p *Proxy) Fail(every, code int, retryAfter string) {
 	p.throttled.Store(0)
 }
 
-// Throttled counts the requests answered by Throttle or Fail since it was last called.
+// Throttled counts the requests answered by Fail since it was last called.
 func (p *Proxy) Throttled() int64 { return p.throttled.Load() }
 
 func (p *Proxy) throttle(r *http.Request) (int, string, bool) {
