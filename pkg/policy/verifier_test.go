@@ -91,26 +91,6 @@ func apiPolicy(t *testing.T, code func(id string) int, tail string) string {
 ` + tail
 }
 
-// verifier sees objs as a scan would (controls included) and can read them.
-func verifier(t *testing.T, doc string, objs ...*unstructured.Unstructured) (*Verifier, map[string]*kube.Object) {
-	t.Helper()
-	p, _ := compile(t, doc)
-	var ros []runtime.Object
-	for _, o := range objs {
-		ros = append(ros, o)
-	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{databases.GroupVersionResource: "DatabaseList"}, ros...)
-	v := NewVerifier(p, dyn, provider.Options{})
-	v.Clock = testingclock.NewFakePassiveClock(now)
-	stuck := map[string]*kube.Object{}
-	for _, o := range objs {
-		meta := &metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID(), Finalizers: o.GetFinalizers(), DeletionTimestamp: o.GetDeletionTimestamp(), Labels: o.GetLabels()}
-		v.Controls.Observe(databases, meta, nil)
-		stuck[o.GetName()] = kube.NewObject(databases, meta, nil)
-	}
-	return v, stuck
-}
-
 func TestVerification(t *testing.T) {
 	doc := dbAPI(t, func(id string) bool { return id == "i-gone" })
 	v, objs := verifier(t, doc,
@@ -248,8 +228,9 @@ func presetOf(doc, extra string) string {
   resources: [databases.db.example.com, caches.db.example.com]`+extra, 1), "{.status.instanceID}", "{identity.externalName}", 1)
 }
 
-// presetVerifier is verifier for objects of several types.
-func presetVerifier(t *testing.T, doc string, objs ...*unstructured.Unstructured) (*Verifier, map[string]*kube.Object) {
+// verifier sees objs (databases and caches) as a scan would, controls included, and
+// can read them.
+func verifier(t *testing.T, doc string, objs ...*unstructured.Unstructured) (*Verifier, map[string]*kube.Object) {
 	t.Helper()
 	p, _ := compile(t, doc)
 	var ros []runtime.Object
@@ -308,7 +289,7 @@ func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 			if tt.extra != "" {
 				doc = strings.Replace(presetAPI(t, everything, tt.extra), "  controls: {count: 2}\n", "", 1)
 			}
-			v, objs := presetVerifier(t, doc, append(tt.controls, managed(databases, "stuck", "deleted-1", operator, false, nil))...)
+			v, objs := verifier(t, doc, append(tt.controls, managed(databases, "stuck", "deleted-1", operator, false, nil))...)
 			got := verifyPreset(v, objs["stuck"])
 			if got.Verdict != finalizev1alpha1.VerdictGone || !strings.Contains(distrust(got), tt.distrust) || (tt.distrust == "") != got.Gone() {
 				t.Errorf("stuck: %+v; want distrust %q", got, tt.distrust)
@@ -330,7 +311,7 @@ func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 // and a provider broken for any type is trusted for none.
 func TestControlsArePerType(t *testing.T) {
 	gone := func(name string) bool { return strings.HasPrefix(name, "deleted") }
-	v, objs := presetVerifier(t, presetAPI(t, gone, ""),
+	v, objs := verifier(t, presetAPI(t, gone, ""),
 		managed(databases, "db-control", "live-db", operator, true, nil),
 		managed(databases, "db-stuck", "deleted-db", operator, false, nil),
 		managed(caches, "cache-stuck", "deleted-cache", operator, false, nil))
@@ -342,7 +323,7 @@ func TestControlsArePerType(t *testing.T) {
 	}
 
 	// A live cache the provider calls gone: the rule is broken, for databases too.
-	v, objs = presetVerifier(t, presetAPI(t, gone, ""),
+	v, objs = verifier(t, presetAPI(t, gone, ""),
 		managed(databases, "db-control", "live-db", operator, true, nil),
 		managed(caches, "cache-control", "deleted-but-live", operator, true, nil),
 		managed(databases, "db-stuck", "deleted-db", operator, false, nil))
@@ -387,7 +368,7 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 				doc = strings.Replace(doc, "{identity.externalName}", tt.url, 1)
 			}
 			name := "deleted-stuck"
-			v, objs := presetVerifier(t, doc, managed(databases, "live-control", "live-1", "provider-aws", true, nil), managed(databases, name, name, tt.manager, false, nil))
+			v, objs := verifier(t, doc, managed(databases, "live-control", "live-1", "provider-aws", true, nil), managed(databases, name, name, tt.manager, false, nil))
 			got := verifyPreset(v, objs[name])
 			if got.Verdict != tt.verdict || !strings.Contains(got.Evidence, tt.says) {
 				t.Errorf("got %s %q; want %s saying %q", got.Verdict, got.Evidence, tt.verdict, tt.says)
@@ -485,7 +466,7 @@ func TestARuleNoneOfWhoseControlsCouldBeCheckedCannotVerify(t *testing.T) {
 			if tt.extra != "" {
 				doc = strings.Replace(presetAPI(t, gone, tt.extra), "  controls: {count: 2}\n", "", 1)
 			}
-			v, objs := presetVerifier(t, doc, tt.objs...)
+			v, objs := verifier(t, doc, tt.objs...)
 			if got := verifyPreset(v, objs[tt.stuck]); got.Gone() != tt.gone || got.Unread() {
 				t.Errorf("stuck: %+v", got)
 			}
@@ -538,7 +519,7 @@ func TestCannotVerifyIsPerType(t *testing.T) {
 		{unauthorized: "cache-", cannot: "every live object its provider was asked about answered Unknown among caches.db.example.com (caches.db.example.com/cache-control -n prod: Unknown: "},
 		{unauthorized: "nothing"},
 	} {
-		v, objs := presetVerifier(t, presetOf(codeAPI(t, code(tt.unauthorized)), ""),
+		v, objs := verifier(t, presetOf(codeAPI(t, code(tt.unauthorized)), ""),
 			managed(databases, "db-control", "live-db", operator, true, nil),
 			managed(caches, "cache-control", "cache-live", operator, true, nil),
 			managed(databases, "db-stuck", "deleted-db", operator, false, nil))
@@ -668,7 +649,7 @@ func TestAProviderThatAnswersOnlyUnknownWithNoControlCannotVerify(t *testing.T) 
 			if tt.extra != "" {
 				doc = strings.Replace(presetOf(codeAPI(t, code), tt.extra), "  controls: {count: 2}\n", "", 1)
 			}
-			v, objs := presetVerifier(t, doc, tt.objs...)
+			v, objs := verifier(t, doc, tt.objs...)
 			for _, o := range tt.objs {
 				if o.GetDeletionTimestamp() != nil {
 					if got := verifyPreset(v, objs[o.GetName()]); got.Gone() {
