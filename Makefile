@@ -49,10 +49,16 @@ test: verify lint test-unit test-integration test-bench-short test-fuzz-short ##
 .PHONY: test-unit
 test-unit: ## Unit tests (fakes only), with the race detector.
 	go test -race -count=1 ./cmd/... ./pkg/... ./completion/... ./hack/...
+	cd hack/image && go test -race -count=1 ./...
 
 .PHONY: test-integration
 test-integration: ## Integration and end-to-end tests against a real control plane.
 	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -count=1 -p $(INTEGRATION_PARALLEL) -timeout 30m ./test/...
+
+.PHONY: test-node
+test-node: ## The test node alone: kubelet, containerd and runc, kube-scheduler, pods on loopback (root; installs containerd and runc if missing).
+	cd hack/image && go test -count=1 ./...
+	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -count=1 -timeout 15m -v ./test/node
 
 .PHONY: test-update
 test-update: ## Refresh golden files.
@@ -143,29 +149,42 @@ verify: ## Fail if go.mod, formatting, generated code or docs are stale; check t
 	go mod tidy -diff
 	cd hack/tools && go mod tidy -diff
 	cd hack/k8s-bins && go mod tidy -diff
+	cd hack/receivers && go mod tidy -diff
+	cd hack/image && go mod tidy -diff
+	cd hack/krew && go mod tidy -diff
 	go vet ./...
 	@$(MAKE) --no-print-directory generate && git diff --exit-code -- pkg/apis || { echo "generated code is stale: run make generate"; exit 1; }
 	@tmp=$$(mktemp -d) && go run ./hack/docgen $$tmp && diff -ru docs/reference $$tmp || { echo "docs/reference is stale: run make docs"; exit 1; }
 	KUBEBUILDER_ASSETS="$(K8S_BINS)" go run ./hack/demo capture --out docs/demo --readme README.md --check
-	@$(MAKE) --no-print-directory verify-release
+	@$(MAKE) --no-print-directory verify-release RELEASE_PLATFORMS=host
+
+# The platforms of the release snapshot: all six by default; `make verify` (so `make test`)
+# builds this machine's alone, from a configuration hack/release/hostconfig derives from
+# .goreleaser.yaml (goreleaser's release has no --single-target).
+RELEASE_PLATFORMS ?= all
+RELEASE_HOST_CONFIG := $(BIN)/release/goreleaser.host.yaml
 
 .PHONY: verify-release
-verify-release: ## Check .goreleaser.yaml, build the snapshot archives and SBOMs into dist/, test them and the krew manifest.
+verify-release: ## Check .goreleaser.yaml, build the snapshot (archives, SBOMs) of all six platforms into dist/, test it with krew (RELEASE_PLATFORMS=host: this machine's only).
+	@case "$(RELEASE_PLATFORMS)" in host|all) ;; *) echo "RELEASE_PLATFORMS=$(RELEASE_PLATFORMS): want host or all"; exit 1;; esac
 	cd hack/release && go mod tidy -diff
 	cd hack/sbom && go mod tidy -diff
 	go build -modfile=hack/sbom/go.mod -o $(TOOLBIN)/syft github.com/anchore/syft/cmd/syft
 	$(RELEASER) check
-	PATH="$(TOOLBIN):$$PATH" $(RELEASER) release --snapshot --clean --skip=ko
-	KUBECTL_FINALIZE_DIST="$(CURDIR)/dist" KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -count=1 ./test/release
+	cd hack/release && go test -count=1 ./hostconfig && go run ./hostconfig -in ../../.goreleaser.yaml -out $(CURDIR)/$(RELEASE_HOST_CONFIG)
+	PATH="$(TOOLBIN):$$PATH" $(RELEASER) release --snapshot --clean --skip=ko \
+		--config $(if $(filter host,$(RELEASE_PLATFORMS)),$(RELEASE_HOST_CONFIG),.goreleaser.yaml)
+	KUBECTL_FINALIZE_PLATFORMS=$(RELEASE_PLATFORMS) KUBECTL_FINALIZE_DIST="$(CURDIR)/dist" KUBEBUILDER_ASSETS="$(K8S_BINS)" \
+		go test -count=1 -timeout 20m -v ./test/release
 
 ##@ Demo
 
 .PHONY: demo
-demo: build ## Start a local cluster seeded with stuck objects (needs no docker).
+demo: build ## Start a local cluster seeded with stuck objects, and a demo cloud that verifies removals (needs no docker).
 	go run ./hack/demo up --dir $(DEMO_DIR)
 
 .PHONY: demo-down
-demo-down: ## Stop the demo cluster.
+demo-down: ## Stop the demo cluster and its cloud.
 	go run ./hack/demo down --dir $(DEMO_DIR)
 
 .PHONY: clean

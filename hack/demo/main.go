@@ -1,12 +1,16 @@
 // Command demo starts a local control plane with kube-controller-manager, seeds it with
-// objects stuck in Terminating, and prints how to point kubectl at it.
+// objects stuck in Terminating, starts a demo cloud (an HTTPS API on loopback that knows
+// which of the demo's databases still exist), writes a policy whose rule asks that cloud,
+// and prints how to point kubectl at it all.
 //
 //	go run ./hack/demo up   [--dir .demo]
 //	go run ./hack/demo down [--dir .demo]
 //
 // capture runs the demo's commands on a fresh demo cluster and writes their real output,
 // as text and as images, into docs/demo and the README; with --check it compares instead
-// (make docs, make verify):
+// (make docs, make verify). Either way it then starts the demo cloud, writes the demo
+// policy and runs the Try list's commands that use it, as printed, checking what each
+// removed:
 //
 //	go run ./hack/demo capture [--out docs/demo] [--readme README.md] [--check]
 package main
@@ -15,6 +19,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -40,7 +45,9 @@ func main() {
 	}
 	switch os.Args[1] {
 	case "up":
-		fail(up(abs))
+		fail(up(abs, os.Stdout))
+	case "cloud": // the detached demo cloud that up starts
+		fail(serveCloud(abs))
 	case "down":
 		fail(down(abs))
 	case "capture":
@@ -58,7 +65,7 @@ func fail(err error) {
 	}
 }
 
-func up(dir string) error {
+func up(dir string, out io.Writer) error {
 	if err := down(dir); err != nil {
 		return err
 	}
@@ -85,9 +92,33 @@ func up(dir string) error {
 	if _, err := s.All(ctx); err != nil {
 		return fmt.Errorf("seeding: %w (logs in %s)", err, dir)
 	}
-	kubectl := filepath.Join(cp.BinDir, "kubectl")
-	fmt.Printf(`
+	url, policy, err := startVerifier(dir, s, true)
+	if err != nil {
+		return fmt.Errorf("%w (logs in %s)", err, dir)
+	}
+	printTry(out, dir, kubeconfig, cp.BinDir, policy, url, s.DatabaseFinalizer())
+	return nil
+}
+
+// startVerifier starts the demo cloud and writes the demo's policy, which asks it, into
+// dir; it returns the cloud's URL and the policy's file.
+func startVerifier(dir string, s *seed.Seeder, detached bool) (url, policy string, err error) {
+	url, caFile, err := startCloud(dir, detached)
+	if err != nil {
+		return "", "", err
+	}
+	policy = filepath.Join(dir, "policy.yaml")
+	return url, policy, os.WriteFile(policy, []byte(demoPolicy(s, url, caFile)), 0o644)
+}
+
+// printTry prints how to point kubectl at the demo, and what to try. Every command of
+// the Try list works as printed: capture --check runs the ones that write.
+func printTry(out io.Writer, dir, kubeconfig, binDir, policy, url, finalizer string) {
+	fmt.Fprintf(out, `
 The demo cluster runs (etcd, kube-apiserver, kube-controller-manager); logs are in %[1]s.
+The demo cloud at %[5]s still has the databases live-db, orders-db, billing-db and
+analytics-db; reports-2023-db and reports-2024-db are deleted. Policy %[4]s
+lets kubectl-finalize remove a database's finalizer once that cloud says it is gone.
 
   export KUBECONFIG=%[2]s
   export PATH=%[3]s:$PWD/bin:$PATH      # kubectl v1.36.3 and kubectl-finalize
@@ -101,13 +132,44 @@ Try:
   kubectl finalize doctor                         # why, grouped by root cause
   kubectl finalize doctor ns/orphaned-operator    # the chain behind one namespace
   kubectl finalize doctor pvc/data -n storage
+  # The demo cloud verifies before anything is removed:
+  kubectl finalize reconcile --once --dry-run --policy %[4]s   # asks the cloud, writes nothing
+  kubectl finalize remove database/reports-2023-db -n reporting --policy %[4]s \
+    --finalizer %[6]s --yes --audit-log %[7]s
+  kubectl finalize reconcile --once --policy %[4]s --audit-log %[7]s   # orders-db stays: it exists
 
 Stop it with: make demo-down
-`, dir, kubeconfig, filepath.Dir(kubectl))
-	return nil
+`, dir, kubeconfig, binDir, policy, url, finalizer, filepath.Join(dir, "audit.jsonl"))
+}
+
+// demoPolicy is the demo's policy: the database operator's finalizer may go once the
+// demo cloud says the database's instance is gone.
+func demoPolicy(s *seed.Seeder, url, caFile string) string {
+	return fmt.Sprintf(`# The demo's policy (docs/policy.md): a database's finalizer may be removed once the demo
+# cloud, asked about the instance in the database's status, answers 404.
+apiVersion: kubectl-finalize.github.io/v1alpha1
+kind: Policy
+# The demo's objects are seconds old; in a real cluster keep the default, 15m, so that a
+# controller that is merely slow is left to finish.
+minAge: 0s
+rules:
+- name: demo-databases
+  finalizers: [%[1]q]
+  resources: [%[2]q]
+  verify:
+    http:
+      url: "%[3]s/v1/instances/{.status.instanceID}"
+      tls: {caFile: %[4]q}
+  # The cloud's Gone answers are trusted only after it called live databases that carry
+  # the finalizer Present: healthy/live-db is one.
+  controls: {count: 3, requireLive: true}
+`, s.DatabaseFinalizer(), s.DatabaseCRD().Name(), url, caFile)
 }
 
 func down(dir string) error {
+	if err := stopCloud(dir); err != nil {
+		return err
+	}
 	if err := controlplane.StopDir(dir); err != nil {
 		return err
 	}

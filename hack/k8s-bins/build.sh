@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# build.sh builds etcd, kube-apiserver, kube-controller-manager and kubectl from the Go
-# module proxy into a cache folder outside the repository, keyed by version and by this
-# module's go.sum, and prints that folder on stdout. A fresh clone reuses what an earlier
-# clone built; a warm run takes a fraction of a second.
+# build.sh builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and
+# kubelet from the Go module proxy into a cache folder outside the repository, keyed by
+# version and by this module's go.sum, and prints that folder on stdout. A fresh clone
+# reuses what an earlier clone built; a warm run takes a fraction of a second.
 #
 #   export KUBEBUILDER_ASSETS=$(hack/k8s-bins/build.sh)
 #
@@ -21,7 +21,7 @@ sum=$(cat go.mod go.sum build.sh | sha256sum | cut -c1-12)
 
 cache_root=${K8S_BINS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-finalize/k8s-bins}
 dest="$cache_root/${k8s_version}-etcd${etcd_version}-${sum}"
-bins=(etcd kube-apiserver kube-controller-manager kubectl)
+bins=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
 
 complete() { [ -f "$dest/.complete" ] && for b in "${bins[@]}"; do [ -x "$dest/$b" ] || return 1; done; }
 if complete; then echo "$dest"; exit 0; fi
@@ -44,15 +44,18 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 
 start=$(date +%s)
-echo "build.sh: building Kubernetes $k8s_version and etcd $etcd_version into $dest (about 5 minutes on 2 cores when cold)" >&2
+echo "build.sh: building Kubernetes $k8s_version and etcd $etcd_version into $dest (about 8 minutes on 2 cores when cold)" >&2
 go build -trimpath -ldflags "$ldflags" -o "$tmp/" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kubectl
+  k8s.io/kubernetes/cmd/kube-scheduler \
+  k8s.io/kubernetes/cmd/kubectl \
+  k8s.io/kubernetes/cmd/kubelet
 # The /v3 suffix would name this binary "server".
 go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
 
 "$tmp/kube-apiserver" --version >&2
+"$tmp/kubelet" --version >&2
 "$tmp/etcd" --version | head -1 >&2
 date -u +%FT%TZ > "$tmp/.complete"
 rm -rf "$dest"
@@ -60,8 +63,11 @@ mv "$tmp" "$dest"
 trap - EXIT
 # Older builds of this version (another go.sum or script) are superseded; the Go build
 # cache rebuilds one in seconds if it is needed again.
+# One still running (a test or the demo started from it) is left for a later build.
 for old in "$cache_root/${k8s_version}-etcd"*; do
-  [ "$old" = "$dest" ] || rm -rf "$old"
+  [ "$old" = "$dest" ] && continue
+  if find /proc/[0-9]*/exe -maxdepth 0 -printf '%l\n' 2>/dev/null | grep -q "^$old/"; then continue; fi
+  rm -rf "$old"
 done
 echo "build.sh: done in $(( $(date +%s) - start ))s" >&2
 echo "$dest"

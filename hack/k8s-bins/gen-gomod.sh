@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # gen-gomod.sh writes go.mod of the wrapper module that builds the test control plane
-# (etcd, kube-apiserver, kube-controller-manager, kubectl) from the Go module proxy.
+# and node (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
+# kubelet) from the Go module proxy.
 #
 # k8s.io/kubernetes requires its staging modules (k8s.io/api, k8s.io/client-go, ...) at
 # v0.0.0 and maps them to ./staging with replace directives. Replaces in a dependency are
@@ -36,7 +37,9 @@ mapfile -t staging < <(sed -n 's|^[[:space:]]*\(k8s\.io/[a-z0-9-]*\) => \./stagi
   echo "	go.etcd.io/etcd/server/v3"
   echo "	k8s.io/kubernetes/cmd/kube-apiserver"
   echo "	k8s.io/kubernetes/cmd/kube-controller-manager"
+  echo "	k8s.io/kubernetes/cmd/kube-scheduler"
   echo "	k8s.io/kubernetes/cmd/kubectl"
+  echo "	k8s.io/kubernetes/cmd/kubelet"
   echo ")"
   echo
   echo "replace ("

@@ -3,11 +3,14 @@
 // goreleaser's dependency graph is large and only `make verify-release` needs it.
 // v2.14.3 is the newest release that builds with Go 1.26 from the module proxy
 // (v2.17 pulls go-msix, which the proxy refuses; v2.18 needs Go 1.27).
+// hostconfig (go.yaml.in/yaml/v3) derives the one-platform configuration of `make verify`.
 module github.com/kubectl-finalize/kubectl-finalize/hack/release
 
 go 1.26.8
 
 tool github.com/goreleaser/goreleaser/v2
+
+require go.yaml.in/yaml/v3 v3.0.4
 
 require (
 	al.essio.dev/pkg/shellescape v1.6.0 // indirect
@@ -318,7 +321,6 @@ require (
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.27.1 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect
-	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	gocloud.dev v0.45.0 // indirect
 	golang.org/x/crypto v0.48.0 // indirect
 	golang.org/x/mod v0.33.0 // indirect

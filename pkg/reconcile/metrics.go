@@ -1,16 +1,25 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/push"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
@@ -30,6 +39,8 @@ type Metrics struct {
 	cannotVerify  *prometheus.GaugeVec
 	providerKinds map[string]string
 	healthy       atomic.Bool
+	// succeeded is set once a pass observed completed without a failure.
+	succeeded atomic.Bool
 }
 
 // NewMetrics registers the metrics of passes of policy p.
@@ -82,6 +93,7 @@ func (m *Metrics) Observe(rep *finalizev1alpha1.ReconcileReport, err error) {
 	m.passes.WithLabelValues(string(outcome)).Inc()
 	if outcome == OutcomeOK || outcome == OutcomeIncomplete {
 		m.lastSuccess.Set(float64(rep.CompletionTime.Unix()))
+		m.succeeded.Store(true)
 	}
 	for _, a := range rep.Actions {
 		m.removals.WithLabelValues(a.Rule, string(a.Result)).Inc()
@@ -131,4 +143,154 @@ func (m *Metrics) Serve(ctx context.Context, addr string) (net.Addr, error) {
 		_ = srv.Shutdown(shutdown)
 	}()
 	return lis.Addr(), nil
+}
+
+// LastSuccessMetric is the gauge an alert on passes that stopped succeeding reads.
+const LastSuccessMetric = "kubectl_finalize_reconcile_last_success_timestamp_seconds"
+
+// DefaultPushJob is the Pushgateway job a pass pushes to unless told otherwise.
+const DefaultPushJob = "kubectl-finalize"
+
+// PushOptions say where a pass that nobody can scrape pushes its metrics.
+type PushOptions struct {
+	// URL is the Pushgateway's base URL (http or https), without /metrics/job/...; a
+	// user and password in it are sent as basic auth and never shown.
+	URL string
+	// Job and Grouping are the group's key. No instance label: a CronJob's pods have
+	// a new name every run, and one group per run would pile up in the Pushgateway.
+	Job      string
+	Grouping map[string]string
+	// Timeout bounds the push; 0 means 10 seconds.
+	Timeout time.Duration
+}
+
+// Push sends the metrics of the pass observed to a Pushgateway, into the group of Job and
+// Grouping. It replaces only the metric families it sends (POST), and sends the
+// last-success timestamp only when the pass succeeded: after a failed pass, the
+// Pushgateway keeps the time of the last pass that did succeed, so that an alert on that
+// time fires.
+func (m *Metrics) Push(ctx context.Context, o PushOptions) error {
+	u, err := url.Parse(o.URL)
+	if err != nil {
+		return fmt.Errorf("pushing the metrics: the URL: %w", err)
+	}
+	user := u.User
+	u.User = nil
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	job := o.Job
+	if job == "" {
+		job = DefaultPushJob
+	}
+	p := push.New(u.String(), job).Gatherer(m.batch(nil)).Client(&http.Client{Timeout: timeout})
+	if user != nil {
+		password, _ := user.Password()
+		p = p.BasicAuth(user.Username(), password)
+	}
+	for k, v := range o.Grouping {
+		p = p.Grouping(k, v)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := p.AddContext(ctx); err != nil {
+		return fmt.Errorf("pushing the metrics to %s: %w", u.Redacted(), err)
+	}
+	return nil
+}
+
+// WriteTextfile writes the metrics of the pass observed for node-exporter's textfile
+// collector: to a temporary file in the same directory, synced, then renamed over path,
+// so that the collector never reads half a file. After a failed pass the last-success
+// timestamp is carried over from the file being replaced (it is left out when that file
+// has none), so that an alert on that time fires.
+func (m *Metrics) WriteTextfile(path string) error {
+	var carried *float64
+	if !m.succeeded.Load() {
+		carried = lastSuccessIn(path)
+	}
+	mfs, err := m.batch(carried).Gather()
+	if err != nil {
+		return fmt.Errorf("writing the metrics to %s: %w", path, err)
+	}
+	var buf bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&buf, mf); err != nil {
+			return fmt.Errorf("writing the metrics to %s: %w", path, err)
+		}
+	}
+	// The collector reads only *.prom: the temporary file's name ends otherwise.
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("writing the metrics to %s: %w", path, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	// node-exporter runs as a user of its own: the file must be readable by others.
+	if err := tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("writing the metrics to %s: %w", path, err)
+	}
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("writing the metrics to %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("writing the metrics to %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing the metrics to %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing the metrics to %s: %w", path, err)
+	}
+	done = true
+	return nil
+}
+
+// batch gathers the metrics of a pass for a receiver that keeps them after the process
+// exits. The last-success timestamp is there only when a pass succeeded; otherwise it is
+// carried when carried is set, and left out when not.
+func (m *Metrics) batch(carried *float64) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := m.Registry.Gather()
+		if err != nil || m.succeeded.Load() {
+			return mfs, err
+		}
+		out := mfs[:0]
+		for _, mf := range mfs {
+			if mf.GetName() != LastSuccessMetric {
+				out = append(out, mf)
+				continue
+			}
+			if carried != nil && len(mf.GetMetric()) == 1 && mf.GetMetric()[0].GetGauge() != nil {
+				mf.GetMetric()[0].GetGauge().Value = carried
+				out = append(out, mf)
+			}
+		}
+		return out, nil
+	})
+}
+
+// lastSuccessIn reads the last-success timestamp of a textfile an earlier pass wrote; nil
+// when there is none or it cannot be read.
+func lastSuccessIn(path string) *float64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	for line := range strings.Lines(string(b)) {
+		value, ok := strings.CutPrefix(strings.TrimSpace(line), LastSuccessMetric+" ")
+		if !ok {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil && v > 0 {
+			return &v
+		}
+	}
+	return nil
 }

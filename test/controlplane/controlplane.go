@@ -9,7 +9,6 @@ package controlplane
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,7 +60,14 @@ type Options struct {
 	APIServerFlags map[string]string
 	// EtcdFlags are added to etcd's flags, e.g. {"quota-backend-bytes": "8589934592"}.
 	EtcdFlags map[string]string
+	// Node starts a node beside the control plane: containerd and runc (installed by
+	// hack/node/install-runtime.sh when missing), a locally built pause image, a kubelet
+	// registered as NodeName, kube-scheduler, and kube-controller-manager with
+	// NodeControllers added to Controllers (or to DefaultControllers). Pods run with the
+	// host's network only and must carry NetworkOverlay; the node refuses others.
+	Node bool
 	// Detached processes outlive this process; Stop is then the caller's job (StopDir).
+	// A node cannot be detached.
 	Detached bool
 	// Log receives progress lines; nil means none.
 	Log io.Writer
@@ -76,6 +82,8 @@ type ControlPlane struct {
 	BinDir string
 	// Config is the admin's client configuration.
 	Config *rest.Config
+	// Node is the test node when Options.Node is set, else nil.
+	Node *Node
 
 	opts      Options
 	ownDir    bool
@@ -98,6 +106,14 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	binDir, err := BinDir(opts.BinDir)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Node {
+		if opts.Detached {
+			return nil, errNodeDetached
+		}
+		if err := checkNodeBinaries(binDir); err != nil {
+			return nil, err
+		}
 	}
 	cp := &ControlPlane{BinDir: binDir, opts: opts, Dir: opts.Dir}
 	if cp.Dir == "" {
@@ -128,6 +144,9 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 	if cp.pki, err = newPKI(filepath.Join(cp.Dir, "pki")); err != nil {
 		return fmt.Errorf("creating certificates: %w", err)
 	}
+	if cp.opts.Node {
+		cp.Node = &Node{Name: NodeName, Dir: filepath.Join(cp.Dir, "node"), cp: cp}
+	}
 	// Ports are picked free; a rare clash with a parallel run is retried on new ports.
 	for attempt := 1; ; attempt++ {
 		err = cp.startEtcdAndAPIServer(ctx)
@@ -142,8 +161,25 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		return err
 	}
 	cp.logf("controlplane: kube-apiserver ready at %s after %s", cp.apiURL, time.Since(began).Round(time.Millisecond))
+	if cp.opts.Node {
+		controllers := cp.opts.Controllers
+		if len(controllers) == 0 {
+			controllers = DefaultControllers
+		}
+		for _, c := range NodeControllers {
+			if !slices.Contains(controllers, c) {
+				controllers = append(slices.Clip(controllers), c)
+			}
+		}
+		cp.opts.Controllers = controllers
+	}
 	if len(cp.opts.Controllers) > 0 {
 		if err := cp.StartControllerManager(ctx, cp.opts.Controllers...); err != nil {
+			return err
+		}
+	}
+	if cp.Node != nil {
+		if err := cp.startNode(ctx); err != nil {
 			return err
 		}
 	}
@@ -216,6 +252,11 @@ func (cp *ControlPlane) startEtcdAndAPIServer(ctx context.Context) error {
 		"endpoint-reconciler-type": "none",
 		"v":                        "1",
 	}
+	if cp.Node != nil {
+		if err := cp.nodeAPIServerFlags(flags); err != nil {
+			return err
+		}
+	}
 	for k, v := range cp.opts.APIServerFlags {
 		flags[k] = v
 	}
@@ -270,7 +311,7 @@ func (cp *ControlPlane) waitReady(ctx context.Context, p *process, ready func() 
 }
 
 // StartControllerManager starts kube-controller-manager with the given controllers
-// (DefaultControllers when none are given). It is an error to start it twice.
+// (when none are given: DefaultControllers, and with a node NodeControllers too). It is an error to start it twice.
 func (cp *ControlPlane) StartControllerManager(ctx context.Context, controllers ...string) error {
 	if cp.kcm != nil {
 		if done, _ := cp.kcm.exited(); !done {
@@ -279,6 +320,9 @@ func (cp *ControlPlane) StartControllerManager(ctx context.Context, controllers 
 	}
 	if len(controllers) == 0 {
 		controllers = DefaultControllers
+		if cp.Node != nil {
+			controllers = cp.opts.Controllers // the node's, set by start
+		}
 	}
 	cfg, err := cp.clientCertConfig("system:kube-controller-manager", "system:masters")
 	if err != nil {
@@ -292,7 +336,7 @@ func (cp *ControlPlane) StartControllerManager(ctx context.Context, controllers 
 	if err != nil {
 		return err
 	}
-	cp.kcm, err = startProcess("kube-controller-manager", filepath.Join(cp.BinDir, "kube-controller-manager"), flagList(map[string]string{
+	flags := map[string]string{
 		"kubeconfig":                      kubeconfig,
 		"authentication-kubeconfig":       kubeconfig,
 		"authorization-kubeconfig":        kubeconfig,
@@ -306,21 +350,18 @@ func (cp *ControlPlane) StartControllerManager(ctx context.Context, controllers 
 		"concurrent-gc-syncs":             "5",
 		"namespace-sync-period":           "1m",
 		"v":                               "1",
-	}), cp.Dir, cp.opts.Detached)
+	}
+	if cp.Node != nil {
+		// The token controller signs legacy tokens; the publisher writes kube-root-ca.crt,
+		// the CA a pod's in-cluster client trusts.
+		flags["service-account-private-key-file"] = cp.pki.path("sa.key")
+		flags["root-ca-file"] = cp.pki.path("ca.crt")
+	}
+	cp.kcm, err = startProcess("kube-controller-manager", filepath.Join(cp.BinDir, "kube-controller-manager"), flagList(flags), cp.Dir, cp.opts.Detached)
 	if err != nil {
 		return err
 	}
-	healthz := fmt.Sprintf("https://127.0.0.1:%d/healthz", ports[0])
-	// Only liveness is read here, from a port this process just picked on loopback.
-	insecure := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // see above
-	if err := cp.waitReady(ctx, cp.kcm, func() bool {
-		resp, err := insecure.Get(healthz)
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 60*time.Second); err != nil {
+	if err := cp.waitHealthz(ctx, cp.kcm, ports[0]); err != nil {
 		return err
 	}
 	cp.logf("controlplane: kube-controller-manager running %s", strings.Join(controllers, ","))
@@ -363,6 +404,7 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 
 // Stop stops every component and removes the state folder if Start created it.
 func (cp *ControlPlane) Stop() {
+	cp.Node.stop()
 	cp.kcm.stop(10 * time.Second)
 	cp.apiserver.stop(15 * time.Second)
 	cp.etcd.stop(10 * time.Second)
@@ -373,7 +415,7 @@ func (cp *ControlPlane) Stop() {
 
 // Logs writes the last lines of every component's log to w.
 func (cp *ControlPlane) Logs(w io.Writer, lines int) {
-	for _, p := range []*process{cp.etcd, cp.apiserver, cp.kcm} {
+	for _, p := range append([]*process{cp.etcd, cp.apiserver, cp.kcm}, cp.Node.processes()...) {
 		if p != nil {
 			p.tail(w, lines)
 		}

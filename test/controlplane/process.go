@@ -27,12 +27,18 @@ type process struct {
 // session of its own and outlives the caller (the demo); an attached one is killed by
 // the kernel if the test binary dies, so no component is ever left behind.
 func startProcess(name, bin string, args []string, dir string, detached bool) (*process, error) {
+	return startProcessEnv(name, bin, args, dir, detached, nil)
+}
+
+// startProcessEnv is startProcess with an environment (nil: this process's).
+func startProcessEnv(name, bin string, args []string, dir string, detached bool, env []string) (*process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	if detached {

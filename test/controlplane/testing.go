@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -47,7 +48,14 @@ func runMain(m *testing.M, opts Options, out **ControlPlane, setups []Setup) int
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	timeout := 2 * time.Minute
+	if opts.Node {
+		timeout = 5 * time.Minute // the node's images are built first, cold on a fresh machine
+		if opts.Log == nil {
+			opts.Log = os.Stderr // the node's start is slow enough to show its steps
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	cp, err := Start(ctx, opts)
 	cancel()
 	if err != nil {
@@ -102,6 +110,17 @@ func (cp *ControlPlane) Namespace(t testing.TB) string {
 	t.Cleanup(func() {
 		_ = cp.Kube(t).CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
+	if cp.Node != nil {
+		// With a node, the ServiceAccount admission plugin refuses pods until the
+		// serviceaccount controller has made the namespace's "default" ServiceAccount.
+		err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := cp.Kube(t).CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+			return err == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("namespace %s has no default ServiceAccount: %v", ns.Name, err)
+		}
+	}
 	return ns.Name
 }
 

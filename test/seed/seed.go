@@ -232,7 +232,7 @@ func (s *Seeder) databaseAs(ctx context.Context, ns, name, operator string) (Obj
 	if err := s.AddFinalizer(ctx, o, s.DatabaseFinalizer(), operator); err != nil {
 		return Object{}, err
 	}
-	status := []byte(`{"status":{"phase":"Ready","instanceID":"db-` + name + `"}}`)
+	status := []byte(`{"status":{"phase":"Ready","instanceID":"` + InstanceID(name) + `"}}`)
 	if _, err := s.Dynamic.Resource(crd.GVR()).Namespace(ns).Patch(ctx, name, types.MergePatchType, status, metav1.PatchOptions{FieldManager: operator}, "status"); err != nil {
 		return Object{}, fmt.Errorf("writing the status of database %s/%s: %w", ns, name, err)
 	}
@@ -532,6 +532,7 @@ func (s *Seeder) All(ctx context.Context) ([]Scenario, error) {
 	steps := []func(context.Context) (Scenario, error){
 		s.Healthy,
 		s.OrphanedOperator,
+		s.RetiredDatabases,
 		s.PVCInUse,
 		s.ForegroundDeletion,
 		s.CRDWaitingOnInstances,

@@ -34,8 +34,8 @@ func TestAllScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(scenarios) != 12 {
-		t.Fatalf("got %d scenarios, want 12", len(scenarios))
+	if len(scenarios) != 13 {
+		t.Fatalf("got %d scenarios, want 13", len(scenarios))
 	}
 	dyn := dynamic.NewForConfigOrDie(cp.Config)
 	get := func(o seed.Object) (*metav1.Time, []string) {

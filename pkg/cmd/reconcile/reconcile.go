@@ -4,7 +4,9 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -57,6 +59,13 @@ Without --once, a pass runs every --interval until SIGTERM or SIGINT; the remova
 hand finishes first. With --leader-elect, replicas take turns through a Lease, so two
 replicas never both act. /metrics and /healthz are served on --metrics-bind-address.
 
+A pass run with --once lives for seconds and cannot be scraped: it can push the same
+metrics to a Prometheus Pushgateway (--metrics-push-url), and write them as a
+node-exporter textfile (--metrics-textfile). A push or a write that fails is a warning
+and never changes the exit status: the exit status is the pass's, and an alert on
+kubectl_finalize_reconcile_last_success_timestamp_seconds fires when the metrics stop
+arriving as when the passes stop succeeding (docs/reconcile.md).
+
 Exit status, in order of precedence:
   4  the breaker tripped: the plan exceeded --max-removals; nothing was removed
   1  a removal failed, a rule's provider is broken, or the pass could not run
@@ -74,6 +83,12 @@ const example = `  # One pass, as a CronJob runs it
 
   # Roll out a policy: verify and print the plan, write nothing
   kubectl finalize reconcile --once --policy policy.yaml --dry-run
+
+  # One pass that pushes its metrics to a Pushgateway, grouped by cluster
+  kubectl finalize reconcile --once --policy policy.yaml --metrics-push-url http://pushgateway.monitoring:9091 --metrics-push-grouping cluster=prod
+
+  # One pass that leaves its metrics for node-exporter's textfile collector
+  kubectl finalize reconcile --once --policy policy.yaml --metrics-textfile /var/lib/node-exporter/textfile/kubectl-finalize.prom
 
   # The report of a pass as JSON, the audit lines in a file
   kubectl finalize reconcile --once --policy policy.yaml -o json --audit-log audit.jsonl
@@ -93,6 +108,10 @@ const (
 	flagLeaderElectName    = "leader-elect-name"
 	flagLeaderElectNS      = "leader-elect-namespace"
 	flagMetricsBindAddress = "metrics-bind-address"
+	flagMetricsPushURL     = "metrics-push-url"
+	flagMetricsPushJob     = "metrics-push-job"
+	flagMetricsPushGroup   = "metrics-push-grouping"
+	flagMetricsTextfile    = "metrics-textfile"
 	flagVerifyConcurrency  = "verify-concurrency"
 	flagWriteConcurrency   = "write-concurrency"
 )
@@ -109,6 +128,10 @@ type Options struct {
 	LeaderElectName      string
 	LeaderElectNamespace string
 	MetricsBindAddress   string
+	MetricsPushURL       string
+	MetricsPushJob       string
+	MetricsPushGrouping  []string
+	MetricsTextfile      string
 	VerifyConcurrency    int
 	WriteConcurrency     int
 	PrintFlags           *util.PrintFlags
@@ -119,6 +142,10 @@ type Options struct {
 	policy      *policy.Policy
 	namespace   string
 	intervalSet bool
+	// pushJobSet is set when --metrics-push-job was given.
+	pushJobSet bool
+	// grouping is --metrics-push-grouping, parsed by Validate.
+	grouping map[string]string
 
 	genericiooptions.IOStreams
 }
@@ -126,7 +153,7 @@ type Options struct {
 // NewOptions returns the options with their defaults.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
 	return &Options{
-		Interval: 15 * time.Minute, LeaderElectName: "kubectl-finalize", MetricsBindAddress: ":8080",
+		Interval: 15 * time.Minute, LeaderElectName: "kubectl-finalize", MetricsBindAddress: ":8080", MetricsPushJob: reconcile.DefaultPushJob,
 		VerifyConcurrency: plan.DefaultVerifyConcurrency, WriteConcurrency: defaultWriteConcurrency, ListFlags: util.NewListFlags(),
 		PrintFlags: util.NewResultPrintFlags("Output format: a table (default), or one of (json, yaml): the ReconcileReport."), IOStreams: streams,
 	}
@@ -156,16 +183,22 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.LeaderElectName, flagLeaderElectName, o.LeaderElectName, "The name of the Lease.")
 	fs.StringVar(&o.LeaderElectNamespace, flagLeaderElectNS, o.LeaderElectNamespace, "The namespace of the Lease; default: the namespace of the kubeconfig context (in a pod, its own).")
 	fs.StringVar(&o.MetricsBindAddress, flagMetricsBindAddress, o.MetricsBindAddress, `Without --once, where to serve /metrics and /healthz; "0" turns them off.`)
+	fs.StringVar(&o.MetricsPushURL, flagMetricsPushURL, o.MetricsPushURL, "With --once, push the pass's metrics to the Prometheus Pushgateway at this base URL (http or https, without /metrics/job/...). A failed push is a warning; the exit status stays the pass's.")
+	fs.StringVar(&o.MetricsPushJob, flagMetricsPushJob, o.MetricsPushJob, "The job label of the Pushgateway group the metrics are pushed to.")
+	fs.StringArrayVar(&o.MetricsPushGrouping, flagMetricsPushGroup, o.MetricsPushGrouping, "A KEY=VALUE label added to the Pushgateway group's key, such as cluster=prod; repeat for more. No instance label: each run would leave a group behind.")
+	fs.StringVar(&o.MetricsTextfile, flagMetricsTextfile, o.MetricsTextfile, "With --once, write the pass's metrics to this file for node-exporter's textfile collector (the name must end in .prom), atomically: a temporary file in the same directory, renamed. A failed write is a warning; the exit status stays the pass's.")
 	fs.IntVar(&o.VerifyConcurrency, flagVerifyConcurrency, o.VerifyConcurrency, "How many verifications to run at the same time.")
 	fs.IntVar(&o.WriteConcurrency, flagWriteConcurrency, o.WriteConcurrency, "How many objects to remove finalizers from at the same time. The finalizers of one object are removed one after another.")
 	o.PrintFlags.AddFlags(cmd)
 	o.ListFlags.AddFlags(cmd)
 	_ = cmd.MarkFlagFilename(flagPolicy, "yaml", "yml", "json")
+	_ = cmd.MarkFlagFilename(flagMetricsTextfile, "prom")
 }
 
 // Complete loads the policy and resolves the clients.
 func (o *Options) Complete(f util.Factory, cmd *cobra.Command, _ []string) error {
 	o.intervalSet = cmd.Flags().Changed(flagInterval)
+	o.pushJobSet = cmd.Flags().Changed(flagMetricsPushJob)
 	if o.PolicyFile == "" {
 		return util.UsageErrorf(nil, "--%s is required: reconcile removes only what a policy's providers verify", flagPolicy)
 	}
@@ -200,26 +233,120 @@ func (o *Options) Validate() error {
 	case !o.Once && o.Interval < time.Second:
 		return util.UsageErrorf(nil, "--%s must be at least 1s, got %s", flagInterval, o.Interval)
 	}
+	if err := o.validateMetricsDelivery(); err != nil {
+		return err
+	}
 	if err := o.PrintFlags.Validate(); err != nil {
 		return err
 	}
 	return o.ListFlags.Validate()
 }
 
+// labelName is a Prometheus label name a Pushgateway accepts in a group's key.
+var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// validateMetricsDelivery checks the flags that deliver a single pass's metrics.
+func (o *Options) validateMetricsDelivery() error {
+	push := o.MetricsPushURL != ""
+	switch {
+	case !o.Once && push:
+		return util.UsageErrorf(nil, "--%s needs --%s: in continuous mode Prometheus scrapes /metrics (--%s)", flagMetricsPushURL, flagOnce, flagMetricsBindAddress)
+	case !o.Once && o.MetricsTextfile != "":
+		return util.UsageErrorf(nil, "--%s needs --%s: in continuous mode Prometheus scrapes /metrics (--%s)", flagMetricsTextfile, flagOnce, flagMetricsBindAddress)
+	case !push && (o.pushJobSet || len(o.MetricsPushGrouping) > 0):
+		flag := flagMetricsPushJob
+		if !o.pushJobSet {
+			flag = flagMetricsPushGroup
+		}
+		return util.UsageErrorf(nil, "--%s needs --%s", flag, flagMetricsPushURL)
+	case o.MetricsTextfile != "" && (!strings.HasSuffix(o.MetricsTextfile, ".prom") || strings.HasSuffix(o.MetricsTextfile, "/.prom")):
+		return util.UsageErrorf(nil, "--%s must name a file ending in .prom, the only files node-exporter's textfile collector reads, got %q", flagMetricsTextfile, o.MetricsTextfile)
+	}
+	if !push {
+		return nil
+	}
+	u, err := url.Parse(o.MetricsPushURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return util.UsageErrorf(nil, "--%s must be an http or https URL such as http://pushgateway:9091, got %q", flagMetricsPushURL, redacted(o.MetricsPushURL, u))
+	}
+	if u.RawQuery != "" || u.Fragment != "" || strings.Contains(u.Path, "/metrics/job") {
+		return util.UsageErrorf(nil, "--%s must be the Pushgateway's base URL, without /metrics/job/..., a query or a fragment (the job is --%s), got %q",
+			flagMetricsPushURL, flagMetricsPushJob, u.Redacted())
+	}
+	if o.MetricsPushJob == "" {
+		return util.UsageErrorf(nil, "--%s must not be empty", flagMetricsPushJob)
+	}
+	o.grouping = map[string]string{}
+	for _, kv := range o.MetricsPushGrouping {
+		k, v, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || !labelName.MatchString(k) || strings.HasPrefix(k, "__"):
+			return util.UsageErrorf(nil, "--%s must be KEY=VALUE with KEY a Prometheus label name, got %q", flagMetricsPushGroup, kv)
+		case k == "job":
+			return util.UsageErrorf(nil, "--%s cannot set job: use --%s", flagMetricsPushGroup, flagMetricsPushJob)
+		case v == "":
+			return util.UsageErrorf(nil, "--%s %s has an empty value", flagMetricsPushGroup, k)
+		}
+		if _, dup := o.grouping[k]; dup {
+			return util.UsageErrorf(nil, "--%s sets %s more than once", flagMetricsPushGroup, k)
+		}
+		o.grouping[k] = v
+	}
+	return nil
+}
+
+// redacted shows a URL without its password, or nothing of it when it does not parse.
+func redacted(raw string, u *url.URL) string {
+	if u == nil {
+		if strings.Contains(raw, "@") {
+			return "(a URL that does not parse)"
+		}
+		return raw
+	}
+	return u.Redacted()
+}
+
+// deliverMetrics pushes and writes the metrics of a single pass, as asked. A failure is a
+// warning: the exit status stays the pass's (docs/reconcile.md, "Metrics of a CronJob").
+func (o *Options) deliverMetrics(ctx context.Context, rep *finalizev1alpha1.ReconcileReport, passErr error) {
+	if o.MetricsPushURL == "" && o.MetricsTextfile == "" {
+		return
+	}
+	m := reconcile.NewMetrics(o.policy)
+	m.Observe(rep, passErr)
+	if o.MetricsPushURL != "" {
+		// A pass stopped by SIGTERM still reports how it ended.
+		if err := m.Push(context.WithoutCancel(ctx), reconcile.PushOptions{URL: o.MetricsPushURL, Job: o.MetricsPushJob, Grouping: o.grouping}); err != nil {
+			fmt.Fprintf(o.ErrOut, "Warning: %v; the exit status is the pass's\n", err)
+		}
+	}
+	if o.MetricsTextfile != "" {
+		if err := m.WriteTextfile(o.MetricsTextfile); err != nil {
+			fmt.Fprintf(o.ErrOut, "Warning: %v; the exit status is the pass's\n", err)
+		}
+	}
+}
+
 // Run runs one pass, or passes until stopped.
 func (o *Options) Run(ctx context.Context) error {
 	r, closeLog, err := o.reconciler(ctx)
 	if err != nil {
+		if o.Once {
+			o.deliverMetrics(ctx, nil, err) // the pass could not run: outcome "error"
+		}
 		return err
 	}
 	defer closeLog()
 	if o.Once {
 		rep, err := r.Pass(ctx)
 		if err != nil {
+			o.deliverMetrics(ctx, nil, err)
 			return err
 		}
-		if err := o.print(rep); err != nil {
-			return err
+		perr := o.print(rep)
+		o.deliverMetrics(ctx, rep, nil)
+		if perr != nil {
+			return perr
 		}
 		return o.outcome(rep)
 	}
