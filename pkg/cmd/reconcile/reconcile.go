@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
@@ -408,14 +409,21 @@ func (o *Options) leaderElection() (*reconcile.LeaderElection, error) {
 	if ns == "" {
 		ns = o.namespace
 	}
-	host, _ := os.Hostname()
-	identity := fmt.Sprintf("%s_%d", host, os.Getpid())
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, ns, o.LeaderElectName, o.clients.Kube.CoreV1(), o.clients.Kube.CoordinationV1(),
-		resourcelock.ResourceLockConfig{Identity: identity})
+		resourcelock.ResourceLockConfig{Identity: leaseIdentity()})
 	if err != nil {
 		return nil, err
 	}
 	return &reconcile.LeaderElection{Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, nil
+}
+
+// leaseIdentity is this process's name in the Lease: the hostname for a reader, and a
+// UUID that makes it unique, as kube-controller-manager's is. hostname_pid was not: two
+// replicas with the host's network on one node share its hostname and both run as PID 1,
+// so each took the other's Lease for its own.
+func leaseIdentity() string {
+	host, _ := os.Hostname()
+	return host + "_" + string(uuid.NewUUID())
 }
 
 // print writes the report: a table, or the ReconcileReport as JSON or YAML.
