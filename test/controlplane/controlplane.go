@@ -66,6 +66,10 @@ type Options struct {
 	// NodeControllers added to Controllers (or to DefaultControllers). Pods run with the
 	// host's network only and must carry NetworkOverlay; the node refuses others.
 	Node bool
+	// Nodes is the number of nodes Node starts (0 means 1). Node i registers as
+	// 127.0.0.(i+1), its address on loopback, with containerd and a kubelet of its own;
+	// the first (NodeName) also runs kube-scheduler. Nodes > 1 implies Node.
+	Nodes int
 	// Detached processes outlive this process; Stop is then the caller's job (StopDir).
 	// A node cannot be detached.
 	Detached bool
@@ -82,8 +86,11 @@ type ControlPlane struct {
 	BinDir string
 	// Config is the admin's client configuration.
 	Config *rest.Config
-	// Node is the test node when Options.Node is set, else nil.
+	// Node is the test node when Options.Node is set, else nil; with Options.Nodes it
+	// is the first of Nodes.
 	Node *Node
+	// Nodes are every test node, Node first.
+	Nodes []*Node
 
 	opts      Options
 	ownDir    bool
@@ -106,6 +113,9 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	binDir, err := BinDir(opts.BinDir)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Nodes > 1 {
+		opts.Node = true
 	}
 	if opts.Node {
 		if opts.Detached {
@@ -145,7 +155,15 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		return fmt.Errorf("creating certificates: %w", err)
 	}
 	if cp.opts.Node {
-		cp.Node = &Node{Name: NodeName, Dir: filepath.Join(cp.Dir, "node"), cp: cp}
+		for i := range max(cp.opts.Nodes, 1) {
+			// The first node keeps the folder it always had.
+			dir := filepath.Join(cp.Dir, "node")
+			if i > 0 {
+				dir += "-" + nodeName(i)
+			}
+			cp.Nodes = append(cp.Nodes, &Node{Name: nodeName(i), Dir: dir, cp: cp})
+		}
+		cp.Node = cp.Nodes[0]
 	}
 	// Ports are picked free; a rare clash with a parallel run is retried on new ports.
 	for attempt := 1; ; attempt++ {
@@ -179,7 +197,7 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		}
 	}
 	if cp.Node != nil {
-		if err := cp.startNode(ctx); err != nil {
+		if err := cp.startNodes(ctx); err != nil {
 			return err
 		}
 	}
@@ -404,7 +422,10 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 
 // Stop stops every component and removes the state folder if Start created it.
 func (cp *ControlPlane) Stop() {
-	cp.Node.stop()
+	// The first node last: its kube-scheduler serves them all.
+	for i := len(cp.Nodes) - 1; i >= 0; i-- {
+		cp.Nodes[i].stop()
+	}
 	cp.kcm.stop(10 * time.Second)
 	cp.apiserver.stop(15 * time.Second)
 	cp.etcd.stop(10 * time.Second)
@@ -415,7 +436,11 @@ func (cp *ControlPlane) Stop() {
 
 // Logs writes the last lines of every component's log to w.
 func (cp *ControlPlane) Logs(w io.Writer, lines int) {
-	for _, p := range append([]*process{cp.etcd, cp.apiserver, cp.kcm}, cp.Node.processes()...) {
+	ps := []*process{cp.etcd, cp.apiserver, cp.kcm}
+	for _, n := range cp.Nodes {
+		ps = append(ps, n.processes()...)
+	}
+	for _, p := range ps {
 		if p != nil {
 			p.tail(w, lines)
 		}

@@ -34,6 +34,12 @@ import (
 // one in the machine's own network namespace.
 const NodeName = "127.0.0.1"
 
+// nodeName is the name, and the address, of node i (from 0) of Options.Nodes: 127.0.0.1,
+// 127.0.0.2, ... Every 127.0.0.0/8 address is the loopback interface's, so each node's
+// kubelet and hostNetwork pods bind an address of their own on loopback: two replicas
+// that listen on the same port can run on two nodes without colliding.
+func nodeName(i int) string { return fmt.Sprintf("127.0.0.%d", i+1) }
+
 // PauseImage is the sandbox image of the test node, built locally from hack/node/pause.
 const PauseImage = "kubectl-finalize.test/pause:1"
 
@@ -52,12 +58,19 @@ var NodeControllers = []string{
 	"ttl-after-finished-controller",
 }
 
-// Node is the test node: containerd and runc, a kubelet registered as NodeName, and
-// kube-scheduler. Pods run with the host's network only (see NetworkOverlay).
+// Node is a test node: containerd and runc and a kubelet registered under the node's
+// address (NodeName for the first); the first node runs kube-scheduler too, for all of
+// them. Pods run with the host's network only (see NetworkOverlay).
 type Node struct {
 	// Name is the node's name; Dir holds containerd's and the kubelet's state and logs.
 	Name string
 	Dir  string
+	// Hostname is what the node's hostNetwork pods see as their hostname: the machine's
+	// for the first node; each later node's containerd runs in a UTS namespace of its
+	// own named after the node, as a node on a machine of its own would. Without it,
+	// two replicas on two nodes would share a hostname, and whatever names itself by
+	// its hostname (a leader election identity) would take the other for itself.
+	Hostname string
 
 	cp          *ControlPlane
 	runtimeDir  string // containerd, ctr, runc
@@ -66,14 +79,38 @@ type Node struct {
 	imageTool   string
 	containerd  *process
 	kubelet     *process
-	scheduler   *process
+	scheduler   *process // the first node's only
 }
 
-// startNode starts containerd, loads the pause image, and starts kube-scheduler and the
-// kubelet; kube-apiserver already runs with the node's flags (nodeAPIServerFlags).
-func (cp *ControlPlane) startNode(ctx context.Context) error {
+// suffix tells apart the files and logs of the nodes after the first, which keeps the
+// names it always had.
+func (n *Node) suffix() string {
+	if n == n.cp.Node {
+		return ""
+	}
+	return "-" + n.Name
+}
+
+// startNodes starts every node, then installs the network guard; kube-apiserver already
+// runs with the nodes' flags (nodeAPIServerFlags).
+func (cp *ControlPlane) startNodes(ctx context.Context) error {
 	began := time.Now()
-	n := cp.Node
+	for _, n := range cp.Nodes {
+		if err := cp.startNode(ctx, n); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+	}
+	if err := cp.guardNetwork(ctx); err != nil {
+		return fmt.Errorf("installing the network guard: %w", err)
+	}
+	cp.logf("controlplane: %d node(s) ready after %s", len(cp.Nodes), time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+// startNode starts n's containerd, loads the pause image, and starts n's kubelet (and,
+// on the first node, kube-scheduler).
+func (cp *ControlPlane) startNode(ctx context.Context, n *Node) error {
+	began := time.Now()
 	var err error
 	if n.runtimeDir, err = runtimeDir(); err != nil {
 		return err
@@ -86,22 +123,22 @@ func (cp *ControlPlane) startNode(ctx context.Context) error {
 	if err := n.startContainerd(ctx); err != nil {
 		return err
 	}
-	cp.logf("controlplane: containerd ready after %s", time.Since(began).Round(time.Millisecond))
-	if err := n.buildImage(ctx, PauseImage, "./hack/node/pause", "65535:65535"); err != nil {
-		return fmt.Errorf("building the pause image: %w", err)
+	cp.logf("controlplane: containerd of %s ready after %s", n.Name, time.Since(began).Round(time.Millisecond))
+	if n == cp.Node {
+		if err := n.buildImage(ctx, PauseImage, "./hack/node/pause", "65535:65535"); err != nil {
+			return fmt.Errorf("building the pause image: %w", err)
+		}
+		if err := n.startScheduler(ctx); err != nil {
+			return err
+		}
+	} else if err := cp.Node.CopyImage(ctx, PauseImage, n); err != nil {
+		return fmt.Errorf("loading the pause image: %w", err)
 	}
-	cp.logf("controlplane: pause image loaded after %s", time.Since(began).Round(time.Millisecond))
-	if err := n.startScheduler(ctx); err != nil {
-		return err
-	}
+	cp.logf("controlplane: pause image loaded into %s after %s", n.Name, time.Since(began).Round(time.Millisecond))
 	if err := n.startKubelet(ctx); err != nil {
 		return err
 	}
 	cp.logf("controlplane: kubelet registered %s after %s", n.Name, time.Since(began).Round(time.Millisecond))
-	if err := cp.guardNetwork(ctx); err != nil {
-		return fmt.Errorf("installing the network guard: %w", err)
-	}
-	cp.logf("controlplane: node ready after %s", time.Since(began).Round(time.Millisecond))
 	return nil
 }
 
@@ -178,9 +215,22 @@ state = %q
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		return err
 	}
+	bin, args := filepath.Join(n.runtimeDir, "containerd"), []string{"--config", configPath}
 	var err error
-	n.containerd, err = startProcessEnv("containerd", filepath.Join(n.runtimeDir, "containerd"),
-		[]string{"--config", configPath}, n.cp.Dir, false, n.runtimeEnv())
+	if n == n.cp.Node {
+		if n.Hostname, err = os.Hostname(); err != nil {
+			return err
+		}
+	} else {
+		// A UTS namespace of its own, inherited by the shims, runc and hostNetwork
+		// containers (they keep containerd's), with the node's name as its hostname.
+		n.Hostname = n.Name
+		args = append([]string{"--uts", "--", "/bin/sh", "-c", `echo "$0" > /proc/sys/kernel/hostname && exec "$@"`, n.Hostname, bin}, args...)
+		if bin, err = exec.LookPath("unshare"); err != nil {
+			return fmt.Errorf("a node after the first needs unshare(1) for its own hostname: %w", err)
+		}
+	}
+	n.containerd, err = startProcessEnv("containerd"+n.suffix(), bin, args, n.cp.Dir, false, n.runtimeEnv())
 	if err != nil {
 		return err
 	}
@@ -209,6 +259,16 @@ func (n *Node) ctr(ctx context.Context, args ...string) ([]byte, error) {
 func (n *Node) ImportImage(ctx context.Context, archive string) error {
 	_, err := n.ctr(ctx, "images", "import", archive)
 	return err
+}
+
+// CopyImage loads image ref of n's runtime into to's: an image built or imported once
+// runs on every node. The archive is kept in n's images folder.
+func (n *Node) CopyImage(ctx context.Context, ref string, to *Node) error {
+	archive := filepath.Join(n.Dir, "images", "copy-"+strings.NewReplacer("/", "_", ":", "_").Replace(ref)+".tar")
+	if _, err := n.ctr(ctx, "images", "export", archive, ref); err != nil {
+		return err
+	}
+	return to.ImportImage(ctx, archive)
 }
 
 // PackImage runs hack/image (see its doc) with args, writing an image archive to out, and
@@ -291,7 +351,7 @@ func (n *Node) startScheduler(ctx context.Context) error {
 
 func (n *Node) startKubelet(ctx context.Context) error {
 	cp := n.cp
-	kubeconfig, err := cp.componentKubeconfig("kubelet", "system:node:"+n.Name, "system:nodes")
+	kubeconfig, err := cp.componentKubeconfig("kubelet"+n.suffix(), "system:node:"+n.Name, "system:nodes")
 	if err != nil {
 		return err
 	}
@@ -299,13 +359,14 @@ func (n *Node) startKubelet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	certFile, keyFile := cp.pki.path("kubelet.crt"), cp.pki.path("kubelet.key")
+	certFile, keyFile := cp.pki.path("kubelet"+n.suffix()+".crt"), cp.pki.path("kubelet"+n.suffix()+".key")
 	if err := os.WriteFile(certFile, cert, 0o600); err != nil {
 		return err
 	}
 	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
 		return err
 	}
+	// A port free on 127.0.0.1; the kubelet binds it on the node's own address.
 	ports, err := freePorts(1)
 	if err != nil {
 		return err
@@ -325,8 +386,9 @@ func (n *Node) startKubelet(ctx context.Context) error {
 		"imageGCHighThresholdPercent":   100,
 		"imageGCLowThresholdPercent":    99,
 		"localStorageCapacityIsolation": false,
-		// The kubelet's API on loopback only, with our CA; no read-only port, no healthz port.
-		"address":           "127.0.0.1",
+		// The kubelet's API on the node's own loopback address only, with our CA; no
+		// read-only port, no healthz port.
+		"address":           n.Name,
 		"port":              n.kubeletPort,
 		"readOnlyPort":      0,
 		"healthzPort":       0,
@@ -352,7 +414,7 @@ func (n *Node) startKubelet(ctx context.Context) error {
 	if err := os.WriteFile(configPath, b, 0o600); err != nil {
 		return err
 	}
-	n.kubelet, err = startProcessEnv("kubelet", filepath.Join(cp.BinDir, "kubelet"), flagList(map[string]string{
+	n.kubelet, err = startProcessEnv("kubelet"+n.suffix(), filepath.Join(cp.BinDir, "kubelet"), flagList(map[string]string{
 		"config":            configPath,
 		"kubeconfig":        kubeconfig,
 		"root-dir":          filepath.Join(n.Dir, "kubelet"),
@@ -537,7 +599,9 @@ func (n *Node) stop() {
 		return
 	}
 	began := time.Now()
-	defer func() { n.cp.logf("controlplane: node stopped in %s", time.Since(began).Round(time.Millisecond)) }()
+	defer func() {
+		n.cp.logf("controlplane: node %s stopped in %s", n.Name, time.Since(began).Round(time.Millisecond))
+	}()
 	n.kubelet.stop(10 * time.Second)
 	if n.containerd != nil {
 		if done, _ := n.containerd.exited(); !done {
@@ -549,6 +613,7 @@ func (n *Node) stop() {
 	n.containerd.stop(10 * time.Second)
 	n.scheduler.stop(10 * time.Second)
 	n.killShims()
+	n.killContainerProcesses()
 	unmountUnder(n.Dir)
 	removeLinksInto("/var/log/containers", n.Dir)
 }
@@ -613,6 +678,65 @@ func (n *Node) killShims() {
 		}
 	}
 }
+
+// killContainerProcesses kills what is left of containers whose root filesystem lies
+// under Dir: a container being created when the node stops (a Deployment replacing a
+// deleted pod) may not be a task containerd lists yet, and its "runc init" outlives the
+// shim killShims kills. Its cgroups, under the runtime's k8s.io parent, are removed
+// once it is gone.
+func (n *Node) killContainerProcesses() {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	var cgroups []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f, err := os.Open("/proc/" + e.Name() + "/mountinfo")
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		ours := false
+		for sc.Scan() {
+			if fields := strings.Fields(sc.Text()); len(fields) > 4 && fields[4] == "/" {
+				ours = strings.Contains(sc.Text(), n.Dir+"/")
+				break
+			}
+		}
+		_ = f.Close()
+		if !ours {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cgroup"); err == nil {
+			for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+				// hierarchy-ID:controllers:path; only the runtime's own cgroups.
+				if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && strings.HasPrefix(parts[2], "/k8s.io/") {
+					ctrl := strings.TrimPrefix(parts[1], "name=")
+					if ctrl == "" {
+						ctrl = "unified"
+					}
+					cgroups = append(cgroups, filepath.Join(cgroupRoot, strings.SplitN(ctrl, ",", 2)[0], parts[2]))
+				}
+			}
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for _, c := range cgroups {
+		// A killed process leaves its cgroup a moment later.
+		_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 2*time.Second, true, func(context.Context) (bool, error) {
+			err := syscall.Rmdir(c)
+			return err == nil || errors.Is(err, os.ErrNotExist), nil
+		})
+	}
+}
+
+// cgroupRoot is where cgroup v1 mounts each hierarchy, and v2 its unified one.
+const cgroupRoot = "/sys/fs/cgroup"
 
 // unmountUnder lazily unmounts every mount point under dir, deepest first, so that the
 // folder can be removed (the kubelet mounts volumes, containerd root filesystems).

@@ -1,0 +1,268 @@
+// Package cronjob runs docs/deploy/cronjob as shipped on the test node: the manifests
+// `kubectl kustomize` renders, through an overlay the test writes that only fits them to
+// the node (the network overlay, the locally loaded image, a scenario's policy and the
+// RBAC `kubectl finalize rbac` generates for it, the namespace's Pod Security relabelled
+// because restricted forbids hostNetwork). Each pass is a Job made from the CronJob, as
+// `kubectl create job --from=cronjob/...` makes it, or one the cronjob controller makes.
+package cronjob
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
+	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/deploy/image"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
+)
+
+var cp *controlplane.ControlPlane
+
+// The CronJob needs cronjob-controller and job-controller, its pod the ServiceAccount
+// controllers: all are NodeControllers, which Options.Node starts.
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{Node: true}, &cp) }
+
+const (
+	// namespace and name are what docs/deploy/cronjob creates.
+	namespace = "kubectl-finalize"
+	name      = "kubectl-finalize"
+	// shippedImage is the image the shipped CronJob names; the overlay replaces it.
+	shippedImage = "ghcr.io/kubectl-finalize/kubectl-finalize"
+	// policyDir is where the shipped CronJob mounts its policy ConfigMap.
+	policyDir = "/etc/kubectl-finalize"
+)
+
+// repoPath is the path of a file of the repository: the test runs in test/deploy/cronjob.
+func repoPath(t testing.TB, elems ...string) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(append([]string{root}, elems...)...)
+}
+
+// kubectl runs the kubectl the control plane was built with, as the admin.
+func kubectl(t testing.TB, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), filepath.Join(cp.BinDir, "kubectl"), append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
+// kustomize renders the kustomization in dir with the control plane's kubectl.
+func kustomize(t testing.TB, dir string) string {
+	t.Helper()
+	return kubectl(t, "", "kustomize", dir)
+}
+
+// scenario is what one overlay sets: the policy, what the CronJob's schedule is.
+type scenario struct {
+	// policy is the policy file's text; ca the PEM of the provider's CA, mounted beside
+	// it as ca.pem.
+	policy, ca string
+	// schedule, if set, replaces the CronJob's; the CronJob is suspended otherwise, so
+	// that no scheduled pass runs beside the Job a test makes.
+	schedule string
+}
+
+// deploy renders docs/deploy/cronjob through an overlay for s and applies it. The
+// overlay changes only what the node and the scenario need; the rest is as shipped.
+// It returns the RBAC applied: the one `kubectl finalize rbac` generates for s's policy.
+func deploy(t *testing.T, s scenario) (rbac string) {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("policy.yaml", s.policy)
+	write("ca.pem", s.ca)
+	// The scenario's policy is not the shipped example (it names configmaps and a loopback
+	// cloud), so the shipped rbac.yaml does not fit it: the overlay replaces its
+	// ClusterRole and ClusterRoleBinding with what `kubectl finalize rbac` generates for
+	// this policy, the way docs/reconcile.md says to.
+	r := cli.Run(t, cp.AdminKubeconfig, "rbac", "--policy", filepath.Join(dir, "policy.yaml"), "--service-account", namespace+"/"+name)
+	if r.Code != 0 {
+		t.Fatalf("kubectl finalize rbac: exit %d\n%s", r.Code, r.Stderr)
+	}
+	var patches []string
+	for i, doc := range strings.Split(r.Stdout, "\n---\n") {
+		file := fmt.Sprintf("rbac-%d.yaml", i)
+		write(file, doc)
+		patches = append(patches, "- path: "+file)
+	}
+	img, err := image.Release(t.Context(), cp)
+	if err != nil {
+		t.Fatalf("the release image: %v", err)
+	}
+	// The reference ends in its tag: what follows the last colon.
+	newName, newTag := img[:strings.LastIndex(img, ":")], img[strings.LastIndex(img, ":")+1:]
+	write("cronjob-patch.json", cronJobPatch(t, s.schedule))
+	write("namespace-patch.yaml", `apiVersion: v1
+kind: Namespace
+metadata:
+  name: kubectl-finalize
+  labels:
+    # Restricted forbids hostNetwork, which every pod on the test node needs
+    # (controlplane.NetworkOverlay); TestTheJobTemplateIsRestricted proves the shipped
+    # template fits restricted without it.
+    pod-security.kubernetes.io/enforce: privileged
+`)
+	shipped, err := filepath.Rel(dir, repoPath(t, "docs", "deploy", "cronjob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("kustomization.yaml", fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- %s
+images:
+- name: %s
+  newName: %s
+  newTag: %s
+configMapGenerator:
+- name: kubectl-finalize-policy
+  namespace: kubectl-finalize
+  behavior: replace
+  files:
+  - policy.yaml
+  - ca.pem
+patches:
+- path: cronjob-patch.json
+- path: namespace-patch.yaml
+%s
+`, shipped, shippedImage, newName, newTag, strings.Join(patches, "\n")))
+	rendered := kubectl(t, "", "kustomize", "--load-restrictor", "LoadRestrictionsNone", dir)
+	kubectl(t, rendered, "apply", "-f", "-")
+	return r.Stdout
+}
+
+// cronJobPatch is the overlay's patch of the CronJob: the network overlay of the test
+// node (cp.NetworkOverlay, applied to the shipped container by name), the image pulled
+// only if absent (it is loaded on the node, never pulled), and the schedule.
+func cronJobPatch(t *testing.T, schedule string) string {
+	t.Helper()
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "reconcile", ImagePullPolicy: corev1.PullIfNotPresent}}}
+	cp.NetworkOverlay(&spec)
+	cronSpec := map[string]any{
+		"jobTemplate": map[string]any{"spec": map[string]any{"template": map[string]any{"spec": spec}}},
+		"suspend":     schedule == "",
+	}
+	if schedule != "" {
+		cronSpec["schedule"] = schedule
+	}
+	b, err := json.Marshal(map[string]any{
+		"apiVersion": "batch/v1", "kind": "CronJob",
+		"metadata": map[string]any{"name": name, "namespace": namespace},
+		"spec":     cronSpec,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// jobFromCronJob creates a Job from the CronJob as `kubectl create job --from=cronjob/`
+// does: the job template's labels, annotations and spec, the manual-instantiation
+// annotation, and the CronJob as its controller.
+func jobFromCronJob(t *testing.T, jobName string) *batchv1.Job {
+	t.Helper()
+	c := cp.Kube(t)
+	cj, err := c.BatchV1().CronJobs(namespace).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	annotations := map[string]string{"cronjob.kubernetes.io/instantiate": "manual"}
+	for k, v := range cj.Spec.JobTemplate.Annotations {
+		annotations[k] = v
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: jobName, Namespace: namespace, Labels: cj.Spec.JobTemplate.Labels, Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj, batchv1.SchemeGroupVersion.WithKind("CronJob"))},
+		},
+		Spec: cj.Spec.JobTemplate.Spec,
+	}
+	job, err = c.BatchV1().Jobs(namespace).Create(t.Context(), job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+// pass is what a finished Job left: its condition, its only pod, that pod's container's
+// exit code and log.
+type pass struct {
+	condition batchv1.JobConditionType
+	message   string
+	pod       corev1.Pod
+	code      int32
+	log       string
+}
+
+// finish waits until the Job is Complete or Failed and returns its pass.
+func finish(t *testing.T, jobName string, timeout time.Duration) pass {
+	t.Helper()
+	c := cp.Kube(t)
+	var p pass
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		j, err := c.BatchV1().Jobs(namespace).Get(ctx, jobName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range j.Status.Conditions {
+			if cond.Status == corev1.ConditionTrue && (cond.Type == batchv1.JobComplete || cond.Type == batchv1.JobFailed) {
+				p.condition, p.message = cond.Type, cond.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	pods, lerr := c.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + jobName})
+	if err != nil {
+		t.Fatalf("job %s not finished after %s: %v\npods: %+v\nevents:\n%s", jobName, timeout, err, pods, fixture.Events(c, namespace))
+	}
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	// backoffLimit 0 and restartPolicy Never: one pod, never restarted, whose exit code
+	// is the pass's.
+	if len(pods.Items) != 1 {
+		t.Fatalf("job %s ran %d pods, want 1 (backoffLimit 0)", jobName, len(pods.Items))
+	}
+	p.pod = pods.Items[0]
+	for _, st := range p.pod.Status.ContainerStatuses {
+		if st.Name == "reconcile" && st.State.Terminated != nil {
+			p.code = st.State.Terminated.ExitCode
+			if st.RestartCount != 0 {
+				t.Errorf("the container restarted %d times", st.RestartCount)
+			}
+		}
+	}
+	b, err := c.CoreV1().Pods(namespace).GetLogs(p.pod.Name, &corev1.PodLogOptions{}).DoRaw(t.Context())
+	if err != nil {
+		t.Fatalf("the log of %s: %v", p.pod.Name, err)
+	}
+	p.log = string(b)
+	return p
+}

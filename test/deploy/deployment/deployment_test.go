@@ -1,0 +1,336 @@
+package deployment
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
+	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
+)
+
+// leaseDuration is reconcile --leader-elect's (pkg/cmd/reconcile, leaderElection): a
+// standby replica takes a Lease its holder has not renewed for that long.
+const leaseDuration = 15 * time.Second
+
+// TestTheShippedRBACIsGenerated: docs/deploy/deployment/rbac.yaml is what `kubectl
+// finalize rbac` prints today for docs/deploy/base/policy.yaml with the Lease's
+// namespace; otherwise the shipped Deployment runs with a role its policy no longer fits.
+func TestTheShippedRBACIsGenerated(t *testing.T) {
+	root := repoRoot(t)
+	r := cli.Run(t, cp.AdminKubeconfig, "rbac", "--policy", filepath.Join(root, "docs", "deploy", "base", "policy.yaml"),
+		"--service-account", namespace+"/"+name, "--leader-elect-namespace", namespace)
+	if r.Code != 0 {
+		t.Fatalf("kubectl finalize rbac: exit %d\n%s", r.Code, r.Stderr)
+	}
+	shipped, err := os.ReadFile(filepath.Join(root, "docs", "deploy", "deployment", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stdout != string(shipped) {
+		t.Errorf("docs/deploy/deployment/rbac.yaml is not what kubectl finalize rbac generates; regenerate it:\n"+
+			"kubectl finalize rbac --policy docs/deploy/base/policy.yaml --service-account kubectl-finalize/kubectl-finalize --leader-elect-namespace kubectl-finalize > docs/deploy/deployment/rbac.yaml\ngenerated:\n%s", r.Stdout)
+	}
+}
+
+// TestTheLeaderHandsOver: the shipped Deployment's two replicas run on two nodes, one
+// holds the Lease and runs the passes, both answer /metrics and /healthz on their own
+// address; when the leader's pod is deleted the other replica takes the Lease within
+// the lease duration and runs a pass at once.
+//
+// The shipped --interval=15m is kept: a replica runs a pass as soon as it takes the
+// Lease, which is what the test shows. The object made before the handover waits for
+// it (the old leader's next pass is 15 minutes away); the new leader's first pass
+// removes it.
+func TestTheLeaderHandsOver(t *testing.T) {
+	ns, fin, cloud := cp.Namespace(t), controlplane.FinalizerOf(t), fakecloud.New(t)
+	rule := strings.Replace(cloud.Rule("dbs", fin, ""), fmt.Sprintf("%q", cloud.CAFile), fmt.Sprintf("%q", policyDir+"/ca.pem"), 1)
+	ca, err := os.ReadFile(cloud.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := cp.Kube(t)
+	configMap := func(name, instance string, stuck bool) {
+		fixture.Create(t, kube.CoreV1().ConfigMaps(ns), fixture.ConfigMap(name, map[string]string{"instance": instance}, fin), stuck)
+	}
+	configMap("control", "live", false)
+	configMap("first", "deleted-1", true)
+
+	began := time.Now()
+	t.Cleanup(func() { undeploy(t) })
+	deploy(t, "apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nminAge: 0s\nrules:\n"+rule, string(ca))
+	pods := readyReplicas(t, 2, 3*time.Minute)
+	t.Logf("two replicas Ready in %s: %s on %s, %s on %s", time.Since(began).Round(time.Millisecond),
+		pods[0].Name, pods[0].Spec.NodeName, pods[1].Name, pods[1].Spec.NodeName)
+	if pods[0].Spec.NodeName == pods[1].Spec.NodeName {
+		t.Fatalf("both replicas run on node %s", pods[0].Spec.NodeName)
+	}
+	for _, p := range pods {
+		if p.Status.PodIP != p.Spec.NodeName {
+			t.Errorf("pod %s on node %s has address %s, want its node's", p.Name, p.Spec.NodeName, p.Status.PodIP)
+		}
+	}
+
+	leader, _ := holder(t, pods, nil, 30*time.Second)
+	t.Logf("the Lease is held by %s", leader.Name)
+	standby := pods[0]
+	if standby.Name == leader.Name {
+		standby = pods[1]
+	}
+	waitGone(t, ns, "first", time.Minute)
+	t.Logf("the leader's first pass removed configmaps/first %s after the deployment", time.Since(began).Round(time.Millisecond))
+	for _, p := range pods {
+		checkEndpoints(t, p, p.Name == leader.Name)
+	}
+	// Exactly one leads: the other waits, and has run no pass (checkEndpoints).
+	if log := fixture.PodLog(t, kube, namespace, standby.Name); strings.Contains(log, "first") || !strings.Contains(log, "Another replica holds the lease") {
+		t.Errorf("the standby replica %s did not wait for the Lease, or worked on configmaps/first; its log:\n%s", standby.Name, log)
+	}
+
+	// An object stuck now waits for the next pass: the leader's is 15 minutes away.
+	configMap("second", "deleted-2", true)
+	time.Sleep(3 * time.Second)
+	if _, err := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), "second", metav1.GetOptions{}); err != nil {
+		t.Fatalf("configmaps/second before the handover: %v; want it still stuck (the next pass is 15m away)", err)
+	}
+
+	deleted := time.Now()
+	if err := kube.CoreV1().Pods(namespace).Delete(t.Context(), leader.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	next, lease := holder(t, []corev1.Pod{standby}, &leader, leaseDuration)
+	handover := time.Since(deleted)
+	t.Logf("%s took the Lease %s after %s was deleted (lease duration %s, %d transitions)",
+		next.Name, handover.Round(time.Millisecond), leader.Name, leaseDuration, *lease.Spec.LeaseTransitions)
+	waitGone(t, ns, "second", time.Minute)
+	t.Logf("the new leader's pass removed configmaps/second %s after the deletion", time.Since(deleted).Round(time.Millisecond))
+	log := fixture.PodLog(t, kube, namespace, next.Name)
+	for _, want := range []string{"Took the lease", "second", fin} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the new leader's log does not name %q:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "configmaps/first") {
+		t.Errorf("the new leader worked on configmaps/first, which the old leader removed:\n%s", log)
+	}
+	checkEndpoints(t, next, true)
+
+	// The Deployment replaces the deleted pod; the replacement waits for the Lease.
+	pods = readyReplicas(t, 2, 2*time.Minute)
+	for _, p := range pods {
+		if p.Name != next.Name {
+			checkEndpoints(t, p, false)
+		}
+	}
+	if again, _ := holder(t, pods, nil, 5*time.Second); again.Name != next.Name {
+		t.Errorf("the Lease moved to %s, want it kept by %s", again.Name, next.Name)
+	}
+	if got, _ := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), "control", metav1.GetOptions{}); got == nil || len(got.Finalizers) != 1 {
+		t.Errorf("configmaps/control, live, lost its finalizer: %+v", got)
+	}
+}
+
+// undeploy deletes the Deployment and waits until its pods are gone: a pod still being
+// created when the nodes stop would leave its runtime's leftovers behind.
+func undeploy(t *testing.T) {
+	kube := cp.Kube(t)
+	ctx := context.Background()
+	if err := kube.AppsV1().Deployments(namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("deleting the Deployment: %v", err)
+		return
+	}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
+		return err == nil && len(list.Items) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("the Deployment's pods are not gone 2m after its deletion: %v", err)
+	}
+}
+
+// readyReplicas waits until the Deployment has n Ready replicas, each Ready pod running
+// and none terminating, and returns the pods.
+func readyReplicas(t *testing.T, n int, timeout time.Duration) []corev1.Pod {
+	t.Helper()
+	kube := cp.Kube(t)
+	var pods []corev1.Pod
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
+		if err != nil {
+			return false, err
+		}
+		pods = pods[:0]
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil && ready(p) {
+				pods = append(pods, p)
+			}
+		}
+		return len(pods) == n, nil
+	})
+	if err != nil {
+		list, _ := kube.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{})
+		var states []string
+		for _, p := range list.Items {
+			states = append(states, fmt.Sprintf("%s on %q: %s %+v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions))
+		}
+		t.Fatalf("%d Ready replicas after %s, want %d: %v\npods:\n%s\nevents:\n%s", len(pods), timeout, n, err,
+			strings.Join(states, "\n"), fixture.Events(kube, namespace))
+	}
+	return pods
+}
+
+func ready(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// holder waits until the Lease is held by one of the candidates (never by not, when
+// set), and returns that pod and the Lease. reconcile names itself HOSTNAME_PID; a
+// hostNetwork pod's hostname is its node's (controlplane.Node.Hostname), and no two
+// replicas share a node (their hostPort), so the hostname names the pod.
+func holder(t *testing.T, candidates []corev1.Pod, not *corev1.Pod, timeout time.Duration) (corev1.Pod, *coordinationv1.Lease) {
+	t.Helper()
+	kube := cp.Kube(t)
+	var lease *coordinationv1.Lease
+	var found *corev1.Pod
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if lease, err = kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+		id := ptr.Deref(lease.Spec.HolderIdentity, "")
+		host, _, _ := strings.Cut(id, "_")
+		if not != nil && host == hostnameOf(t, *not) {
+			return false, nil
+		}
+		for i, p := range candidates {
+			if host == hostnameOf(t, p) {
+				found = &candidates[i]
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the Lease %s/%s is not held by any of %v within %s: %v; the Lease: %+v", namespace, name, podNames(candidates), timeout, err, lease)
+	}
+	return *found, lease
+}
+
+// hostnameOf is the hostname pod p sees: its node's.
+func hostnameOf(t *testing.T, p corev1.Pod) string {
+	t.Helper()
+	for _, n := range cp.Nodes {
+		if n.Name == p.Spec.NodeName {
+			return n.Hostname
+		}
+	}
+	t.Fatalf("pod %s runs on %q, not a test node", p.Name, p.Spec.NodeName)
+	return ""
+}
+
+func podNames(pods []corev1.Pod) []string {
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// waitGone waits until configmaps/name in ns is gone: a pass removed its finalizer.
+func waitGone(t *testing.T, ns, name string, timeout time.Duration) {
+	t.Helper()
+	kube := cp.Kube(t)
+	err := fixture.WaitGone(t.Context(), 200*time.Millisecond, timeout, func(ctx context.Context) error {
+		_, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("configmaps/%s -n %s still there after %s: %v", name, ns, timeout, err)
+	}
+}
+
+// checkEndpoints: the replica answers /healthz and /metrics on its own address, port
+// 8080, with the metrics of continuous mode (docs/reconcile.md); only a leader has run
+// passes.
+func checkEndpoints(t *testing.T, p corev1.Pod, leading bool) {
+	t.Helper()
+	ip := net.ParseIP(p.Status.PodIP)
+	if ip == nil || !ip.IsLoopback() {
+		t.Fatalf("pod %s has address %q: the network rule allows loopback only", p.Name, p.Status.PodIP)
+	}
+	get := func(path string) string {
+		t.Helper()
+		url := "http://" + net.JoinHostPort(p.Status.PodIP, "8080") + path
+		c := &http.Client{Timeout: 5 * time.Second}
+		var status int
+		var body []byte
+		// The shipped pod has no readiness probe: it is Ready as soon as its container
+		// runs, a moment before reconcile has read its policy and listens.
+		err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+			resp, err := c.Get(url)
+			if err != nil {
+				return false, nil
+			}
+			defer resp.Body.Close()
+			status = resp.StatusCode
+			body, err = io.ReadAll(resp.Body)
+			return true, err
+		})
+		if err != nil {
+			t.Fatalf("GET %s: no answer within 15s of the pod being Ready: %v", url, err)
+		}
+		if status != http.StatusOK {
+			t.Fatalf("GET %s: %d, want 200\n%s", url, status, body)
+		}
+		return string(body)
+	}
+	if body := get("/healthz"); body != "ok" {
+		t.Errorf("pod %s /healthz: %q, want ok", p.Name, body)
+	}
+	metrics := get("/metrics")
+	always := []string{
+		"kubectl_finalize_reconcile_pass_duration_seconds_count",
+		"kubectl_finalize_reconcile_last_success_timestamp_seconds",
+		`kubectl_finalize_rule_broken{rule="dbs"} 0`,
+		`kubectl_finalize_rule_cannot_verify{rule="dbs"} 0`,
+	}
+	passed := []string{
+		`kubectl_finalize_reconcile_passes_total{outcome="ok"} 1`,
+		`kubectl_finalize_reconcile_actions_total{result="Removed",rule="dbs"} 1`,
+		`kubectl_finalize_provider_verdicts_total{provider="http",rule="dbs",verdict="Gone"} 1`,
+	}
+	want := always
+	if leading {
+		want = append(want, passed...)
+	} else if strings.Contains(metrics, "\nkubectl_finalize_reconcile_passes_total") {
+		t.Errorf("pod %s, not the leader, has run passes:\n%s", p.Name, metrics)
+	}
+	for _, w := range want {
+		if !strings.Contains(metrics, "\n"+w) {
+			t.Errorf("pod %s /metrics has no %s:\n%s", p.Name, w, metrics)
+		}
+	}
+}
