@@ -13,38 +13,15 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 
-sum=$( (find cmd internal pkg -type f -name '*.go' | LC_ALL=C sort | xargs sha256sum; sha256sum go.mod go.sum build.sh) | sha256sum | cut -c1-12)
+sum=$( (find cmd internal pkg -type f -name '*.go' | LC_ALL=C sort | xargs sha256sum; sha256sum go.mod go.sum build.sh ../lib/cache.sh) | sha256sum | cut -c1-12)
 cache_root=${KREW_BINS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-finalize/krew}
-dest="$cache_root/$sum"
-bins=(kubectl-krew validate-krew-manifest)
+. ../lib/cache.sh
+cache_open "$cache_root" "$cache_root/$sum" kubectl-krew validate-krew-manifest
 
-complete() { [ -f "$dest/.complete" ] && for b in "${bins[@]}"; do [ -x "$dest/$b" ] || return 1; done; }
-if complete; then echo "$dest"; exit 0; fi
-
-mkdir -p "$cache_root"
-exec 9>"$cache_root/.lock"
-if ! flock -n 9; then
-  echo "build.sh: another build holds $cache_root/.lock; waiting" >&2
-  flock 9
-fi
-if complete; then echo "$dest"; exit 0; fi
-
-tmp=$(mktemp -d "$cache_root/.build-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-start=$(date +%s)
-echo "build.sh: building krew into $dest (about 2 minutes on 2 cores when cold)" >&2
+echo "build.sh: building krew into $cache_dest (about 2 minutes on 2 cores when cold)" >&2
 # No version is stamped in: krew then counts as a development build and never asks
 # GitHub for a newer release.
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/kubectl-krew" ./cmd/krew
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/validate-krew-manifest" ./cmd/validate-krew-manifest
-date -u +%FT%TZ > "$tmp/.complete"
-rm -rf "$dest"
-mv "$tmp" "$dest"
-trap - EXIT
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$cache_tmp/kubectl-krew" ./cmd/krew
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$cache_tmp/validate-krew-manifest" ./cmd/validate-krew-manifest
 # Builds of older sources are superseded.
-for old in "$cache_root"/*; do
-  [ "$old" = "$dest" ] || rm -rf "$old"
-done
-echo "build.sh: done in $(( $(date +%s) - start ))s" >&2
-echo "$dest"
+cache_close "$cache_root/*"
