@@ -9,8 +9,11 @@
 //	    -add /tmp/pause:/pause -entrypoint /pause -user 65535:65535
 //
 // -add SRC:DST copies a file or a folder (recursively) to DST in the image; -passwd
-// NAME:UID:GID adds /etc/passwd and /etc/group entries for a user. Files keep their mode;
-// owners are root unless -chown UID:GID is given for the added files.
+// NAME:UID:GID adds /etc/passwd and /etc/group entries for a user; -dir PATH:MODE:UID:GID
+// adds an empty folder (a home, /tmp). Files keep their mode; owners are root unless
+// -chown UID:GID is given for the added files. Links inside added folders are followed
+// unless -symlinks keeps them as links (tzdata's aliases, as Debian's package ships them).
+// hack/release/base.sh builds the release image's base with it.
 package main
 
 import (
@@ -45,7 +48,8 @@ func (l *list) Set(v string) error { *l = append(*l, v); return nil }
 
 type options struct {
 	tag, out, layoutDir, user, workdir, platform, chown string
-	adds, entrypoint, cmd, env, passwd, labels          list
+	adds, entrypoint, cmd, env, passwd, labels, dirs    list
+	symlinks                                            bool
 }
 
 func main() {
@@ -63,6 +67,8 @@ func main() {
 	flag.Var(&o.env, "env", "KEY=VALUE (repeatable)")
 	flag.Var(&o.passwd, "passwd", "NAME:UID:GID: a user and group in /etc/passwd and /etc/group (repeatable)")
 	flag.Var(&o.labels, "label", "KEY=VALUE (repeatable)")
+	flag.Var(&o.dirs, "dir", "PATH:MODE:UID:GID: an empty folder, e.g. /tmp:1777:0:0 (repeatable)")
+	flag.BoolVar(&o.symlinks, "symlinks", false, "keep symbolic links inside added folders as links instead of copying what they point at")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
@@ -86,7 +92,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	layerTar, err := buildLayer(o.adds, o.passwd, owner)
+	layerTar, err := buildLayer(o, owner)
 	if err != nil {
 		return err
 	}
@@ -110,7 +116,10 @@ func run(o options) error {
 	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
 	cf.Config.Entrypoint = o.entrypoint
 	cf.Config.Cmd = o.cmd
-	cf.Config.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin"}, o.env...)
+	cf.Config.Env = o.env
+	if !slices.ContainsFunc(o.env, func(e string) bool { return strings.HasPrefix(e, "PATH=") }) {
+		cf.Config.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin"}, o.env...)
+	}
 	cf.Config.User = o.user
 	cf.Config.WorkingDir = o.workdir
 	if len(o.labels) > 0 {
@@ -157,7 +166,7 @@ func parseOwner(s string) (ownerIDs, error) {
 // buildLayer writes one tar layer with the added files, the folders above them and the
 // passwd entries, in a stable order with fixed times, so the same input gives the same
 // digest.
-func buildLayer(adds, passwd []string, owner ownerIDs) ([]byte, error) {
+func buildLayer(o options, owner ownerIDs) ([]byte, error) {
 	files := map[string]*tar.Header{}
 	contents := map[string][]byte{}
 	epoch := time.Unix(0, 0).UTC()
@@ -173,7 +182,25 @@ func buildLayer(adds, passwd []string, owner ownerIDs) ([]byte, error) {
 		files[dst] = &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(dst, "/"), Mode: mode, Size: int64(len(body)), ModTime: epoch, Uid: owner.uid, Gid: owner.gid}
 		contents[dst] = body
 	}
-	for _, a := range adds {
+	for _, d := range o.dirs {
+		parts := strings.Split(d, ":")
+		if len(parts) != 4 || !path.IsAbs(parts[0]) {
+			return nil, fmt.Errorf("-dir %q: want /PATH:MODE:UID:GID", d)
+		}
+		mode, err := strconv.ParseInt(parts[1], 8, 64)
+		if err != nil {
+			return nil, fmt.Errorf("-dir %q: mode: %w", d, err)
+		}
+		ids, err := parseOwner(parts[2] + ":" + parts[3])
+		if err != nil {
+			return nil, fmt.Errorf("-dir %q: %w", d, err)
+		}
+		p := path.Clean(parts[0])
+		addDirs(p)
+		// The sticky bit of /tmp is a tar mode bit (c_ISVTX), not part of fs.FileMode's perm.
+		files[p] = &tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(p, "/") + "/", Mode: mode, ModTime: epoch, Uid: ids.uid, Gid: ids.gid}
+	}
+	for _, a := range o.adds {
 		src, dst, ok := strings.Cut(a, ":")
 		if !ok || !path.IsAbs(dst) {
 			return nil, fmt.Errorf("-add %q: want SRC:/absolute/DST", a)
@@ -188,6 +215,15 @@ func buildLayer(adds, passwd []string, owner ownerIDs) ([]byte, error) {
 				return err
 			}
 			target := path.Join(dst, filepath.ToSlash(rel))
+			if o.symlinks && rel != "." && d.Type()&fs.ModeSymlink != 0 {
+				link, err := os.Readlink(p)
+				if err != nil {
+					return err
+				}
+				addDirs(target)
+				files[target] = &tar.Header{Typeflag: tar.TypeSymlink, Name: strings.TrimPrefix(target, "/"), Linkname: link, Mode: 0o777, ModTime: epoch}
+				return nil
+			}
 			info, err := os.Stat(p) // follows links: the image gets what they point at
 			if err != nil {
 				return err
@@ -207,11 +243,11 @@ func buildLayer(adds, passwd []string, owner ownerIDs) ([]byte, error) {
 			return nil, fmt.Errorf("-add %q: %w", a, err)
 		}
 	}
-	if len(passwd) > 0 {
+	if len(o.passwd) > 0 {
 		var pw, gr strings.Builder
 		pw.WriteString("root:x:0:0:root:/root:/sbin/nologin\n")
 		gr.WriteString("root:x:0:\n")
-		for _, e := range passwd {
+		for _, e := range o.passwd {
 			parts := strings.Split(e, ":")
 			if len(parts) != 3 {
 				return nil, fmt.Errorf("-passwd %q: want NAME:UID:GID", e)

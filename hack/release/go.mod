@@ -1,16 +1,22 @@
 // Module release pins goreleaser, which builds the release archives, checksums and the
 // image (.goreleaser.yaml). It is a module of its own, apart from hack/tools, because
-// goreleaser's dependency graph is large and only `make verify-release` needs it.
+// goreleaser's dependency graph is large and only `make verify-release` and the release
+// image of the deploy tests (./image) need it.
 // v2.14.3 is the newest release that builds with Go 1.26 from the module proxy
 // (v2.17 pulls go-msix, which the proxy refuses; v2.18 needs Go 1.27).
 // hostconfig (go.yaml.in/yaml/v3) derives the one-platform configuration of `make verify`.
+// image builds the release image with goreleaser against a registry on loopback
+// (go-containerregistry, at the version goreleaser and ko already use).
 module github.com/kubectl-finalize/kubectl-finalize/hack/release
 
 go 1.26.8
 
 tool github.com/goreleaser/goreleaser/v2
 
-require go.yaml.in/yaml/v3 v3.0.4
+require (
+	github.com/google/go-containerregistry v0.21.2
+	go.yaml.in/yaml/v3 v3.0.4
+)
 
 require (
 	al.essio.dev/pkg/shellescape v1.6.0 // indirect
@@ -182,7 +188,6 @@ require (
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/golang/groupcache v0.0.0-20241129210726-2c02b8208cf8 // indirect
 	github.com/google/certificate-transparency-go v1.3.2 // indirect
-	github.com/google/go-containerregistry v0.21.2 // indirect
 	github.com/google/go-github/v84 v84.0.0 // indirect
 	github.com/google/go-querystring v1.2.0 // indirect
 	github.com/google/ko v0.18.1 // indirect

@@ -13,16 +13,14 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 
-	"go.yaml.in/yaml/v3"
+	derivecfg "github.com/kubectl-finalize/kubectl-finalize/hack/release/internal/derive"
 )
 
 func main() {
@@ -58,65 +56,7 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// perPlatform are the build keys that multiply or filter the goos × goarch targets; a
-// build that uses one cannot be cut to one platform by its goos and goarch alone.
-var perPlatform = []string{"targets", "ignore", "goarm", "goarm64", "goamd64", "go386", "gomips", "goppc64", "goriscv64"}
-
 // derive returns src with every build's goos and goarch cut to [goos] and [goarch].
 func derive(src []byte, goos, goarch string) ([]byte, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(src, &doc); err != nil {
-		return nil, err
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, errors.New("not a YAML mapping")
-	}
-	builds := value(doc.Content[0], "builds")
-	if builds == nil || builds.Kind != yaml.SequenceNode || len(builds.Content) == 0 {
-		return nil, errors.New("no builds list")
-	}
-	for i, b := range builds.Content {
-		if b.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("builds[%d] is not a mapping", i)
-		}
-		for _, k := range perPlatform {
-			if value(b, k) != nil {
-				return nil, fmt.Errorf("builds[%d] sets %s: cutting goos and goarch would not make it one platform; update hack/release/hostconfig", i, k)
-			}
-		}
-		for key, want := range map[string]string{"goos": goos, "goarch": goarch} {
-			list := value(b, key)
-			if list == nil || list.Kind != yaml.SequenceNode {
-				return nil, fmt.Errorf("builds[%d] has no %s list; update hack/release/hostconfig", i, key)
-			}
-			var have []string
-			for _, n := range list.Content {
-				have = append(have, n.Value)
-			}
-			if !slices.Contains(have, want) {
-				return nil, fmt.Errorf("builds[%d] does not build %s %s (it builds %v)", i, key, want, have)
-			}
-			list.Content = []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: want}}
-		}
-	}
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return nil, err
-	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// value returns the value of key in the mapping m, or nil.
-func value(m *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
+	return derivecfg.Host(src, goos, goarch)
 }
