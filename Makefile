@@ -44,16 +44,34 @@ k8s-bins: ## Build the test control plane (about 5 minutes cold, instant when ca
 ##@ Test
 
 .PHONY: test
-test: verify lint test-unit test-integration test-bench-short test-fuzz-short ## Everything CI runs: verify, lint, unit and integration tests.
+test: verify lint test-unit test-integration test-deploy test-bench-short test-fuzz-short ## Everything CI runs: verify, lint, unit, integration and deploy tests.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (fakes only), with the race detector.
 	go test -race -count=1 ./cmd/... ./pkg/... ./completion/... ./hack/...
 	cd hack/image && go test -race -count=1 ./...
 
+# The packages that start a node beside their control plane; test-deploy runs them.
+NODE_PACKAGES := ./test/node ./test/deploy/...
+
 .PHONY: test-integration
-test-integration: ## Integration and end-to-end tests against a real control plane.
-	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -count=1 -p $(INTEGRATION_PARALLEL) -timeout 30m ./test/...
+test-integration: ## Integration and end-to-end tests against a real control plane (the node's packages are test-deploy's).
+	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -count=1 -p $(INTEGRATION_PARALLEL) -timeout 30m \
+		$$(go list ./test/... | grep -v -E '/test/(node|deploy)(/|$$)')
+
+# The release image of the deploy tests: goreleaser's ko against a base built here and a
+# registry on loopback (docs/releasing.md); built once, every node package imports it.
+RELEASE_IMAGE := $(BIN)/release/image.tar
+
+.PHONY: release-image
+release-image: ## Build the release image (goreleaser + ko, a base built here, a registry on loopback) into bin/release/image.tar.
+	cd hack/release && go test -count=1 ./internal/... && go run ./image -root $(CURDIR) -out $(CURDIR)/$(RELEASE_IMAGE)
+
+.PHONY: test-deploy
+test-deploy: release-image ## The shapes users run, on a real node: the release image, the CronJob and the Deployment as shipped, every policy shape on its RBAC (root; installs containerd and runc if missing).
+	cd hack/image && go test -count=1 ./...
+	KUBECTL_FINALIZE_IMAGE="$(CURDIR)/$(RELEASE_IMAGE)" KUBEBUILDER_ASSETS="$(K8S_BINS)" \
+		go test -count=1 -p $(INTEGRATION_PARALLEL) -timeout 30m $(NODE_PACKAGES)
 
 .PHONY: test-node
 test-node: ## The test node alone: kubelet, containerd and runc, kube-scheduler, pods on loopback (root; installs containerd and runc if missing).
@@ -173,7 +191,7 @@ verify-release: ## Check .goreleaser.yaml, build the snapshot (archives, SBOMs) 
 	$(if $(filter all,$(RELEASE_PLATFORMS)),cd hack/sbom && go mod tidy -diff)
 	$(if $(filter all,$(RELEASE_PLATFORMS)),go build -modfile=hack/sbom/go.mod -o $(TOOLBIN)/syft github.com/anchore/syft/cmd/syft)
 	$(RELEASER) check
-	cd hack/release && go test -count=1 ./hostconfig && go run ./hostconfig -in ../../.goreleaser.yaml -out $(CURDIR)/$(RELEASE_HOST_CONFIG)
+	cd hack/release && go test -count=1 ./hostconfig ./internal/... && go run ./hostconfig -in ../../.goreleaser.yaml -out $(CURDIR)/$(RELEASE_HOST_CONFIG)
 	PATH="$(TOOLBIN):$$PATH" $(RELEASER) release --snapshot --clean --skip=ko$(if $(filter host,$(RELEASE_PLATFORMS)),$(COMMA)sbom) \
 		--config $(if $(filter host,$(RELEASE_PLATFORMS)),$(RELEASE_HOST_CONFIG),.goreleaser.yaml)
 	KUBECTL_FINALIZE_PLATFORMS=$(RELEASE_PLATFORMS) KUBECTL_FINALIZE_DIST="$(CURDIR)/dist" KUBEBUILDER_ASSETS="$(K8S_BINS)" \

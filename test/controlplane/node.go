@@ -65,12 +65,6 @@ type Node struct {
 	// Name is the node's name; Dir holds containerd's and the kubelet's state and logs.
 	Name string
 	Dir  string
-	// Hostname is what the node's hostNetwork pods see as their hostname: the machine's
-	// for the first node; each later node's containerd runs in a UTS namespace of its
-	// own named after the node, as a node on a machine of its own would. Without it,
-	// two replicas on two nodes would share a hostname, and whatever names itself by
-	// its hostname (a leader election identity) would take the other for itself.
-	Hostname string
 
 	cp          *ControlPlane
 	runtimeDir  string // containerd, ctr, runc
@@ -215,21 +209,12 @@ state = %q
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		return err
 	}
+	// Every node's hostNetwork pods see the machine's hostname, as two pods with the
+	// host's network on one node do: whatever names itself by its hostname alone (a
+	// leader election identity of hostname_pid, both replicas PID 1) collides, and the
+	// deploy tests show reconcile's does not.
 	bin, args := filepath.Join(n.runtimeDir, "containerd"), []string{"--config", configPath}
 	var err error
-	if n == n.cp.Node {
-		if n.Hostname, err = os.Hostname(); err != nil {
-			return err
-		}
-	} else {
-		// A UTS namespace of its own, inherited by the shims, runc and hostNetwork
-		// containers (they keep containerd's), with the node's name as its hostname.
-		n.Hostname = n.Name
-		args = append([]string{"--uts", "--", "/bin/sh", "-c", `echo "$0" > /proc/sys/kernel/hostname && exec "$@"`, n.Hostname, bin}, args...)
-		if bin, err = exec.LookPath("unshare"); err != nil {
-			return fmt.Errorf("a node after the first needs unshare(1) for its own hostname: %w", err)
-		}
-	}
 	n.containerd, err = startProcessEnv("containerd"+n.suffix(), bin, args, n.cp.Dir, false, n.runtimeEnv())
 	if err != nil {
 		return err

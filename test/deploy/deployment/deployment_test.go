@@ -51,8 +51,9 @@ func TestTheShippedRBACIsGenerated(t *testing.T) {
 
 // TestTheLeaderHandsOver: the shipped Deployment's two replicas run on two nodes, one
 // holds the Lease and runs the passes, both answer /metrics and /healthz on their own
-// address; when the leader's pod is deleted the other replica takes the Lease within
-// the lease duration and runs a pass at once.
+// address; when the leader's pod is deleted another replica (the standby, or the
+// Deployment's replacement: a race) takes the Lease within the lease duration and runs a
+// pass at once.
 //
 // The shipped --interval=15m is kept: a replica runs a pass as soon as it takes the
 // Lease, which is what the test shows. The object made before the handover waits for
@@ -87,8 +88,8 @@ func TestTheLeaderHandsOver(t *testing.T) {
 		}
 	}
 
-	leader, _ := holder(t, pods, nil, 30*time.Second)
-	t.Logf("the Lease is held by %s", leader.Name)
+	leader, leaderID, _ := holder(t, "", 30*time.Second)
+	t.Logf("the Lease is held by %s as %s", leader.Name, leaderID)
 	standby := pods[0]
 	if standby.Name == leader.Name {
 		standby = pods[1]
@@ -98,9 +99,14 @@ func TestTheLeaderHandsOver(t *testing.T) {
 	for _, p := range pods {
 		checkEndpoints(t, p, p.Name == leader.Name)
 	}
-	// Exactly one leads: the other waits, and has run no pass (checkEndpoints).
-	if log := fixture.PodLog(t, kube, namespace, standby.Name); strings.Contains(log, "first") || !strings.Contains(log, "Another replica holds the lease") {
-		t.Errorf("the standby replica %s did not wait for the Lease, or worked on configmaps/first; its log:\n%s", standby.Name, log)
+	// Exactly one leads: the other waits, and has run no pass (checkEndpoints). It says
+	// so once it has read the Lease: within a retry period (2 s, jittered) of starting.
+	var standbyLog string
+	if err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		standbyLog = fixture.PodLog(t, kube, namespace, standby.Name)
+		return strings.Contains(standbyLog, "Another replica holds the lease"), nil
+	}); err != nil || strings.Contains(standbyLog, "first") {
+		t.Errorf("the standby replica %s did not wait for the Lease, or worked on configmaps/first; its log:\n%s", standby.Name, standbyLog)
 	}
 
 	// An object stuck now waits for the next pass: the leader's is 15 minutes away.
@@ -114,8 +120,13 @@ func TestTheLeaderHandsOver(t *testing.T) {
 	if err := kube.CoreV1().Pods(namespace).Delete(t.Context(), leader.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	next, lease := holder(t, []corev1.Pod{standby}, &leader, leaseDuration)
+	// The standby, or the replacement the Deployment starts at once, takes the Lease the
+	// old leader released on SIGTERM; which of them is a race, and either is a handover.
+	next, nextID, lease := holder(t, leaderID, leaseDuration)
 	handover := time.Since(deleted)
+	if next.Name == leader.Name {
+		t.Fatalf("the deleted leader %s holds the Lease under a new identity %s", leader.Name, nextID)
+	}
 	t.Logf("%s took the Lease %s after %s was deleted (lease duration %s, %d transitions)",
 		next.Name, handover.Round(time.Millisecond), leader.Name, leaseDuration, *lease.Spec.LeaseTransitions)
 	waitGone(t, ns, "second", time.Minute)
@@ -138,7 +149,7 @@ func TestTheLeaderHandsOver(t *testing.T) {
 			checkEndpoints(t, p, false)
 		}
 	}
-	if again, _ := holder(t, pods, nil, 5*time.Second); again.Name != next.Name {
+	if again, _, _ := holder(t, "", 5*time.Second); again.Name != next.Name {
 		t.Errorf("the Lease moved to %s, want it kept by %s", again.Name, next.Name)
 	}
 	if got, _ := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), "control", metav1.GetOptions{}); got == nil || len(got.Finalizers) != 1 {
@@ -204,59 +215,46 @@ func ready(p corev1.Pod) bool {
 	return false
 }
 
-// holder waits until the Lease is held by one of the candidates (never by not, when
-// set), and returns that pod and the Lease. reconcile names itself HOSTNAME_PID; a
-// hostNetwork pod's hostname is its node's (controlplane.Node.Hostname), and no two
-// replicas share a node (their hostPort), so the hostname names the pod.
-func holder(t *testing.T, candidates []corev1.Pod, not *corev1.Pod, timeout time.Duration) (corev1.Pod, *coordinationv1.Lease) {
+// holder waits until the Lease is held by an identity other than not (when not is set),
+// and returns the pod that holds it, its identity and the Lease. reconcile names itself
+// HOSTNAME_UUID, and hostNetwork pods see their node's hostname, so the pod is the one
+// whose log says it took the Lease under that identity.
+func holder(t *testing.T, not string, timeout time.Duration) (corev1.Pod, string, *coordinationv1.Lease) {
 	t.Helper()
 	kube := cp.Kube(t)
 	var lease *coordinationv1.Lease
 	var found *corev1.Pod
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	var id string
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var err error
 		if lease, err = kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 			return false, nil
 		} else if err != nil {
 			return false, err
 		}
-		id := ptr.Deref(lease.Spec.HolderIdentity, "")
-		host, _, _ := strings.Cut(id, "_")
-		if not != nil && host == hostnameOf(t, *not) {
+		if id = ptr.Deref(lease.Spec.HolderIdentity, ""); id == "" || id == not {
 			return false, nil
 		}
-		for i, p := range candidates {
-			if host == hostnameOf(t, p) {
-				found = &candidates[i]
+		pods, err := kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
+		if err != nil {
+			return false, err
+		}
+		for i, p := range pods.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			log, err := kube.CoreV1().Pods(namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+			if err == nil && strings.Contains(string(log), `"Took the lease; running passes" identity="`+id+`"`) {
+				found = &pods.Items[i]
 				return true, nil
 			}
 		}
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("the Lease %s/%s is not held by any of %v within %s: %v; the Lease: %+v", namespace, name, podNames(candidates), timeout, err, lease)
+		t.Fatalf("the Lease %s/%s is not held by a running replica (other than %q) within %s: %v; the Lease: %+v", namespace, name, not, timeout, err, lease)
 	}
-	return *found, lease
-}
-
-// hostnameOf is the hostname pod p sees: its node's.
-func hostnameOf(t *testing.T, p corev1.Pod) string {
-	t.Helper()
-	for _, n := range cp.Nodes {
-		if n.Name == p.Spec.NodeName {
-			return n.Hostname
-		}
-	}
-	t.Fatalf("pod %s runs on %q, not a test node", p.Name, p.Spec.NodeName)
-	return ""
-}
-
-func podNames(pods []corev1.Pod) []string {
-	var names []string
-	for _, p := range pods {
-		names = append(names, p.Name)
-	}
-	return names
+	return *found, id, lease
 }
 
 // waitGone waits until configmaps/name in ns is gone: a pass removed its finalizer.
