@@ -44,7 +44,7 @@ k8s-bins: ## Build the test control plane (about 5 minutes cold, instant when ca
 ##@ Test
 
 .PHONY: test
-test: verify lint test-unit test-integration test-deploy test-bench-short test-fuzz-short ## Everything CI runs: verify, lint, unit, integration and deploy tests.
+test: verify lint test-unit test-packages test-bench-short test-fuzz-short ## Everything CI runs: verify, lint, unit, integration and deploy tests.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (fakes only), with the race detector.
@@ -55,9 +55,9 @@ test-unit: ## Unit tests (fakes only), with the race detector.
 NODE_PACKAGES := ./test/node ./test/deploy/...
 
 .PHONY: test-integration
-test-integration: ## Integration and end-to-end tests against a real control plane (the node's packages are test-deploy's).
+test-integration: ## Integration and end-to-end tests against a real control plane (the node's packages are test-deploy's, test/release is verify-release's).
 	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -count=1 -p $(INTEGRATION_PARALLEL) -timeout 30m \
-		$$(go list ./test/... | grep -v -E '/test/(node|deploy)(/|$$)')
+		$$(go list ./test/... | grep -v -E '/test/(node|deploy|release)(/|$$)')
 
 # The release image of the deploy tests: goreleaser's ko against a base built here and a
 # registry on loopback (docs/releasing.md); built once, every node package imports it.
@@ -69,9 +69,18 @@ release-image: ## Build the release image (goreleaser + ko, a base built here, a
 
 .PHONY: test-deploy
 test-deploy: release-image ## The shapes users run, on a real node: the release image, the CronJob and the Deployment as shipped, every policy shape on its RBAC (root; installs containerd and runc if missing).
-	cd hack/image && go test -count=1 ./...
 	KUBECTL_FINALIZE_IMAGE="$(CURDIR)/$(RELEASE_IMAGE)" KUBEBUILDER_ASSETS="$(K8S_BINS)" \
 		go test -count=1 -p $(INTEGRATION_PARALLEL) -timeout 30m $(NODE_PACKAGES)
+
+# The longest test packages (about a minute or more each, warm): make test starts them
+# first, so that the two at a time never end with one core idle behind a long one.
+LONGEST_PACKAGES := ./test/deploy/cronjob ./test/deploy/policies ./test/node ./test/reconcile ./test/doctor ./test/e2e
+
+.PHONY: test-packages
+test-packages: release-image ## test-integration and test-deploy in one run, the longest packages first (make test).
+	KUBECTL_FINALIZE_IMAGE="$(CURDIR)/$(RELEASE_IMAGE)" KUBEBUILDER_ASSETS="$(K8S_BINS)" \
+		go test -count=1 -p $(INTEGRATION_PARALLEL) -timeout 30m $(LONGEST_PACKAGES) \
+		$$(go list ./test/... | grep -v -E '/test/release$$')
 
 .PHONY: test-node
 test-node: ## The test node alone: kubelet, containerd and runc, kube-scheduler, pods on loopback (root; installs containerd and runc if missing).

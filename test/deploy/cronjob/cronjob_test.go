@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -261,8 +262,8 @@ func checkPod(t *testing.T, pod corev1.Pod) {
 	if c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem {
 		t.Errorf("container securityContext %+v, want readOnlyRootFilesystem", c.SecurityContext)
 	}
-	if !strings.HasPrefix(c.Image, "kubectl-finalize.test/") || c.ImagePullPolicy != corev1.PullIfNotPresent {
-		t.Errorf("container image %s (%s), want the node's release image, IfNotPresent", c.Image, c.ImagePullPolicy)
+	if !strings.HasPrefix(c.Image, "kubectl-finalize.test/") || c.ImagePullPolicy != corev1.PullNever {
+		t.Errorf("container image %s (%s), want the node's release image, never pulled", c.Image, c.ImagePullPolicy)
 	}
 }
 
@@ -276,7 +277,10 @@ func TestAFailedPassFailsTheJob(t *testing.T) {
 		// setup makes the scenario's objects and returns its policy.
 		setup func(t *testing.T, ns, fin string, rule func(string) string) string
 		code  int32
-		log   string
+		// log are what the pod's log must say; kept are the stuck objects that must keep
+		// their finalizer: a pass that fails removes nothing it was not sure of.
+		log  []string
+		kept []string
 	}{
 		{
 			name: "a broken rule exits 1",
@@ -286,7 +290,7 @@ func TestAFailedPassFailsTheJob(t *testing.T) {
 				configMap(t, ns, "target", fin, "deleted-1", true)
 				return policyOf("", rule("configmaps"))
 			},
-			code: 1, log: "rule dbs is broken",
+			code: 1, log: []string{"rule dbs is broken"}, kept: []string{"target"},
 		},
 		{
 			name: "an unlistable type exits 3",
@@ -295,7 +299,7 @@ func TestAFailedPassFailsTheJob(t *testing.T) {
 				group := unavailableGroup(t, fin)
 				return policyOf("", rule("configmaps, widgets."+group))
 			},
-			code: 3, log: "the scan is incomplete",
+			code: 3, log: []string{"the scan is incomplete", "unavailable."},
 		},
 		{
 			name: "the breaker exits 4",
@@ -305,7 +309,7 @@ func TestAFailedPassFailsTheJob(t *testing.T) {
 				configMap(t, ns, "two", fin, "deleted-2", true)
 				return policyOf("maxRemovals: 1\n", rule("configmaps"))
 			},
-			code: 4, log: "the breaker tripped",
+			code: 4, log: []string{"the breaker tripped"}, kept: []string{"one", "two"},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -319,8 +323,22 @@ func TestAFailedPassFailsTheJob(t *testing.T) {
 			if p.condition != batchv1.JobFailed || p.code != tt.code {
 				t.Errorf("job %s, exit %d, want Failed and %d", p.condition, p.code, tt.code)
 			}
-			if !strings.Contains(p.log, tt.log) {
-				t.Errorf("the pod's log does not say %q", tt.log)
+			for _, want := range tt.log {
+				if !strings.Contains(p.log, want) {
+					t.Errorf("the pod's log does not say %q", want)
+				}
+			}
+			// Failing for the scenario's reason, not for a refusal of the generated RBAC.
+			for _, refused := range []string{"forbidden", "Forbidden", "may not"} {
+				if strings.Contains(p.log, refused) {
+					t.Errorf("the pod's log says %q: the pass was refused, not failed for the scenario's reason", refused)
+				}
+			}
+			for _, obj := range tt.kept {
+				got, err := cp.Kube(t).CoreV1().ConfigMaps(ns).Get(t.Context(), obj, metav1.GetOptions{})
+				if err != nil || !slices.Contains(got.Finalizers, fin) {
+					t.Errorf("configmaps/%s after a failed pass: %v; want it still held by %s", obj, err, fin)
+				}
 			}
 			checkPod(t, p.pod)
 		})

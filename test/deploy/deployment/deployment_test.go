@@ -105,9 +105,12 @@ func TestTheLeaderHandsOver(t *testing.T) {
 	if err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		standbyLog = fixture.PodLog(t, kube, namespace, standby.Name)
 		return strings.Contains(standbyLog, "Another replica holds the lease"), nil
-	}); err != nil || strings.Contains(standbyLog, "first") {
+	}); err != nil || strings.Contains(standbyLog, "configmaps/first") {
 		t.Errorf("the standby replica %s did not wait for the Lease, or worked on configmaps/first; its log:\n%s", standby.Name, standbyLog)
 	}
+
+	notRefused(t, leader.Name, fixture.PodLog(t, kube, namespace, leader.Name))
+	notRefused(t, standby.Name, standbyLog)
 
 	// An object stuck now waits for the next pass: the leader's is 15 minutes away.
 	configMap("second", "deleted-2", true)
@@ -132,7 +135,7 @@ func TestTheLeaderHandsOver(t *testing.T) {
 	waitGone(t, ns, "second", time.Minute)
 	t.Logf("the new leader's pass removed configmaps/second %s after the deletion", time.Since(deleted).Round(time.Millisecond))
 	log := fixture.PodLog(t, kube, namespace, next.Name)
-	for _, want := range []string{"Took the lease", "second", fin} {
+	for _, want := range []string{"Took the lease", "configmaps/second", fin} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the new leader's log does not name %q:\n%s", want, log)
 		}
@@ -140,6 +143,7 @@ func TestTheLeaderHandsOver(t *testing.T) {
 	if strings.Contains(log, "configmaps/first") {
 		t.Errorf("the new leader worked on configmaps/first, which the old leader removed:\n%s", log)
 	}
+	notRefused(t, next.Name, log)
 	checkEndpoints(t, next, true)
 
 	// The Deployment replaces the deleted pod; the replacement waits for the Lease.
@@ -154,6 +158,18 @@ func TestTheLeaderHandsOver(t *testing.T) {
 	}
 	if got, _ := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), "control", metav1.GetOptions{}); got == nil || len(got.Finalizers) != 1 {
 		t.Errorf("configmaps/control, live, lost its finalizer: %+v", got)
+	}
+}
+
+// notRefused: nothing in a replica's log says the API server refused it: the shipped
+// RBAC (the Lease's Role included) covers what the pass and the election do. A pass
+// asks before it writes, so a missing verb shows as "may not", not as a 403.
+func notRefused(t *testing.T, pod, log string) {
+	t.Helper()
+	for _, refused := range []string{"forbidden", "Forbidden", "may not", "Unauthorized"} {
+		if strings.Contains(log, refused) {
+			t.Errorf("pod %s's log says %q: the generated RBAC did not cover it:\n%s", pod, refused, log)
+		}
 	}
 }
 
@@ -327,7 +343,13 @@ func checkEndpoints(t *testing.T, p corev1.Pod, leading bool) {
 		t.Errorf("pod %s, not the leader, has run passes:\n%s", p.Name, metrics)
 	}
 	for _, w := range want {
-		if !strings.Contains(metrics, "\n"+w) {
+		// A sample with its value is a whole line ("} 1" is not "} 10"); a bare name
+		// starts one.
+		line := "\n" + w
+		if strings.Contains(w, "} ") {
+			line += "\n"
+		}
+		if !strings.Contains(metrics, line) {
 			t.Errorf("pod %s /metrics has no %s:\n%s", p.Name, w, metrics)
 		}
 	}

@@ -196,7 +196,7 @@ func deploymentPatch(t *testing.T) string {
 	}
 	args[i] = podBind
 	spec := corev1.PodSpec{Containers: []corev1.Container{{
-		Name: "reconcile", ImagePullPolicy: corev1.PullIfNotPresent, Args: args,
+		Name: "reconcile", ImagePullPolicy: corev1.PullNever, Args: args,
 		Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
 	}}}
 	cp.NetworkOverlay(&spec)
