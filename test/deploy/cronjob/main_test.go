@@ -9,10 +9,6 @@ package cronjob
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/deploy/image"
+	"github.com/kubectl-finalize/kubectl-finalize/test/deploy/overlay"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 )
 
@@ -35,50 +31,26 @@ var cp *controlplane.ControlPlane
 func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{Node: true}, &cp) }
 
 const (
-	// namespace and name are what docs/deploy/cronjob creates.
-	namespace = "kubectl-finalize"
-	name      = "kubectl-finalize"
-	// shippedImage is the image the shipped CronJob names; the overlay replaces it.
-	shippedImage = "ghcr.io/kubectl-finalize/kubectl-finalize"
-	// policyDir is where the shipped CronJob mounts its policy ConfigMap.
-	policyDir = "/etc/kubectl-finalize"
+	namespace    = overlay.Namespace
+	name         = overlay.Name
+	shippedImage = overlay.ShippedImage
+	policyDir    = overlay.PolicyDir
 )
 
-// repoPath is the path of a file of the repository: the test runs in test/deploy/cronjob.
-func repoPath(t testing.TB, elems ...string) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(append([]string{root}, elems...)...)
-}
+// repoPath is the path of a file of the repository.
+func repoPath(_ testing.TB, elems ...string) string { return overlay.RepoPath(elems...) }
 
 // kubectl runs the kubectl the control plane was built with, as the admin.
 func kubectl(t testing.TB, stdin string, args ...string) string {
 	t.Helper()
-	out, _ := kubectlOut(t, stdin, args...)
+	out, _ := overlay.Kubectl(t, cp, stdin, args...)
 	return out
-}
-
-// kubectlOut is kubectl that returns its stderr (warnings) as well.
-func kubectlOut(t testing.TB, stdin string, args ...string) (stdout, stderr string) {
-	t.Helper()
-	cmd := exec.CommandContext(t.Context(), filepath.Join(cp.BinDir, "kubectl"), append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, errb.String())
-	}
-	return string(out), errb.String()
 }
 
 // kustomize renders the kustomization in dir with the control plane's kubectl.
 func kustomize(t testing.TB, dir string) string {
 	t.Helper()
-	return kubectl(t, "", "kustomize", dir)
+	return overlay.Kustomize(t, cp, dir)
 }
 
 // scenario is what one overlay sets: the policy, what the CronJob's schedule is.
@@ -93,39 +65,24 @@ type scenario struct {
 
 // deploy renders docs/deploy/cronjob through an overlay for s and applies it. The
 // overlay changes only what the node and the scenario need; the rest is as shipped.
-// It returns the RBAC applied: the one `kubectl finalize rbac` generates for s's policy.
+// The scenario's policy is not the shipped example (it names configmaps and a loopback
+// cloud), so the shipped rbac.yaml does not fit it: the overlay replaces its
+// ClusterRole and ClusterRoleBinding with what `kubectl finalize rbac` generates for
+// this policy, the way docs/reconcile.md says to. deploy returns that RBAC.
 func deploy(t *testing.T, s scenario) (rbac string) {
 	t.Helper()
-	dir := t.TempDir()
-	write := func(name, text string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("policy.yaml", s.policy)
-	write("ca.pem", s.ca)
-	// The scenario's policy is not the shipped example (it names configmaps and a loopback
-	// cloud), so the shipped rbac.yaml does not fit it: the overlay replaces its
-	// ClusterRole and ClusterRoleBinding with what `kubectl finalize rbac` generates for
-	// this policy, the way docs/reconcile.md says to.
-	r := cli.Run(t, cp.AdminKubeconfig, "rbac", "--policy", filepath.Join(dir, "policy.yaml"), "--service-account", namespace+"/"+name)
-	if r.Code != 0 {
-		t.Fatalf("kubectl finalize rbac: exit %d\n%s", r.Code, r.Stderr)
-	}
-	var patches []string
-	for i, doc := range strings.Split(r.Stdout, "\n---\n") {
-		file := fmt.Sprintf("rbac-%d.yaml", i)
-		write(file, doc)
-		patches = append(patches, "- path: "+file)
-	}
 	img, err := image.Release(t.Context(), cp)
 	if err != nil {
 		t.Fatalf("the release image: %v", err)
 	}
-	// The reference ends in its tag: what follows the last colon.
-	newName, newTag := img[:strings.LastIndex(img, ":")], img[strings.LastIndex(img, ":")+1:]
-	write("cronjob-patch.json", cronJobPatch(t, s.schedule))
-	write("namespace-patch.yaml", `apiVersion: v1
+	rendered, rbac := overlay.Overlay{
+		Shipped: "cronjob",
+		Policy:  s.policy,
+		CA:      s.ca,
+		Image:   img,
+		Patches: map[string]string{
+			"cronjob-patch.json": cronJobPatch(t, s.schedule),
+			"namespace-patch.yaml": `apiVersion: v1
 kind: Namespace
 metadata:
   name: kubectl-finalize
@@ -136,33 +93,10 @@ metadata:
     # hostNetwork is the overlay's only violation.
     pod-security.kubernetes.io/enforce: privileged
     pod-security.kubernetes.io/warn: restricted
-`)
-	shipped, err := filepath.Rel(dir, repoPath(t, "docs", "deploy", "cronjob"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write("kustomization.yaml", fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- %s
-images:
-- name: %s
-  newName: %s
-  newTag: %s
-configMapGenerator:
-- name: kubectl-finalize-policy
-  namespace: kubectl-finalize
-  behavior: replace
-  files:
-  - policy.yaml
-  - ca.pem
-patches:
-- path: cronjob-patch.json
-- path: namespace-patch.yaml
-%s
-`, shipped, shippedImage, newName, newTag, strings.Join(patches, "\n")))
-	rendered := kubectl(t, "", "kustomize", "--load-restrictor", "LoadRestrictionsNone", dir)
-	applied, warnings := kubectlOut(t, rendered, "apply", "-f", "-")
+`,
+		},
+	}.Render(t, cp)
+	applied, warnings := overlay.Kubectl(t, cp, rendered, "apply", "-f", "-")
 	// Pod Security warns when the CronJob is created: restricted would refuse its pods
 	// for hostNetwork, and for nothing else.
 	const onlyHostNetwork = `would violate PodSecurity "restricted:latest": host namespaces (hostNetwork=true)`
@@ -174,7 +108,7 @@ patches:
 	if strings.Contains(applied, "cronjob.batch/"+name+" created") && !strings.Contains(warnings, onlyHostNetwork) {
 		t.Errorf("creating the CronJob under warn: restricted gave no hostNetwork warning; stderr:\n%s", warnings)
 	}
-	return r.Stdout
+	return rbac
 }
 
 // cronJobPatch is the overlay's patch of the CronJob: the network overlay of the test

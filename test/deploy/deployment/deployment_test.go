@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/deploy/overlay"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 )
@@ -33,13 +33,12 @@ const leaseDuration = 15 * time.Second
 // finalize rbac` prints today for docs/deploy/base/policy.yaml with the Lease's
 // namespace; otherwise the shipped Deployment runs with a role its policy no longer fits.
 func TestTheShippedRBACIsGenerated(t *testing.T) {
-	root := repoRoot(t)
-	r := cli.Run(t, cp.AdminKubeconfig, "rbac", "--policy", filepath.Join(root, "docs", "deploy", "base", "policy.yaml"),
+	r := cli.Run(t, cp.AdminKubeconfig, "rbac", "--policy", overlay.RepoPath("docs", "deploy", "base", "policy.yaml"),
 		"--service-account", namespace+"/"+name, "--leader-elect-namespace", namespace)
 	if r.Code != 0 {
 		t.Fatalf("kubectl finalize rbac: exit %d\n%s", r.Code, r.Stderr)
 	}
-	shipped, err := os.ReadFile(filepath.Join(root, "docs", "deploy", "deployment", "rbac.yaml"))
+	shipped, err := os.ReadFile(overlay.RepoPath("docs", "deploy", "deployment", "rbac.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

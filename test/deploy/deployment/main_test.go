@@ -13,10 +13,6 @@ package deployment
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,9 +21,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/deploy/image"
+	"github.com/kubectl-finalize/kubectl-finalize/test/deploy/overlay"
 )
 
 var cp *controlplane.ControlPlane
@@ -37,47 +33,27 @@ var cp *controlplane.ControlPlane
 func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{Nodes: 2}, &cp) }
 
 const (
-	// namespace and name are what docs/deploy/deployment creates.
-	namespace = "kubectl-finalize"
-	name      = "kubectl-finalize"
-	// shippedImage is the image the shipped Deployment names; the overlay replaces it.
-	shippedImage = "ghcr.io/kubectl-finalize/kubectl-finalize"
+	namespace    = overlay.Namespace
+	name         = overlay.Name
+	shippedImage = overlay.ShippedImage
+	policyDir    = overlay.PolicyDir
 	// shippedBind is the shipped --metrics-bind-address; the overlay binds the pod's
 	// address instead, on the same port.
 	shippedBind = "--metrics-bind-address=:8080"
 	podBind     = "--metrics-bind-address=$(POD_IP):8080"
-	// policyDir is where the shipped Deployment mounts its policy ConfigMap.
-	policyDir = "/etc/kubectl-finalize"
 )
-
-// repoRoot is the repository's root folder: the test runs in test/deploy/deployment.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
 
 // kubectl runs the kubectl the control plane was built with, as the admin.
 func kubectl(t testing.TB, stdin string, args ...string) string {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), filepath.Join(cp.BinDir, "kubectl"), append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return string(out)
+	out, _ := overlay.Kubectl(t, cp, stdin, args...)
+	return out
 }
 
 // shippedDeployment is the Deployment docs/deploy/deployment renders.
 func shippedDeployment(t *testing.T) *appsv1.Deployment {
 	t.Helper()
-	for doc := range strings.SplitSeq(kubectl(t, "", "kustomize", filepath.Join(repoRoot(t), "docs", "deploy", "deployment")), "\n---\n") {
+	for doc := range strings.SplitSeq(overlay.Kustomize(t, cp, overlay.RepoPath("docs", "deploy", "deployment")), "\n---\n") {
 		if !strings.Contains(doc, "kind: Deployment\n") {
 			continue
 		}
@@ -110,35 +86,21 @@ func releaseImage(t *testing.T) string {
 // deploy renders docs/deploy/deployment through an overlay for policy (ca is the PEM of
 // its provider's CA, mounted beside it as ca.pem) and applies it. The overlay changes
 // only what the nodes and the scenario need; the rest, --interval=15m and
-// --leader-elect included, is as shipped.
+// --leader-elect included, is as shipped. The scenario's policy names configmaps and a
+// loopback cloud, so the shipped rbac.yaml (for the example policy) does not fit it: the
+// overlay replaces its roles with what `kubectl finalize rbac` generates for this policy
+// and the Lease's namespace, the way docs/reconcile.md says to.
 func deploy(t *testing.T, policy, ca string) {
 	t.Helper()
-	dir := t.TempDir()
-	write := func(name, text string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("policy.yaml", policy)
-	write("ca.pem", ca)
-	// The scenario's policy names configmaps and a loopback cloud, so the shipped
-	// rbac.yaml (for the example policy) does not fit it: the overlay replaces its roles
-	// with what `kubectl finalize rbac` generates for this policy and the Lease's
-	// namespace, the way docs/reconcile.md says to.
-	r := cli.Run(t, cp.AdminKubeconfig, "rbac", "--policy", filepath.Join(dir, "policy.yaml"),
-		"--service-account", namespace+"/"+name, "--leader-elect-namespace", namespace)
-	if r.Code != 0 {
-		t.Fatalf("kubectl finalize rbac: exit %d\n%s", r.Code, r.Stderr)
-	}
-	var patches []string
-	for i, doc := range strings.Split(r.Stdout, "\n---\n") {
-		file := fmt.Sprintf("rbac-%d.yaml", i)
-		write(file, doc)
-		patches = append(patches, "- path: "+file)
-	}
-	newName, newTag, _ := strings.Cut(releaseImage(t), ":")
-	write("deployment-patch.json", deploymentPatch(t))
-	write("namespace-patch.yaml", `apiVersion: v1
+	rendered, _ := overlay.Overlay{
+		Shipped:  "deployment",
+		Policy:   policy,
+		CA:       ca,
+		RBACArgs: []string{"--leader-elect-namespace", namespace},
+		Image:    releaseImage(t),
+		Patches: map[string]string{
+			"deployment-patch.json": deploymentPatch(t),
+			"namespace-patch.yaml": `apiVersion: v1
 kind: Namespace
 metadata:
   name: kubectl-finalize
@@ -146,32 +108,9 @@ metadata:
     # Restricted forbids hostNetwork, which every pod on the test nodes needs
     # (controlplane.NetworkOverlay).
     pod-security.kubernetes.io/enforce: privileged
-`)
-	shipped, err := filepath.Rel(dir, filepath.Join(repoRoot(t), "docs", "deploy", "deployment"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write("kustomization.yaml", fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- %s
-images:
-- name: %s
-  newName: %s
-  newTag: %s
-configMapGenerator:
-- name: kubectl-finalize-policy
-  namespace: kubectl-finalize
-  behavior: replace
-  files:
-  - policy.yaml
-  - ca.pem
-patches:
-- path: deployment-patch.json
-- path: namespace-patch.yaml
-%s
-`, shipped, shippedImage, newName, newTag, strings.Join(patches, "\n")))
-	rendered := kubectl(t, "", "kustomize", "--load-restrictor", "LoadRestrictionsNone", dir)
+`,
+		},
+	}.Render(t, cp)
 	kubectl(t, rendered, "apply", "-f", "-")
 }
 

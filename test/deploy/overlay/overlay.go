@@ -1,0 +1,152 @@
+// Package overlay renders a shipped docs/deploy kustomization through an overlay a deploy
+// test writes at run time, the way a user layers their own changes on the shipped files:
+// the rest of the manifests stay as shipped. The overlay replaces the policy ConfigMap
+// with a scenario's policy (and its provider's CA as ca.pem), replaces the roles with
+// what `kubectl finalize rbac` generates for that policy (as docs/reconcile.md says to),
+// points the image at the release image loaded on the node, and adds the test's patches
+// (the network overlay, the Pod Security relabel).
+package overlay
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
+	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+)
+
+const (
+	// Namespace and Name are what docs/deploy creates: the namespace, the ServiceAccount,
+	// the workload and its roles.
+	Namespace = "kubectl-finalize"
+	Name      = "kubectl-finalize"
+	// ShippedImage is the image the shipped workloads name; an overlay replaces it.
+	ShippedImage = "ghcr.io/kubectl-finalize/kubectl-finalize"
+	// PolicyDir is where the shipped workloads mount their policy ConfigMap.
+	PolicyDir = "/etc/kubectl-finalize"
+)
+
+// RepoPath is the path of a file of the repository, whichever package's test asks.
+func RepoPath(elems ...string) string {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+	return filepath.Join(append([]string{root}, elems...)...)
+}
+
+// Kubectl runs the kubectl the control plane was built with, as the admin, and returns
+// its stdout and its stderr (warnings); a failure fails the test.
+func Kubectl(t testing.TB, cp *controlplane.ControlPlane, stdin string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), filepath.Join(cp.BinDir, "kubectl"), append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return string(out), errb.String()
+}
+
+// Kustomize renders the kustomization in dir with the control plane's kubectl.
+func Kustomize(t testing.TB, cp *controlplane.ControlPlane, dir string) string {
+	t.Helper()
+	out, _ := Kubectl(t, cp, "", "kustomize", "--load-restrictor", "LoadRestrictionsNone", dir)
+	return out
+}
+
+// Overlay is one overlay of a shipped kustomization.
+type Overlay struct {
+	// Shipped is the folder of docs/deploy the overlay builds on: "cronjob", "deployment".
+	Shipped string
+	// Policy is the policy file's text; CA the PEM of its provider's CA, mounted beside it
+	// as ca.pem. An empty Policy keeps the shipped policy ConfigMap and roles.
+	Policy, CA string
+	// RBACArgs are the flags `kubectl finalize rbac` is given beside --policy and
+	// --service-account (--leader-elect-namespace for the Deployment).
+	RBACArgs []string
+	// Image is the reference of the release image the workload runs instead of the
+	// shipped one.
+	Image string
+	// Patches are the overlay's other patches, by file name: strategic merges or JSON
+	// documents naming their target.
+	Patches map[string]string
+	// Files are more files the overlay folder holds (a generator's inputs), by name.
+	Files map[string]string
+	// Generators is kustomization text appended as is (a secretGenerator, say).
+	Generators string
+}
+
+// Render writes the overlay into a temporary folder and renders it. It returns the
+// manifests and the RBAC `kubectl finalize rbac` generated for the policy (empty when
+// the shipped policy and roles are kept).
+func (o Overlay) Render(t testing.TB, cp *controlplane.ControlPlane) (rendered, rbac string) {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var patches []string
+	for _, name := range slices.Sorted(maps.Keys(o.Patches)) {
+		write(name, o.Patches[name])
+		patches = append(patches, "- path: "+name)
+	}
+	for name, text := range o.Files {
+		write(name, text)
+	}
+	var policy string
+	if o.Policy != "" {
+		write("policy.yaml", o.Policy)
+		write("ca.pem", o.CA)
+		r := cli.Run(t, cp.AdminKubeconfig, append([]string{"rbac", "--policy", filepath.Join(dir, "policy.yaml"),
+			"--service-account", Namespace + "/" + Name}, o.RBACArgs...)...)
+		if r.Code != 0 {
+			t.Fatalf("kubectl finalize rbac: exit %d\n%s", r.Code, r.Stderr)
+		}
+		rbac = r.Stdout
+		for i, doc := range strings.Split(rbac, "\n---\n") {
+			file := fmt.Sprintf("rbac-%d.yaml", i)
+			write(file, doc)
+			patches = append(patches, "- path: "+file)
+		}
+		policy = `configMapGenerator:
+- name: kubectl-finalize-policy
+  namespace: kubectl-finalize
+  behavior: replace
+  files:
+  - policy.yaml
+  - ca.pem
+`
+	}
+	shipped, err := filepath.Rel(dir, RepoPath("docs", "deploy", o.Shipped))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reference ends in its tag: what follows the last colon.
+	i := strings.LastIndex(o.Image, ":")
+	if i < 0 {
+		t.Fatalf("image %q has no tag", o.Image)
+	}
+	write("kustomization.yaml", fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- %s
+images:
+- name: %s
+  newName: %s
+  newTag: %s
+%s%s
+patches:
+%s
+`, shipped, ShippedImage, o.Image[:i], o.Image[i+1:], policy, o.Generators, strings.Join(patches, "\n")))
+	return Kustomize(t, cp, dir), rbac
+}
