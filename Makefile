@@ -176,6 +176,7 @@ verify: ## Fail if go.mod, formatting, generated code or docs are stale; check t
 	go mod tidy -diff
 	cd hack/tools && go mod tidy -diff
 	cd hack/k8s-bins && go mod tidy -diff
+	cd hack/cni && go mod tidy -diff
 	cd hack/receivers && go mod tidy -diff
 	cd hack/image && go mod tidy -diff
 	cd hack/krew && go mod tidy -diff

@@ -70,6 +70,11 @@ type Options struct {
 	// 127.0.0.(i+1), its address on loopback, with containerd and a kubelet of its own;
 	// the first (NodeName) also runs kube-scheduler. Nodes > 1 implies Node.
 	Nodes int
+	// PodNetwork gives the nodes' pods a real network, all of it inside a network
+	// namespace the control plane creates and deletes (podnetwork.go): every node's
+	// containerd and kubelet run there, pods need no host network and reach the API
+	// server at the kubernetes Service's ClusterIP, as in a real cluster. It implies Node.
+	PodNetwork bool
 	// Detached processes outlive this process; Stop is then the caller's job (StopDir).
 	// A node cannot be detached.
 	Detached bool
@@ -100,6 +105,7 @@ type ControlPlane struct {
 	etcd      *process
 	apiserver *process
 	kcm       *process
+	podNet    *podNetwork
 }
 
 // state is what a detached control plane leaves behind for StopDir.
@@ -114,7 +120,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Nodes > 1 {
+	if opts.Nodes > 1 || opts.PodNetwork {
 		opts.Node = true
 	}
 	if opts.Node {
@@ -189,11 +195,19 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 				controllers = append(slices.Clip(controllers), c)
 			}
 		}
+		if cp.opts.PodNetwork {
+			controllers = append(slices.Clip(controllers), podNetworkControllers...)
+		}
 		cp.opts.Controllers = controllers
 	}
 	if len(cp.opts.Controllers) > 0 {
 		if err := cp.StartControllerManager(ctx, cp.opts.Controllers...); err != nil {
 			return err
+		}
+	}
+	if cp.opts.PodNetwork {
+		if err := cp.startPodNetwork(ctx); err != nil {
+			return fmt.Errorf("the pod network: %w", err)
 		}
 	}
 	if cp.Node != nil {
@@ -426,6 +440,7 @@ func (cp *ControlPlane) Stop() {
 	for i := len(cp.Nodes) - 1; i >= 0; i-- {
 		cp.Nodes[i].stop()
 	}
+	cp.podNet.stop()
 	cp.kcm.stop(10 * time.Second)
 	cp.apiserver.stop(15 * time.Second)
 	cp.etcd.stop(10 * time.Second)

@@ -178,6 +178,10 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	dir := filepath.Join(n.Dir, "containerd")
 	// A unix socket path is limited to 108 bytes; the temporary folder is short enough.
 	n.socket = filepath.Join(dir, "containerd.sock")
+	cni, err := n.cniConfig()
+	if err != nil {
+		return err
+	}
 	config := fmt.Sprintf(`version = 2
 root = %q
 state = %q
@@ -194,17 +198,14 @@ state = %q
   disable_apparmor = true
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
+  # Pod network namespaces under the node's folder, which its stop unmounts.
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    # No CNI: pods run with the host's network only.
-    bin_dir = %q
-    conf_dir = %q
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), n.socket, n.socket+".ttrpc", PauseImage,
-		filepath.Join(dir, "no-cni"), filepath.Join(dir, "no-cni"))
+%s`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), n.socket, n.socket+".ttrpc", PauseImage, cni)
 	configPath := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		return err
@@ -214,8 +215,7 @@ state = %q
 	// leader election identity of hostname_pid, both replicas PID 1) collides, and the
 	// deploy tests show reconcile's does not.
 	bin, args := filepath.Join(n.runtimeDir, "containerd"), []string{"--config", configPath}
-	var err error
-	n.containerd, err = startProcessEnv("containerd"+n.suffix(), bin, args, n.cp.Dir, false, n.runtimeEnv())
+	n.containerd, err = n.startProcess("containerd"+n.suffix(), bin, args, n.runtimeEnv())
 	if err != nil {
 		return err
 	}
@@ -391,6 +391,7 @@ func (n *Node) startKubelet(ctx context.Context) error {
 		"serializeImagePulls":       false,
 		"nodeStatusUpdateFrequency": "2s",
 	}
+	n.kubeletConfig(config)
 	b, err := json.MarshalIndent(config, "", "  ")
 	if err != nil {
 		return err
@@ -399,14 +400,17 @@ func (n *Node) startKubelet(ctx context.Context) error {
 	if err := os.WriteFile(configPath, b, 0o600); err != nil {
 		return err
 	}
-	n.kubelet, err = startProcessEnv("kubelet"+n.suffix(), filepath.Join(cp.BinDir, "kubelet"), flagList(map[string]string{
+	if err := n.forwardKubelet(); err != nil {
+		return err
+	}
+	n.kubelet, err = n.startProcess("kubelet"+n.suffix(), filepath.Join(cp.BinDir, "kubelet"), flagList(map[string]string{
 		"config":            configPath,
 		"kubeconfig":        kubeconfig,
 		"root-dir":          filepath.Join(n.Dir, "kubelet"),
 		"cert-dir":          filepath.Join(n.Dir, "kubelet", "pki"),
 		"hostname-override": n.Name,
 		"v":                 "1",
-	}), cp.Dir, false, n.runtimeEnv())
+	}), n.runtimeEnv())
 	if err != nil {
 		return err
 	}
@@ -511,6 +515,9 @@ const guardName = "kubectl-finalize-test-network-rule"
 // traffic to a ClusterIP from the machine's own network namespace: every pod must carry
 // NetworkOverlay (host network, service links off, the API server on loopback).
 func (cp *ControlPlane) guardNetwork(ctx context.Context) error {
+	if cp.podNet != nil {
+		return cp.guardPodNetwork(ctx)
+	}
 	client, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
 		return err

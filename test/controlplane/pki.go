@@ -96,7 +96,9 @@ func (p *pki) issue(cn string, orgs []string, hosts []string) (certPEM, keyPEM [
 
 // writeServing writes the serving certificate of kube-apiserver.
 func (p *pki) writeServing() (certFile, keyFile string, err error) {
-	cert, key, err := p.issue("kube-apiserver", nil, []string{"127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"})
+	// kubernetesServiceIP: the kubernetes Service's ClusterIP, where pods of a pod network
+	// reach the API server, as a real cluster's certificate names it.
+	cert, key, err := p.issue("kube-apiserver", nil, []string{"127.0.0.1", kubernetesServiceIP, "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"})
 	if err != nil {
 		return "", "", err
 	}

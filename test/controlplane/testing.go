@@ -49,7 +49,7 @@ func runMain(m *testing.M, opts Options, out **ControlPlane, setups []Setup) int
 		}
 	}
 	timeout := 2 * time.Minute
-	if opts.Node || opts.Nodes > 1 {
+	if opts.Node || opts.Nodes > 1 || opts.PodNetwork {
 		timeout = 5 * time.Minute // the node's images are built first, cold on a fresh machine
 		if opts.Log == nil {
 			opts.Log = os.Stderr // the node's start is slow enough to show its steps
