@@ -43,6 +43,13 @@ const (
 	ReasonClusterUnreachable IncompleteReason = "ClusterUnreachable"
 )
 
+// ReasonConversionWebhookUnavailable is a cause and an incomplete reason at once (#24):
+// a CRD's conversion webhook cannot be reached, so its objects stored at one version
+// cannot be read at another. Lists of its other versions fail, the scan's among them,
+// and so does the namespace controller's in every namespace that holds its objects.
+// Untyped, it fits both Cause.Reason and IncompleteResource.Reason.
+const ReasonConversionWebhookUnavailable = "ConversionWebhookUnavailable"
+
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // StuckObjectList is what `scan` prints: every object that has a deletionTimestamp and
@@ -136,6 +143,17 @@ const (
 	ReasonWebhookBlocking              = "WebhookBlocking"
 	ReasonProgressing                  = "Progressing"
 	ReasonUnknown                      = "Unknown"
+)
+
+// Causes of storage protections that wait for other storage objects (#24).
+const (
+	// ReasonSnapshotsUsingClaim: VolumeSnapshots taken from the claim are not ready yet;
+	// the snapshot-controller keeps snapshot.storage.kubernetes.io/pvc-as-source-protection
+	// on the claim until they are.
+	ReasonSnapshotsUsingClaim = "SnapshotsUsingClaim"
+	// ReasonVolumeStillAttached: VolumeAttachments still attach the volume to nodes; the
+	// CSI external-attacher keeps external-attacher/<driver> on it until they are gone.
+	ReasonVolumeStillAttached = "VolumeStillAttached"
 )
 
 // Blocker is something a stuck object waits for.
