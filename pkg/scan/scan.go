@@ -92,6 +92,11 @@ type Result struct {
 	// Index is what the doctor needs to know about the objects that are not stuck. It is
 	// nil unless Options.Index was set: a diagnosis needs it, a plain scan does not.
 	Index *Index
+	// Namespaces are the namespaces the scan was limited to (empty: every namespace), and
+	// LabelSelector the selector of every list: what the index and ManagerActivity
+	// cover, so that nothing is said absent that was not looked for.
+	Namespaces    []string
+	LabelSelector string
 }
 
 // Scanner lists through these clients.
@@ -125,6 +130,7 @@ func (s *Scanner) Scan(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Index {
 		res.Index = newIndex()
 	}
+	res.Namespaces, res.LabelSelector = opts.namespaces(), opts.LabelSelector
 	res.Resources = selectResources(d.resources, opts)
 
 	st := &state{res: res, opts: opts, total: len(res.Resources)}
@@ -259,12 +265,16 @@ func (st *state) done(r kube.Resource, tr typeResult) {
 			reason = finalizev1alpha1.ReasonForbidden
 		}
 		klog.V(1).InfoS("Listing failed", "resource", r.String(), "err", tr.err)
-		st.res.Incomplete = append(st.res.Incomplete, finalizev1alpha1.IncompleteResource{
+		in := finalizev1alpha1.IncompleteResource{
 			GroupVersion: r.GroupVersion().String(),
 			Resource:     r.Resource,
 			Reason:       reason,
 			Message:      tr.err.Error(),
-		})
+		}
+		if conv, ok := conversionIncomplete(r, tr.err); ok && reason == finalizev1alpha1.ReasonListFailed {
+			in = conv
+		}
+		st.res.Incomplete = append(st.res.Incomplete, in)
 	}
 	if st.opts.Progress != nil {
 		st.opts.Progress(Progress{TypesDone: st.finished, TypesTotal: st.total, ObjectsSeen: st.res.ObjectsSeen, Stuck: len(st.res.Objects)})
