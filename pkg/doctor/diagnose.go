@@ -21,6 +21,8 @@ type diagnoser struct {
 	f              *facts
 	catalog        *owner.Catalog
 	namespaceGrace time.Duration
+	// conversions are the failing conversion webhooks, by CRD name (conversion.go).
+	conversions map[string]*conversion
 }
 
 // diagnose returns every finding for o, at least one. Each rule family lives in its own

@@ -91,6 +91,7 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error
 		}
 	}
 	rep.gatherRoots(leaves)
+	dg.describeConversionIncomplete()
 	rep.Warnings = dg.f.warnings
 	return rep, nil
 }

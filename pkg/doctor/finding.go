@@ -55,6 +55,7 @@ func (fd finding) withRootNext(next string) finding {
 // operator can act on next, and "not proven yet" last.
 var priority = map[string]int{
 	finalizev1alpha1.ReasonAPIServiceUnavailable:        0,
+	finalizev1alpha1.ReasonConversionWebhookUnavailable: 0,
 	finalizev1alpha1.ReasonWebhookBlocking:              1,
 	finalizev1alpha1.ReasonNamespaceContentRemaining:    2,
 	finalizev1alpha1.ReasonNamespaceFinalizersRemaining: 2,
@@ -62,6 +63,8 @@ var priority = map[string]int{
 	finalizev1alpha1.ReasonInstancesRemaining:           2,
 	finalizev1alpha1.ReasonPodsUsingClaim:               2,
 	finalizev1alpha1.ReasonClaimStillBound:              2,
+	finalizev1alpha1.ReasonSnapshotsUsingClaim:          2,
+	finalizev1alpha1.ReasonVolumeStillAttached:          2,
 	finalizev1alpha1.ReasonControllerFailing:            3,
 	finalizev1alpha1.ReasonControllerInactive:           4,
 	finalizev1alpha1.ReasonProgressing:                  5,

@@ -43,6 +43,8 @@ func (d *diagnoser) namespace(o *kube.Object) []finding {
 		next := "fix or remove the API whose group version cannot be parsed"
 		fs = append(fs, rooted(finalizev1alpha1.ReasonUnknown, subjectOf(o), "the namespace controller cannot parse a group version: "+c.Message, next, c.Message))
 	}
+	convs := d.conversionFindings(o, ns.Status.Conditions)
+	fs = append(fs, convs...)
 	children := d.f.byNamespace[o.Meta.Name]
 	content, contentTrue := isTrue(corev1.NamespaceContentRemaining)
 	fins, finsTrue := isTrue(corev1.NamespaceFinalizersRemaining)
@@ -77,7 +79,13 @@ func (d *diagnoser) namespace(o *kube.Object) []finding {
 		for _, c := range children {
 			fd.blockers = append(fd.blockers, stuckBlocker(c, ""))
 		}
-		if len(children) == 0 {
+		switch {
+		case len(children) > 0:
+		case len(convs) > 0 && failedTrue && conversionExplains(failed.Message) && (held == nil || held.Count == 0):
+			// What remains is of the types whose conversion webhook fails: their root
+			// cause explains the namespace, and listing every type would fail on them.
+			fd.next = convs[0].next
+		default:
 			d.contentWithoutFinalizers(o, &fd, failedTrue, failed.Message)
 		}
 		fs = append(fs, fd)

@@ -141,8 +141,8 @@ func conversionIncomplete(r kube.Resource, err error) (finalizev1alpha1.Incomple
 	} else if f.URL != "" {
 		via = " (" + f.URL + ")"
 	}
-	msg := fmt.Sprintf("the conversion webhook%s of CRD %s fails: %s; objects stored at %s cannot be listed at %s, so its objects are not scanned; the API server said: %s",
-		via, r.Resource+"."+r.Group, f.Problem(), f.From, r.GroupVersion(), err)
+	msg := fmt.Sprintf("the conversion webhook of CRD %s%s fails: %s; objects stored at %s cannot be listed at %s, so its objects are not scanned; the API server said: %s",
+		r.Resource+"."+r.Group, via, f.Problem(), f.From, r.GroupVersion(), err)
 	return finalizev1alpha1.IncompleteResource{GroupVersion: r.GroupVersion().String(), Resource: r.Resource,
 		Reason: finalizev1alpha1.ReasonConversionWebhookUnavailable, Message: msg}, true
 }

@@ -66,7 +66,7 @@ func TestAListThatFailsInAConversionWebhookSaysSo(t *testing.T) {
 	if in.Reason != finalizev1alpha1.ReasonConversionWebhookUnavailable || in.Resource != "databases" || in.GroupVersion != "db.example.com/v1" {
 		t.Errorf("incomplete %+v", in)
 	}
-	for _, want := range []string{"the conversion webhook (service ops/db-webhook) of CRD databases.db.example.com fails: service ops/db-webhook does not exist", convMissing} {
+	for _, want := range []string{"the conversion webhook of CRD databases.db.example.com (service ops/db-webhook) fails: service ops/db-webhook does not exist", convMissing} {
 		if !strings.Contains(in.Message, want) {
 			t.Errorf("message %q lacks %q", in.Message, want)
 		}
