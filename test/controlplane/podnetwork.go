@@ -152,6 +152,7 @@ func (cp *ControlPlane) startPodNetwork(ctx context.Context) error {
 	if p.host, err = os.Open("/proc/self/ns/net"); err != nil {
 		return err
 	}
+	p.removeStale()
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	p.name = "kf-" + hex.EncodeToString(suffix)
@@ -160,7 +161,7 @@ func (cp *ControlPlane) startPodNetwork(ctx context.Context) error {
 		return err
 	}
 	cp.podNet = p // from here on, Stop deletes it
-	if p.ns, err = os.Open(filepath.Join("/run/netns", p.name)); err != nil {
+	if p.ns, err = os.Open(netnsDir + p.name); err != nil {
 		return err
 	}
 	steps := [][]string{
@@ -202,11 +203,10 @@ func (cp *ControlPlane) serviceClusterIP(ctx context.Context) (string, error) {
 	var ip string
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		svc, err := client.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
+		if err == nil {
+			ip = svc.Spec.ClusterIP
 		}
-		ip = svc.Spec.ClusterIP
-		return true, nil
+		return err == nil, nil
 	})
 	if err != nil {
 		return "", fmt.Errorf("the kubernetes Service: %w", err)
@@ -216,6 +216,9 @@ func (cp *ControlPlane) serviceClusterIP(ctx context.Context) (string, error) {
 	}
 	return ip, nil
 }
+
+// netnsDir is where `ip netns` keeps the namespaces it names.
+const netnsDir = "/run/netns/"
 
 // kubernetesServiceIP is the ClusterIP of the kubernetes Service: the first address of
 // --service-cluster-ip-range (10.0.0.0/24). The serving certificate names it.
@@ -267,6 +270,40 @@ func (p *podNetwork) run(args ...string) error {
 		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
 	}
 	return nil
+}
+
+// removeStale deletes the pod networks of test processes that died without stopping
+// them (a SIGKILL, a test binary's timeout): kf-* namespaces older than a minute that no
+// process is in. A live control plane's always holds its containerd. Only the
+// namespaces are left by such a death: their processes die with the test (a
+// parent-death signal), and whatever was in them lies inside them.
+func (p *podNetwork) removeStale() {
+	entries, err := os.ReadDir(netnsDir)
+	if err != nil {
+		return
+	}
+	inUse := map[uint64]bool{}
+	procs, _ := os.ReadDir("/proc")
+	for _, e := range procs {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+e.Name()+"/ns/net", &st) == nil {
+			inUse[st.Ino] = true
+		}
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "kf-") {
+			continue
+		}
+		var st unix.Stat_t
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < time.Minute || unix.Stat(netnsDir+e.Name(), &st) != nil || inUse[st.Ino] {
+			continue
+		}
+		_ = p.run("netns", "delete", e.Name())
+	}
 }
 
 // do runs fn on an OS thread of its own that entered the pod network's namespace. What
