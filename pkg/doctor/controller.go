@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -9,10 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
@@ -23,18 +24,98 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/preset"
 )
 
-// controllerName is the field manager of the controller expected to remove fin: the
-// owner found in managedFields, else the controller that added it. Nothing else counts:
-// another manager writing the object (the namespace controller rewriting a namespace's
-// conditions) says nothing about the finalizer's owner.
-func controllerName(fin finalizev1alpha1.Finalizer) string {
+// DefaultProgressWindow is how long a controller may go without writing to an object it
+// holds before the doctor stops calling it Progressing. Fifteen minutes is longer than
+// the usual cloud deletion step reports back, and close to the longest retry backoff of
+// client-go's and controller-runtime's work queues (1000 s): a controller that works on
+// an object writes to it well within that, and a person woken at 3 a.m. is not told to
+// wait an hour.
+const DefaultProgressWindow = 15 * time.Minute
+
+// controllerID is who is expected to remove a finalizer, and how the doctor finds it.
+type controllerID struct {
+	// manager is the field manager whose writes are measured: the owner found in
+	// managedFields, else the controller that wrote the finalizer. Empty when no
+	// controller wrote it. Nothing else counts: another manager writing the object (the
+	// namespace controller rewriting a namespace's conditions) says nothing about the
+	// finalizer's owner.
+	manager string
+	// who names the controller in messages: the manager, else the owner.
+	who string
+	// workloads are the names (or app.kubernetes.io/name labels) its workloads may have.
+	workloads []string
+	// entry is the finalizer's catalogue entry, if any.
+	entry *owner.Entry
+	// writer is the client that wrote the finalizer when no controller did (kubectl,
+	// helm, a GitOps applier): it added the finalizer, but is not expected to remove it.
+	writer string
+}
+
+// identify names the controller expected to remove fin. When the catalogue knows the
+// finalizer but names no workload for it, the field manager that wrote it is the
+// controller (unless it is a generic client, or one the catalogue names as the owner:
+// Flux's kustomize-controller applies manifests for people, and writes
+// finalizers.fluxcd.io for itself).
+func (d *diagnoser) identify(o *kube.Object, fin finalizev1alpha1.Finalizer) controllerID {
+	var id controllerID
+	if e, ok := d.catalog.Lookup(fin.Name); ok {
+		id.entry = e
+	}
+	writers := owner.Writers(o.Meta.ManagedFields, fin.Field, fin.Name)
 	if fin.OwnerSource == finalizev1alpha1.OwnerSourceManagedFields {
-		return fin.Owner
+		id.manager = fin.Owner
 	}
-	if fin.AddedBy != "" && !owner.IsGenericManager(fin.AddedBy) {
-		return fin.AddedBy
+	for _, w := range writers {
+		if id.manager == "" && !owner.IsGenericManager(w) {
+			id.manager = w
+		}
 	}
-	return ""
+	for _, w := range writers {
+		if id.manager == "" && id.entry != nil && slices.Contains(id.entry.Managers, w) {
+			id.manager = w
+		}
+	}
+	if id.manager == "" && len(writers) > 0 {
+		id.writer = writers[0]
+	}
+	id.who = id.manager
+	if id.who == "" {
+		id.who = fin.Owner
+	}
+	if id.manager != "" {
+		id.workloads = append(id.workloads, id.manager)
+	}
+	if id.entry != nil && fin.OwnerSource == finalizev1alpha1.OwnerSourceCatalog {
+		for _, n := range id.entry.WorkloadNames() {
+			if !slices.Contains(id.workloads, n) {
+				id.workloads = append(id.workloads, n)
+			}
+		}
+	}
+	return id
+}
+
+// reports says whether an Event's reporter is this controller: its field manager, a
+// workload name of it, or (when nothing wrote the finalizer as a controller) a manager
+// the catalogue names; equal, or one of them the other followed by a dash
+// (cert-manager-challenges is cert-manager).
+func (id *controllerID) reports(reporter string) bool {
+	if reporter == "" {
+		return false
+	}
+	names := append([]string{id.manager}, id.workloads...)
+	if id.manager == "" && id.entry != nil {
+		names = append(names, id.entry.Managers...)
+	}
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		if strings.EqualFold(reporter, n) || strings.HasPrefix(reporter, n+"-") || strings.HasPrefix(n, reporter+"-") {
+			return true
+		}
+	}
+	return false
 }
 
 // custom explains a finalizer of a controller outside Kubernetes: failing, inactive, or
@@ -53,103 +134,333 @@ func (d *diagnoser) custom(o *kube.Object, fin finalizev1alpha1.Finalizer) findi
 func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) finding {
 	now := d.f.now
 	deleted := o.Meta.DeletionTimestamp.Time
-	ctrl := controllerName(fin)
-	who := ctrl
-	if who == "" {
-		who = fin.Owner
-	}
+	id := d.identify(o, fin)
 	removeCmd := fmt.Sprintf("kubectl finalize remove %s --finalizer %s", o.Ref(), fin.Name)
 	guards := "what the finalizer guards is really gone"
-	var names []string
-	if ctrl != "" {
-		names = append(names, ctrl)
-	}
-	if e, ok := d.catalog.Lookup(fin.Name); ok {
-		if e.Purpose != "" {
-			guards = e.Purpose
-		}
-		if fin.OwnerSource == finalizev1alpha1.OwnerSourceCatalog {
-			names = append(names, e.WorkloadNames()...)
-		}
+	if id.entry != nil && id.entry.Purpose != "" {
+		guards = id.entry.Purpose
 	}
 
-	// Warnings since the deletion began: the controller is alive, and failing.
-	if warns := d.f.warningsFor(o, deleted); len(warns) > 0 {
-		sort.Slice(warns, func(i, j int) bool { return eventTime(&warns[i]).After(eventTime(&warns[j])) })
+	// Warnings from the finalizer's owner since the deletion began: it is alive, and
+	// failing. Other controllers' warnings are context (warningContext).
+	if warns := d.ownedWarnings(o, &id); len(warns) > 0 {
 		e := &warns[0]
 		reporter := reporterOf(e)
-		if reporter == "" {
-			reporter = who
-		}
 		return rooted(finalizev1alpha1.ReasonControllerFailing, controllerSubject(reporter),
 			fmt.Sprintf("%s reports %s: %s (%s, last %s ago)", reporter, e.Reason, e.Note, times(eventCount(e)), ago(now, eventTime(e))),
 			fmt.Sprintf("fix what %s reports (kubectl events --for %s); it removes %s once its cleanup succeeds", reporter, o.Ref(), fin.Name),
 			fmt.Sprintf("%s is failing to clean up (%s)", reporter, e.Reason))
 	}
 
-	if who == "" {
+	if id.who == "" {
 		return rooted(finalizev1alpha1.ReasonUnknown, finalizev1alpha1.Subject{Kind: "Finalizer", Name: fin.Name},
 			fmt.Sprintf("nothing tells who should remove %s: no field manager wrote it as a controller, no known controller owns it, and it names no served API group", fin.Name),
 			fmt.Sprintf("find who added it (kubectl get %s -o yaml --show-managed-fields) and what it guards before removing it", o.Ref()),
 			"nobody is known to own finalizer "+fin.Name)
 	}
-
-	ready, notReady, workloadNote := d.workloadStates(names)
-	if ctrl != "" {
-		last, seen := d.f.res.ManagerActivity[ctrl]
-		// managedFields times have one-second resolution: a write in the second of the
-		// deletion proves nothing.
-		if seen && last.After(deleted) {
-			return progressing(o, fmt.Sprintf("%s is active: it last wrote %s ago, after the deletion began %s ago (only the writes of %s, which wrote the finalizer, count); stuck is not proven yet",
-				ctrl, ago(now, last), ago(now, deleted), ctrl), ctrl)
-		}
-		lastNote := fmt.Sprintf("%s has written nothing in the cluster", ctrl)
-		if seen {
-			lastNote = fmt.Sprintf("%s has written nothing since the deletion began %s ago (its last write: %s ago; only the writes of %s, which wrote the finalizer, count)", ctrl, ago(now, deleted), ago(now, last), ctrl)
-		}
-		return inactive(ctrl, lastNote+"; "+workloadNote, guards, removeCmd)
+	if id.manager == "" && len(id.workloads) == 0 {
+		return d.unlocated(o, fin, &id, guards, removeCmd)
 	}
 
-	// The owner is known by name only: its workloads tell.
+	ws := d.f.workloadsOf(id.workloads...)
+	var running []workloadState
+	for _, w := range ws.found {
+		if w.running() {
+			running = append(running, w)
+		}
+	}
+	act := d.activity(o, &id)
+	window := d.progressWindow
+	recentObj := act.wroteObj && now.Sub(act.objLast) < window
+	recentElsewhere := act.wroteElsewhere && now.Sub(act.anyLast) < window
+	alive := len(running) > 0 || recentObj || recentElsewhere
+	scope := d.f.scope()
+
 	switch {
-	case len(notReady) > 0:
-		return inactive(who, fmt.Sprintf("%s is expected to remove %s; %s", who, fin.Name, workloadNote), guards, removeCmd)
-	case len(ready) > 0:
-		return progressing(o, fmt.Sprintf("%s; no field manager wrote the finalizer, so its writes cannot be told apart, and stuck is not proven yet", workloadNote), who)
-	case len(names) > 0:
-		return inactive(who, fmt.Sprintf("%s is expected to remove %s; %s", who, fin.Name, workloadNote), guards, removeCmd)
-	case fin.OwnerSource == finalizev1alpha1.OwnerSourceCatalog:
-		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(who),
-			fmt.Sprintf("%s is expected to remove %s, but nothing identifies where it runs: no field manager wrote the finalizer, and no workload is known for it", who, fin.Name),
-			fmt.Sprintf("check that %s runs and is healthy; if it is gone for good, check that %s, then: %s", who, guards, removeCmd),
-			fmt.Sprintf("where %s runs cannot be told", who))
+	case recentObj:
+		return progressing(o, fmt.Sprintf("%s is active: it last wrote this object %s ago, after the deletion began %s ago (only the writes of %s, which wrote the finalizer, count); stuck is not proven yet: only after %s without a write to the object",
+			id.manager, ago(now, act.objLast), ago(now, deleted), id.manager, duration.HumanDuration(window)), id.who)
+	case alive && now.Sub(deleted) < window:
+		return progressing(o, fmt.Sprintf("%s runs (%s), and the deletion began %s ago: it has not written to this object since; stuck is not proven yet: only after %s without a write to the object",
+			id.who, strings.Join(aliveEvidence(now, running, act, recentElsewhere), "; "), ago(now, deleted), duration.HumanDuration(window)), id.who)
+	case alive:
+		return d.idle(o, fin, &id, running, act, recentElsewhere, guards, removeCmd)
 	}
-	return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject("controller of API group "+fin.Owner),
-		fmt.Sprintf("%s names API group %s, but no field manager identifies the controller that serves it, so its activity cannot be measured", fin.Name, fin.Owner),
-		fmt.Sprintf("find the controller of API group %s and check that it runs; if it is gone for good, check that %s, then: %s", fin.Owner, guards, removeCmd),
-		"the controller of API group "+fin.Owner+" could not be identified")
+
+	workloadNote := describeWorkloads(id.workloads, ws)
+	if len(ws.found) == 0 && len(ws.unread) > 0 && !act.seen {
+		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(id.who),
+			fmt.Sprintf("%s is expected to remove %s, but whether it runs cannot be told: %s, and it has written nothing %s", id.who, fin.Name, workloadNote, scope),
+			fmt.Sprintf("check that %s runs (kubectl get deployments,statefulsets,daemonsets -A -l %s=%s); if it is gone for good, check that %s, then: %s", id.who, appNameLabel, id.workloads[0], guards, removeCmd),
+			fmt.Sprintf("whether %s runs cannot be told", id.who))
+	}
+	if id.manager == "" {
+		return inactive(id.who, fmt.Sprintf("%s is expected to remove %s; %s", id.who, fin.Name, workloadNote), guards, removeCmd)
+	}
+	var lastNote string
+	switch {
+	case act.wroteObj:
+		lastNote = fmt.Sprintf("%s last wrote this object %s ago, %s after the deletion began, and nothing since (only the writes of %s, which wrote the finalizer, count)",
+			id.manager, ago(now, act.objLast), duration.HumanDuration(act.objLast.Sub(deleted)), id.manager)
+	case act.seen:
+		lastNote = fmt.Sprintf("%s has written nothing since the deletion began %s ago (its last write %s: %s ago; only the writes of %s, which wrote the finalizer, count)",
+			id.manager, ago(now, deleted), scope, ago(now, act.anyLast), id.manager)
+	default:
+		lastNote = fmt.Sprintf("%s has written nothing %s", id.manager, scope)
+	}
+	return inactive(id.who, lastNote+"; "+workloadNote, guards, removeCmd)
 }
 
-// workloadStates reads the workloads named names and says what they show.
-func (d *diagnoser) workloadStates(names []string) (ready, notReady []string, note string) {
-	for _, w := range d.f.workloadsOf(names...) {
-		if w.Desired > 0 && w.Ready >= w.Desired {
-			ready = append(ready, w.String())
-		} else {
-			notReady = append(notReady, w.String())
+// unlocated explains a finalizer whose owner is known by description only: no
+// controller wrote it, and no workload name is known. The next step says how to find
+// the controller.
+func (d *diagnoser) unlocated(o *kube.Object, fin finalizev1alpha1.Finalizer, id *controllerID, guards, removeCmd string) finding {
+	wrote := "no field manager wrote the finalizer"
+	if id.writer != "" {
+		wrote = fmt.Sprintf("the finalizer was written by %s, a client that applies manifests for people, not a controller", id.writer)
+	}
+	if fin.OwnerSource != finalizev1alpha1.OwnerSourceCatalog {
+		by := ""
+		if id.writer != "" {
+			by = " (" + wrote + ")"
+		}
+		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject("controller of API group "+fin.Owner),
+			fmt.Sprintf("%s names API group %s, but no field manager identifies the controller that serves it%s, so its activity cannot be measured", fin.Name, fin.Owner, by),
+			fmt.Sprintf("find the controller of API group %s and check that it runs; if it is gone for good, check that %s, then: %s", fin.Owner, guards, removeCmd),
+			"the controller of API group "+fin.Owner+" could not be identified")
+	}
+	locate := fmt.Sprintf("which controller handles %s and that it runs (kubectl get deployments,statefulsets,daemonsets -A; who wrote the object: kubectl get %s -o yaml --show-managed-fields)", o.Resource, o.Ref())
+	if id.entry != nil && id.entry.Locate != "" {
+		locate = id.entry.Locate
+	}
+	return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(id.who),
+		fmt.Sprintf("%s is expected to remove %s, but nothing identifies where it runs: %s, and no workload is known for it", id.who, fin.Name, wrote),
+		fmt.Sprintf("find out %s; if no controller will remove it, check that %s, then: %s", locate, guards, removeCmd),
+		fmt.Sprintf("where %s runs cannot be told", id.who))
+}
+
+// activity is what a controller wrote: to the object, and anywhere the scan looked.
+type activity struct {
+	// objLast is its latest write to the object; wroteObj: after the deletion began.
+	objLast  time.Time
+	wroteObj bool
+	// anyLast is its latest write anywhere the scan looked (seen: it wrote something);
+	// wroteElsewhere: after the deletion began, and later than its last write to the
+	// object, so to other objects.
+	anyLast        time.Time
+	seen           bool
+	wroteElsewhere bool
+}
+
+// activity measures the writes of id's field manager. managedFields keep whole seconds:
+// a write in the very second of the deletion proves nothing.
+func (d *diagnoser) activity(o *kube.Object, id *controllerID) activity {
+	var a activity
+	if id.manager == "" {
+		return a
+	}
+	deleted := o.Meta.DeletionTimestamp.Time
+	for i := range o.Meta.ManagedFields {
+		e := &o.Meta.ManagedFields[i]
+		if e.Manager == id.manager && e.Time != nil && e.Time.After(a.objLast) {
+			a.objLast = e.Time.Time
 		}
 	}
-	switch {
-	case len(notReady) > 0:
-		note = "its " + strings.Join(notReady, ", ")
-	case len(ready) > 0:
-		note = "its " + strings.Join(ready, ", ")
-	case len(names) > 0:
-		note = fmt.Sprintf("no Deployment, StatefulSet or DaemonSet named %s was found (by name or app.kubernetes.io/name label; it may run outside the cluster)", strings.Join(names, " or "))
-	default:
-		note = "no workload is known for it"
+	a.wroteObj = a.objLast.After(deleted)
+	a.anyLast, a.seen = d.f.res.ManagerActivity[id.manager]
+	a.wroteElsewhere = a.anyLast.After(deleted) && a.anyLast.After(a.objLast)
+	return a
+}
+
+// aliveEvidence says why a controller is taken to run.
+func aliveEvidence(now time.Time, running []workloadState, act activity, recentElsewhere bool) []string {
+	var out []string
+	for _, w := range running {
+		out = append(out, "its "+w.String())
 	}
-	return ready, notReady, note
+	if recentElsewhere || (len(running) == 0 && act.wroteElsewhere) {
+		out = append(out, fmt.Sprintf("it wrote to other objects %s ago, which proves it runs, not that it works on this one", ago(now, act.anyLast)))
+	}
+	if len(out) == 0 && act.wroteObj {
+		out = append(out, fmt.Sprintf("it wrote this object %s ago", ago(now, act.objLast)))
+	}
+	return out
+}
+
+// idle explains a controller that runs but has not written to the object for the
+// progress window: it may not be allowed to act on it (ControllerForbidden), or it
+// ignores it for a reason its logs tell (ControllerIdle).
+func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *controllerID, running []workloadState, act activity, recentElsewhere bool, guards, removeCmd string) finding {
+	now := d.f.now
+	deleted := o.Meta.DeletionTimestamp.Time
+	quiet := fmt.Sprintf("has written nothing to this object since the deletion began %s ago", ago(now, deleted))
+	switch {
+	case act.wroteObj:
+		quiet = fmt.Sprintf("last wrote this object %s ago, %s after the deletion began, and nothing since", ago(now, act.objLast), duration.HumanDuration(act.objLast.Sub(deleted)))
+	case id.manager == "":
+		quiet = fmt.Sprintf("has not removed %s since the deletion began %s ago (no controller wrote the finalizer, so its writes to the object cannot be told)", fin.Name, ago(now, deleted))
+	}
+	evidence := strings.Join(aliveEvidence(now, running, act, recentElsewhere), "; ")
+	msg := fmt.Sprintf("%s runs (%s) but %s: longer than the progress window (%s), within which a controller at work on an object writes to it", id.who, evidence, quiet, duration.HumanDuration(d.progressWindow))
+
+	// What its pod templates and its ServiceAccounts say, workload by workload.
+	var checks, notes, forbidden []string
+	var canI string
+	for i := range running {
+		w := &running[i]
+		if ex := w.excludes(o.Meta.Namespace); ex != "" {
+			notes = append(notes, fmt.Sprintf("%s %s/%s: %s", w.Kind, w.Namespace, w.Name, ex))
+		}
+		a := d.f.accessOf(w, o)
+		if canI == "" {
+			canI = a.canI("patch", o)
+		}
+		switch {
+		case !a.checked:
+			checks = append(checks, fmt.Sprintf("whether ServiceAccount %s may act on it could not be checked", a.serviceAccount))
+		case len(a.missing) > 0:
+			forbidden = append(forbidden, fmt.Sprintf("ServiceAccount %s (of %s %s/%s) may not %s", a.serviceAccount, w.Kind, w.Namespace, w.Name, strings.Join(a.missing, ", nor ")))
+		default:
+			checks = append(checks, fmt.Sprintf("its ServiceAccount %s may list, watch and patch it, so permissions are not why", a.serviceAccount))
+		}
+		notes = append(notes, a.notes...)
+	}
+	if len(running) == 0 {
+		checks = append(checks, "no workload of it was found in the cluster (it may run outside), so its permissions cannot be checked from here")
+	}
+	if len(forbidden) > 0 && len(forbidden) == len(running) {
+		m := fmt.Sprintf("%s runs (%s) but %s", id.who, evidence, strings.Join(forbidden, "; "))
+		if len(notes) > 0 {
+			m += "; " + strings.Join(notes, "; ")
+		}
+		return rooted(finalizev1alpha1.ReasonControllerForbidden, controllerSubject(id.who), m,
+			fmt.Sprintf("grant what it lacks (a Role or ClusterRole with those verbs on %s, bound to its ServiceAccount; an operator upgraded without its RBAC, or installed for other namespaces, often lacks it), and check: %s; it then removes %s itself", o.Resource, canI, fin.Name),
+			fmt.Sprintf("%s may not act on the objects it holds", id.who)).
+			withRootNext(fmt.Sprintf("grant %s's ServiceAccount the permissions named above; it then removes its finalizers itself", id.who))
+	}
+	for _, c := range append(checks, notes...) {
+		msg += "; " + c
+	}
+	var steps []string
+	for _, w := range running {
+		steps = append(steps, fmt.Sprintf("kubectl logs -n %s %s/%s --since=%s", w.Namespace, logsKind[w.Kind], w.Name, sinceFlag(now.Sub(deleted))))
+	}
+	next := "find out why a running " + id.who + " ignores it: "
+	if len(steps) > 0 {
+		next += "its logs (" + strings.Join(steps, "; ") + ")"
+	} else {
+		next += "its logs"
+	}
+	watch := "whether it watches "
+	if o.Meta.Namespace != "" {
+		watch += "namespace " + o.Meta.Namespace + " (a WATCH_NAMESPACE or --watch-namespace setting)"
+	} else {
+		watch += "cluster-scoped " + o.Resource.String()
+	}
+	next += ", " + watch
+	if canI != "" {
+		next += ", and whether it may act on it (" + canI + ")"
+	}
+	next += fmt.Sprintf("; it removes %s once it reconciles the object; if it never will, check that %s, then: %s", fin.Name, guards, removeCmd)
+	return rooted(finalizev1alpha1.ReasonControllerIdle, controllerSubject(id.who), msg, next,
+		fmt.Sprintf("%s runs but does not act on the objects it holds", id.who)).
+		withRootNext(fmt.Sprintf("read %s's logs for the objects it holds, and check that it watches their namespaces and may patch them", id.who))
+}
+
+// logsKind is kubectl's short name of each workload kind.
+var logsKind = map[string]string{"Deployment": "deploy", "StatefulSet": "sts", "DaemonSet": "ds"}
+
+// sinceFlag is a --since value that covers d, in whole minutes (at least one).
+func sinceFlag(d time.Duration) string {
+	m := int(d/time.Minute) + 1
+	if m >= 60*48 {
+		return "48h"
+	}
+	return fmt.Sprintf("%dm", m)
+}
+
+// describeWorkloads says what was found of a controller's workloads, and never claims
+// absence from a look that failed.
+func describeWorkloads(names []string, ws workloads) string {
+	var found []string
+	for _, w := range ws.found {
+		found = append(found, w.String())
+	}
+	switch {
+	case len(found) > 0:
+		return "its " + strings.Join(found, ", ")
+	case len(ws.unread) > 0:
+		return fmt.Sprintf("its %ss could not be read, so whether it runs in the cluster is not known", strings.Join(ws.unread, "s, "))
+	case len(names) > 0:
+		return fmt.Sprintf("no Deployment, StatefulSet or DaemonSet named %s was found in the cluster (by name or app.kubernetes.io/name label; it may run outside the cluster)", strings.Join(names, " or "))
+	}
+	return "no workload is known for it"
+}
+
+// scope is where the scan measured the writes of field managers: "in the cluster", or
+// the part of it the scan was limited to.
+func (f *facts) scope() string {
+	switch {
+	case len(f.res.Namespaces) > 0:
+		return "in namespace " + strings.Join(f.res.Namespaces, ", ") + " (the scan looked nowhere else)"
+	case f.res.LabelSelector != "":
+		return "in the objects labelled " + f.res.LabelSelector + " (the scan looked at no others)"
+	}
+	return "in the cluster"
+}
+
+// ownedWarnings are the warnings about o since its deletion began that id reported,
+// latest first.
+func (d *diagnoser) ownedWarnings(o *kube.Object, id *controllerID) []eventsv1.Event {
+	var out []eventsv1.Event
+	for _, e := range d.f.warningsFor(o, o.Meta.DeletionTimestamp.Time) {
+		if id.reports(reporterOf(&e)) {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return eventTime(&out[i]).After(eventTime(&out[j])) })
+	return out
+}
+
+// warningContext are the warnings about o from controllers that own none of the
+// finalizers it carries, the latest of each reporter and reason: what they report is
+// context, not why the finalizers stay (the volume controller failing to provision a
+// claim does not hold the snapshot controller's finalizer). Warnings are read only for
+// objects that carry a finalizer of a controller outside Kubernetes' own rules.
+func (d *diagnoser) warningContext(o *kube.Object) []string {
+	var ids []controllerID
+	custom := false
+	for _, fin := range o.Finalizers {
+		if fin.Field != finalizev1alpha1.FieldMetadataFinalizers {
+			continue
+		}
+		switch fin.Name {
+		case metav1.FinalizerDeleteDependents, metav1.FinalizerOrphanDependents, finalizerPVC, finalizerPV, finalizerCRD:
+		default:
+			custom = true
+		}
+		ids = append(ids, d.identify(o, fin))
+	}
+	if !custom {
+		return nil
+	}
+	warns := d.f.warningsFor(o, o.Meta.DeletionTimestamp.Time)
+	sort.Slice(warns, func(i, j int) bool { return eventTime(&warns[i]).After(eventTime(&warns[j])) })
+	var out []string
+	seen := map[string]bool{}
+	for i := range warns {
+		e := &warns[i]
+		reporter := reporterOf(e)
+		if slices.ContainsFunc(ids, func(id controllerID) bool { return id.reports(reporter) }) || seen[reporter+"\x00"+e.Reason] {
+			continue
+		}
+		seen[reporter+"\x00"+e.Reason] = true
+		if reporter == "" {
+			reporter = "an unnamed reporter"
+		}
+		out = append(out, fmt.Sprintf("%s reports %s: %s (%s, last %s ago; it owns none of the object's finalizers)", reporter, e.Reason, e.Note, times(eventCount(e)), ago(d.f.now, eventTime(e))))
+	}
+	return out
 }
 
 // times is "once", "7 times".
@@ -293,57 +604,6 @@ func reporterOf(e *eventsv1.Event) string {
 		return e.ReportingController
 	}
 	return e.DeprecatedSource.Component
-}
-
-// workloadState is what a controller's workload looks like.
-type workloadState struct {
-	Kind, Namespace, Name string
-	Ready, Desired        int64
-}
-
-func (w *workloadState) String() string {
-	return fmt.Sprintf("%s %s/%s has %d/%d ready replicas", w.Kind, w.Namespace, w.Name, w.Ready, w.Desired)
-}
-
-// workloadFields say where each kind of workload keeps its desired and ready replicas.
-var workloadFields = map[string]struct {
-	resource       schema.GroupVersionResource
-	desired, ready []string
-	desiredDefault int64
-}{
-	"Deployment":  {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, []string{"spec", "replicas"}, []string{"status", "readyReplicas"}, 1},
-	"StatefulSet": {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}, []string{"spec", "replicas"}, []string{"status", "readyReplicas"}, 1},
-	"DaemonSet":   {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, []string{"status", "desiredNumberScheduled"}, []string{"status", "numberReady"}, 0},
-}
-
-// workloadsOf finds the Deployments, StatefulSets and DaemonSets named like a controller,
-// or labelled app.kubernetes.io/name with its name, and reads their readiness.
-func (f *facts) workloadsOf(names ...string) []workloadState {
-	var out []workloadState
-	for _, w := range f.res.Index.Workloads {
-		match := false
-		for _, n := range names {
-			if n != "" && (w.Name == n || w.AppName == n) {
-				match = true
-			}
-		}
-		fields, known := workloadFields[w.Kind]
-		if !match || !known {
-			continue
-		}
-		u, err := f.dyn.Resource(fields.resource).Namespace(w.Namespace).Get(f.ctx, w.Name, metav1.GetOptions{})
-		if err != nil {
-			f.warnf("could not read %s %s/%s: %v", strings.ToLower(w.Kind), w.Namespace, w.Name, err)
-			continue
-		}
-		st := workloadState{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Desired: fields.desiredDefault}
-		if v, ok, _ := unstructured.NestedInt64(u.Object, fields.desired...); ok {
-			st.Desired = v
-		}
-		st.Ready, _, _ = unstructured.NestedInt64(u.Object, fields.ready...)
-		out = append(out, st)
-	}
-	return out
 }
 
 // external reads the external resource behind fin when a preset knows where its operator

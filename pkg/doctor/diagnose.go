@@ -22,7 +22,8 @@ type diagnoser struct {
 	catalog        *owner.Catalog
 	namespaceGrace time.Duration
 	// conversions are the failing conversion webhooks, by CRD name (conversion.go).
-	conversions map[string]*conversion
+	conversions    map[string]*conversion
+	progressWindow time.Duration
 }
 
 // diagnose returns every finding for o, at least one. Each rule family lives in its own
@@ -65,5 +66,7 @@ func (d *diagnoser) diagnose(o *kube.Object) []finding {
 			"inspect it: kubectl get "+o.Ref().String()+" -o yaml", "no rule explains it").
 			withRootNext("inspect the object"))
 	}
+	// What controllers that own none of its finalizers report about it is context.
+	fs[0].context = append(fs[0].context, d.warningContext(o)...)
 	return fs
 }

@@ -31,6 +31,9 @@ type Options struct {
 	// APIServices); 0 lists each in one request. Diagnose through the pipeline uses the
 	// scan's.
 	ChunkSize int64
+	// ProgressWindow is how long a controller may go without writing to an object it
+	// holds and still be called Progressing; zero means DefaultProgressWindow.
+	ProgressWindow time.Duration
 }
 
 // Doctor diagnoses the objects of a scan.
@@ -72,7 +75,11 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error
 	}
 	f := newFacts(ctx, d.Kube, d.Dynamic, res)
 	f.chunk = d.ChunkSize
-	dg := &diagnoser{f: f, catalog: catalog, namespaceGrace: grace}
+	window := d.ProgressWindow
+	if window <= 0 {
+		window = DefaultProgressWindow
+	}
+	dg := &diagnoser{f: f, catalog: catalog, namespaceGrace: grace, progressWindow: window}
 	rep := &Report{
 		Result: res,
 		causes: map[types.UID]*finalizev1alpha1.Cause{},
@@ -116,6 +123,13 @@ func merge(findings []finding) *finalizev1alpha1.Cause {
 		}
 		if fd.message != top.message && !slices.Contains(also, fd.message) {
 			also = append(also, fd.message)
+		}
+	}
+	for _, fd := range findings {
+		for _, c := range fd.context {
+			if !slices.Contains(also, c) {
+				also = append(also, c)
+			}
 		}
 	}
 	if len(also) > 0 {

@@ -15,6 +15,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -49,9 +51,11 @@ func stuck(r kube.Resource, ns, name string, finalizers ...string) *kube.Object 
 	return o
 }
 
-// managedBy records that manager wrote the finalizers of o at t.
-func managedBy(o *kube.Object, t time.Time) *kube.Object {
-	const manager = "db-operator"
+// managedBy records that db-operator wrote the finalizers of o at t.
+func managedBy(o *kube.Object, t time.Time) *kube.Object { return writtenBy(o, "db-operator", t) }
+
+// writtenBy records that manager wrote the finalizers of o at t.
+func writtenBy(o *kube.Object, manager string, t time.Time) *kube.Object {
 	fields := `{"f:metadata":{"f:finalizers":{`
 	for i, f := range o.Meta.Finalizers {
 		if i > 0 {
@@ -66,27 +70,63 @@ func managedBy(o *kube.Object, t time.Time) *kube.Object {
 	return o
 }
 
+// workloadResources are the workload types a scan of the whole cluster lists.
+var workloadResources = []kube.Resource{
+	{GroupVersionResource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Kind: "Deployment", Namespaced: true},
+	{GroupVersionResource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}, Kind: "StatefulSet", Namespaced: true},
+	{GroupVersionResource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, Kind: "DaemonSet", Namespaced: true},
+}
+
+// result is the scan of the whole cluster that found objs.
 func result(objs ...*kube.Object) *scan.Result {
-	return &scan.Result{Objects: objs, Now: now, ManagerActivity: map[string]time.Time{}, Index: &scan.Index{
+	return &scan.Result{Objects: objs, Now: now, ManagerActivity: map[string]time.Time{}, Resources: workloadResources, Index: &scan.Index{
 		Dependents: map[types.UID][]scan.Dependent{}, Counts: map[schema.GroupResource]int64{},
 		NamespaceLabels: map[string]map[string]string{}, Content: map[string]*scan.NamespaceContent{},
 	}}
 }
 
+// deny makes the fake API server answer SubjectAccessReviews of its verbs with "no",
+// and every other with "yes".
+type deny struct {
+	metav1.TypeMeta
+	verbs []string
+}
+
+func (d *deny) DeepCopyObject() runtime.Object { c := *d; return &c }
+
+func denyReview(verbs ...string) *deny { return &deny{verbs: verbs} }
+
 func diagnose(t *testing.T, res *scan.Result, objs ...runtime.Object) *Report {
 	t.Helper()
+	return diagnoseWith(t, Options{}, res, objs...)
+}
+
+func diagnoseWith(t *testing.T, opts Options, res *scan.Result, objs ...runtime.Object) *Report {
+	t.Helper()
 	var typed, dyn []runtime.Object
+	var denied []string
 	for _, o := range objs {
-		if _, ok := o.(*unstructured.Unstructured); ok {
+		switch o := o.(type) {
+		case *unstructured.Unstructured:
 			dyn = append(dyn, o)
-		} else {
+		case *deny:
+			denied = append(denied, o.verbs...)
+		default:
 			typed = append(typed, o)
 		}
 	}
-	d := &Doctor{Kube: kubefake.NewClientset(typed...), Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		apiServicesResource.GroupVersionResource:                "APIServiceList",
-		{Group: "apps", Version: "v1", Resource: "deployments"}: "DeploymentList",
-	}, dyn...)}
+	kc := kubefake.NewClientset(typed...)
+	kc.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview)
+		sar.Status.Allowed = !slices.Contains(denied, sar.Spec.ResourceAttributes.Verb)
+		return true, sar, nil
+	})
+	d := &Doctor{Kube: kc, Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		apiServicesResource.GroupVersionResource:                 "APIServiceList",
+		{Group: "apps", Version: "v1", Resource: "deployments"}:  "DeploymentList",
+		{Group: "apps", Version: "v1", Resource: "statefulsets"}: "StatefulSetList",
+		{Group: "apps", Version: "v1", Resource: "daemonsets"}:   "DaemonSetList",
+	}, dyn...), Options: opts}
 	rep, err := d.Diagnose(context.Background(), res)
 	if err != nil {
 		t.Fatal(err)
@@ -174,16 +214,22 @@ func TestAControllerThatWroteNothingSinceTheDeletionIsInactive(t *testing.T) {
 	dep.SetName("db-operator")
 	_ = unstructured.SetNestedField(dep.Object, int64(1), "spec", "replicas")
 	rep := diagnose(t, res, dep)
-	wantCause(t, rep, a, finalizev1alpha1.ReasonControllerInactive, "db-operator has written nothing since the deletion began 60m ago (its last write: 120m ago; only the writes of db-operator, which wrote the finalizer, count)", "Deployment ops/db-operator has 0/1 ready replicas")
+	wantCause(t, rep, a, finalizev1alpha1.ReasonControllerInactive, "db-operator has written nothing since the deletion began 60m ago (its last write in the cluster: 120m ago; only the writes of db-operator, which wrote the finalizer, count)", "Deployment ops/db-operator has 0/1 ready replicas")
 	wantRoot(t, rep, finalizev1alpha1.ReasonControllerInactive, controllerSubject("db-operator"), 2)
 	if len(rep.Roots) != 1 {
 		t.Errorf("one dead operator is one root cause: %+v", rep.Roots)
 	}
 
-	// The same controller writing after the deletion began is at work.
+	// The same controller writing to other objects is alive, but not at work on these:
+	// it runs and ignores them.
 	res.ManagerActivity["db-operator"] = now.Add(-time.Minute)
 	rep = diagnose(t, res, dep)
-	wantCause(t, rep, a, finalizev1alpha1.ReasonProgressing, "db-operator is active: it last wrote 60s ago")
+	wantCause(t, rep, a, finalizev1alpha1.ReasonControllerIdle, "it wrote to other objects 60s ago, which proves it runs, not that it works on this one", "has written nothing to this object since the deletion began 60m ago")
+
+	// Writing to the object itself is progress.
+	managedBy(a, now.Add(-time.Minute))
+	rep = diagnose(t, res, dep)
+	wantCause(t, rep, a, finalizev1alpha1.ReasonProgressing, "db-operator is active: it last wrote this object 60s ago")
 }
 
 func TestWarningEventsMeanTheControllerIsFailing(t *testing.T) {
@@ -259,8 +305,18 @@ func TestNextStepsReadWell(t *testing.T) {
 		objs []runtime.Object
 	}{
 		{"an inactive controller", managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), now.Add(-2*time.Hour)), nil, nil},
-		{"an active controller", managedBy(stuck(databases, "a", "busy", "db.example.com/finalizer"), now.Add(-2*time.Hour)),
+		{"an active controller", managedBy(managedBy(stuck(databases, "a", "busy", "db.example.com/finalizer"), now.Add(-2*time.Hour)), now.Add(-time.Minute)),
 			func(r *scan.Result) { r.ManagerActivity["db-operator"] = now.Add(-time.Minute) }, nil},
+		{"a controller that writes only elsewhere", managedBy(stuck(databases, "a", "elsewhere", "db.example.com/finalizer"), now.Add(-2*time.Hour)),
+			func(r *scan.Result) { r.ManagerActivity["db-operator"] = now.Add(-time.Minute) }, nil},
+		{"a running controller that does nothing", managedBy(stuck(databases, "a", "idle", "db.example.com/finalizer"), now.Add(-2*time.Hour)), withWorkload,
+			[]runtime.Object{deployment("ops", "db-operator", 1, 1, "db-operator")}},
+		{"a running controller that may not patch", managedBy(stuck(databases, "a", "locked", "db.example.com/finalizer"), now.Add(-2*time.Hour)), withWorkload,
+			[]runtime.Object{deployment("ops", "db-operator", 1, 1, "db-operator"), denyReview("patch", "update")}},
+		{"a Flux Kustomization whose controller is scaled to zero", fluxObject("apps", "kustomize-controller"), func(r *scan.Result) {
+			r.Index.Workloads = []scan.Workload{{Kind: "Deployment", Namespace: "flux-system", Name: "kustomize-controller"}}
+		}, []runtime.Object{deployment("flux-system", "kustomize-controller", 0, 0, "kustomize-controller")}},
+		{"a Service restored with a cloud finalizer", lbService(), nil, nil},
 		{"a catalogue owner nothing locates", catalogOnly, nil, nil},
 		{"an API group owner", groupOnly, nil, nil},
 		{"nobody known", stuck(configmaps, "a", "mystery", "mystery.vendor.example/final"), nil, nil},
@@ -347,8 +403,10 @@ func TestWarningsAreReadInTheFewestLists(t *testing.T) {
 		res.Index.Counts[schema.GroupResource{Resource: "events"}] = tt.events
 		kc := kubefake.NewClientset(evs...)
 		d := &Doctor{Kube: kc, Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-			apiServicesResource.GroupVersionResource:                "APIServiceList",
-			{Group: "apps", Version: "v1", Resource: "deployments"}: "DeploymentList",
+			apiServicesResource.GroupVersionResource:                 "APIServiceList",
+			{Group: "apps", Version: "v1", Resource: "deployments"}:  "DeploymentList",
+			{Group: "apps", Version: "v1", Resource: "statefulsets"}: "StatefulSetList",
+			{Group: "apps", Version: "v1", Resource: "daemonsets"}:   "DaemonSetList",
 		}), Options: Options{ChunkSize: 500}}
 		rep, err := d.Diagnose(context.Background(), res)
 		if err != nil {
@@ -368,4 +426,156 @@ func TestWarningsAreReadInTheFewestLists(t *testing.T) {
 			t.Errorf("%d events in the cluster: warnings listed in namespaces %q, want %q", tt.events, listed, tt.wantListsIn)
 		}
 	}
+}
+
+// deployment is a Deployment of replicas, ready of them ready, whose pods run as
+// ServiceAccount sa, with env in its container.
+func deployment(ns, name string, replicas, ready int64, sa string, env ...corev1.EnvVar) *unstructured.Unstructured {
+	dep := &unstructured.Unstructured{}
+	dep.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	dep.SetNamespace(ns)
+	dep.SetName(name)
+	_ = unstructured.SetNestedField(dep.Object, replicas, "spec", "replicas")
+	_ = unstructured.SetNestedField(dep.Object, ready, "status", "readyReplicas")
+	_ = unstructured.SetNestedField(dep.Object, sa, "spec", "template", "spec", "serviceAccountName")
+	container := map[string]any{"name": "manager", "image": "example.com/" + name}
+	var vars []any
+	for _, e := range env {
+		vars = append(vars, map[string]any{"name": e.Name, "value": e.Value})
+	}
+	if len(vars) > 0 {
+		container["env"] = vars
+	}
+	_ = unstructured.SetNestedSlice(dep.Object, []any{container}, "spec", "template", "spec", "containers")
+	return dep
+}
+
+// withWorkload: the scan indexed Deployment ops/db-operator.
+func withWorkload(r *scan.Result) {
+	r.Index.Workloads = []scan.Workload{{Kind: "Deployment", Namespace: "ops", Name: "db-operator"}}
+}
+
+var kustomizations = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}, Kind: "Kustomization", Namespaced: true}
+
+// fluxObject is a Kustomization whose finalizers.fluxcd.io manager wrote two hours ago.
+func fluxObject(name, manager string) *kube.Object {
+	return writtenBy(stuck(kustomizations, "flux-system", name, "finalizers.fluxcd.io"), manager, now.Add(-2*time.Hour))
+}
+
+// lbService is a Service whose cloud finalizer came from a manifest (restored from a
+// cloud cluster).
+func lbService() *kube.Object {
+	return writtenBy(stuck(coreResource("services", "Service", true), "web", "frontend", "service.kubernetes.io/load-balancer-cleanup"), "kubectl-client-side-apply", now.Add(-2*time.Hour))
+}
+
+// TestTheWriterIsTheControllerWhenTheCatalogueNamesNoWorkload: Flux's catalogue entry
+// names no workload; the kustomize-controller that wrote finalizers.fluxcd.io is the
+// controller, measured by its writes and its Deployment. A finalizer only a generic
+// client wrote is located by the catalogue's hint.
+func TestTheWriterIsTheControllerWhenTheCatalogueNamesNoWorkload(t *testing.T) {
+	written := fluxObject("apps", "kustomize-controller")
+	applied := fluxObject("infra", "kubectl-client-side-apply")
+	res := result(written, applied)
+	res.ManagerActivity["kustomize-controller"] = now.Add(-2 * time.Hour)
+	res.Index.Workloads = []scan.Workload{{Kind: "Deployment", Namespace: "flux-system", Name: "kustomize-controller"}}
+	rep := diagnose(t, res, deployment("flux-system", "kustomize-controller", 0, 0, "kustomize-controller"))
+	wantCause(t, rep, written, finalizev1alpha1.ReasonControllerInactive, "kustomize-controller has written nothing since the deletion began 60m ago",
+		"its Deployment flux-system/kustomize-controller has 0/0 ready replicas", "bring kustomize-controller back")
+	wantRoot(t, rep, finalizev1alpha1.ReasonControllerInactive, controllerSubject("kustomize-controller"), 1)
+	wantCause(t, rep, applied, finalizev1alpha1.ReasonUnknown, "the finalizer was written by kubectl-client-side-apply, a client that applies manifests for people",
+		"kubectl get deployments -n flux-system")
+	if c := rep.Cause(applied); strings.Contains(c.Message, "no field manager wrote") {
+		t.Errorf("a finalizer a client wrote is said written by nobody: %s", c.Message)
+	}
+}
+
+// TestOnlyTheOwnersWarningsMeanFailing: the volume controller's warnings about a claim
+// held by the snapshot controller's finalizer are context, not the claim's cause.
+func TestOnlyTheOwnersWarningsMeanFailing(t *testing.T) {
+	claim := writtenBy(stuck(claimsResource, "a", "data", "snapshot.storage.kubernetes.io/pvc-as-source-protection"), "snapshot-controller", now.Add(-2*time.Hour))
+	volumeWarning := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "e1"}, Type: corev1.EventTypeWarning, Reason: "ProvisioningFailed",
+		Note: "storageclass.storage.k8s.io \"fast\" not found", DeprecatedSource: corev1.EventSource{Component: "persistentvolume-controller"},
+		DeprecatedLastTimestamp: metav1.NewTime(now.Add(-time.Minute)), DeprecatedCount: 12, Regarding: corev1.ObjectReference{UID: claim.Meta.UID}}
+	rep := diagnose(t, result(claim), volumeWarning)
+	c := rep.Cause(claim)
+	if c.Reason == finalizev1alpha1.ReasonControllerFailing {
+		t.Fatalf("the volume controller's warnings blamed on the snapshot controller: %+v", c)
+	}
+	wantCause(t, rep, claim, c.Reason, "also: persistentvolume-controller reports ProvisioningFailed: storageclass.storage.k8s.io \"fast\" not found (12 times, last 60s ago; it owns none of the object's finalizers)")
+	if strings.Contains(c.NextStep, "persistentvolume-controller") {
+		t.Errorf("the next step sends the reader to the volume controller: %s", c.NextStep)
+	}
+
+	// The owner's own warning is the cause.
+	snapshotWarning := volumeWarning.DeepCopy()
+	snapshotWarning.Name, snapshotWarning.Reason, snapshotWarning.Note = "e2", "SnapshotPending", "snapshot orders-snap is not ready"
+	snapshotWarning.DeprecatedSource.Component = "snapshot-controller"
+	rep = diagnose(t, result(claim), volumeWarning, snapshotWarning)
+	wantCause(t, rep, claim, finalizev1alpha1.ReasonControllerFailing, "snapshot-controller reports SnapshotPending", "also: persistentvolume-controller reports ProvisioningFailed")
+}
+
+// TestWorkloadsDoNotDependOnTheScope: a scan limited to the object's namespace indexed
+// no workload; the controller's Deployment in another namespace is still found.
+func TestWorkloadsDoNotDependOnTheScope(t *testing.T) {
+	o := managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), now.Add(-2*time.Hour))
+	dep := deployment("ops", "db-operator", 1, 0, "db-operator")
+	full := result(o)
+	withWorkload(full)
+	narrow := result(o)
+	narrow.Namespaces, narrow.Resources = []string{"a"}, nil
+	for name, res := range map[string]*scan.Result{"the cluster": full, "namespace a": narrow} {
+		rep := diagnose(t, res, dep)
+		c := rep.Cause(o)
+		if !strings.Contains(c.Message, "its Deployment ops/db-operator has 0/1 ready replicas") || strings.Contains(c.Message, "was found") {
+			t.Errorf("scanning %s: %s", name, c.Message)
+		}
+	}
+	rep := diagnose(t, narrow, dep)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerInactive, "db-operator has written nothing in namespace a (the scan looked nowhere else)")
+}
+
+// TestARunningControllerThatDoesNothing: a ready controller that has not written to the
+// object is asked about: its ServiceAccount's permissions and the namespaces it watches.
+func TestARunningControllerThatDoesNothing(t *testing.T) {
+	o := managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), now.Add(-2*time.Hour))
+	res := result(o)
+	withWorkload(res)
+	dep := deployment("ops", "db-operator", 2, 1, "operator-sa", corev1.EnvVar{Name: "WATCH_NAMESPACE", Value: "ops,b"})
+	rep := diagnose(t, res, dep)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerIdle, "db-operator runs (its Deployment ops/db-operator has 1/2 ready replicas)",
+		"its ServiceAccount ops/operator-sa may list, watch and patch it", "its pod template sets env WATCH_NAMESPACE to ops,b: it may not watch namespace a",
+		"kubectl logs -n ops deploy/db-operator", "kubectl auth can-i patch databases.db.example.com/orders -n a --as system:serviceaccount:ops:operator-sa")
+	if c := rep.Cause(o); strings.Contains(c.NextStep, "bring db-operator back") {
+		t.Errorf("a running controller is to be brought back: %s", c.NextStep)
+	}
+	wantRoot(t, rep, finalizev1alpha1.ReasonControllerIdle, controllerSubject("db-operator"), 1)
+
+	rep = diagnose(t, res, dep, denyReview("watch"))
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerForbidden, "ServiceAccount ops/operator-sa (of Deployment ops/db-operator) may not watch databases.db.example.com in namespace a (it never sees the object)")
+	rep = diagnose(t, res, dep, denyReview("patch", "update"))
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerForbidden, "may not patch or update databases.db.example.com/orders -n a (it cannot remove its finalizer)", "grant what it lacks")
+}
+
+// TestProgressIsRecentAndAboutThisObject: a write to the object is progress for the
+// progress window, and no longer.
+func TestProgressIsRecentAndAboutThisObject(t *testing.T) {
+	// Deleted an hour ago; the operator wrote to it 10 minutes later, and not since.
+	o := managedBy(managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), now.Add(-2*time.Hour)), now.Add(-50*time.Minute))
+	res := result(o)
+	withWorkload(res)
+	res.ManagerActivity["db-operator"] = now.Add(-50 * time.Minute)
+	dep := deployment("ops", "db-operator", 1, 1, "db-operator")
+	rep := diagnose(t, res, dep)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerIdle, "last wrote this object 50m ago, 10m after the deletion began, and nothing since", "the progress window (15m)")
+	rep = diagnoseWith(t, Options{ProgressWindow: time.Hour}, res, dep)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonProgressing, "it last wrote this object 50m ago", "only after 60m without a write to the object")
+
+	// Deleted five minutes ago, and the ready operator has not written to it yet: not
+	// proven.
+	fresh := managedBy(stuck(databases, "a", "fresh", "db.example.com/finalizer"), now.Add(-2*time.Hour))
+	fresh.Meta.DeletionTimestamp = &metav1.Time{Time: now.Add(-5 * time.Minute)}
+	res = result(fresh)
+	withWorkload(res)
+	rep = diagnose(t, res, dep)
+	wantCause(t, rep, fresh, finalizev1alpha1.ReasonProgressing, "db-operator runs (its Deployment ops/db-operator has 1/1 ready replicas), and the deletion began 5m ago: it has not written to this object since")
 }

@@ -49,6 +49,13 @@ type facts struct {
 	events   map[string][]eventsv1.Event
 	// warningsRead: the cluster-wide read of warnings was considered (controller.go).
 	warningsRead bool
+
+	// workloadsByName are the workloads named like each controller (workload.go).
+	workloadsByName map[string]workloads
+	// reviews are the answers of SubjectAccessReviews (access.go); reviewsRefused: the
+	// doctor may not ask.
+	reviews        map[string]bool
+	reviewsRefused bool
 }
 
 func newFacts(ctx context.Context, kc client.Interface, dyn dynamic.Interface, res *scan.Result) *facts {
@@ -59,6 +66,9 @@ func newFacts(ctx context.Context, kc client.Interface, dyn dynamic.Interface, r
 		services:    map[types.NamespacedName]*serviceState{},
 		pods:        map[string][]corev1.Pod{},
 		events:      map[string][]eventsv1.Event{},
+
+		workloadsByName: map[string]workloads{},
+		reviews:         map[string]bool{},
 	}
 	for _, o := range res.Objects {
 		f.byUID[o.Meta.UID] = o

@@ -21,6 +21,9 @@ type finding struct {
 	waitsOn               []*kube.Object
 	// external names the external resource behind the finalizer, when a preset knows.
 	external *finalizev1alpha1.External
+	// context is what the object's cause adds after "also:": facts that explain no
+	// finalizer (warnings of controllers that own none).
+	context []string
 }
 
 // rootSpec is a root cause as one finding names it; findings that name the same one
@@ -66,7 +69,9 @@ var priority = map[string]int{
 	finalizev1alpha1.ReasonSnapshotsUsingClaim:          2,
 	finalizev1alpha1.ReasonVolumeStillAttached:          2,
 	finalizev1alpha1.ReasonControllerFailing:            3,
+	finalizev1alpha1.ReasonControllerForbidden:          3,
 	finalizev1alpha1.ReasonControllerInactive:           4,
+	finalizev1alpha1.ReasonControllerIdle:               4,
 	finalizev1alpha1.ReasonProgressing:                  5,
 	finalizev1alpha1.ReasonUnknown:                      6,
 }

@@ -24,6 +24,13 @@ type Entry struct {
 	// Workloads name the Deployments, StatefulSets or DaemonSets the owner runs as (by
 	// name or app.kubernetes.io/name label), when Owner is not itself such a name.
 	Workloads []string
+	// Managers are field managers that are the owner when they wrote the finalizer,
+	// though they apply manifests for people elsewhere (pkg/owner IsGenericManager):
+	// Flux's kustomize-controller writes finalizers.fluxcd.io on its own Kustomizations.
+	Managers []string
+	// Locate says how to find out where the owner runs, or whether it can run at all,
+	// when neither a field manager nor a workload name identifies it.
+	Locate string
 
 	pattern glob.Pattern
 }

@@ -20,6 +20,7 @@ var builtin = []Entry{
 	{Finalizer: "customresourcecleanup.apiextensions.k8s.io", Owner: "CRD finalizer controller (kube-apiserver)", Project: "Kubernetes", System: true,
 		Purpose: "every instance of the CRD is deleted first", Source: "kubernetes/apiextensions-apiserver:pkg/apis/apiextensions/v1/types.go (CustomResourceCleanupFinalizer)"},
 	{Finalizer: "service.kubernetes.io/load-balancer-cleanup", Owner: "service controller (cloud-controller-manager)", Project: "Kubernetes", System: true,
+		Locate:  "whether the cluster has a cloud provider at all: kubectl get nodes -o custom-columns=NAME:.metadata.name,PROVIDER:.spec.providerID (no provider ID on any node: no cloud-controller-manager runs, and nothing will remove the finalizer; a Service restored or copied from a cloud cluster carries it along); with one, the service controller runs in cloud-controller-manager, often on control-plane nodes the cluster does not show",
 		Purpose: "the cloud load balancer of the Service is deleted", Source: "kubernetes/cloud-provider:service/helpers/helper.go"},
 	{Finalizer: "batch.kubernetes.io/job-tracking", Owner: "job controller (kube-controller-manager)", Project: "Kubernetes", System: true,
 		Purpose: "the Job has counted the pod's outcome", Source: "kubernetes/api:batch/v1/types.go (JobTrackingFinalizer)"},
@@ -84,7 +85,9 @@ var builtin = []Entry{
 	{Finalizer: "argocd.argoproj.io/hook-finalizer", Owner: "argocd-application-controller (gitops-engine)", Workloads: []string{"argocd-application-controller"}, Project: "Argo CD",
 		Purpose: "the sync hook's outcome is recorded", Source: "argoproj/argo-cd:gitops-engine/pkg/sync/hook/hook.go"},
 	{Finalizer: "finalizers.fluxcd.io", Owner: "the Flux controller of this kind (kustomize-controller, helm-controller, ...)", Project: "Flux",
-		Purpose: "the objects the Flux resource applied are garbage-collected", Source: "fluxcd/kustomize-controller:api/v1/kustomization_types.go"},
+		Managers: []string{"kustomize-controller", "helm-controller", "source-controller", "notification-controller", "image-reflector-controller", "image-automation-controller", "source-watcher"},
+		Locate:   "which Flux controller handles this kind, and that it runs: kubectl get deployments -n flux-system (Kustomizations: kustomize-controller, HelmReleases: helm-controller, sources: source-controller)",
+		Purpose:  "the objects the Flux resource applied are garbage-collected", Source: "fluxcd/kustomize-controller:api/v1/kustomization_types.go"},
 	{Finalizer: "finalizer.managedresource.crossplane.io", Owner: "the Crossplane provider of this managed resource", Project: "Crossplane",
 		Purpose: "the external cloud resource is deleted", Source: "crossplane/crossplane-runtime:pkg/reconciler/managed/reconciler.go"},
 	{Finalizer: "in-use.crossplane.io", Owner: "the Crossplane provider of this ProviderConfig", Project: "Crossplane",
@@ -130,6 +133,7 @@ var builtin = []Entry{
 	{Finalizer: "uninstall-helm-release", Owner: "the helm-operator that manages this resource", Project: "Operator Framework",
 		Purpose: "the Helm release of the resource is uninstalled", Source: "operator-framework/helm-operator-plugins:pkg/reconciler/reconciler.go"},
 	{Finalizer: "kopf.zalando.org/KopfFinalizerMarker", Owner: "the Kopf operator that handles this kind", Project: "Kopf",
+		Locate:  "which Kopf operator handles this kind: the Deployment of the operator installed with this CRD (kubectl get deployments -A), whose logs name the object",
 		Purpose: "the operator's deletion handlers have run", Source: "nolar/kopf:kopf/_cogs/configs/configuration.py"},
 
 	// Security, certificates, secrets, autoscaling, batch.

@@ -145,6 +145,16 @@ const (
 	ReasonUnknown                      = "Unknown"
 )
 
+// Causes of a controller that runs but does not remove its finalizer (#24).
+const (
+	// ReasonControllerIdle: the owner runs (its workload is ready, or it writes elsewhere)
+	// but has written nothing to the object for the progress window.
+	ReasonControllerIdle = "ControllerIdle"
+	// ReasonControllerForbidden: the owner runs, but its ServiceAccount may not watch the
+	// object's type in its namespace or may not patch or update the object.
+	ReasonControllerForbidden = "ControllerForbidden"
+)
+
 // Causes of storage protections that wait for other storage objects (#24).
 const (
 	// ReasonSnapshotsUsingClaim: VolumeSnapshots taken from the claim are not ready yet;

@@ -1,0 +1,113 @@
+package doctor
+
+import (
+	"fmt"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
+)
+
+// access is what a controller's ServiceAccount may do with one stuck object, as the
+// API server's authorizers answer a SubjectAccessReview: RBAC and any other.
+type access struct {
+	// serviceAccount is "namespace/name".
+	serviceAccount string
+	// user is the ServiceAccount's user name, for kubectl auth can-i --as.
+	user string
+	// missing are the permissions without which it cannot remove its finalizer: watch
+	// and list the type in the object's namespace (else it never sees the object), and
+	// patch or update the object.
+	missing []string
+	// notes are permissions it lacks that only some clusters require.
+	notes []string
+	// checked is false when the review could not be made.
+	checked bool
+}
+
+// accessOf asks whether w's ServiceAccount may watch o's type where o is and patch or
+// update o. Each distinct question is asked once per diagnosis.
+func (f *facts) accessOf(w *workloadState, o *kube.Object) access {
+	a := access{serviceAccount: w.Namespace + "/" + w.ServiceAccount, user: "system:serviceaccount:" + w.Namespace + ":" + w.ServiceAccount}
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + w.Namespace, "system:authenticated"}
+	attrs := func(verb, name, sub string) authorizationv1.ResourceAttributes {
+		return authorizationv1.ResourceAttributes{Namespace: o.Meta.Namespace, Verb: verb, Group: o.Resource.Group, Version: o.Resource.Version,
+			Resource: o.Resource.Resource, Subresource: sub, Name: name}
+	}
+	ask := func(verb, name, sub string) (bool, bool) {
+		return f.may(a.user, groups, attrs(verb, name, sub))
+	}
+	where := "across the cluster"
+	if o.Meta.Namespace != "" {
+		where = "in namespace " + o.Meta.Namespace
+	}
+	var missingWatch []string
+	for _, verb := range []string{"list", "watch"} {
+		ok, checked := ask(verb, "", "")
+		if !checked {
+			return a
+		}
+		if !ok {
+			missingWatch = append(missingWatch, verb)
+		}
+	}
+	if len(missingWatch) > 0 {
+		a.missing = append(a.missing, fmt.Sprintf("%s %s %s (it never sees the object)", strings.Join(missingWatch, " and "), o.Resource, where))
+	}
+	patch, checked := ask("patch", o.Meta.Name, "")
+	if !checked {
+		return a
+	}
+	update, checked := ask("update", o.Meta.Name, "")
+	if !checked {
+		return a
+	}
+	if !patch && !update {
+		a.missing = append(a.missing, fmt.Sprintf("patch or update %s (it cannot remove its finalizer)", o.Ref()))
+	}
+	finalizers, checked := ask("update", o.Meta.Name, "finalizers")
+	if !checked {
+		return a
+	}
+	if !finalizers {
+		a.notes = append(a.notes, fmt.Sprintf("it may not update %s/finalizers, which clusters that enforce owner-reference permissions (the OwnerReferencesPermissionEnforcement admission plugin, on in OpenShift) require of a controller that sets blockOwnerDeletion on what it creates for the object", o.Resource))
+	}
+	a.checked = true
+	return a
+}
+
+// may asks the API server whether user may do what attrs say. It returns whether the
+// review was made; a doctor that may not create SubjectAccessReviews says so once and
+// asks no more.
+func (f *facts) may(user string, groups []string, attrs authorizationv1.ResourceAttributes) (allowed, checked bool) {
+	if f.reviewsRefused {
+		return false, false
+	}
+	key := fmt.Sprintf("%s\x00%+v", user, attrs)
+	if v, ok := f.reviews[key]; ok {
+		return v, true
+	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &attrs}}
+	got, err := f.kube.AuthorizationV1().SubjectAccessReviews().Create(f.ctx, sar, metav1.CreateOptions{})
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			f.reviewsRefused = true
+		}
+		f.warnf("could not ask whether controllers' ServiceAccounts may act on the objects they hold (SubjectAccessReview): %v", err)
+		return false, false
+	}
+	f.reviews[key] = got.Status.Allowed
+	return got.Status.Allowed, true
+}
+
+// canI is the command that asks the same question as a person.
+func (a *access) canI(verb string, o *kube.Object) string {
+	cmd := fmt.Sprintf("kubectl auth can-i %s %s/%s", verb, o.Resource, o.Meta.Name)
+	if o.Meta.Namespace != "" {
+		cmd += " -n " + o.Meta.Namespace
+	}
+	return cmd + " --as " + a.user
+}
