@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,10 @@ type diagnoser struct {
 	f              *facts
 	catalog        *owner.Catalog
 	namespaceGrace time.Duration
+	// conversions are the failing conversion webhooks, by CRD name (conversion.go).
+	conversions map[string]*conversion
+	// csiFacts caches the VolumeSnapshots and VolumeAttachments read (csi.go).
+	csiFacts *csiFacts
 	// conversions are the failing conversion webhooks, by CRD name (conversion.go).
 	conversions    map[string]*conversion
 	progressWindow time.Duration
@@ -55,6 +60,10 @@ func (d *diagnoser) diagnose(o *kube.Object) []finding {
 			fs = append(fs, d.pvc(o))
 		case fin.Name == finalizerPV && o.Resource.Group == "" && o.Resource.Resource == "persistentvolumes":
 			fs = append(fs, d.pv(o))
+		case fin.Name == finalizerSnapshotSource && o.Resource.GroupResource() == claimsResource.GroupResource():
+			fs = append(fs, d.snapshotSource(o, fin))
+		case strings.HasPrefix(fin.Name, finalizerAttacherPrefix) && o.Resource.Group == "" && o.Resource.Resource == "persistentvolumes":
+			fs = append(fs, d.attached(o, fin))
 		case fin.Name == finalizerCRD && o.Resource.GroupResource() == crdsResource.GroupResource():
 			fs = append(fs, d.crd(o))
 		default:
