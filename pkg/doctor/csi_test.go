@@ -101,4 +101,3 @@ func TestAVolumeWaitsForItsAttachments(t *testing.T) {
 		t.Errorf("the volume's tree holds its attachment: %+v", d.Items)
 	}
 }
-
