@@ -25,9 +25,7 @@ type diagnoser struct {
 	// conversions are the failing conversion webhooks, by CRD name (conversion.go).
 	conversions map[string]*conversion
 	// csiFacts caches the VolumeSnapshots and VolumeAttachments read (csi.go).
-	csiFacts *csiFacts
-	// conversions are the failing conversion webhooks, by CRD name (conversion.go).
-	conversions    map[string]*conversion
+	csiFacts       *csiFacts
 	progressWindow time.Duration
 }
 
