@@ -126,6 +126,8 @@ func diagnoseWith(t *testing.T, opts Options, res *scan.Result, objs ...runtime.
 		{Group: "apps", Version: "v1", Resource: "deployments"}:  "DeploymentList",
 		{Group: "apps", Version: "v1", Resource: "statefulsets"}: "StatefulSetList",
 		{Group: "apps", Version: "v1", Resource: "daemonsets"}:   "DaemonSetList",
+		volumeSnapshotsResource.GroupVersionResource:             "VolumeSnapshotList",
+		volumeAttachmentsResource.GroupVersionResource:           "VolumeAttachmentList",
 	}, dyn...), Options: opts}
 	rep, err := d.Diagnose(context.Background(), res)
 	if err != nil {
@@ -407,6 +409,8 @@ func TestWarningsAreReadInTheFewestLists(t *testing.T) {
 			{Group: "apps", Version: "v1", Resource: "deployments"}:  "DeploymentList",
 			{Group: "apps", Version: "v1", Resource: "statefulsets"}: "StatefulSetList",
 			{Group: "apps", Version: "v1", Resource: "daemonsets"}:   "DaemonSetList",
+			volumeSnapshotsResource.GroupVersionResource:             "VolumeSnapshotList",
+			volumeAttachmentsResource.GroupVersionResource:           "VolumeAttachmentList",
 		}), Options: Options{ChunkSize: 500}}
 		rep, err := d.Diagnose(context.Background(), res)
 		if err != nil {
