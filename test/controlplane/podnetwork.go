@@ -514,7 +514,8 @@ const podNetworkGuardName = "kubectl-finalize-test-pod-network-rule"
 // kube-apiserver itself runs in the machine's namespace: it would reach a pod's or a
 // Service's address from there, so the API server's proxy to pods and Services is
 // refused, and so are webhooks and APIServices that name a Service (the API server
-// would call its ClusterIP).
+// would call its ClusterIP). No pod may have what it takes to enter the machine's
+// namespace by itself: hostPID, a privileged or CAP_SYS_ADMIN container.
 func (cp *ControlPlane) guardPodNetwork(ctx context.Context) error {
 	client, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
@@ -534,9 +535,21 @@ func (cp *ControlPlane) guardPodNetwork(ctx context.Context) error {
 		message    string
 	}
 	create := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+	// A container that may enter another process's namespaces (CAP_SYS_ADMIN) and sees
+	// the machine's processes (hostPID) could join the machine's network namespace.
+	confined := func(field string) string {
+		return fmt.Sprintf("(!has(object.spec.%[1]s) || object.spec.%[1]s.all(c, !has(c.securityContext) || "+
+			"((!has(c.securityContext.privileged) || !c.securityContext.privileged) && "+
+			"(!has(c.securityContext.capabilities) || !has(c.securityContext.capabilities.add) || "+
+			"!c.securityContext.capabilities.add.exists(x, x in ['SYS_ADMIN', 'CAP_SYS_ADMIN', 'ALL'])))))", field)
+	}
 	rules := []rule{
 		{create, "", []string{"pods"}, "!has(object.spec.nodeName) || object.spec.nodeName == '' || object.spec.nodeName in " + ours,
 			why + "a pod may only be placed on one of " + ours},
+		{create, "", []string{"pods"}, "(!has(object.spec.hostPID) || !object.spec.hostPID) && " + confined("containers") + " && " + confined("initContainers"),
+			"network rule: a pod with hostPID, or a privileged or CAP_SYS_ADMIN container, could enter the machine's own network namespace"},
+		{[]admissionregistrationv1.OperationType{admissionregistrationv1.Update}, "", []string{"pods/ephemeralcontainers"}, confined("ephemeralContainers"),
+			"network rule: a privileged or CAP_SYS_ADMIN container could enter the machine's own network namespace"},
 		{create, "", []string{"pods/binding"}, "object.target.name in " + ours,
 			why + "a pod may only be bound to one of " + ours},
 		{create, "", []string{"nodes"}, "object.metadata.name in " + ours,

@@ -200,7 +200,8 @@ func TestThePodNetworkIsContained(t *testing.T) {
 
 // TestThePodNetworkGuard: in a control plane whose nodes all run in the pod network, no
 // pod can run in the machine's own namespace: no other node may register, no pod may
-// be created on or bound to another node. kube-apiserver, in the machine's namespace,
+// be created on or bound to another node, and no pod may have what it takes to enter
+// the machine's namespace by itself (hostPID, privileged, CAP_SYS_ADMIN). kube-apiserver, in the machine's namespace,
 // may not proxy to a pod or a Service (it would dial their addresses from there), nor
 // call a webhook through a Service.
 func TestThePodNetworkGuard(t *testing.T) {
@@ -228,6 +229,23 @@ func TestThePodNetworkGuard(t *testing.T) {
 	refused("a pod given another node", err)
 	if _, err := kube.CoreV1().Pods(ns).Create(t.Context(), pod("here", cp.Node.Name), dryRun); err != nil {
 		t.Errorf("a pod given the node %s: %v, want it admitted", cp.Node.Name, err)
+	}
+	for what, change := range map[string]func(*corev1.Pod){
+		"a pod with hostPID": func(p *corev1.Pod) { p.Spec.HostPID = true },
+		"a privileged container": func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(true)}
+		},
+		"a container with SYS_ADMIN": func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
+		},
+		"an init container with ALL": func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: controlplane.PauseImage, SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"ALL"}}}}}
+		},
+	} {
+		p := pod("escape", cp.Node.Name)
+		change(p)
+		_, err := kube.CoreV1().Pods(ns).Create(t.Context(), p, dryRun)
+		refused(what, err)
 	}
 	_, err = kube.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}, dryRun)
 	refused("another node registering", err)
