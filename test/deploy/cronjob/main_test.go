@@ -2,7 +2,9 @@
 // `kubectl kustomize` renders, through an overlay the test writes that only fits them to
 // the node (the network overlay, the locally loaded image, a scenario's policy and the
 // RBAC `kubectl finalize rbac` generates for it, the namespace's Pod Security relabelled
-// because restricted forbids hostNetwork). Each pass is a Job made from the CronJob, as
+// because restricted forbids hostNetwork). shipped_test.go keeps the shipped policy and
+// rbac.yaml as they are, and serves the database API the shipped policy asks on
+// loopback (dbapi_test.go). Each pass is a Job made from the CronJob, as
 // `kubectl create job --from=cronjob/...` makes it, or one the cronjob controller makes.
 package cronjob
 
@@ -56,19 +58,27 @@ func kustomize(t testing.TB, dir string) string {
 // scenario is what one overlay sets: the policy, what the CronJob's schedule is.
 type scenario struct {
 	// policy is the policy file's text; ca the PEM of the provider's CA, mounted beside
-	// it as ca.pem.
+	// it as ca.pem. An empty policy keeps the shipped policy and the shipped rbac.yaml.
 	policy, ca string
 	// schedule, if set, replaces the CronJob's; the CronJob is suspended otherwise, so
 	// that no scheduled pass runs beside the Job a test makes.
 	schedule string
+	// pod, if set, adds to the overlay's patch of the pod template (after the network
+	// overlay): what the shipped policy's provider needs of the node (shipped_test.go).
+	pod func(spec *corev1.PodSpec)
+	// files and generators are more of the overlay: a generator's inputs by name, and
+	// kustomization text (a configMapGenerator).
+	files      map[string]string
+	generators string
 }
 
 // deploy renders docs/deploy/cronjob through an overlay for s and applies it. The
 // overlay changes only what the node and the scenario need; the rest is as shipped.
-// The scenario's policy is not the shipped example (it names configmaps and a loopback
-// cloud), so the shipped rbac.yaml does not fit it: the overlay replaces its
+// A scenario's own policy is not the shipped example (it names configmaps and a
+// loopback cloud), so the shipped rbac.yaml does not fit it: the overlay replaces its
 // ClusterRole and ClusterRoleBinding with what `kubectl finalize rbac` generates for
-// this policy, the way docs/reconcile.md says to. deploy returns that RBAC.
+// this policy, the way docs/reconcile.md says to. deploy returns that RBAC, or "" when
+// the scenario keeps the shipped policy and roles.
 func deploy(t *testing.T, s scenario) (rbac string) {
 	t.Helper()
 	img, err := image.Release(t.Context(), cp)
@@ -76,12 +86,14 @@ func deploy(t *testing.T, s scenario) (rbac string) {
 		t.Fatalf("the release image: %v", err)
 	}
 	rendered, rbac := overlay.Overlay{
-		Shipped: "cronjob",
-		Policy:  s.policy,
-		CA:      s.ca,
-		Image:   img,
+		Shipped:    "cronjob",
+		Policy:     s.policy,
+		CA:         s.ca,
+		Image:      img,
+		Files:      s.files,
+		Generators: s.generators,
 		Patches: map[string]string{
-			"cronjob-patch.json": cronJobPatch(t, s.schedule),
+			"cronjob-patch.json": cronJobPatch(t, s),
 			"namespace-patch.yaml": `apiVersion: v1
 kind: Namespace
 metadata:
@@ -112,18 +124,21 @@ metadata:
 }
 
 // cronJobPatch is the overlay's patch of the CronJob: the network overlay of the test
-// node (cp.NetworkOverlay, applied to the shipped container by name), the image pulled
-// only if absent (it is loaded on the node, never pulled), and the schedule.
-func cronJobPatch(t *testing.T, schedule string) string {
+// node (cp.NetworkOverlay, applied to the shipped container by name), the image never
+// pulled (it is loaded on the node), the scenario's additions, and the schedule.
+func cronJobPatch(t *testing.T, s scenario) string {
 	t.Helper()
 	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "reconcile", ImagePullPolicy: corev1.PullNever}}}
 	cp.NetworkOverlay(&spec)
+	if s.pod != nil {
+		s.pod(&spec)
+	}
 	cronSpec := map[string]any{
 		"jobTemplate": map[string]any{"spec": map[string]any{"template": map[string]any{"spec": spec}}},
-		"suspend":     schedule == "",
+		"suspend":     s.schedule == "",
 	}
-	if schedule != "" {
-		cronSpec["schedule"] = schedule
+	if s.schedule != "" {
+		cronSpec["schedule"] = s.schedule
 	}
 	b, err := json.Marshal(map[string]any{
 		"apiVersion": "batch/v1", "kind": "CronJob",

@@ -3,8 +3,9 @@
 // the rest of the manifests stay as shipped. The overlay replaces the policy ConfigMap
 // with a scenario's policy (and its provider's CA as ca.pem), replaces the roles with
 // what `kubectl finalize rbac` generates for that policy (as docs/reconcile.md says to),
-// points the image at the release image loaded on the node, and adds the test's patches
-// (the network overlay, the Pod Security relabel).
+// or keeps the shipped policy and roles as they are; it points the image at the release
+// image loaded on the node, and adds the test's patches (the network overlay, the Pod
+// Security relabel) and generators.
 package overlay
 
 import (
@@ -23,10 +24,11 @@ import (
 )
 
 const (
-	// Namespace and Name are what docs/deploy creates: the namespace, the ServiceAccount,
-	// the workload and its roles.
+	// Namespace is the namespace docs/deploy creates.
 	Namespace = "kubectl-finalize"
-	Name      = "kubectl-finalize"
+	// Name is the name of what docs/deploy creates in it: the ServiceAccount, the
+	// workload and its roles.
+	Name = "kubectl-finalize"
 	// ShippedImage is the image the shipped workloads name; an overlay replaces it.
 	ShippedImage = "ghcr.io/kubectl-finalize/kubectl-finalize"
 	// PolicyDir is where the shipped workloads mount their policy ConfigMap.
