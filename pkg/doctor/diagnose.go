@@ -25,7 +25,9 @@ type diagnoser struct {
 	// conversions are the failing conversion webhooks, by CRD name (conversion.go).
 	conversions map[string]*conversion
 	// csiFacts caches the VolumeSnapshots and VolumeAttachments read (csi.go).
-	csiFacts       *csiFacts
+	csiFacts *csiFacts
+	// progressWindow is how long a controller may go without writing to an object it
+	// holds and still be Progressing (controller.go).
 	progressWindow time.Duration
 }
 

@@ -4,6 +4,7 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,7 +36,9 @@ Causes (the reason names are stable, for scripts): APIServiceUnavailable,
 NamespaceContentRemaining, NamespaceFinalizersRemaining, PodsUsingClaim,
 ClaimStillBound, DependentsRemaining, InstancesRemaining, ControllerInactive,
 ControllerFailing, WebhookBlocking, Progressing (the controller is at work: stuck is not
-proven yet), Unknown.
+proven yet), Unknown, ControllerIdle (the controller runs but has not written to the
+object for --progress-window), ControllerForbidden (it runs, but its ServiceAccount may
+not watch or patch the object).
 
 The doctor reads the scan's metadata and a few objects more (APIServices, webhook
 configurations and their endpoints, pods of namespaces with stuck claims, warning
@@ -59,11 +62,18 @@ const example = `  # Every stuck object, grouped by root cause
   # Every production cluster: what is stuck where, and what repeats
   kubectl finalize doctor --context-selector 'prod-*'`
 
+// flagProgressWindow is the name of the flag that sets how long a controller may go
+// without writing to an object it holds and still be called Progressing.
+const flagProgressWindow = "progress-window"
+
 // Options are the options of the doctor command.
 type Options struct {
 	PrintFlags *util.PrintFlags
 	ListFlags  util.ListFlags
 	FleetFlags util.FleetFlags
+	// ProgressWindow is how long a controller may go without writing to an object it
+	// holds and still be called Progressing.
+	ProgressWindow time.Duration
 
 	clients   *client.Clients
 	namespace string
@@ -79,7 +89,8 @@ type Options struct {
 
 // NewOptions returns the options with their defaults.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
-	return &Options{PrintFlags: util.NewTablePrintFlags(), ListFlags: util.NewListFlags(), FleetFlags: util.NewFleetFlags(), IOStreams: streams}
+	return &Options{PrintFlags: util.NewTablePrintFlags(), ListFlags: util.NewListFlags(), FleetFlags: util.NewFleetFlags(),
+		ProgressWindow: doctor.DefaultProgressWindow, IOStreams: streams}
 }
 
 // NewCmdDoctor returns the doctor command.
@@ -98,6 +109,8 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	o.PrintFlags.AddFlags(cmd)
 	o.ListFlags.AddFlags(cmd)
 	o.FleetFlags.AddFlags(cmd)
+	cmd.Flags().DurationVar(&o.ProgressWindow, flagProgressWindow, o.ProgressWindow,
+		"How long a controller may go without writing to an object it holds and still be called Progressing; after that, a controller that runs is ControllerIdle. Raise it for operators whose cloud deletions report back slowly.")
 }
 
 // Complete resolves the clients, the target and the namespace.
@@ -149,6 +162,9 @@ func (o *Options) Validate() error {
 	if o.PrintFlags.Wide() || o.PrintFlags.Name() {
 		return util.UsageErrorf(nil, "--output %s is not supported by doctor: use the default, json, yaml, jsonpath or go-template", o.PrintFlags.OutputFormat)
 	}
+	if o.ProgressWindow <= 0 {
+		return util.UsageErrorf(nil, "--%s must be positive, got %s", flagProgressWindow, o.ProgressWindow)
+	}
 	return util.FirstError(o.PrintFlags.Validate(), o.FleetFlags.Validate(), o.ListFlags.Validate())
 }
 
@@ -168,7 +184,7 @@ func (o *Options) Run(ctx context.Context) error {
 		// Namespaced owners only have dependents in their own namespace.
 		opts.Namespace = o.target.Namespace
 	}
-	rep, err := pipeline.Diagnose(ctx, o.clients, opts, doctor.Options{})
+	rep, err := pipeline.Diagnose(ctx, o.clients, opts, doctor.Options{ProgressWindow: o.ProgressWindow})
 	done()
 	if err != nil {
 		return err
@@ -243,7 +259,7 @@ func (o *Options) runFleet(ctx context.Context) error {
 			if o.explicit {
 				opts.Namespace = o.namespace
 			}
-			rep, err := pipeline.Diagnose(ctx, clients, opts, doctor.Options{})
+			rep, err := pipeline.Diagnose(ctx, clients, opts, doctor.Options{ProgressWindow: o.ProgressWindow})
 			if err != nil {
 				return nil, nil, err
 			}

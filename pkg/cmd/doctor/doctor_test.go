@@ -28,6 +28,7 @@ func TestInvocation(t *testing.T) {
 		{Name: "three arguments", Args: []string{"cm", "a", "b"}, Want: "error: doctor takes one object: TYPE/NAME or TYPE NAME\nSee 'doctor -h' for help and examples\n"},
 		{Name: "unknown type", Args: []string{"gizmo/x"}, Want: `error: the server doesn't have a resource type "gizmo"`},
 		{Name: "no concurrency", Args: []string{"--concurrency", "0"}, Want: "error: --concurrency must be at least 1, got 0"},
+		{Name: "no progress window", Args: []string{"--progress-window", "0s"}, Want: "error: --progress-window must be positive, got 0s"},
 	})
 }
 
