@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -64,6 +65,8 @@ type podNetwork struct {
 
 	mu        sync.Mutex
 	listeners []net.Listener
+	// viaClusterIP counts the connections to the ClusterIP's forwarder.
+	viaClusterIP atomic.Int64
 }
 
 // Pod network addresses: node i's pods are on bridge kf<i>, in 10.88.i.0/24, with the
@@ -121,6 +124,16 @@ func (cp *ControlPlane) PodNetworkNamespace() string {
 		return ""
 	}
 	return cp.podNet.name
+}
+
+// ClusterIPConnections counts the connections made so far to the API server at the
+// kubernetes Service's ClusterIP, which only pods of the pod network make (a kubelet
+// uses 127.0.0.1); 0 without a pod network.
+func (cp *ControlPlane) ClusterIPConnections() int64 {
+	if cp.podNet == nil {
+		return 0
+	}
+	return cp.podNet.viaClusterIP.Load()
 }
 
 // InPodNetwork runs fn on a thread inside the pod network's namespace: what fn dials,
@@ -187,7 +200,13 @@ func (cp *ControlPlane) startPodNetwork(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("listening on %s in the pod network: %w", addr, err)
 		}
-		p.forward(l, func() (net.Conn, error) { return net.DialTimeout("tcp", apiserver, 10*time.Second) })
+		viaClusterIP := addr != apiserver
+		p.forward(l, func() (net.Conn, error) {
+			if viaClusterIP {
+				p.viaClusterIP.Add(1)
+			}
+			return net.DialTimeout("tcp", apiserver, 10*time.Second)
+		})
 	}
 	cp.logf("controlplane: pod network %s ready after %s: ClusterIP %s, pods in %s", p.name, time.Since(began).Round(time.Millisecond), p.serviceIP, podSubnet(0))
 	return nil

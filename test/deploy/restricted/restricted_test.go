@@ -192,7 +192,7 @@ rules:
 	deploy(t, policy, ca)
 
 	const job = "restricted-pass"
-	began := time.Now()
+	began, viaClusterIP := time.Now(), cp.ClusterIPConnections()
 	overlay.Kubectl(t, cp, "", "create", "job", job, "--from=cronjob/"+name, "-n", namespace)
 	t.Cleanup(func() { deleteJob(job) })
 	condition, message := finish(t, job, 3*time.Minute)
@@ -226,6 +226,13 @@ rules:
 		if strings.HasPrefix(e.Name, "KUBERNETES_") {
 			t.Errorf("the container sets %s=%s: the pass must find the API server as any pod does", e.Name, e.Value)
 		}
+	}
+	// Its in-cluster client found the API server at the kubernetes Service's ClusterIP,
+	// through the KUBERNETES_SERVICE_HOST the kubelet gives every pod.
+	if n := cp.ClusterIPConnections() - viaClusterIP; n == 0 {
+		t.Error("the pass made no connection to the API server at the kubernetes Service's ClusterIP")
+	} else {
+		t.Logf("the pass connected %d time(s) to the API server at the ClusterIP", n)
 	}
 	if st := pod.Status.ContainerStatuses; len(st) != 1 || st[0].State.Terminated == nil || st[0].State.Terminated.ExitCode != 0 || st[0].RestartCount != 0 {
 		t.Errorf("container status %+v, want exit 0 without a restart", st)
