@@ -12,6 +12,12 @@ TOOLBIN  := $(CURDIR)/$(BIN)/tools
 # The control plane binaries (etcd, kube-apiserver, kube-controller-manager, kubectl),
 # built from the Go module proxy into a cache outside the repository.
 K8S_BINS  = $(shell hack/k8s-bins/build.sh)
+# Every build and test here is static and -trimpath, as the release (.goreleaser.yaml) and
+# the control plane (hack/k8s-bins) are: the packages they share then compile once on a
+# cold machine, not once per configuration. The race detector needs cgo: test-unit turns
+# it back on for itself.
+export CGO_ENABLED := 0
+export GOFLAGS := $(strip $(filter-out -trimpath,$(shell go env GOFLAGS)) -trimpath)
 # Integration packages each start a control plane; two at a time fit two cores.
 INTEGRATION_PARALLEL ?= 2
 DEMO_DIR ?= .demo
@@ -48,8 +54,8 @@ test: verify lint test-unit test-packages test-bench-short test-fuzz-short ## Ev
 
 .PHONY: test-unit
 test-unit: ## Unit tests (fakes only), with the race detector.
-	go test -race -count=1 ./cmd/... ./pkg/... ./completion/... ./hack/...
-	cd hack/image && go test -race -count=1 ./...
+	CGO_ENABLED=1 go test -race -count=1 ./cmd/... ./pkg/... ./completion/... ./hack/...
+	cd hack/image && CGO_ENABLED=1 go test -race -count=1 ./...
 
 # The packages that start a node beside their control plane; test-deploy runs them.
 NODE_PACKAGES := ./test/node ./test/deploy/...

@@ -31,17 +31,20 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 
 echo "build.sh: building Kubernetes $k8s_version and etcd $etcd_version into $cache_dest (about 10 minutes on 2 cores when cold)" >&2
-# Not -trimpath: without it the packages the project's own builds share with these
-# (client-go, apimachinery, api: 666 of the 828 its tests compile) have the same action
-# IDs, so a cold machine compiles them once, not twice.
-go build -ldflags "$ldflags" -o "$cache_tmp/" \
+# Static and -trimpath, as Kubernetes releases its binaries and as the project's own
+# release and image are built (.goreleaser.yaml): `make` builds and tests with the same
+# CGO_ENABLED=0 and -trimpath, so the packages these share with the project's tests and
+# its release (client-go, apimachinery, api: 666 of the 828 its tests compile) have the
+# same action IDs, and a cold machine compiles them once, not three times.
+export CGO_ENABLED=0
+go build -trimpath -ldflags "$ldflags" -o "$cache_tmp/" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler \
   k8s.io/kubernetes/cmd/kubectl \
   k8s.io/kubernetes/cmd/kubelet
 # The /v3 suffix would name this binary "server".
-go build -ldflags "-s -w" -o "$cache_tmp/etcd" go.etcd.io/etcd/server/v3
+go build -trimpath -ldflags "-s -w" -o "$cache_tmp/etcd" go.etcd.io/etcd/server/v3
 
 "$cache_tmp/kube-apiserver" --version >&2
 "$cache_tmp/kubelet" --version >&2
