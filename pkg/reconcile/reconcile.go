@@ -258,8 +258,8 @@ func refusals(p *plan.Plan) []finalizev1alpha1.Removal {
 	for i := range p.Refusals {
 		ref := &p.Refusals[i]
 		v := ref.Verification
-		a := finalizev1alpha1.Removal{Target: ref.Target, Finalizer: ref.Finalizer, Rule: v.Rule, Verdict: v.Verdict, Evidence: v.Evidence,
-			Result: finalizev1alpha1.ResultKept, Message: ref.Why}
+		a := finalizev1alpha1.Removal{Target: ref.Target, Finalizer: ref.Finalizer, Field: ref.Field, Owner: ref.Owner, Cause: ref.Cause,
+			Rule: v.Rule, Verdict: v.Verdict, Evidence: v.Evidence, Result: finalizev1alpha1.ResultKept, Message: ref.Why}
 		switch {
 		case ref.Kind == finalizev1alpha1.RefusalTooYoung:
 			a.Result = finalizev1alpha1.ResultTooYoung

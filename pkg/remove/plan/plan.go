@@ -74,8 +74,12 @@ func (a *Action) API() finalizev1alpha1.Removal {
 type Refusal struct {
 	Target    finalizev1alpha1.ObjectReference
 	Finalizer string
-	Kind      finalizev1alpha1.RefusalKind
-	Why       string
+	// Field, Owner and Cause are the finalizer's as the scan and the doctor found them,
+	// so that a kept finalizer is reported as fully as a removed one (empty when the
+	// object has no such finalizer).
+	Field, Owner, Cause string
+	Kind                finalizev1alpha1.RefusalKind
+	Why                 string
 	// Verification is what the verifier answered, if it was asked.
 	Verification Verification
 }
@@ -183,6 +187,10 @@ func (p *Planner) Plan(ctx context.Context, reqs []Request, opts Options) *Plan 
 		}
 		if r := p.refuse(ctx, &a, c.o, opts); r != nil {
 			r.Target, r.Finalizer, r.Verification = c.o.Ref(), c.fin.Name, c.verify
+			r.Field, r.Owner = c.fin.Field, c.fin.Owner
+			if a.Cause != nil {
+				r.Cause = a.Cause.Reason
+			}
 			plan.Refusals = append(plan.Refusals, *r)
 			continue
 		}

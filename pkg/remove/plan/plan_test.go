@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func (f verifierFunc) Verify(_ context.Context, req VerifyRequest) Verification 
 func TestPlanWithAVerifier(t *testing.T) {
 	ts := metav1.NewTime(time.Now().Add(-time.Hour))
 	db := &kube.Object{Resource: configmaps, Meta: metav1.ObjectMeta{Namespace: "a", Name: "db", UID: types.UID("uid-db"), DeletionTimestamp: &ts},
-		Finalizers: []finalizev1alpha1.Finalizer{{Name: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers}, {Name: "orphan", Field: finalizev1alpha1.FieldMetadataFinalizers, System: true}}}
+		Finalizers: []finalizev1alpha1.Finalizer{{Name: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers, Owner: "db-operator"}, {Name: "orphan", Field: finalizev1alpha1.FieldMetadataFinalizers, System: true}}}
 	res := &scan.Result{Objects: []*kube.Object{db}, Index: &scan.Index{}}
 	gone := Verification{Rule: "dbs", Verdict: finalizev1alpha1.VerdictGone, Evidence: "GET /v1/i-1: 404 Not Found", ResourceVersion: "7"}
 	tests := []struct {
@@ -55,7 +56,9 @@ func TestPlanWithAVerifier(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			planner := &Planner{Result: res, Verifier: verifierFunc(func(VerifyRequest) Verification { return tt.answer })}
+			inactive := &finalizev1alpha1.Cause{Reason: finalizev1alpha1.ReasonControllerInactive}
+			planner := &Planner{Result: res, Verifier: verifierFunc(func(VerifyRequest) Verification { return tt.answer }),
+				CauseOf: func(*kube.Object) *finalizev1alpha1.Cause { return inactive }}
 			p := planner.Plan(context.Background(), []Request{{Object: db, Finalizers: []string{tt.finalizer}}}, tt.opts)
 			if tt.wantKind != "" {
 				if len(p.Refusals) != 1 || p.Refusals[0].Kind != tt.wantKind || !strings.Contains(p.Refusals[0].Why, tt.wantWhy) {
@@ -63,6 +66,12 @@ func TestPlanWithAVerifier(t *testing.T) {
 				}
 				if r := p.Refusals[0].API(); r.Rule != tt.answer.Rule || r.Verdict != tt.answer.Verdict {
 					t.Errorf("the refusal keeps the provider's answer: %+v", r)
+				}
+				// A kept finalizer is reported as fully as a removed one: its field, its
+				// owner and the object's cause.
+				fin := db.Finalizers[slices.IndexFunc(db.Finalizers, func(f finalizev1alpha1.Finalizer) bool { return f.Name == tt.finalizer })]
+				if r := p.Refusals[0]; r.Field != fin.Field || r.Owner != fin.Owner || r.Cause != inactive.Reason {
+					t.Errorf("the refusal lost the finalizer's field, owner or cause: %+v", r)
 				}
 				return
 			}
