@@ -6,11 +6,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
@@ -18,9 +20,10 @@ import (
 )
 
 // A CRD whose conversion webhook fails: objects stored at one version cannot be read at
-// another. Every list of another version fails (the scan's, kubectl's, the garbage
-// collector's), and so does the namespace controller's in each namespace that holds
-// such objects: those namespaces cannot finish deleting.
+// another. Every list of another version fails (the scan's, kubectl's, the namespace
+// controller's) in the namespaces that hold such objects and, once the API server's watch
+// cache of the type gives up initializing ("storage is (re)initializing"), in every
+// namespace: then no namespace of the cluster can finish deleting (kube v1.36, observed).
 
 // conversionCRD is what the doctor reads of a CRD whose conversion webhook fails.
 type conversionCRD struct {
@@ -66,9 +69,8 @@ func (d *diagnoser) conversionOf(fail scan.ConversionFailure) *conversion {
 	case fail.Service != "":
 		via = " (service " + fail.Service + ")"
 	}
-	reading := fmt.Sprintf("objects stored at %s cannot be read at another version", fail.From)
-	c.message = fmt.Sprintf("the conversion webhook of CRD %s%s fails: %s; %s, so no namespace that holds them can finish deleting, and lists of %s at other versions fail (kubectl's and this scan's too)",
-		name, via, c.problem, reading, crd.Resource)
+	c.message = fmt.Sprintf("the conversion webhook of CRD %s%s fails: %s; objects stored at %s cannot be read at another version, so lists of %s at other versions fail (kubectl's, this scan's, the namespace controller's): first in the namespaces that hold them, then, once the API server's watch cache of the type cannot initialize, in every namespace, and no namespace can finish deleting",
+		name, via, c.problem, fail.From, crd.Resource)
 	c.next = conversionNext(crd, c.problem)
 	d.conversions[name] = c
 	return c
@@ -206,6 +208,34 @@ func (d *diagnoser) conversionFindings(o *kube.Object, conds []corev1.NamespaceC
 			fd.blockers = []finalizev1alpha1.Blocker{{Target: crdsResource.Ref("", cv.crd.Name, ""), Message: "conversion webhook: " + cv.problem}}
 			fs = append(fs, fd)
 		}
+	}
+	return fs
+}
+
+// unreportedConversions: a namespace the namespace controller has not reported on, in
+// a cluster where the scan found conversion webhooks failing. Once the API server's watch
+// cache of such a type cannot initialize, every namespace's list of it fails, and the
+// controller's passes over the namespaces already blocked fail and retry.
+func (d *diagnoser) unreportedConversions(terminating time.Duration) []finding {
+	var fs []finding
+	seen := map[string]bool{}
+	for _, in := range d.f.res.Incomplete {
+		if in.Reason != finalizev1alpha1.ReasonConversionWebhookUnavailable {
+			continue
+		}
+		fails := scan.ConversionFailures(in.Message)
+		if len(fails) == 0 {
+			continue
+		}
+		cv := d.conversionOf(fails[0])
+		if seen[cv.crd.Name] {
+			continue
+		}
+		seen[cv.crd.Name] = true
+		fd := rooted(finalizev1alpha1.ReasonConversionWebhookUnavailable, finalizev1alpha1.Subject{Kind: "CustomResourceDefinition", Name: cv.crd.Name},
+			fmt.Sprintf("the namespace controller has not reported on the namespace %s after the deletion began, while %s", duration.HumanDuration(terminating), cv.message), cv.next, cv.message)
+		fd.blockers = []finalizev1alpha1.Blocker{{Target: crdsResource.Ref("", cv.crd.Name, ""), Message: "conversion webhook: " + cv.problem}}
+		fs = append(fs, fd)
 	}
 	return fs
 }

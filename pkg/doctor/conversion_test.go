@@ -125,3 +125,20 @@ func TestAnotherContentFailureKeepsTheNamespacesOwnRoot(t *testing.T) {
 	wantRoot(t, rep, finalizev1alpha1.ReasonConversionWebhookUnavailable, finalizev1alpha1.Subject{Kind: "CustomResourceDefinition", Name: "databases.db.example.com"}, 1)
 	wantRoot(t, rep, finalizev1alpha1.ReasonNamespaceContentRemaining, finalizev1alpha1.Subject{Kind: "Namespace", Name: "team-a"}, 1)
 }
+
+func TestANamespaceNotReportedOnWhileAConversionWebhookFails(t *testing.T) {
+	ts := metav1.NewTime(now.Add(-10 * 60e9))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "quiet", UID: "uid-quiet", DeletionTimestamp: &ts},
+		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}}}
+	o := kube.NewObject(namespaces, &ns.ObjectMeta, ns)
+	owner.NewResolver(owner.Builtin(), nil).Annotate([]*kube.Object{o})
+	res := result(o)
+	res.Incomplete = []finalizev1alpha1.IncompleteResource{{GroupVersion: "db.example.com/v2", Resource: "databases",
+		Reason: finalizev1alpha1.ReasonConversionWebhookUnavailable, Message: "the conversion webhook of CRD databases.db.example.com fails: ...; the API server said: " + convFailed}}
+	rep := diagnose(t, res, conversionCRDObject("", "v1"))
+	wantCause(t, rep, o, finalizev1alpha1.ReasonConversionWebhookUnavailable, "the namespace controller has not reported on the namespace 10m after the deletion began, while the conversion webhook of CRD databases.db.example.com (service ops/db-webhook) fails")
+	wantRoot(t, rep, finalizev1alpha1.ReasonConversionWebhookUnavailable, finalizev1alpha1.Subject{Kind: "CustomResourceDefinition", Name: "databases.db.example.com"}, 1)
+	// Without a failing webhook, it is the controller's absence.
+	rep = diagnose(t, result(o))
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerInactive, "no deletion conditions")
+}

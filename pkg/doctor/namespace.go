@@ -95,6 +95,9 @@ func (d *diagnoser) namespace(o *kube.Object) []finding {
 	}
 	terminating := o.Terminating(d.f.now)
 	if len(ns.Status.Conditions) == 0 && terminating >= d.namespaceGrace {
+		if convs := d.unreportedConversions(terminating); len(convs) > 0 {
+			return convs
+		}
 		msg := fmt.Sprintf("no deletion conditions %s after the deletion began: the namespace controller of kube-controller-manager has not processed the namespace", duration.HumanDuration(terminating))
 		return []finding{rooted(finalizev1alpha1.ReasonControllerInactive, controllerSubject(nsOwner), msg,
 			"check that kube-controller-manager runs with the namespace controller enabled",

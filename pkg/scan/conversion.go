@@ -34,6 +34,7 @@ const conversionMarker = "conversion webhook for "
 var (
 	conversionRE = regexp.MustCompile(`^([a-z0-9.-]+/v[0-9a-z]+), Kind=([A-Za-z0-9]+) ([\s\S]*)$`)
 	calledRE     = regexp.MustCompile(`^(?i:post) "([^"]+)": ([\s\S]*)$`)
+	prefaceRE    = regexp.MustCompile(`,\s+[^,]*(, Kind=[A-Za-z0-9]+)?:\s*$`)
 )
 
 // ConversionFailures finds every failed conversion a message reports, whatever else it
@@ -45,7 +46,12 @@ func ConversionFailures(msg string) []ConversionFailure {
 		if i == 0 {
 			continue
 		}
-		// A condition joins errors with ", "; the next one begins at the next marker.
+		// A condition joins errors with ", "; the next one begins at the next marker,
+		// maybe after a preface of its own ("storage is (re)initializing: failed to list
+		// db.example.com/v2, Kind=Database: "), which is not this one's.
+		if i+1 < len(parts) {
+			part = prefaceRE.ReplaceAllString(part, "")
+		}
 		part = strings.TrimRight(strings.TrimSpace(part), ",")
 		m := conversionRE.FindStringSubmatch(part)
 		if m == nil {

@@ -48,6 +48,14 @@ func TestConversionFailuresSayWhatFailed(t *testing.T) {
 	if len(fs) != 2 || fs[0].Problem() != "service ops/db-webhook does not exist" || fs[1].Kind != "Cache" || fs[1].Problem() != "service ops/cache has no ready endpoints" {
 		t.Errorf("a condition that joins two failures: %+v", fs)
 	}
+	// Once the API server's watch cache of a type cannot initialize, every namespace's
+	// list of it fails, with a preface before the conversion error.
+	reinit := `Failed to delete all resource types, 2 remaining: ` + convMissing + `, storage is (re)initializing: failed to list tls.example.com/v2, Kind=Gizmo: ` +
+		`conversion webhook for tls.example.com/v1, Kind=Gizmo failed: Post "https://127.0.0.1:38925/convert?timeout=30s": tls: failed to verify certificate: x509: certificate signed by unknown authority`
+	fs = ConversionFailures(reinit)
+	if len(fs) != 2 || fs[0].Detail != `service "db-webhook" not found` || fs[1].Kind != "Gizmo" || fs[1].Problem() != "its TLS handshake fails: tls: failed to verify certificate: x509: certificate signed by unknown authority" {
+		t.Errorf("a condition with a cache's preface: %+v", fs)
+	}
 	if fs := ConversionFailures("Failed to delete all resource types, 1 remaining: etcd is slow"); len(fs) != 0 {
 		t.Errorf("no conversion failure: %+v", fs)
 	}

@@ -46,7 +46,8 @@ const (
 // ReasonConversionWebhookUnavailable is a cause and an incomplete reason at once (#24):
 // a CRD's conversion webhook cannot be reached, so its objects stored at one version
 // cannot be read at another. Lists of its other versions fail, the scan's among them,
-// and so does the namespace controller's in every namespace that holds its objects.
+// and so does the namespace controller's: in the namespaces that hold its objects, then,
+// once the API server's watch cache of the type cannot initialize, in every namespace.
 // Untyped, it fits both Cause.Reason and IncompleteResource.Reason.
 const ReasonConversionWebhookUnavailable = "ConversionWebhookUnavailable"
 
