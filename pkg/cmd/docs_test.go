@@ -138,6 +138,7 @@ func TestTheRunbookWalksEveryCause(t *testing.T) {
 		finalizev1alpha1.ReasonInstancesRemaining, finalizev1alpha1.ReasonControllerInactive,
 		finalizev1alpha1.ReasonControllerFailing, finalizev1alpha1.ReasonWebhookBlocking,
 		finalizev1alpha1.ReasonProgressing, finalizev1alpha1.ReasonUnknown,
+		finalizev1alpha1.ReasonControllerIdle, finalizev1alpha1.ReasonControllerForbidden,
 	} {
 		if !regexp.MustCompile(`(?m)^### .*\b` + reason + `\b`).Match(b) {
 			t.Errorf("docs/runbook.md has no section on %s", reason)
