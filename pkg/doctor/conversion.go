@@ -184,8 +184,14 @@ func conversionNext(crd *conversionCRD, problem string) string {
 		return fmt.Sprintf("%s. If its operator is gone for good: status.storedVersions says every object is stored at %s, so serving only %s needs no conversion and changes nothing stored (clients of %s then get NotFound): kubectl patch crd %s --type=json -p '[%s]'; %s",
 			restore, crd.Storage, crd.Storage, strings.Join(others, ", "), crd.Name, strings.Join(ops, ","), list)
 	}
-	return fmt.Sprintf("%s. Objects may be stored at %s (status.storedVersions) and cannot be read at another version without the webhook: bring it back, even only for as long as it takes to rewrite every object at %s, before anything else; %s",
-		restore, strings.Join(crd.Stored, " and "), crd.Storage, list)
+	var older []string
+	for _, v := range crd.Stored {
+		if v != crd.Storage {
+			older = append(older, v)
+		}
+	}
+	return fmt.Sprintf("%s. Objects may be stored at %s (status.storedVersions), and without the webhook none can be read at another version: bring it back, even only long enough to rewrite every object at %s (read and write each unchanged, as kube-storage-version-migrator does); only then may status.storedVersions drop %s and the other versions stop being served",
+		restore, strings.Join(crd.Stored, " and "), crd.Storage, strings.Join(older, ", "))
 }
 
 // conversionFindings: the namespace controller reports that it cannot list a type of

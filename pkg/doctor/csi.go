@@ -155,10 +155,11 @@ func (d *diagnoser) snapshotSource(o *kube.Object, fin finalizev1alpha1.Finalize
 	if fd.next == "" {
 		fd.next = "the snapshots taken from the claim are being deleted themselves: see their causes"
 	}
-	fd.message = fmt.Sprintf("%s taken from the claim %s not ready: %s; %s keeps the claim until they are",
-		plural(len(pending), "VolumeSnapshot"), map[bool]string{true: "is", false: "are"}[len(pending) == 1], strings.Join(names, ", "), fin.Name)
+	verb := map[bool]string{true: "is", false: "are"}[len(pending) == 1]
+	fd.message = fmt.Sprintf("%s taken from the claim %s not ready: %s; %s keeps the claim until %s ready",
+		plural(len(pending), "VolumeSnapshot"), verb, strings.Join(names, ", "), fin.Name, map[bool]string{true: "it is", false: "they are"}[len(pending) == 1])
 	if len(ready) > 0 {
-		fd.message += fmt.Sprintf(" (ready: %s)", strings.Join(readyNames, ", "))
+		fd.message += fmt.Sprintf("; already ready: %s", strings.Join(readyNames, ", "))
 	}
 	return fd
 }
@@ -247,7 +248,8 @@ func (d *diagnoser) attached(o *kube.Object, fin finalizev1alpha1.Finalizer) fin
 	if fd.next == "" {
 		fd.next = "its VolumeAttachments are being deleted themselves: see their causes"
 	}
-	fd.message = fmt.Sprintf("%s still %s the volume: %s; %s keeps it until they are gone",
-		plural(len(mine), "VolumeAttachment"), map[bool]string{true: "attaches", false: "attach"}[len(mine) == 1], strings.Join(names, ", "), fin.Name)
+	fd.message = fmt.Sprintf("%s still %s the volume: %s; %s keeps it until %s gone",
+		plural(len(mine), "VolumeAttachment"), map[bool]string{true: "attaches", false: "attach"}[len(mine) == 1], strings.Join(names, ", "), fin.Name,
+		map[bool]string{true: "it is", false: "they are"}[len(mine) == 1])
 	return fd
 }

@@ -58,7 +58,7 @@ func TestAClaimWaitsForTheSnapshotsTakenFromIt(t *testing.T) {
 		snapshot("b", "other-namespace", "data", map[string]any{"readyToUse": false}))
 	wantCause(t, rep, claim, finalizev1alpha1.ReasonSnapshotsUsingClaim,
 		"2 VolumeSnapshots taken from the claim are not ready: nightly (not ready: Failed to create snapshot: rpc error: code = Internal), fresh (not ready, no status yet)",
-		"(ready: weekly)", "kubectl describe volumesnapshot nightly -n a")
+		"; already ready: weekly", "kubectl describe volumesnapshot nightly -n a")
 	c := rep.Cause(claim)
 	if strings.Contains(c.Message, "elsewhere") || strings.Contains(c.Message, "other-namespace") {
 		t.Errorf("only snapshots of this claim count: %s", c.Message)

@@ -339,6 +339,13 @@ func TestNextStepsReadWell(t *testing.T) {
 			}, nil},
 		{"an unavailable APIService", namespace("ns-discovery", corev1.NamespaceCondition{Type: corev1.NamespaceDeletionDiscoveryFailure, Status: corev1.ConditionTrue,
 			Message: "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1"}), nil, []runtime.Object{apiSvc}},
+		{"a conversion webhook down", blockedNamespace("ns-conversion", convFailed), nil, []runtime.Object{conversionCRDObject("", "v1")}},
+		{"a conversion webhook down, objects at two versions", blockedNamespace("ns-conversion-2", convFailed), nil, []runtime.Object{conversionCRDObject("", "v1", "v2")}},
+		{"a claim snapshots are taken from", stuck(claimsResource, "a", "data", finalizerSnapshotSource), nil, []runtime.Object{
+			snapshot("a", "nightly", "data", map[string]any{"readyToUse": false, "error": map[string]any{"message": "Failed to create snapshot: rpc error: code = Internal"}}),
+			snapshot("a", "weekly", "data", map[string]any{"readyToUse": true})}},
+		{"an attached volume", stuck(coreResource("persistentvolumes", "PersistentVolume", false), "", "pv-1", "external-attacher/csi-example-com"), nil, []runtime.Object{
+			attachment("csi-1", "pv-1", "node-a", map[string]any{"attached": true})}},
 	}
 	var b strings.Builder
 	for _, sc := range scenarios {

@@ -133,7 +133,7 @@ func TestStorageProtectionsNameTheirBlocker(t *testing.T) {
 	claimObj := seed.Object{Resource: gvr("persistentvolumeclaims"), Namespace: ns, Name: "data"}
 	cause := wantCause(t, rep, claimObj, finalizev1alpha1.ReasonSnapshotsUsingClaim,
 		"2 VolumeSnapshots taken from the claim are not ready: nightly (not ready: Failed to check and update snapshot content: rpc error: code = Internal desc = snapshot quota exceeded), fresh (not ready, no status yet)",
-		"(ready: weekly)", "kubectl describe volumesnapshot nightly -n "+ns)
+		"; already ready: weekly", "kubectl describe volumesnapshot nightly -n "+ns)
 	if strings.Contains(cause.Message, "of-logs") {
 		t.Errorf("a snapshot of another claim: %s", cause.Message)
 	}
@@ -144,7 +144,7 @@ func TestStorageProtectionsNameTheirBlocker(t *testing.T) {
 
 	pvObj := seed.Object{Resource: gvr("persistentvolumes"), Name: pvName}
 	cause = wantCause(t, rep, pvObj, finalizev1alpha1.ReasonVolumeStillAttached,
-		"1 VolumeAttachment still attaches the volume: "+ns+"-va (on node node-a, attached); external-attacher/csi-example-com keeps it until they are gone",
+		"1 VolumeAttachment still attaches the volume: "+ns+"-va (on node node-a, attached); external-attacher/csi-example-com keeps it until it is gone",
 		"the external-attacher of csi.example.com", "--field-selector spec.nodeName=node-a")
 	if len(cause.Blockers) != 1 || cause.Blockers[0].Target.Kind != "VolumeAttachment" || cause.Blockers[0].Target.Name != ns+"-va" {
 		t.Errorf("volume blockers %+v", cause.Blockers)
