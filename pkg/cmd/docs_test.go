@@ -139,6 +139,8 @@ func TestTheRunbookWalksEveryCause(t *testing.T) {
 		finalizev1alpha1.ReasonControllerFailing, finalizev1alpha1.ReasonWebhookBlocking,
 		finalizev1alpha1.ReasonProgressing, finalizev1alpha1.ReasonUnknown,
 		finalizev1alpha1.ReasonControllerIdle, finalizev1alpha1.ReasonControllerForbidden,
+		finalizev1alpha1.ReasonConversionWebhookUnavailable, finalizev1alpha1.ReasonSnapshotsUsingClaim,
+		finalizev1alpha1.ReasonVolumeStillAttached,
 	} {
 		if !regexp.MustCompile(`(?m)^### .*\b` + reason + `\b`).Match(b) {
 			t.Errorf("docs/runbook.md has no section on %s", reason)
