@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -155,6 +156,35 @@ func redactSecret(obj map[string]any) map[string]any {
 	return out
 }
 
+// missingInterpreter explains a "no such file or directory" about a program that is
+// there: a script whose interpreter (its #! line) is not, such as a shell script in the
+// release image, which has no shell. Empty otherwise.
+func missingInterpreter(path string, err error) string {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	line, _, _ := bytes.Cut(head[:n], []byte("\n"))
+	interpreter, ok := bytes.CutPrefix(line, []byte("#!"))
+	if !ok {
+		return ""
+	}
+	fields := strings.Fields(string(interpreter))
+	if len(fields) == 0 {
+		return ""
+	}
+	if _, err := os.Stat(fields[0]); err == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (it is a script for %s, which does not exist here; the release image has no shell: docs/providers.md, \"Where the program runs\")", fields[0])
+}
+
 // Key is the program, its arguments and environment, and the object version asked
 // about: every answer echoes the object, so it is asked for each one.
 func (c *execCall) Key() string {
@@ -186,7 +216,7 @@ func (c *execCall) Do(ctx context.Context) Answer {
 	case err != nil && cmd.Process == nil:
 		// The program never started (not found, not executable): every call under the
 		// rule would fail the same way.
-		return Answer{Verdict: finalizev1alpha1.VerdictUnknown, CannotRun: true, Evidence: fmt.Sprintf("exec %s: the program cannot run: %v", name, err)}
+		return Answer{Verdict: finalizev1alpha1.VerdictUnknown, CannotRun: true, Evidence: fmt.Sprintf("exec %s: the program cannot run: %v%s", name, err, missingInterpreter(name, err))}
 	case stdout.overflow:
 		return Unknown("exec %s: more than %d bytes on stdout; the process group was killed", name, MaxStdoutBytes)
 	case ctx.Err() != nil:

@@ -248,6 +248,21 @@ func TestExecAProgramThatCannotStartCannotRun(t *testing.T) {
 	if a := askVia(t, &finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{missing}}}, Options{}); a.Verdict != finalizev1alpha1.VerdictUnknown || !a.CannotRun || !strings.Contains(a.Evidence, "exec "+missing+": the program cannot run") {
 		t.Errorf("got %+v", a)
 	}
+	// A script whose interpreter is missing (a shell script in the release image, which
+	// has no shell) is there, yet cannot start: the evidence says why.
+	script := filepath.Join(t.TempDir(), "check-s3")
+	if err := os.WriteFile(script, []byte("#!/nonexistent/sh -eu\necho never\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if a := askVia(t, &finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{script}}}, Options{}); a.Verdict != finalizev1alpha1.VerdictUnknown || !a.CannotRun ||
+		!strings.Contains(a.Evidence, "exec "+script+": the program cannot run: ") ||
+		!strings.Contains(a.Evidence, "(it is a script for /nonexistent/sh, which does not exist here; the release image has no shell: docs/providers.md, \"Where the program runs\")") {
+		t.Errorf("a script without its interpreter: %+v", a)
+	}
+	// A missing program is not taken for a script.
+	if a := askVia(t, &finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{missing}}}, Options{}); strings.Contains(a.Evidence, "a script for") {
+		t.Errorf("a missing program: %+v", a)
+	}
 	// A program that starts and fails is an answer about the object, not a broken rule.
 	if a := execAsk(t, "fail", 10*time.Second); a.CannotRun {
 		t.Errorf("a failing program: %+v", a)

@@ -1,9 +1,7 @@
 package reconcile
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -31,58 +28,6 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
-
-// auditEvent is what these tests read of an audit.k8s.io/v1 Event.
-type auditEvent struct {
-	Verb string `json:"verb"`
-	User struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		APIGroup    string `json:"apiGroup"`
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	RequestURI string `json:"requestURI"`
-}
-
-// auditSince reads the audit events of user written after offset.
-func auditSince(t *testing.T, offset int64, user string) []auditEvent {
-	t.Helper()
-	f, err := os.Open(auditLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, 0); err != nil {
-		t.Fatal(err)
-	}
-	var out []auditEvent
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var e auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("an audit line: %v", err)
-		}
-		if e.User.Username == user && e.ObjectRef != nil {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func auditSize(t *testing.T) int64 {
-	t.Helper()
-	st, err := os.Stat(auditLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.Size()
-}
 
 // grant is one verb on one resource a role allows, "*" for any.
 type grant struct{ verb, group, resource string }
@@ -94,7 +39,7 @@ func (g grant) String() string {
 	return g.verb + " " + g.resource + "." + g.group
 }
 
-func (g grant) allows(e auditEvent) bool {
+func (g grant) allows(e controlplane.AuditEvent) bool {
 	resource := e.ObjectRef.Resource
 	if e.ObjectRef.Subresource != "" {
 		resource += "/" + e.ObjectRef.Subresource
@@ -189,7 +134,8 @@ func TestEveryVerbTheGeneratedRBACGrantsIsUsed(t *testing.T) {
 	}); err != nil {
 		t.Fatal("the bindings never took effect")
 	}
-	offset := auditSize(t)
+	audit := controlplane.AuditLog(auditLog)
+	offset := audit.Size(t)
 
 	rep, r := pass(t, kubeconfig, policy)
 	if r.Code != 0 || action(t, rep, "gone").Result != finalizev1alpha1.ResultRemoved || action(t, rep, "changing").Result != finalizev1alpha1.ResultRemoved ||
@@ -215,13 +161,17 @@ func TestEveryVerbTheGeneratedRBACGrantsIsUsed(t *testing.T) {
 		t.Errorf("the replica exited %d:\n%s", code, p.stderr.String())
 	}
 
-	events := auditSince(t, offset, user)
 	used := map[grant]int{}
 	grants := grantsOf(t, manifests)
-	for _, e := range events {
-		if e.ResponseStatus != nil && (e.ResponseStatus.Code == 401 || e.ResponseStatus.Code == 403) {
+	requests := 0
+	for _, e := range audit.Events(t, offset, user) {
+		if e.Refused() {
 			t.Errorf("refused: %s %s (%d)", e.Verb, e.RequestURI, e.ResponseStatus.Code)
 		}
+		if e.ObjectRef == nil {
+			continue // discovery (/api, /apis), which every authenticated user may read
+		}
+		requests++
 		allowed := false
 		for _, g := range grants {
 			if g.allows(e) {
@@ -241,31 +191,21 @@ func TestEveryVerbTheGeneratedRBACGrantsIsUsed(t *testing.T) {
 		lines = append(lines, fmt.Sprintf("%-55s %d", g, used[g]))
 	}
 	sort.Strings(lines)
-	t.Logf("%d requests as %s; requests per verb granted:\n%s", len(events), user, strings.Join(slices.Compact(lines), "\n"))
+	t.Logf("%d requests of resources as %s; requests per verb granted:\n%s", requests, user, strings.Join(slices.Compact(lines), "\n"))
 }
 
 // crdFor installs crd (once per control plane: the tests share it) and waits until it is
 // served.
 func crdFor(t *testing.T, crd seed.CRD) schema.GroupVersionResource {
 	t.Helper()
-	s, err := seed.New(cp.Config, "rbac")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.EnsureCRD(t.Context(), crd); err != nil {
-		t.Fatal(err)
-	}
-	return crd.GVR()
+	return fixture.CRD(t, cp.Config, crd)
 }
 
 // custom creates an object of gvr with finalizers, an "instance" annotation and labels,
 // deleted when stuck is set.
 func custom(t *testing.T, gvr schema.GroupVersionResource, kind, ns, name string, finalizers []string, l map[string]string, stuck bool) {
 	t.Helper()
-	u := fixture.Custom(gvr, kind, ns, name, finalizers...)
-	u.SetLabels(l)
-	u.SetAnnotations(map[string]string{"instance": name})
-	fixture.Create(t, fixture.Resource(dynamic.NewForConfigOrDie(cp.Config), gvr, ns), u, stuck)
+	fixture.Instance(t, cp.Config, gvr, kind, ns, name, finalizers, l, stuck)
 }
 
 var (
@@ -434,10 +374,15 @@ func TestEveryDocumentedPolicyShapeRunsOnItsGeneratedRBAC(t *testing.T) {
 			}); err != nil {
 				t.Fatal("the binding never took effect")
 			}
-			offset := auditSize(t)
+			audit := controlplane.AuditLog(auditLog)
+			offset := audit.Size(t)
 			rep, r := pass(t, kubeconfig, policy)
-			for _, e := range auditSince(t, offset, user) {
-				if e.ResponseStatus != nil && (e.ResponseStatus.Code == 401 || e.ResponseStatus.Code == 403) {
+			events := audit.Events(t, offset, user)
+			if len(events) == 0 {
+				t.Errorf("the audit log holds no request of %s: the pass did not run as it", user)
+			}
+			for _, e := range events {
+				if e.Refused() {
 					t.Errorf("refused: %s %s (%d)", e.Verb, e.RequestURI, e.ResponseStatus.Code)
 				}
 			}

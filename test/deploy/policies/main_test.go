@@ -6,7 +6,6 @@
 package policies
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,8 +34,9 @@ import (
 
 var (
 	cp *controlplane.ControlPlane
-	// auditLog is the API server's audit log of ServiceAccounts' requests.
-	auditLog string
+	// auditLog is the API server's audit log of ServiceAccounts' requests: it shows
+	// whether any was refused.
+	auditLog controlplane.AuditLog
 )
 
 // The namespace controller is left out: it would finish deleting the namespace whose
@@ -46,23 +46,7 @@ var (
 func TestMain(m *testing.M) {
 	controlplane.Main(m, controlplane.Options{Node: true, Controllers: []string{
 		"garbage-collector-controller", "persistentvolume-protection-controller", "persistentvolumeclaim-protection-controller",
-	}}, &cp, auditServiceAccounts)
-}
-
-// auditServiceAccounts has the API server's audit log record every request of a
-// ServiceAccount, as test/reconcile's TestMain does: it shows whether any was refused.
-func auditServiceAccounts(dir string, opts *controlplane.Options) error {
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	auditLog = filepath.Join(dir, "audit.log")
-	opts.APIServerFlags = map[string]string{"audit-policy-file": policy, "audit-log-path": auditLog, "audit-log-mode": "blocking"}
-	return os.WriteFile(policy, []byte(`apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-rules:
-- level: Metadata
-  userGroups: ["system:serviceaccounts"]
-- level: None
-`), 0o600)
+	}}, &cp, controlplane.AuditServiceAccounts(&auditLog))
 }
 
 // audited counts the requests of user in the audit log after offset, and lists those the
@@ -70,51 +54,13 @@ rules:
 // no refusal would show either.
 func audited(t *testing.T, offset int64, user string) (requests int, refused []string) {
 	t.Helper()
-	f, err := os.Open(auditLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, 0); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var e struct {
-			Verb string `json:"verb"`
-			User struct {
-				Username string `json:"username"`
-			} `json:"user"`
-			RequestURI     string `json:"requestURI"`
-			ResponseStatus *struct {
-				Code int `json:"code"`
-			} `json:"responseStatus"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("an audit line: %v", err)
-		}
-		if e.User.Username != user {
-			continue
-		}
-		requests++
-		if e.ResponseStatus != nil && (e.ResponseStatus.Code == 401 || e.ResponseStatus.Code == 403) {
+	events := auditLog.Events(t, offset, user)
+	for _, e := range events {
+		if e.Refused() {
 			refused = append(refused, e.Verb+" "+e.RequestURI)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("reading the audit log: %v", err)
-	}
-	return requests, refused
-}
-
-func auditSize(t *testing.T) int64 {
-	t.Helper()
-	st, err := os.Stat(auditLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.Size()
+	return len(events), refused
 }
 
 // releaseImage is image.Release, failing t when it cannot be built.
@@ -129,42 +75,45 @@ func releaseImage(t *testing.T) string {
 	return ref
 }
 
-// execProviderImage holds docs/examples/exec-provider and ./install. The release image is
-// distroless: a provider binary cannot be added to it without building another image,
-// which is not what users run. What they do instead, and what the pod does here, is ship
-// the provider in an image of its own and copy it, in an init container, into an emptyDir
+// providersImage holds the exec providers the pods run: docs/examples/exec-provider,
+// ./cloudcli (the docs' check-* programs) and ./install. The release image is distroless:
+// a provider binary cannot be added to it without building another image, which is not
+// what users run. What they do instead, and what the pod does here, is ship the
+// provider in an image of its own and copy it, in an init container, into an emptyDir
 // the reconcile container mounts: the release image stays as released, and the provider
 // is versioned apart from it. install does the copy, since the images have no shell.
-const execProviderImage = "kubectl-finalize.test/exec-provider:1"
+const providersImage = "kubectl-finalize.test/providers:1"
 
 var (
-	execProviderOnce sync.Once
-	execProviderErr  error
+	providersOnce sync.Once
+	providersErr  error
 )
 
-func execProvider(t *testing.T) string {
+func providers(t *testing.T) string {
 	t.Helper()
-	execProviderOnce.Do(func() {
+	providersOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		dir := filepath.Join(cp.Node.Dir, "images", "exec-provider")
-		for _, b := range []struct{ out, pkg string }{{"exec-provider", "./docs/examples/exec-provider"}, {"install", "./test/deploy/policies/install"}} {
+		dir := filepath.Join(cp.Node.Dir, "images", "providers")
+		for _, b := range []struct{ out, pkg string }{
+			{"exec-provider", "./docs/examples/exec-provider"}, {"cloudcli", "./test/deploy/policies/cloudcli"}, {"install", "./test/deploy/policies/install"},
+		} {
 			cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, b.out), b.pkg)
 			cmd.Dir = "../../.."
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 			if out, err := cmd.CombinedOutput(); err != nil {
-				execProviderErr = fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
+				providersErr = fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
 				return
 			}
 		}
-		execProviderErr = cp.Node.PackImage(ctx, filepath.Join(dir, "image.tar"), "-tag", execProviderImage,
-			"-add", filepath.Join(dir, "exec-provider")+":/exec-provider", "-add", filepath.Join(dir, "install")+":/install",
-			"-entrypoint", "/install", "-user", "65532:65532")
+		providersErr = cp.Node.PackImage(ctx, filepath.Join(dir, "image.tar"), "-tag", providersImage,
+			"-add", filepath.Join(dir, "exec-provider")+":/exec-provider", "-add", filepath.Join(dir, "cloudcli")+":/cloudcli",
+			"-add", filepath.Join(dir, "install")+":/install", "-entrypoint", "/install", "-user", "65532:65532")
 	})
-	if execProviderErr != nil {
-		t.Fatalf("the exec provider's image: %v", execProviderErr)
+	if providersErr != nil {
+		t.Fatalf("the providers' image: %v", providersErr)
 	}
-	return execProviderImage
+	return providersImage
 }
 
 // account is a ServiceAccount bound to exactly what `kubectl finalize rbac` generates for
@@ -340,19 +289,24 @@ func run(t *testing.T, pod *corev1.Pod) (code int32, log string) {
 	return -1, log
 }
 
-// report finds the pass's JSON report in the pod's log, which holds stderr's audit
-// lines too (the API serves both streams as one).
+// report finds the pass's JSON report in the pod's log. The log is stdout and stderr as
+// one (the API serves no stream alone: PodLogsQuerySplitStreams is alpha, off), and the
+// runtime reads the two pipes apart, so a line of stderr (an audit line, a warning) may
+// land between two lines of the report. The report is indented JSON, alone on stdout:
+// every line of it but its braces starts with a space, and every line of stderr starts
+// at the margin. Those are left out before decoding; a stderr line that does not start at
+// the margin would leave the JSON broken, and no report found.
 func report(t *testing.T, log string) *finalizev1alpha1.ReconcileReport {
 	t.Helper()
-	for i := 0; i < len(log); i++ {
-		if log[i] != '{' || (i > 0 && log[i-1] != '\n') {
-			continue
-		}
-		rep := &finalizev1alpha1.ReconcileReport{}
-		if err := json.NewDecoder(strings.NewReader(log[i:])).Decode(rep); err == nil && rep.Kind == "ReconcileReport" {
-			return rep
+	var stdout []string
+	for line := range strings.SplitSeq(log, "\n") {
+		if line == "{" || line == "}" || strings.HasPrefix(line, " ") {
+			stdout = append(stdout, line)
 		}
 	}
-	t.Fatalf("no ReconcileReport in the pod's log:\n%s", log)
-	return nil
+	rep := &finalizev1alpha1.ReconcileReport{}
+	if err := json.Unmarshal([]byte(strings.Join(stdout, "\n")), rep); err != nil || rep.Kind != "ReconcileReport" {
+		t.Fatalf("no ReconcileReport in the pod's log (%v):\n%s", err, log)
+	}
+	return rep
 }

@@ -11,12 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
@@ -49,14 +46,24 @@ type shape struct {
 // world is what one shape's pass is checked against.
 type world struct {
 	cloud *fakecloud.Cloud
-	// removed are the objects whose finalizer the pass removes; kept, those it keeps,
-	// each with a piece of the evidence that says why.
-	removed []string
-	kept    map[string]string
+	// removed are the objects whose finalizer the pass removes, and kept those it
+	// keeps, each with a piece of the evidence that says why ("" for a removal: any).
+	removed, kept map[string]string
 	// pod adds to the reconcile pod what the policy needs: a CA, a token, a provider.
 	pod []func(t *testing.T, a account, pod *corev1.Pod)
 	// users are other identities whose requests must not be refused either.
 	users []string
+	// inventory is what cloudcli, the stand-in of the docs' check-* programs, answers:
+	// set, the pod gets cloudcli in /usr/local/bin under each program's name.
+	inventory map[string][]cloudCall
+	// logSays are what the pod's log must say, besides the report.
+	logSays []string
+	// after are the checks of what the shape's own servers saw, once the pass is over.
+	after []func(t *testing.T)
+}
+
+func newWorld(t *testing.T) *world {
+	return &world{cloud: fakecloud.New(t), removed: map[string]string{}, kept: map[string]string{}}
 }
 
 // shapes are every policy shape the docs show and every preset of `kubectl finalize
@@ -66,24 +73,29 @@ type world struct {
 //	the example policy                        docs/deploy/base/policy.yaml (http, a header from a file, gone by status, exclude, maxRemovals)
 //	the policy reference                      docs/policy.md (namespaces glob, selector, a header from env, exclude resources, controls, rateLimit)
 //	http, every field                         docs/providers.md http (method, templated header, query from env, redirects, gone, present, response, tls, timeout)
+//	http, a client certificate                docs/providers.md http (tls.caFile, certFile, keyFile: mutual TLS, from a Secret)
 //	exec                                      docs/providers.md exec, docs/examples/exec-provider (env, timeout)
+//	exec, a Secret's values                   docs/providers.md exec (secretData: true)
 //	kubernetes provider, selector             docs/providers.md kubernetes (resource.group, namespace, selector, timeout)
 //	kubernetes provider, another cluster      docs/providers.md kubernetes (kubeconfig, context)
 //	kubernetes provider, resource forms       docs/providers.md ("a kubectl type": singular, Kind, short name)
 //	glob resources                            docs/policy.md (resources: "resource.group names or globs")
-//	preset crossplane-managed                 docs/presets.md
-//	preset ack                                docs/presets.md (reads the namespace's deletion-policy annotation)
-//	preset config-connector                   docs/presets.md
-//	preset aws-load-balancer                  docs/presets.md (services)
-//	preset csi-volume                         docs/presets.md (persistentvolumes)
+//	preset crossplane-managed                 docs/presets.md s3-buckets (exec check-s3 {identity.externalName}, timeout)
+//	preset ack                                docs/presets.md rds-instances (exec check-rds {identity.region} {identity.arn}; the namespace's deletion-policy annotation)
+//	preset config-connector                   docs/presets.md cloud-sql (exec check-gcloud-sql {identity.projectID} {identity.resourceID})
+//	preset aws-load-balancer                  docs/presets.md service-load-balancers (exec check-elb {identity.hostname})
+//	preset csi-volume                         docs/presets.md ebs-volumes (exec check-ebs {identity.volumeHandle})
+//	allowRetained                             docs/policy.md, docs/presets.md (a rule with allowRetained: true beside one without)
 //	a namespace's own finalizer               docs/reconcile.md, docs/policy.md (allowSystem: true, /finalize)
 //
-// Not run as written: minAge 15m and 30m (a test's objects are seconds old: every
-// policy here has minAge 0s, which changes no request); an http client certificate
-// (tls.certFile, keyFile: files the pod reads, no request to the API server); the
-// presets' exec commands of docs/presets.md (/usr/local/bin/check-*, which exist in no
-// image: their presets run with an http provider here, and exec runs as its own shape;
-// identity values need an operator's managedFields, which test/presets covers).
+// The presets' rules are read from docs/presets.md, as written there; their objects are
+// made as each operator makes them (its field manager writes the finalizer, the
+// annotations and status the preset reads), and keep the identity where the operator
+// keeps it, never equal to the object's name. The docs' check-* scripts wrap the AWS and
+// gcloud CLIs, whose clouds are not on loopback: cloudcli stands in for them at the same
+// paths, answering from an inventory only calls made with the right arguments and the
+// right identity (see cloudcli). Not run as written: minAge 15m and 30m (a test's
+// objects are seconds old: every policy here has minAge 0s, which changes no request).
 // docs/fleets.md and docs/examples show no other policy. docs/reconcile.md's
 // --metrics-push-url and --metrics-textfile are flags of the pass, not policy shapes.
 func shapes() []shape {
@@ -91,7 +103,9 @@ func shapes() []shape {
 		{"the example policy", "docs/deploy/base/policy.yaml", examplePolicy},
 		{"the policy reference", "docs/policy.md", policyReference},
 		{"http, every field", "docs/providers.md", httpEveryField},
+		{"http, a client certificate", "docs/providers.md", mutualTLS},
 		{"exec", "docs/providers.md, docs/examples/exec-provider", execShape},
+		{"exec, a Secret's values", "docs/providers.md", secretData},
 		{"kubernetes provider, selector", "docs/providers.md", func(t *testing.T, w *world) (string, string) { return machines(t, w, false) }},
 		{"kubernetes provider, another cluster", "docs/providers.md", func(t *testing.T, w *world) (string, string) { return machines(t, w, true) }},
 		{"kubernetes provider, a singular", "docs/providers.md", func(t *testing.T, w *world) (string, string) { return backends(t, w, "backend") }},
@@ -103,6 +117,7 @@ func shapes() []shape {
 		{"preset config-connector", "docs/presets.md", configConnector},
 		{"preset aws-load-balancer", "docs/presets.md", awsLoadBalancer},
 		{"preset csi-volume", "docs/presets.md", csiVolume},
+		{"allowRetained", "docs/policy.md, docs/presets.md", allowRetained},
 		{"a namespace's own finalizer", "docs/reconcile.md", namespaceFinalizer},
 	}
 }
@@ -114,7 +129,7 @@ func shapes() []shape {
 func TestEveryDocumentedPolicyShapeRunsInAPodOnItsGeneratedRBAC(t *testing.T) {
 	for _, s := range shapes() {
 		t.Run(s.name, func(t *testing.T) {
-			w := &world{cloud: fakecloud.New(t), kept: map[string]string{}}
+			w := newWorld(t)
 			head, rules := s.setup(t, w)
 			policy := cli.WritePolicy(t, head, rules)
 			a := generatedRBAC(t, policy, nil)
@@ -123,15 +138,23 @@ func TestEveryDocumentedPolicyShapeRunsInAPodOnItsGeneratedRBAC(t *testing.T) {
 				t.Errorf("the pass exited %d, want 0", code)
 			}
 			rep := report(t, log)
-			for _, name := range w.removed {
-				if a := action(t, rep, name); a.Result != finalizev1alpha1.ResultRemoved {
-					t.Errorf("%s: %s %s: %s %s; want Removed", name, a.Result, a.Verdict, a.Message, a.Evidence)
+			for name, why := range w.removed {
+				if a := action(t, rep, name); a.Result != finalizev1alpha1.ResultRemoved || !strings.Contains(a.Evidence+" "+a.Message, why) {
+					t.Errorf("%s: %s %s: %s %s; want Removed: %s", name, a.Result, a.Verdict, a.Message, a.Evidence, why)
 				}
 			}
 			for name, why := range w.kept {
 				if a := action(t, rep, name); a.Result != finalizev1alpha1.ResultKept || !strings.Contains(a.Evidence+" "+a.Message, why) {
 					t.Errorf("%s: %s %s: %s %s; want Kept: %s", name, a.Result, a.Verdict, a.Message, a.Evidence, why)
 				}
+			}
+			for _, says := range w.logSays {
+				if !strings.Contains(log, says) {
+					t.Errorf("the pod's log does not say %q", says)
+				}
+			}
+			for _, check := range w.after {
+				check(t)
 			}
 			if t.Failed() {
 				t.Logf("the policy:\n%s\nthe generated RBAC:\n%s\nthe pod's log:\n%s", text, a.manifests, log)
@@ -154,7 +177,7 @@ func pass(t *testing.T, s shape, w *world, a account, policy string) (code int32
 	for _, add := range w.pod {
 		add(t, a, pod)
 	}
-	offset := auditSize(t)
+	offset := auditLog.Size(t)
 	began := time.Now()
 	code, log = run(t, pod)
 	t.Logf("%s (%s): the pod ran in %s", s.name, s.docs, time.Since(began).Round(time.Millisecond))
@@ -191,7 +214,7 @@ func denied(log string) []string {
 // not made, the pass does not exit 0, and denied finds it in the pod's log.
 func TestAPodShortOfItsGeneratedRBACIsCaught(t *testing.T) {
 	s := shapes()[0]
-	w := &world{cloud: fakecloud.New(t), kept: map[string]string{}}
+	w := newWorld(t)
 	head, rules := s.setup(t, w)
 	policy := cli.WritePolicy(t, head, rules)
 	var dropped bool
@@ -231,7 +254,7 @@ func TestAPodShortOfItsGeneratedRBACIsCaught(t *testing.T) {
 	for _, add := range w.pod {
 		add(t, a, pod)
 	}
-	offset := auditSize(t)
+	offset := auditLog.Size(t)
 	code, log := run(t, pod)
 	// A pass asks the API server what it may do before it writes (a
 	// SelfSubjectAccessReview), so the missing verb shows in the report, not as a 403.
@@ -282,7 +305,7 @@ func (w *world) configMaps(t *testing.T, ns, fin string, labels map[string]strin
 		cm.Labels = labels
 		fixture.Create(t, kube.CoreV1().ConfigMaps(ns), cm, o.stuck)
 	}
-	w.removed = append(w.removed, "gone")
+	w.removed["gone"] = ""
 	w.kept["kept"] = "Present"
 }
 
@@ -402,7 +425,7 @@ func execShape(t *testing.T, w *world) (string, string) {
 		mount(pod, corev1.Volume{Name: "provider", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}, "/opt/provider")
 		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{
 			Name:            "exec-provider",
-			Image:           execProvider(t),
+			Image:           providers(t),
 			ImagePullPolicy: corev1.PullNever,
 			Args:            []string{"/exec-provider", execBinary},
 			SecurityContext: restricted(),
@@ -431,28 +454,6 @@ var (
 	sqlCRD     = seed.CRD{Group: "sql.cnrm.cloud.google.com", Kind: "SQLInstance", Plural: "sqlinstances", Singular: "sqlinstance", Versions: []string{"v1beta1"}}
 )
 
-// crdFor installs crd (once per control plane) and waits until it is served.
-func crdFor(t *testing.T, crd seed.CRD) schema.GroupVersionResource {
-	t.Helper()
-	s, err := seed.New(cp.Config, "policies")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.EnsureCRD(t.Context(), crd); err != nil {
-		t.Fatal(err)
-	}
-	return crd.GVR()
-}
-
-// custom creates an object of gvr with finalizers and labels, deleted when stuck is set.
-func custom(t *testing.T, gvr schema.GroupVersionResource, kind, ns, name string, finalizers []string, labels map[string]string, stuck bool) {
-	t.Helper()
-	u := fixture.Custom(gvr, kind, ns, name, finalizers...)
-	u.SetLabels(labels)
-	u.SetAnnotations(map[string]string{"instance": name})
-	fixture.Create(t, fixture.Resource(dynamic.NewForConfigOrDie(cp.Config), gvr, ns), u, stuck)
-}
-
 // machines is docs/providers.md's kubernetes provider: a workload cluster is gone when
 // no Machine carries its name. remote reads the Machines through a kubeconfig of
 // another identity (its own ServiceAccount, able to list Machines and nothing else) from
@@ -461,7 +462,7 @@ func custom(t *testing.T, gvr schema.GroupVersionResource, kind, ns, name string
 func machines(t *testing.T, w *world, remote bool) (string, string) {
 	fin := controlplane.FinalizerOf(t)
 	ns := cp.Namespace(t)
-	gvr := crdFor(t, machineCRD)
+	gvr := fixture.CRD(t, cp.Config, machineCRD)
 	kube := cp.Kube(t)
 	for _, o := range []struct {
 		name  string
@@ -469,10 +470,10 @@ func machines(t *testing.T, w *world, remote bool) (string, string) {
 	}{{"control", false}, {"gone", true}, {"kept", true}} {
 		fixture.Create(t, kube.CoreV1().ConfigMaps(ns), fixture.ConfigMap(o.name, nil, fin), o.stuck)
 		if o.name != "gone" {
-			custom(t, gvr, "Machine", ns, o.name+"-md-0", nil, map[string]string{"cluster.x-k8s.io/cluster-name": o.name}, false)
+			fixture.Instance(t, cp.Config, gvr, "Machine", ns, o.name+"-md-0", nil, map[string]string{"cluster.x-k8s.io/cluster-name": o.name}, false)
 		}
 	}
-	w.removed = append(w.removed, "gone")
+	w.removed["gone"] = ""
 	w.kept["kept"] = "Present"
 	extra := ""
 	if remote {
@@ -542,10 +543,10 @@ func remoteReader(t *testing.T, w *world) string {
 // instance annotation exists.
 func backends(t *testing.T, w *world, typ string) (string, string) {
 	fin := controlplane.FinalizerOf(t)
-	gvr := crdFor(t, backendCRD)
+	gvr := fixture.CRD(t, cp.Config, backendCRD)
 	ns := cp.Namespace(t)
 	for _, b := range []string{"backend-live", "backend-kept"} {
-		custom(t, gvr, "Backend", ns, b, nil, nil, false)
+		fixture.Instance(t, cp.Config, gvr, "Backend", ns, b, nil, nil, false)
 	}
 	w.configMaps(t, ns, fin, nil, []string{"backend-live", "backend-kept"})
 	return "", fmt.Sprintf(`- name: backends
@@ -572,93 +573,14 @@ func (w *world) httpRule(name, head, id string) string {
 func globResources(t *testing.T, w *world) (string, string) {
 	ns, fin := cp.Namespace(t), controlplane.FinalizerOf(t)
 	for _, crd := range []seed.CRD{widgetCRD, gadgetCRD} {
-		gvr := crdFor(t, crd)
-		custom(t, gvr, crd.Kind, ns, "live-"+crd.Singular, []string{fin}, nil, false)
-		custom(t, gvr, crd.Kind, ns, "deleted-"+crd.Singular, []string{fin}, nil, true)
-		custom(t, gvr, crd.Kind, ns, "kept-"+crd.Singular, []string{fin}, nil, true)
-		w.removed = append(w.removed, "deleted-"+crd.Singular)
+		gvr := fixture.CRD(t, cp.Config, crd)
+		fixture.Instance(t, cp.Config, gvr, crd.Kind, ns, "live-"+crd.Singular, []string{fin}, nil, false)
+		fixture.Instance(t, cp.Config, gvr, crd.Kind, ns, "deleted-"+crd.Singular, []string{fin}, nil, true)
+		fixture.Instance(t, cp.Config, gvr, crd.Kind, ns, "kept-"+crd.Singular, []string{fin}, nil, true)
+		w.removed["deleted-"+crd.Singular] = ""
 		w.kept["kept-"+crd.Singular] = "Present"
 	}
 	return "", w.httpRule("globbed", "  finalizers: [\""+fin+"\"]\n  resources: [\"*.policies-glob.kubectl-finalize.test\"]\n", "{.metadata.annotations.instance}")
-}
-
-// presetObjects makes a live control, a stuck object whose instance is gone and one
-// whose instance exists, of a preset's type; the cloud is asked by the object's name.
-func presetObjects(t *testing.T, w *world, crd seed.CRD, ns, fin string, labels map[string]string) {
-	t.Helper()
-	gvr := crdFor(t, crd)
-	custom(t, gvr, crd.Kind, ns, "live-"+crd.Singular, []string{fin}, labels, false)
-	custom(t, gvr, crd.Kind, ns, "deleted-"+crd.Singular, []string{fin}, labels, true)
-	custom(t, gvr, crd.Kind, ns, "kept-"+crd.Singular, []string{fin}, labels, true)
-	w.removed = append(w.removed, "deleted-"+crd.Singular)
-	w.kept["kept-"+crd.Singular] = "Present"
-}
-
-func crossplane(t *testing.T, w *world) (string, string) {
-	presetObjects(t, w, bucketCRD, "", "finalizer.managedresource.crossplane.io", map[string]string{"kubectl-finalize.test/policies-shape": "crossplane"})
-	return "", w.httpRule("s3-buckets", "  preset: crossplane-managed\n  resources: [\"buckets.s3.aws.upbound.io\"]\n  selector: kubectl-finalize.test/policies-shape=crossplane\n", "{.metadata.name}")
-}
-
-func ack(t *testing.T, w *world) (string, string) {
-	deleting, retaining := cp.Namespace(t), cp.Namespace(t)
-	kube := cp.Kube(t)
-	for ns, policy := range map[string]string{deleting: "delete", retaining: "retain"} {
-		if _, err := kube.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType,
-			[]byte(`{"metadata":{"annotations":{"rds.services.k8s.aws/deletion-policy":"`+policy+`"}}}`), metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	presetObjects(t, w, dbInstance, deleting, "finalizers.rds.services.k8s.aws/DBInstance", nil)
-	// The namespace's annotation retains what is in it: read, so kept.
-	custom(t, dbInstance.GVR(), dbInstance.Kind, retaining, "deleted-retained", []string{"finalizers.rds.services.k8s.aws/DBInstance"}, nil, true)
-	w.kept["deleted-retained"] = "annotation rds.services.k8s.aws/deletion-policy: retain"
-	return "", w.httpRule("rds-instances", "  preset: ack\n  resources: [\"dbinstances.rds.services.k8s.aws\"]\n  namespaces: ["+deleting+", "+retaining+"]\n", "{.metadata.name}")
-}
-
-func configConnector(t *testing.T, w *world) (string, string) {
-	ns := cp.Namespace(t)
-	presetObjects(t, w, sqlCRD, ns, "cnrm.cloud.google.com/finalizer", nil)
-	return "", w.httpRule("cloud-sql", "  preset: config-connector\n  resources: [\"sqlinstances.sql.cnrm.cloud.google.com\"]\n  namespaces: ["+ns+"]\n", "{.metadata.name}")
-}
-
-func awsLoadBalancer(t *testing.T, w *world) (string, string) {
-	ns := cp.Namespace(t)
-	services := cp.Kube(t).CoreV1().Services(ns)
-	for _, o := range []struct {
-		name  string
-		stuck bool
-	}{{"live-lb", false}, {"deleted-lb", true}, {"kept-lb", true}} {
-		fixture.Create(t, services, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: o.name, Finalizers: []string{"service.k8s.aws/resources"}},
-			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}},
-		}, o.stuck)
-	}
-	w.removed = append(w.removed, "deleted-lb")
-	w.kept["kept-lb"] = "Present"
-	return "", w.httpRule("service-load-balancers", "  preset: aws-load-balancer\n  resources: [\"services\"]\n  namespaces: ["+ns+"]\n", "{.metadata.name}")
-}
-
-func csiVolume(t *testing.T, w *world) (string, string) {
-	pvs := cp.Kube(t).CoreV1().PersistentVolumes()
-	labels := map[string]string{"kubectl-finalize.test/policies-shape": "csi"}
-	for _, o := range []struct {
-		name  string
-		stuck bool
-	}{{"live-pv", false}, {"deleted-pv", true}, {"kept-pv", true}} {
-		fixture.Create(t, pvs, &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: o.name, Labels: labels, Finalizers: []string{"external-provisioner.volume.kubernetes.io/finalizer"}},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				// Retain would read Retained: the preset's retain signal.
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
-				PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: o.name}},
-			},
-		}, o.stuck)
-	}
-	w.removed = append(w.removed, "deleted-pv")
-	w.kept["kept-pv"] = "Present"
-	return "", w.httpRule("ebs-volumes", "  preset: csi-volume\n  resources: [\"persistentvolumes\"]\n  selector: kubectl-finalize.test/policies-shape=csi\n", "{.metadata.name}")
 }
 
 // namespaceFinalizer: a deleted namespace's own "kubernetes" finalizer, verified gone by
@@ -696,7 +618,7 @@ func namespaceFinalizer(t *testing.T, w *world) (string, string) {
 	if err != nil {
 		t.Fatalf("emptying namespace %s: %v", empty, err)
 	}
-	w.removed = append(w.removed, empty)
+	w.removed[empty] = ""
 	return "", `- name: namespaces
   finalizers: [kubernetes]
   resources: [namespaces]

@@ -1,8 +1,9 @@
-// Command install copies a file to a path, keeping it executable: an init container runs
-// it to put a provider's binary into a volume the main container shares, since the
-// images have no shell and no cp.
+// Command install copies a file to one path or more, keeping it executable: an init
+// container runs it to put a provider's binary into a volume the main container shares,
+// since the images have no shell and no cp. A program that answers by the name it is run
+// as (cloudcli) is installed under each of its names.
 //
-//	install SRC DST
+//	install SRC DST [DST...]
 package main
 
 import (
@@ -12,13 +13,15 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: install SRC DST")
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: install SRC DST [DST...]")
 		os.Exit(2)
 	}
-	if err := install(os.Args[1], os.Args[2]); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	for _, dst := range os.Args[2:] {
+		if err := install(os.Args[1], dst); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 }
 
