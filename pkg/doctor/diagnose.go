@@ -32,8 +32,9 @@ type diagnoser struct {
 }
 
 // diagnose returns every finding for o, at least one. Each rule family lives in its own
-// file: webhook.go, namespace.go, gc.go (foregroundDeletion, orphan), storage.go (claims
-// and volumes), crd.go, controller.go (every other finalizer).
+// file: webhook.go, namespace.go (and conversion.go: a CRD's failing conversion webhook),
+// gc.go (foregroundDeletion, orphan), storage.go (claims and volumes), csi.go (the CSI
+// sidecars' protections), crd.go, controller.go (every other finalizer).
 func (d *diagnoser) diagnose(o *kube.Object) []finding {
 	var fs []finding
 	if len(o.Meta.Finalizers) > 0 {
