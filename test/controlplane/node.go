@@ -239,6 +239,37 @@ func (n *Node) ctr(ctx context.Context, args ...string) ([]byte, error) {
 	return out, nil
 }
 
+// Ctr runs containerd's ctr against n's runtime, in the namespace the kubelet's
+// containers and images live in (k8s.io), and returns what it printed on stdout; a
+// failure's error carries its stderr. Tests read back what the runtime holds with it
+// (`images ls`, `content get`), and act on a container as the machine would
+// (KillContainer).
+func (n *Node) Ctr(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(n.runtimeDir, "ctr"), append([]string{"--address", n.socket, "--namespace", "k8s.io"}, args...)...)
+	cmd.Env = n.runtimeEnv()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return out, nil
+}
+
+// KillContainer sends SIGKILL to the task of a container the kubelet runs on n, through
+// n's containerd, as a crash or the OOM killer would end it: no SIGTERM, nothing the
+// process can clean up. The kubelet sees the container exit (137) and restarts it by
+// the pod's restartPolicy. id is a pod status's containerID (containerd://<id>) or the
+// bare id.
+func (n *Node) KillContainer(ctx context.Context, id string) error {
+	bare := strings.TrimPrefix(id, "containerd://")
+	if bare == "" || strings.Contains(bare, "://") {
+		return fmt.Errorf("container id %q is not one of containerd's", id)
+	}
+	_, err := n.Ctr(ctx, "tasks", "kill", "--signal", "SIGKILL", bare)
+	return err
+}
+
 // ImportImage loads an image archive (docker save or OCI format) into the node's runtime,
 // where pods find it without pulling.
 func (n *Node) ImportImage(ctx context.Context, archive string) error {

@@ -5,8 +5,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -62,6 +65,14 @@ type imageConfig struct {
 // manifest reads the archive's one image: its config and its layers' paths.
 func manifest(t *testing.T, archive string) (imageConfig, []string) {
 	t.Helper()
+	cfg, _, layers := archiveImage(t, archive)
+	return cfg, layers
+}
+
+// archiveImage reads the archive's one image: its config, decoded and as written, and
+// its layers' paths.
+func archiveImage(t *testing.T, archive string) (imageConfig, []byte, []string) {
+	t.Helper()
 	b, err := image.ReadFile(archive, "manifest.json")
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +92,7 @@ func manifest(t *testing.T, archive string) (imageConfig, []string) {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		t.Fatalf("%s: %v", m[0].Config, err)
 	}
-	return cfg, m[0].Layers
+	return cfg, b, m[0].Layers
 }
 
 // koEntry is the image entry of .goreleaser.yaml, what a release builds.
@@ -112,6 +123,13 @@ func releaseKo(t *testing.T) koEntry {
 func TestConfigIsTheRelease(t *testing.T) {
 	archive, _ := built(t)
 	cfg, _ := manifest(t, archive)
+	checkConfig(t, cfg)
+}
+
+// checkConfig: the image runs as .goreleaser.yaml's kos entry says, with ko's entrypoint
+// and the base's environment, for this machine's platform.
+func checkConfig(t *testing.T, cfg imageConfig) {
+	t.Helper()
 	ko := releaseKo(t)
 	if cfg.Config.User != "65532:65532" || cfg.Config.User != ko.User {
 		t.Errorf("user %q, want 65532:65532 (.goreleaser.yaml says %q)", cfg.Config.User, ko.User)
@@ -266,4 +284,140 @@ func TestPodRunsTheReleaseReadOnly(t *testing.T) {
 	if want := "kubectl-finalize " + version + "\n"; log != want {
 		t.Errorf("log %q, want %q", log, want)
 	}
+}
+
+// TestTheRuntimeHoldsTheArchive: the image pods run is the one the archive holds, read
+// back from the node's containerd after image.Release imported it: the image the
+// runtime names by the release's reference has the archive's config (the same digest,
+// so the same user, entrypoint, platform, labels and layers' diff IDs) and the archive's
+// layers, all of them in the runtime's content store.
+func TestTheRuntimeHoldsTheArchive(t *testing.T) {
+	archive, ref := built(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	if _, err := image.Release(ctx, cp); err != nil {
+		t.Fatalf("loading the release image: %v", err)
+	}
+	wantCfg, wantCfgBytes, layers := archiveImage(t, archive)
+	wantDigest := digestOf(wantCfgBytes)
+
+	// images ls prints REF TYPE DIGEST SIZE PLATFORMS LABELS, the size in two words
+	// ("12.3 MiB").
+	out, err := cp.Node.Ctr(ctx, "images", "ls", "name=="+ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "REF ") {
+		t.Fatalf("ctr images ls name==%s: want a header and one image:\n%s", ref, out)
+	}
+	row := strings.Fields(lines[1])
+	if len(row) < 6 || row[0] != ref {
+		t.Fatalf("ctr images ls name==%s: unexpected row %q", ref, lines[1])
+	}
+	target, platforms := row[2], row[5]
+	if want := "linux/" + runtime.GOARCH; platforms != want {
+		t.Errorf("the runtime lists %s for platforms %s, want %s", ref, platforms, want)
+	}
+
+	// The image's target: a manifest, or an index naming one for linux/GOARCH.
+	m := manifestAt(ctx, t, target)
+	if len(m.Manifests) > 0 {
+		var found []string
+		for _, d := range m.Manifests {
+			if d.Platform.OS == "linux" && d.Platform.Architecture == runtime.GOARCH {
+				found = append(found, d.Digest)
+			}
+		}
+		if len(found) != 1 {
+			t.Fatalf("the runtime's index %s of %s: %d manifests for linux/%s, want one: %+v", target, ref, len(found), runtime.GOARCH, m.Manifests)
+		}
+		m = manifestAt(ctx, t, found[0])
+	}
+	if m.Config.Digest != wantDigest {
+		t.Errorf("the runtime's %s has config %s, the archive's is %s: not the same image", ref, m.Config.Digest, wantDigest)
+	}
+	raw, err := cp.Node.Ctr(ctx, "content", "get", m.Config.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := digestOf(raw); got != m.Config.Digest || !bytes.Equal(raw, wantCfgBytes) {
+		t.Errorf("the runtime's config blob %s has digest %s (%d bytes), want the archive's %s (%d bytes)", m.Config.Digest, got, len(raw), wantDigest, len(wantCfgBytes))
+	}
+	var cfg imageConfig
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatalf("the runtime's config %s: %v", m.Config.Digest, err)
+	}
+	checkConfig(t, cfg)
+	if cfg.Config.User != wantCfg.Config.User || !slices.Equal(cfg.Config.Entrypoint, wantCfg.Config.Entrypoint) ||
+		cfg.OS != wantCfg.OS || cfg.Architecture != wantCfg.Architecture {
+		t.Errorf("the runtime's config %+v, the archive's %+v", cfg, wantCfg)
+	}
+	t.Logf("%s in the node's containerd: target %s, config %s (user %s, entrypoint %q, %s/%s), as in the archive",
+		ref, target, m.Config.Digest, cfg.Config.User, cfg.Config.Entrypoint, cfg.OS, cfg.Architecture)
+
+	// The layers: the archive's blobs, in its order, each in the runtime's content store.
+	var want []string
+	for _, l := range layers {
+		b, err := image.ReadFile(archive, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, digestOf(b))
+	}
+	out, err = cp.Node.Ctr(ctx, "content", "ls", "-q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := strings.Fields(string(out))
+	var got []string
+	for _, l := range m.Layers {
+		got = append(got, l.Digest)
+		if !slices.Contains(stored, l.Digest) {
+			t.Errorf("layer %s of %s is not in the runtime's content store", l.Digest, ref)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the runtime's layers of %s %v, the archive's %v", ref, got, want)
+	}
+}
+
+// ociManifest is the part of an image manifest or index (OCI or Docker's) the test reads.
+type ociManifest struct {
+	MediaType string `json:"mediaType"`
+	Config    struct {
+		Digest string `json:"digest"`
+	} `json:"config"`
+	Layers []struct {
+		Digest string `json:"digest"`
+	} `json:"layers"`
+	Manifests []struct {
+		Digest   string `json:"digest"`
+		Platform struct {
+			OS           string `json:"os"`
+			Architecture string `json:"architecture"`
+		} `json:"platform"`
+	} `json:"manifests"`
+}
+
+// manifestAt decodes the manifest or index digest of the node's content store.
+func manifestAt(ctx context.Context, t *testing.T, digest string) ociManifest {
+	t.Helper()
+	var v ociManifest
+	b, err := cp.Node.Ctr(ctx, "content", "get", digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := digestOf(b); got != digest {
+		t.Fatalf("content %s of the node's containerd has digest %s", digest, got)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("content %s of the node's containerd: %v\n%s", digest, err, b)
+	}
+	return v
+}
+
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("sha256:%s", hex.EncodeToString(sum[:]))
 }
