@@ -29,7 +29,10 @@ type access struct {
 }
 
 // accessOf asks whether w's ServiceAccount may watch o's type where o is and patch or
-// update o. Each distinct question is asked once per diagnosis.
+// update objects of that type there. The questions name no object: a controller's RBAC
+// names types, not the objects it will be given, and so a thousand idle objects of one
+// type in one namespace cost five reviews, not five thousand. Each distinct question is
+// asked once per diagnosis.
 func (f *facts) accessOf(w *workloadState, o *kube.Object) access {
 	a := access{serviceAccount: w.Namespace + "/" + w.ServiceAccount, user: "system:serviceaccount:" + w.Namespace + ":" + w.ServiceAccount}
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + w.Namespace, "system:authenticated"}
@@ -37,16 +40,13 @@ func (f *facts) accessOf(w *workloadState, o *kube.Object) access {
 		return authorizationv1.ResourceAttributes{Namespace: o.Meta.Namespace, Verb: verb, Group: o.Resource.Group, Version: o.Resource.Version,
 			Resource: o.Resource.Resource, Subresource: sub, Name: name}
 	}
-	ask := func(verb, name, sub string) (bool, bool) {
-		return f.may(a.user, groups, attrs(verb, name, sub))
+	ask := func(verb, sub string) (bool, bool) {
+		return f.may(a.user, groups, attrs(verb, "", sub))
 	}
-	where := "across the cluster"
-	if o.Meta.Namespace != "" {
-		where = "in namespace " + o.Meta.Namespace
-	}
+	where := inNamespace(o)
 	var missingWatch []string
 	for _, verb := range []string{"list", "watch"} {
-		ok, checked := ask(verb, "", "")
+		ok, checked := ask(verb, "")
 		if !checked {
 			return a
 		}
@@ -57,18 +57,18 @@ func (f *facts) accessOf(w *workloadState, o *kube.Object) access {
 	if len(missingWatch) > 0 {
 		a.missing = append(a.missing, fmt.Sprintf("%s %s %s (it never sees the object)", strings.Join(missingWatch, " and "), o.Resource, where))
 	}
-	patch, checked := ask("patch", o.Meta.Name, "")
+	patch, checked := ask("patch", "")
 	if !checked {
 		return a
 	}
-	update, checked := ask("update", o.Meta.Name, "")
+	update, checked := ask("update", "")
 	if !checked {
 		return a
 	}
 	if !patch && !update {
-		a.missing = append(a.missing, fmt.Sprintf("patch or update %s (it cannot remove its finalizer)", o.Ref()))
+		a.missing = append(a.missing, fmt.Sprintf("patch or update %s %s (it cannot remove its finalizer)", o.Resource, where))
 	}
-	finalizers, checked := ask("update", o.Meta.Name, "finalizers")
+	finalizers, checked := ask("update", "finalizers")
 	if !checked {
 		return a
 	}
@@ -105,7 +105,7 @@ func (f *facts) may(user string, groups []string, attrs authorizationv1.Resource
 
 // canI is the command that asks the same question as a person.
 func (a *access) canI(verb string, o *kube.Object) string {
-	cmd := fmt.Sprintf("kubectl auth can-i %s %s/%s", verb, o.Resource, o.Meta.Name)
+	cmd := fmt.Sprintf("kubectl auth can-i %s %s", verb, o.Resource)
 	if o.Meta.Namespace != "" {
 		cmd += " -n " + o.Meta.Namespace
 	}

@@ -321,7 +321,7 @@ func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *con
 		case len(a.missing) > 0:
 			forbidden = append(forbidden, fmt.Sprintf("ServiceAccount %s (of %s %s/%s) may not %s", a.serviceAccount, w.Kind, w.Namespace, w.Name, strings.Join(a.missing, ", nor ")))
 		default:
-			checks = append(checks, fmt.Sprintf("its ServiceAccount %s may list, watch and patch it, so permissions are not why", a.serviceAccount))
+			checks = append(checks, fmt.Sprintf("its ServiceAccount %s may list, watch and patch %s %s, so permissions are not why", a.serviceAccount, o.Resource, inNamespace(o)))
 		}
 		notes = append(notes, a.notes...)
 	}
@@ -367,6 +367,14 @@ func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *con
 		withRootNext(fmt.Sprintf("read %s's logs for the objects it holds, and check that it watches their namespaces and may patch them", id.who))
 }
 
+// inNamespace is where o is, for people.
+func inNamespace(o *kube.Object) string {
+	if o.Meta.Namespace == "" {
+		return "across the cluster"
+	}
+	return "in namespace " + o.Meta.Namespace
+}
+
 // logsKind is kubectl's short name of each workload kind.
 var logsKind = map[string]string{"Deployment": "deploy", "StatefulSet": "sts", "DaemonSet": "ds"}
 
@@ -401,10 +409,12 @@ func describeWorkloads(names []string, ws workloads) string {
 // the part of it the scan was limited to.
 func (f *facts) scope() string {
 	switch {
-	case len(f.res.Namespaces) > 0:
-		return "in namespace " + strings.Join(f.res.Namespaces, ", ") + " (the scan looked nowhere else)"
+	case len(f.res.Namespaces) == 1:
+		return "in namespace " + f.res.Namespaces[0] + ", the only one scanned"
+	case len(f.res.Namespaces) > 1:
+		return "in namespaces " + strings.Join(f.res.Namespaces, ", ") + ", the only ones scanned"
 	case f.res.LabelSelector != "":
-		return "in the objects labelled " + f.res.LabelSelector + " (the scan looked at no others)"
+		return "in the objects labelled " + f.res.LabelSelector + ", the only ones scanned"
 	}
 	return "in the cluster"
 }

@@ -90,6 +90,8 @@ func result(objs ...*kube.Object) *scan.Result {
 type deny struct {
 	metav1.TypeMeta
 	verbs []string
+	// asked counts the reviews.
+	asked int
 }
 
 func (d *deny) DeepCopyObject() runtime.Object { c := *d; return &c }
@@ -105,12 +107,13 @@ func diagnoseWith(t *testing.T, opts Options, res *scan.Result, objs ...runtime.
 	t.Helper()
 	var typed, dyn []runtime.Object
 	var denied []string
+	var reviews *deny
 	for _, o := range objs {
 		switch o := o.(type) {
 		case *unstructured.Unstructured:
 			dyn = append(dyn, o)
 		case *deny:
-			denied = append(denied, o.verbs...)
+			denied, reviews = append(denied, o.verbs...), o
 		default:
 			typed = append(typed, o)
 		}
@@ -119,6 +122,9 @@ func diagnoseWith(t *testing.T, opts Options, res *scan.Result, objs ...runtime.
 	kc.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview)
 		sar.Status.Allowed = !slices.Contains(denied, sar.Spec.ResourceAttributes.Verb)
+		if reviews != nil {
+			reviews.asked++
+		}
 		return true, sar, nil
 	})
 	d := &Doctor{Kube: kc, Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
@@ -542,7 +548,7 @@ func TestWorkloadsDoNotDependOnTheScope(t *testing.T) {
 		}
 	}
 	rep := diagnose(t, narrow, dep)
-	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerInactive, "db-operator has written nothing in namespace a (the scan looked nowhere else)")
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerInactive, "db-operator has written nothing in namespace a, the only one scanned")
 }
 
 // TestARunningControllerThatDoesNothing: a ready controller that has not written to the
@@ -554,8 +560,8 @@ func TestARunningControllerThatDoesNothing(t *testing.T) {
 	dep := deployment("ops", "db-operator", 2, 1, "operator-sa", corev1.EnvVar{Name: "WATCH_NAMESPACE", Value: "ops,b"})
 	rep := diagnose(t, res, dep)
 	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerIdle, "db-operator runs (its Deployment ops/db-operator has 1/2 ready replicas)",
-		"its ServiceAccount ops/operator-sa may list, watch and patch it", "its pod template sets env WATCH_NAMESPACE to ops,b: it may not watch namespace a",
-		"kubectl logs -n ops deploy/db-operator", "kubectl auth can-i patch databases.db.example.com/orders -n a --as system:serviceaccount:ops:operator-sa")
+		"its ServiceAccount ops/operator-sa may list, watch and patch databases.db.example.com in namespace a, so permissions are not why", "its pod template sets env WATCH_NAMESPACE to ops,b: it may not watch namespace a",
+		"kubectl logs -n ops deploy/db-operator", "kubectl auth can-i patch databases.db.example.com -n a --as system:serviceaccount:ops:operator-sa")
 	if c := rep.Cause(o); strings.Contains(c.NextStep, "bring db-operator back") {
 		t.Errorf("a running controller is to be brought back: %s", c.NextStep)
 	}
@@ -564,7 +570,7 @@ func TestARunningControllerThatDoesNothing(t *testing.T) {
 	rep = diagnose(t, res, dep, denyReview("watch"))
 	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerForbidden, "ServiceAccount ops/operator-sa (of Deployment ops/db-operator) may not watch databases.db.example.com in namespace a (it never sees the object)")
 	rep = diagnose(t, res, dep, denyReview("patch", "update"))
-	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerForbidden, "may not patch or update databases.db.example.com/orders -n a (it cannot remove its finalizer)", "grant what it lacks")
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerForbidden, "may not patch or update databases.db.example.com in namespace a (it cannot remove its finalizer)", "grant what it lacks")
 }
 
 // TestProgressIsRecentAndAboutThisObject: a write to the object is progress for the
@@ -589,4 +595,23 @@ func TestProgressIsRecentAndAboutThisObject(t *testing.T) {
 	withWorkload(res)
 	rep = diagnose(t, res, dep)
 	wantCause(t, rep, fresh, finalizev1alpha1.ReasonProgressing, "db-operator runs (its Deployment ops/db-operator has 1/1 ready replicas), and the deletion began 5m ago: it has not written to this object since")
+}
+
+// TestPermissionsAreAskedPerTypeAndNamespace: twenty idle objects of one type in one
+// namespace cost the five reviews of one, not a hundred.
+func TestPermissionsAreAskedPerTypeAndNamespace(t *testing.T) {
+	var objs []*kube.Object
+	for i := range 20 {
+		objs = append(objs, managedBy(stuck(databases, "a", fmt.Sprintf("db-%02d", i), "db.example.com/finalizer"), now.Add(-2*time.Hour)))
+	}
+	res := result(objs...)
+	withWorkload(res)
+	reviews := denyReview()
+	rep := diagnose(t, res, deployment("ops", "db-operator", 1, 1, "db-operator"), reviews)
+	for _, o := range objs {
+		wantCause(t, rep, o, finalizev1alpha1.ReasonControllerIdle, "may list, watch and patch databases.db.example.com in namespace a")
+	}
+	if reviews.asked != 5 {
+		t.Errorf("%d SubjectAccessReviews, want 5 (list, watch, patch, update, update finalizers)", reviews.asked)
+	}
 }

@@ -267,15 +267,15 @@ func TestARunningControllerThatDoesNothing(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond)
 	rep = diagnoseWindow(t, 2*time.Second)
 	c := wantCause(t, rep, idle, finalizev1alpha1.ReasonControllerIdle, "idle-operator runs (its Deployment "+ops+"/idle-operator has 1/1 ready replicas) but has written nothing to this object since the deletion began",
-		"its ServiceAccount "+ops+"/idle-operator may list, watch and patch it, so permissions are not why",
+		"its ServiceAccount "+ops+"/idle-operator may list, watch and patch widgets."+group+" in namespace "+ns+", so permissions are not why",
 		"kubectl logs -n "+ops+" deploy/idle-operator", "whether it watches namespace "+ns,
-		"kubectl auth can-i patch widgets."+group+"/w-idle -n "+ns+" --as system:serviceaccount:"+ops+":idle-operator")
+		"kubectl auth can-i patch widgets."+group+" -n "+ns+" --as system:serviceaccount:"+ops+":idle-operator")
 	if strings.Contains(c.NextStep, "bring idle-operator back") {
 		t.Errorf("a running controller is to be brought back: %s", c.NextStep)
 	}
 	wantRoot(t, rep, finalizev1alpha1.ReasonControllerIdle, finalizev1alpha1.Subject{Kind: "Controller", Name: "idle-operator"}, idle)
 	wantCause(t, rep, locked, finalizev1alpha1.ReasonControllerForbidden,
-		"ServiceAccount "+ops+"/locked-operator (of Deployment "+ops+"/locked-operator) may not patch or update widgets."+group+"/w-locked -n "+ns+" (it cannot remove its finalizer)",
+		"ServiceAccount "+ops+"/locked-operator (of Deployment "+ops+"/locked-operator) may not patch or update widgets."+group+" in namespace "+ns+" (it cannot remove its finalizer)",
 		"may not update widgets."+group+"/finalizers", "grant what it lacks")
 	wantRoot(t, rep, finalizev1alpha1.ReasonControllerForbidden, finalizev1alpha1.Subject{Kind: "Controller", Name: "locked-operator"}, locked)
 	wantCause(t, rep, elsewhere, finalizev1alpha1.ReasonControllerIdle, "its pod template sets env WATCH_NAMESPACE to "+ops+": it may not watch namespace "+ns)
