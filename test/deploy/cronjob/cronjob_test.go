@@ -25,6 +25,7 @@ import (
 
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/deploy/overlay"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 )
@@ -55,29 +56,7 @@ func TestTheShippedRBACIsGenerated(t *testing.T) {
 // API server checks after Pod Security; the same pod with the overlay is refused by Pod
 // Security, so that check does run first.
 func TestTheJobTemplateIsRestricted(t *testing.T) {
-	var ns *corev1.Namespace
-	var cj *batchv1.CronJob
-	for _, doc := range strings.Split(kustomize(t, repoPath(t, "docs", "deploy", "cronjob")), "\n---\n") {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
-			t.Fatal(err)
-		}
-		switch meta.Kind {
-		case "Namespace":
-			ns = &corev1.Namespace{}
-			if err := yaml.UnmarshalStrict([]byte(doc), ns); err != nil {
-				t.Fatal(err)
-			}
-		case "CronJob":
-			cj = &batchv1.CronJob{}
-			if err := yaml.UnmarshalStrict([]byte(doc), cj); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if ns == nil || cj == nil {
-		t.Fatal("the rendering has no Namespace or no CronJob")
-	}
+	ns, cj := overlay.CronJobOf(t, kustomize(t, repoPath(t, "docs", "deploy", "cronjob")))
 	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
 		t.Fatalf("the shipped namespace enforces %q, want restricted", ns.Labels["pod-security.kubernetes.io/enforce"])
 	}

@@ -19,6 +19,11 @@ import (
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 )
@@ -151,4 +156,34 @@ patches:
 %s
 `, shipped, ShippedImage, o.Image[:i], o.Image[i+1:], policy, o.Generators, strings.Join(patches, "\n")))
 	return Kustomize(t, cp, dir), rbac
+}
+
+// CronJobOf finds the Namespace and the CronJob of a rendering of docs/deploy/cronjob,
+// each decoded strictly.
+func CronJobOf(t testing.TB, rendered string) (*corev1.Namespace, *batchv1.CronJob) {
+	t.Helper()
+	var ns *corev1.Namespace
+	var cj *batchv1.CronJob
+	for _, doc := range strings.Split(rendered, "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatal(err)
+		}
+		switch meta.Kind {
+		case "Namespace":
+			ns = &corev1.Namespace{}
+			if err := yaml.UnmarshalStrict([]byte(doc), ns); err != nil {
+				t.Fatal(err)
+			}
+		case "CronJob":
+			cj = &batchv1.CronJob{}
+			if err := yaml.UnmarshalStrict([]byte(doc), cj); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if ns == nil || cj == nil {
+		t.Fatalf("the rendering has no Namespace or no CronJob:\n%s", rendered)
+	}
+	return ns, cj
 }

@@ -23,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/deploy/image"
@@ -101,7 +100,7 @@ func deploy(t *testing.T, policy, ca string) string {
 		t.Fatalf("the release image: %v", err)
 	}
 	rendered, _ := overlay.Overlay{Shipped: "cronjob", Policy: policy, CA: ca, Image: img}.Render(t, cp)
-	ns, cj := parse(t, rendered)
+	ns, cj := overlay.CronJobOf(t, rendered)
 	if ns.Labels[enforce] != "restricted" {
 		t.Fatalf("the rendered namespace enforces %q, want the shipped restricted", ns.Labels[enforce])
 	}
@@ -126,35 +125,6 @@ func deploy(t *testing.T, policy, ca string) string {
 		t.Fatalf("namespace %s enforces %q, want restricted", namespace, live.Labels[enforce])
 	}
 	return rendered
-}
-
-// parse finds the Namespace and the CronJob of a rendering.
-func parse(t *testing.T, rendered string) (*corev1.Namespace, *batchv1.CronJob) {
-	t.Helper()
-	var ns *corev1.Namespace
-	var cj *batchv1.CronJob
-	for _, doc := range strings.Split(rendered, "\n---\n") {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
-			t.Fatal(err)
-		}
-		switch meta.Kind {
-		case "Namespace":
-			ns = &corev1.Namespace{}
-			if err := yaml.UnmarshalStrict([]byte(doc), ns); err != nil {
-				t.Fatal(err)
-			}
-		case "CronJob":
-			cj = &batchv1.CronJob{}
-			if err := yaml.UnmarshalStrict([]byte(doc), cj); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if ns == nil || cj == nil {
-		t.Fatalf("the rendering has no Namespace or no CronJob:\n%s", rendered)
-	}
-	return ns, cj
 }
 
 // TestTheShippedCronJobRunsUnderRestricted: a Job made from the shipped CronJob, in its
@@ -265,7 +235,7 @@ rules:
 // it never gets a pod, the Job controller's creations refused for hostNetwork.
 func TestHostNetworkIsRefusedByRestricted(t *testing.T) {
 	rendered := deploy(t, "", "")
-	_, cj := parse(t, rendered)
+	_, cj := overlay.CronJobOf(t, rendered)
 	kube := cp.Kube(t)
 	template := cj.Spec.JobTemplate.Spec.Template
 
