@@ -6,9 +6,7 @@ package reconcile
 import (
 	"bytes"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -28,27 +26,11 @@ var (
 	// binary is kubectl-finalize, built for the tests that need a process of its own.
 	binary string
 	// auditLog is the API server's audit log of ServiceAccounts' requests.
-	auditPolicy, auditLog string
+	auditLog controlplane.AuditLog
 )
 
 func TestMain(m *testing.M) {
-	controlplane.Main(m, controlplane.Options{}, &cp, cli.BuildInto(&binary), auditServiceAccounts)
-}
-
-// auditServiceAccounts has the API server's audit log record every request of a
-// ServiceAccount: it shows which of the verbs the generated RBAC grants a pass uses.
-func auditServiceAccounts(dir string, opts *controlplane.Options) error {
-	auditPolicy = filepath.Join(dir, "audit-policy.yaml")
-	auditLog = filepath.Join(dir, "audit.log")
-	opts.APIServerFlags = map[string]string{"audit-policy-file": auditPolicy, "audit-log-path": auditLog, "audit-log-mode": "blocking"}
-	return os.WriteFile(auditPolicy, []byte(`apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-rules:
-- level: Metadata
-  userGroups: ["system:serviceaccounts"]
-- level: None
-`), 0o600)
+	controlplane.Main(m, controlplane.Options{}, &cp, cli.BuildInto(&binary), controlplane.AuditServiceAccounts(&auditLog))
 }
 
 // object creates a configmap with finalizer and an "instance" annotation, deleted when

@@ -134,7 +134,7 @@ func TestEveryVerbTheGeneratedRBACGrantsIsUsed(t *testing.T) {
 	}); err != nil {
 		t.Fatal("the bindings never took effect")
 	}
-	audit := controlplane.AuditLog(auditLog)
+	audit := auditLog
 	offset := audit.Size(t)
 
 	rep, r := pass(t, kubeconfig, policy)
@@ -374,7 +374,7 @@ func TestEveryDocumentedPolicyShapeRunsOnItsGeneratedRBAC(t *testing.T) {
 			}); err != nil {
 				t.Fatal("the binding never took effect")
 			}
-			audit := controlplane.AuditLog(auditLog)
+			audit := auditLog
 			offset := audit.Size(t)
 			rep, r := pass(t, kubeconfig, policy)
 			events := audit.Events(t, offset, user)
