@@ -18,6 +18,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -613,5 +614,33 @@ func TestPermissionsAreAskedPerTypeAndNamespace(t *testing.T) {
 	}
 	if reviews.asked != 5 {
 		t.Errorf("%d SubjectAccessReviews, want 5 (list, watch, patch, update, update finalizers)", reviews.asked)
+	}
+}
+
+// TestAnUnreadWorkloadIsNotAnAbsentOne: when the doctor may not list StatefulSets, it
+// says so, and never that no StatefulSet of the controller's name exists.
+func TestAnUnreadWorkloadIsNotAnAbsentOne(t *testing.T) {
+	o := managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), now.Add(-2*time.Hour))
+	res := result(o)
+	res.Namespaces, res.Resources = []string{"a"}, nil
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		apiServicesResource.GroupVersionResource:                 "APIServiceList",
+		{Group: "apps", Version: "v1", Resource: "deployments"}:  "DeploymentList",
+		{Group: "apps", Version: "v1", Resource: "statefulsets"}: "StatefulSetList",
+		{Group: "apps", Version: "v1", Resource: "daemonsets"}:   "DaemonSetList",
+	})
+	dyn.PrependReactor("list", "statefulsets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "", errors.New("RBAC"))
+	})
+	rep, err := (&Doctor{Kube: kubefake.NewClientset(), Dynamic: dyn}).Diagnose(context.Background(), res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Cause(o)
+	if strings.Contains(c.Message, "was found") || !strings.Contains(c.Message, "its StatefulSets could not be read, so whether it runs in the cluster is not known") {
+		t.Errorf("cause %s: %s", c.Reason, c.Message)
+	}
+	if len(rep.Warnings) == 0 || !strings.Contains(rep.Warnings[0], "could not look for statefulsets named db-operator") {
+		t.Errorf("warnings %q", rep.Warnings)
 	}
 }
