@@ -181,8 +181,12 @@ func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) f
 		return progressing(o, fmt.Sprintf("%s is active: it last wrote this object %s ago, after the deletion began %s ago (only the writes of %s, which wrote the finalizer, count); stuck is not proven yet: only after %s without a write to the object",
 			id.manager, ago(now, act.objLast), ago(now, deleted), id.manager, duration.HumanDuration(window)), id.who)
 	case alive && now.Sub(deleted) < window:
-		return progressing(o, fmt.Sprintf("%s runs (%s), and the deletion began %s ago: it has not written to this object since; stuck is not proven yet: only after %s without a write to the object",
-			id.who, strings.Join(aliveEvidence(now, running, act, recentElsewhere), "; "), ago(now, deleted), duration.HumanDuration(window)), id.who)
+		quiet := fmt.Sprintf("it has not written to this object since; stuck is not proven yet: only after %s without a write to the object", duration.HumanDuration(window))
+		if id.manager == "" {
+			quiet = fmt.Sprintf("no controller wrote the finalizer, so its writes to the object cannot be told; stuck is not proven yet: only %s after the deletion began", duration.HumanDuration(window))
+		}
+		return progressing(o, fmt.Sprintf("%s runs (%s), and the deletion began %s ago: %s",
+			id.who, strings.Join(aliveEvidence(now, running, act, recentElsewhere), "; "), ago(now, deleted), quiet), id.who)
 	case alive:
 		return d.idle(o, fin, &id, running, act, recentElsewhere, guards, removeCmd)
 	}
