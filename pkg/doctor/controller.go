@@ -96,8 +96,9 @@ func (d *diagnoser) identify(o *kube.Object, fin finalizev1alpha1.Finalizer) con
 }
 
 // reports says whether an Event's reporter is this controller: its field manager, a
-// workload name of it, or (when nothing wrote the finalizer as a controller) a manager
-// the catalogue names; equal, or one of them the other followed by a dash
+// workload name of it, the reporter Kubernetes' own controller of a system finalizer
+// records Events as, or (when nothing wrote the finalizer as a controller) a manager the
+// catalogue names; equal, or one of them the other followed by a dash
 // (cert-manager-challenges is cert-manager).
 func (id *controllerID) reports(reporter string) bool {
 	if reporter == "" {
@@ -107,11 +108,68 @@ func (id *controllerID) reports(reporter string) bool {
 	if id.manager == "" && id.entry != nil {
 		names = append(names, id.entry.Managers...)
 	}
+	if id.entry != nil {
+		names = append(names, systemReporters[id.entry.Finalizer]...)
+	}
 	for _, n := range names {
 		if n == "" {
 			continue
 		}
 		if strings.EqualFold(reporter, n) || strings.HasPrefix(reporter, n+"-") || strings.HasPrefix(n, reporter+"-") {
+			return true
+		}
+	}
+	return false
+}
+
+// systemReporters are the reporters of Kubernetes' own controllers that remove a system
+// finalizer handled by the controller rules (custom).
+var systemReporters = map[string][]string{
+	"service.kubernetes.io/load-balancer-cleanup": {"service-controller", "service-lb-controller"},
+	"batch.kubernetes.io/job-tracking":            {"job-controller"},
+	"resource.kubernetes.io/delete-protection":    {"resource-claim-controller", "resourceclaim-controller"},
+	"networking.k8s.io/service-cidr-finalizer":    {"service-cidrs-controller", "servicecidrs-controller"},
+	"kubernetes":                                  {"namespace-controller"},
+	metav1.FinalizerOrphanDependents:              {"garbage-collector-controller"},
+	metav1.FinalizerDeleteDependents:              {"garbage-collector-controller"},
+	finalizerPVC:                                  {"pvc-protection-controller"},
+	finalizerPV:                                   {"pv-protection-controller"},
+}
+
+// kubernetesReporters are the reporters of Kubernetes' own components: the kubelet, the
+// scheduler, kube-proxy and the controllers of kube-controller-manager and
+// cloud-controller-manager. Their warnings about an object are never an operator's: a
+// reporter is taken for another party than a finalizer's owner only when it is one of
+// these, or the owner of another finalizer the object carries.
+var kubernetesReporters = sets.New(
+	"kubelet", "default-scheduler", "kube-proxy", "kube-apiserver",
+	"persistentvolume-controller", "persistentvolume-expander", "volume_expand", "attachdetach-controller",
+	"pvc-protection-controller", "pv-protection-controller", "ephemeral-volume-controller",
+	"deployment-controller", "replicaset-controller", "replication-controller", "statefulset-controller",
+	"daemonset-controller", "job-controller", "cronjob-controller", "ttl-after-finished-controller",
+	"endpoint-controller", "endpointslice-controller", "endpoint-slice-controller", "endpointslice-mirroring-controller",
+	"namespace-controller", "node-controller", "node-lifecycle-controller", "nodeipam-controller", "taint-eviction-controller",
+	"garbage-collector-controller", "horizontal-pod-autoscaler", "disruption-controller", "resourcequota-controller",
+	"serviceaccount-controller", "service-controller", "route-controller", "cloud-node-controller",
+	"cloud-node-lifecycle-controller", "certificate-controller", "clusterrole-aggregation-controller",
+	"bootstrap-signer", "token-cleaner", "resource-claim-controller", "service-cidrs-controller",
+)
+
+// anotherParty says whether reporter is positively someone other than the owner of fin
+// on o: a Kubernetes component that is not fin's owner, or the owner of another
+// finalizer o carries. Any other reporter may be fin's owner under a name of its own (a
+// kubebuilder operator writes as "manager" and records Events as "database-controller"),
+// so its warnings count as the owner's.
+func (d *diagnoser) anotherParty(o *kube.Object, fin finalizev1alpha1.Finalizer, reporter string) bool {
+	if kubernetesReporters.Has(strings.ToLower(reporter)) {
+		return true
+	}
+	for _, other := range o.Finalizers {
+		if other.Field != finalizev1alpha1.FieldMetadataFinalizers || other.Name == fin.Name {
+			continue
+		}
+		id := d.identify(o, other)
+		if id.reports(reporter) {
 			return true
 		}
 	}
@@ -142,14 +200,24 @@ func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) f
 	}
 
 	// Warnings from the finalizer's owner since the deletion began: it is alive, and
-	// failing. Other controllers' warnings are context (warningContext).
-	if warns := d.ownedWarnings(o, &id); len(warns) > 0 {
+	// failing. A reporter is another party, whose warnings are context (warningContext),
+	// only when it is proven to be: a Kubernetes component, or the owner of another
+	// finalizer on the object. Any other reporter counts as the owner.
+	if warns := d.ownedWarnings(o, fin, &id); len(warns) > 0 {
 		e := &warns[0]
 		reporter := reporterOf(e)
-		return rooted(finalizev1alpha1.ReasonControllerFailing, controllerSubject(reporter),
-			fmt.Sprintf("%s reports %s: %s (%s, last %s ago)", reporter, e.Reason, e.Note, times(eventCount(e)), ago(now, eventTime(e))),
-			fmt.Sprintf("fix what %s reports (kubectl events --for %s); it removes %s once its cleanup succeeds", reporter, o.Ref(), fin.Name),
-			fmt.Sprintf("%s is failing to clean up (%s)", reporter, e.Reason))
+		subject, as := reporter, ""
+		if !id.reports(reporter) && id.who != "" {
+			subject = id.who
+			if reporter == "" {
+				reporter = "an unnamed reporter"
+			}
+			as = fmt.Sprintf(" (taken as %s's: nothing shows it is another party than %s, which is expected to remove %s)", id.who, id.who, fin.Name)
+		}
+		return rooted(finalizev1alpha1.ReasonControllerFailing, controllerSubject(subject),
+			fmt.Sprintf("%s reports %s: %s (%s, last %s ago)%s", reporter, e.Reason, e.Note, times(eventCount(e)), ago(now, eventTime(e)), as),
+			fmt.Sprintf("fix what %s reports (kubectl events --for %s); %s removes %s once its cleanup succeeds", reporter, o.Ref(), itOr(subject, reporter), fin.Name),
+			fmt.Sprintf("%s is failing to clean up (%s)", subject, e.Reason))
 	}
 
 	if id.who == "" {
@@ -423,12 +491,21 @@ func (f *facts) scope() string {
 	return "in the cluster"
 }
 
-// ownedWarnings are the warnings about o since its deletion began that id reported,
-// latest first.
-func (d *diagnoser) ownedWarnings(o *kube.Object, id *controllerID) []eventsv1.Event {
+// itOr is "it" when the controller is the reporter, else the controller's name.
+func itOr(controller, reporter string) string {
+	if controller == reporter {
+		return "it"
+	}
+	return controller
+}
+
+// ownedWarnings are the warnings about o since its deletion began that count as fin's
+// owner's: those id reported, and those of any reporter not proven to be another party
+// (anotherParty); latest first.
+func (d *diagnoser) ownedWarnings(o *kube.Object, fin finalizev1alpha1.Finalizer, id *controllerID) []eventsv1.Event {
 	var out []eventsv1.Event
 	for _, e := range d.f.warningsFor(o, o.Meta.DeletionTimestamp.Time) {
-		if id.reports(reporterOf(&e)) {
+		if r := reporterOf(&e); id.reports(r) || !d.anotherParty(o, fin, r) {
 			out = append(out, e)
 		}
 	}
@@ -436,12 +513,15 @@ func (d *diagnoser) ownedWarnings(o *kube.Object, id *controllerID) []eventsv1.E
 	return out
 }
 
-// warningContext are the warnings about o from controllers that own none of the
-// finalizers it carries, the latest of each reporter and reason: what they report is
+// warningContext are the warnings about o from Kubernetes components that own none of
+// the finalizers it carries, the latest of each reporter and reason: what they report is
 // context, not why the finalizers stay (the volume controller failing to provision a
 // claim does not hold the snapshot controller's finalizer). Warnings are read only for
-// objects that carry a finalizer of a controller outside Kubernetes' own rules.
-func (d *diagnoser) warningContext(o *kube.Object) []string {
+// objects that carry a finalizer of a controller outside Kubernetes' own rules. A
+// warning of any other reporter counts as a finalizer owner's (ownedWarnings); when no
+// finding of o is ControllerFailing (a rule other than the controller's explained the
+// finalizer), it is context too, without a claim about whose it is.
+func (d *diagnoser) warningContext(o *kube.Object, fs []finding) []string {
 	var ids []controllerID
 	custom := false
 	for _, fin := range o.Finalizers {
@@ -458,6 +538,7 @@ func (d *diagnoser) warningContext(o *kube.Object) []string {
 	if !custom {
 		return nil
 	}
+	failing := slices.ContainsFunc(fs, func(f finding) bool { return f.reason == finalizev1alpha1.ReasonControllerFailing })
 	warns := d.f.warningsFor(o, o.Meta.DeletionTimestamp.Time)
 	sort.Slice(warns, func(i, j int) bool { return eventTime(&warns[i]).After(eventTime(&warns[j])) })
 	var out []string
@@ -468,11 +549,18 @@ func (d *diagnoser) warningContext(o *kube.Object) []string {
 		if slices.ContainsFunc(ids, func(id controllerID) bool { return id.reports(reporter) }) || seen[reporter+"\x00"+e.Reason] {
 			continue
 		}
+		whose := "it owns none of the object's finalizers"
+		if !kubernetesReporters.Has(strings.ToLower(reporter)) {
+			if failing {
+				continue // counted as a finalizer owner's (ownedWarnings)
+			}
+			whose = "whether it acts for one of the object's finalizers is not known"
+		}
 		seen[reporter+"\x00"+e.Reason] = true
 		if reporter == "" {
 			reporter = "an unnamed reporter"
 		}
-		out = append(out, fmt.Sprintf("%s reports %s: %s (%s, last %s ago; it owns none of the object's finalizers)", reporter, e.Reason, e.Note, times(eventCount(e)), ago(d.f.now, eventTime(e))))
+		out = append(out, fmt.Sprintf("%s reports %s: %s (%s, last %s ago; %s)", reporter, e.Reason, e.Note, times(eventCount(e)), ago(d.f.now, eventTime(e)), whose))
 	}
 	return out
 }

@@ -77,6 +77,6 @@ func (d *diagnoser) diagnose(o *kube.Object) []finding {
 			withRootNext("inspect the object"))
 	}
 	// What controllers that own none of its finalizers report about it is context.
-	fs[0].context = append(fs[0].context, d.warningContext(o)...)
+	fs[0].context = append(fs[0].context, d.warningContext(o, fs)...)
 	return fs
 }

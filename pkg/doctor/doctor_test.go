@@ -644,3 +644,34 @@ func TestAnUnreadWorkloadIsNotAnAbsentOne(t *testing.T) {
 		t.Errorf("warnings %q", rep.Warnings)
 	}
 }
+
+// TestAnOperatorsOwnWarningUnderAnotherNameIsFailing (#24 review 1): a kubebuilder
+// operator writes as "manager" and records Events as "database-controller". Its own
+// DeleteFailed warning is the cause (ControllerFailing), never context "it owns none of
+// the object's finalizers", and the next step never removes the finalizer.
+func TestAnOperatorsOwnWarningUnderAnotherNameIsFailing(t *testing.T) {
+	o := writtenBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), "manager", now.Add(-2*time.Hour))
+	res := result(o)
+	res.ManagerActivity["manager"] = now.Add(-2 * time.Hour)
+	ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "e1"}, Type: corev1.EventTypeWarning, Reason: "DeleteFailed",
+		Note: "AccessDenied: not authorized to delete instance db-123", ReportingController: "database-controller", EventTime: metav1.NewMicroTime(now.Add(-5 * time.Minute)),
+		Regarding: corev1.ObjectReference{UID: o.Meta.UID}}
+	rep := diagnose(t, res, ev)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerFailing, "database-controller reports DeleteFailed: AccessDenied: not authorized to delete instance db-123",
+		"taken as manager's", "fix what database-controller reports")
+	c := rep.Cause(o)
+	if strings.Contains(c.NextStep, "kubectl finalize remove") || strings.Contains(c.Message, "owns none") {
+		t.Errorf("the operator's own warning is not its failure: %s / %s", c.Message, c.NextStep)
+	}
+	wantRoot(t, rep, finalizev1alpha1.ReasonControllerFailing, controllerSubject("manager"), 1)
+
+	// A Kubernetes component's warning on the same object stays context.
+	kubelet := ev.DeepCopy()
+	kubelet.Name, kubelet.ReportingController, kubelet.Reason, kubelet.Note = "e2", "kubelet", "FailedMount", "volume not found"
+	kubelet.EventTime = metav1.NewMicroTime(now.Add(-time.Minute))
+	rep = diagnose(t, res, kubelet)
+	if c := rep.Cause(o); c.Reason == finalizev1alpha1.ReasonControllerFailing {
+		t.Errorf("the kubelet's warning blamed on the operator: %s", c.Message)
+	}
+	wantCause(t, rep, o, rep.Cause(o).Reason, "also: kubelet reports FailedMount: volume not found (once, last 60s ago; it owns none of the object's finalizers)")
+}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -198,6 +199,14 @@ func TestOnlyTheOwnersWarningsMeanFailing(t *testing.T) {
 	if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "data", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The pvc-protection controller releases the claim no pod uses; until it has, its
+	// finalizer's finding comes first among the context.
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		pvc, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
+		return err == nil && len(pvc.Finalizers) == 1, err
+	}); err != nil {
+		t.Fatalf("kubernetes.io/pvc-protection stays on a claim no pod uses: %v", err)
+	}
 	// The volume controller reports on the claim as it does: a core Event with a source.
 	now := metav1.Now()
 	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "data.provisioning"}, Type: corev1.EventTypeWarning, Reason: "ProvisioningFailed",
@@ -324,5 +333,35 @@ func TestProgressIsRecentAndAboutThisObject(t *testing.T) {
 		if c := rep.Cause(find(t, rep, o)); strings.Contains(c.Message, "stuck is not proven") {
 			t.Errorf("%s: %s", o, c.Message)
 		}
+	}
+}
+
+// TestAnOperatorsOwnWarningUnderAnotherNameIsFailing (#24 review 1): a kubebuilder
+// operator's field manager is "manager", and its Events come from
+// GetEventRecorderFor("database-controller"). Its own DeleteFailed warning is why the
+// finalizer stays: ControllerFailing, and the next step removes nothing.
+func TestAnOperatorsOwnWarningUnderAnotherNameIsFailing(t *testing.T) {
+	group := "kubebuilder.accuracy.example"
+	gvr := widgets(t, group)
+	ns := cp.Namespace(t)
+	o := stuckAs(t, gvr, ns, "db", group+"/cleanup", "manager")
+	obj, err := dynamic.NewForConfigOrDie(cp.Config).Resource(gvr).Namespace(ns).Get(t.Context(), "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "db.deletefailed"}, Type: corev1.EventTypeWarning, Reason: "DeleteFailed",
+		Message: "AccessDenied: not authorized to perform rds:DeleteDBInstance", Source: corev1.EventSource{Component: "database-controller"},
+		ReportingController: "database-controller", ReportingInstance: "database-controller-7d9f",
+		InvolvedObject: corev1.ObjectReference{Kind: "Widget", APIVersion: gvr.GroupVersion().String(), Namespace: ns, Name: "db", UID: obj.GetUID()},
+		FirstTimestamp: now, LastTimestamp: now, Count: 3}
+	if _, err := cp.Kube(t).CoreV1().Events(ns).Create(t.Context(), ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rep := diagnose(t, cp, 0)
+	c := wantCause(t, rep, o, finalizev1alpha1.ReasonControllerFailing, "database-controller reports DeleteFailed: AccessDenied: not authorized to perform rds:DeleteDBInstance",
+		"fix what database-controller reports")
+	if strings.Contains(c.NextStep, "kubectl finalize remove") || strings.Contains(c.Message, "owns none") {
+		t.Errorf("the operator's own warning is not taken as its failure: %s / %s", c.Message, c.NextStep)
 	}
 }
