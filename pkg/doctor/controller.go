@@ -129,11 +129,11 @@ var systemReporters = map[string][]string{
 	"batch.kubernetes.io/job-tracking":            {"job-controller"},
 	"resource.kubernetes.io/delete-protection":    {"resource-claim-controller", "resourceclaim-controller"},
 	"networking.k8s.io/service-cidr-finalizer":    {"service-cidrs-controller", "servicecidrs-controller"},
-	"kubernetes":                                  {"namespace-controller"},
-	metav1.FinalizerOrphanDependents:              {"garbage-collector-controller"},
-	metav1.FinalizerDeleteDependents:              {"garbage-collector-controller"},
-	finalizerPVC:                                  {"pvc-protection-controller"},
-	finalizerPV:                                   {"pv-protection-controller"},
+	"kubernetes":                     {"namespace-controller"},
+	metav1.FinalizerOrphanDependents: {"garbage-collector-controller"},
+	metav1.FinalizerDeleteDependents: {"garbage-collector-controller"},
+	finalizerPVC:                     {"pvc-protection-controller"},
+	finalizerPV:                      {"pv-protection-controller"},
 }
 
 // kubernetesReporters are the reporters of Kubernetes' own components: the kubelet, the
