@@ -241,7 +241,11 @@ func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) f
 	window := d.progressWindow
 	recentObj := act.wroteObj && now.Sub(act.objLast) < window
 	recentElsewhere := act.wroteElsewhere && now.Sub(act.anyLast) < window
-	alive := len(running) > 0 || recentObj || recentElsewhere
+	// A workload of the controller was found and none of its replicas is ready: a write
+	// elsewhere by a manager of the same name ("manager" is the name of many programs)
+	// does not bring it back to life.
+	down := len(ws.found) > 0 && len(running) == 0
+	alive := len(running) > 0 || recentObj || (recentElsewhere && !down)
 	scope := d.f.scope()
 
 	switch {
@@ -256,31 +260,54 @@ func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) f
 		return progressing(o, fmt.Sprintf("%s runs (%s), and the deletion began %s ago: %s",
 			id.who, strings.Join(aliveEvidence(now, running, act, recentElsewhere), "; "), ago(now, deleted), quiet), id.who)
 	case alive:
-		return d.idle(o, fin, &id, running, act, recentElsewhere, guards, removeCmd)
+		return d.idle(o, fin, &id, running, ws, act, recentElsewhere, guards, removeCmd)
 	}
 
 	workloadNote := describeWorkloads(id.workloads, ws)
-	if len(ws.found) == 0 && len(ws.unread) > 0 && !act.seen {
-		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(id.who),
-			fmt.Sprintf("%s is expected to remove %s, but whether it runs cannot be told: %s, and it has written nothing %s", id.who, fin.Name, workloadNote, scope),
-			fmt.Sprintf("check that %s runs (kubectl get deployments,statefulsets,daemonsets -A -l %s=%s); if it is gone for good, check that %s, then: %s", id.who, appNameLabel, id.workloads[0], guards, removeCmd),
-			fmt.Sprintf("whether %s runs cannot be told", id.who))
-	}
-	if id.manager == "" {
-		return inactive(id.who, fmt.Sprintf("%s is expected to remove %s; %s", id.who, fin.Name, workloadNote), guards, removeCmd)
-	}
 	var lastNote string
 	switch {
+	case id.manager == "":
 	case act.wroteObj:
 		lastNote = fmt.Sprintf("%s last wrote this object %s ago, %s after the deletion began, and nothing since (only the writes of %s, which wrote the finalizer, count)",
 			id.manager, ago(now, act.objLast), duration.HumanDuration(act.objLast.Sub(deleted)), id.manager)
+	case act.seen && act.wroteElsewhere:
+		lastNote = fmt.Sprintf("%s has written nothing to this object since the deletion began %s ago (only the writes of %s, which wrote the finalizer, count)",
+			id.manager, ago(now, deleted), id.manager)
 	case act.seen:
 		lastNote = fmt.Sprintf("%s has written nothing since the deletion began %s ago (its last write %s: %s ago; only the writes of %s, which wrote the finalizer, count)",
 			id.manager, ago(now, deleted), scope, ago(now, act.anyLast), id.manager)
 	default:
 		lastNote = fmt.Sprintf("%s has written nothing %s", id.manager, scope)
 	}
-	return inactive(id.who, lastNote+"; "+workloadNote, guards, removeCmd)
+	// Never claim absence from a partial look: a workload kind that could not be read may
+	// hold the controller, running.
+	if len(ws.unread) > 0 {
+		m := fmt.Sprintf("%s is expected to remove %s, but whether it runs cannot be told: %s", id.who, fin.Name, workloadNote)
+		if lastNote != "" {
+			m += "; " + lastNote
+		}
+		kinds := strings.ToLower(strings.Join(ws.unread, "s,")) + "s"
+		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(id.who), m,
+			fmt.Sprintf("get the read the doctor could not make (kubectl get %s -A -l %s=%s, and by name %s; or run the doctor as someone who may list %s) and check that %s runs; if it is gone for good, check that %s, then: %s",
+				kinds, appNameLabel, id.workloads[0], id.workloads[0], kinds, id.who, guards, removeCmd),
+			fmt.Sprintf("whether %s runs cannot be told", id.who))
+	}
+	if id.manager == "" {
+		return inactive(id.who, fmt.Sprintf("%s is expected to remove %s; %s", id.who, fin.Name, workloadNote), guards, removeCmd)
+	}
+	// No workload found, and its writes measured only where a narrowed scan looked:
+	// whether it runs elsewhere in the cluster is not known.
+	if len(ws.found) == 0 && scope != d.f.clusterScope() {
+		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(id.who),
+			fmt.Sprintf("%s is expected to remove %s, but whether it runs cannot be told from this scan: %s; %s, and its writes elsewhere in the cluster were not measured", id.who, fin.Name, workloadNote, lastNote),
+			fmt.Sprintf("run the doctor without -n, -l or TYPE/NAME to measure its writes cluster-wide (kubectl finalize doctor); if it is gone for good, check that %s, then: %s", guards, removeCmd),
+			fmt.Sprintf("whether %s runs cannot be told from a narrowed scan", id.who))
+	}
+	fd := inactive(id.who, lastNote+"; "+workloadNote, guards, removeCmd)
+	if down && act.wroteElsewhere {
+		fd.message += fmt.Sprintf("; %s also wrote elsewhere %s ago (another instance or another program of that name)", id.manager, ago(now, act.anyLast))
+	}
+	return fd
 }
 
 // unlocated explains a finalizer whose owner is known by description only: no
@@ -362,7 +389,7 @@ func aliveEvidence(now time.Time, running []workloadState, act activity, recentE
 // idle explains a controller that runs but has not written to the object for the
 // progress window: it may not be allowed to act on it (ControllerForbidden), or it
 // ignores it for a reason its logs tell (ControllerIdle).
-func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *controllerID, running []workloadState, act activity, recentElsewhere bool, guards, removeCmd string) finding {
+func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *controllerID, running []workloadState, ws workloads, act activity, recentElsewhere bool, guards, removeCmd string) finding {
 	now := d.f.now
 	deleted := o.Meta.DeletionTimestamp.Time
 	quiet := fmt.Sprintf("has written nothing to this object since the deletion began %s ago", ago(now, deleted))
@@ -397,7 +424,13 @@ func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *con
 		}
 		notes = append(notes, a.notes...)
 	}
-	if len(running) == 0 {
+	switch {
+	case len(running) > 0:
+	case len(ws.unread) > 0:
+		checks = append(checks, describeWorkloads(id.workloads, ws)+", so its permissions cannot be checked from here")
+	case len(ws.found) > 0:
+		checks = append(checks, describeWorkloads(id.workloads, ws)+", so its permissions cannot be checked from here")
+	default:
 		checks = append(checks, "no workload of it was found in the cluster (it may run outside), so its permissions cannot be checked from here")
 	}
 	if len(forbidden) > 0 && len(forbidden) == len(running) {
@@ -467,6 +500,8 @@ func describeWorkloads(names []string, ws workloads) string {
 		found = append(found, w.String())
 	}
 	switch {
+	case len(found) > 0 && len(ws.unread) > 0:
+		return fmt.Sprintf("its %s; its %ss could not be read, so whether another of its workloads runs is not known", strings.Join(found, ", "), strings.Join(ws.unread, "s, "))
 	case len(found) > 0:
 		return "its " + strings.Join(found, ", ")
 	case len(ws.unread) > 0:
@@ -488,8 +523,11 @@ func (f *facts) scope() string {
 	case f.res.LabelSelector != "":
 		return "in the objects labelled " + f.res.LabelSelector + ", the only ones scanned"
 	}
-	return "in the cluster"
+	return f.clusterScope()
 }
+
+// clusterScope is the scope of a scan of the whole cluster.
+func (f *facts) clusterScope() string { return "in the cluster" }
 
 // itOr is "it" when the controller is the reporter, else the controller's name.
 func itOr(controller, reporter string) string {

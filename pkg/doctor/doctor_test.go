@@ -229,11 +229,26 @@ func TestAControllerThatWroteNothingSinceTheDeletionIsInactive(t *testing.T) {
 		t.Errorf("one dead operator is one root cause: %+v", rep.Roots)
 	}
 
-	// The same controller writing to other objects is alive, but not at work on these:
-	// it runs and ignores them.
+	// A manager of the same name writing to other objects does not revive a Deployment
+	// none of whose replicas is ready ("manager" is the name of many programs): it is
+	// inactive, its Deployment named, and the writes are context. It is never said that
+	// no workload of it was found.
 	res.ManagerActivity["db-operator"] = now.Add(-time.Minute)
 	rep = diagnose(t, res, dep)
-	wantCause(t, rep, a, finalizev1alpha1.ReasonControllerIdle, "it wrote to other objects 60s ago, which proves it runs, not that it works on this one", "has written nothing to this object since the deletion began 60m ago")
+	wantCause(t, rep, a, finalizev1alpha1.ReasonControllerInactive, "Deployment ops/db-operator has 0/1 ready replicas",
+		"db-operator has written nothing to this object since the deletion began 60m ago",
+		"db-operator also wrote elsewhere 60s ago (another instance or another program of that name)")
+	if c := rep.Cause(a); strings.Contains(c.Message, "was found") || strings.Contains(c.Message, "not found") {
+		t.Errorf("a workload found is said not found: %s", c.Message)
+	}
+
+	// With no workload found at all, writes elsewhere prove it runs somewhere (outside
+	// the cluster, perhaps), not that it works on these: it runs and ignores them.
+	res.Index.Workloads = nil
+	rep = diagnose(t, res)
+	wantCause(t, rep, a, finalizev1alpha1.ReasonControllerIdle, "it wrote to other objects 60s ago, which proves it runs, not that it works on this one", "has written nothing to this object since the deletion began 60m ago",
+		"no workload of it was found in the cluster")
+	res.Index.Workloads = []scan.Workload{{Kind: "Deployment", Namespace: "ops", Name: "db-operator"}}
 
 	// Writing to the object itself is progress.
 	managedBy(a, now.Add(-time.Minute))
@@ -636,9 +651,19 @@ func TestAnUnreadWorkloadIsNotAnAbsentOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As a real scan finds it: the operator's own write of the object, two hours ago.
+	res.ManagerActivity["db-operator"] = now.Add(-2 * time.Hour)
+	rep, err = (&Doctor{Kube: kubefake.NewClientset(), Dynamic: dyn}).Diagnose(context.Background(), res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCause(t, rep, o, finalizev1alpha1.ReasonUnknown, "whether it runs cannot be told", "get the read the doctor could not make")
 	c := rep.Cause(o)
 	if strings.Contains(c.Message, "was found") || !strings.Contains(c.Message, "its StatefulSets could not be read, so whether it runs in the cluster is not known") {
 		t.Errorf("cause %s: %s", c.Reason, c.Message)
+	}
+	if strings.Contains(c.NextStep, "bring db-operator back") {
+		t.Errorf("an unread workload is taken for an absent one: %s", c.NextStep)
 	}
 	if len(rep.Warnings) == 0 || !strings.Contains(rep.Warnings[0], "could not look for statefulsets named db-operator") {
 		t.Errorf("warnings %q", rep.Warnings)
@@ -674,4 +699,47 @@ func TestAnOperatorsOwnWarningUnderAnotherNameIsFailing(t *testing.T) {
 		t.Errorf("the kubelet's warning blamed on the operator: %s", c.Message)
 	}
 	wantCause(t, rep, o, rep.Cause(o).Reason, "also: kubelet reports FailedMount: volume not found (once, last 60s ago; it owns none of the object's finalizers)")
+}
+
+// TestAWorkloadThatCannotBeReadIsUnread (#24 review 3b): the scan indexed the operator's
+// Deployment, and reading it fails (not NotFound): the Deployment is unread, not absent.
+func TestAWorkloadThatCannotBeReadIsUnread(t *testing.T) {
+	o := managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), now.Add(-2*time.Hour))
+	res := result(o)
+	withWorkload(res)
+	res.ManagerActivity["db-operator"] = now.Add(-2 * time.Hour)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		apiServicesResource.GroupVersionResource:                 "APIServiceList",
+		{Group: "apps", Version: "v1", Resource: "deployments"}:  "DeploymentList",
+		{Group: "apps", Version: "v1", Resource: "statefulsets"}: "StatefulSetList",
+		{Group: "apps", Version: "v1", Resource: "daemonsets"}:   "DaemonSetList",
+	}, deployment("ops", "db-operator", 1, 1, "db-operator"))
+	dyn.PrependReactor("get", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInternalError(errors.New("etcdserver: request timed out"))
+	})
+	rep, err := (&Doctor{Kube: kubefake.NewClientset(), Dynamic: dyn}).Diagnose(context.Background(), res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCause(t, rep, o, finalizev1alpha1.ReasonUnknown, "its Deployments could not be read", "whether it runs cannot be told")
+	if c := rep.Cause(o); strings.Contains(c.Message, "was found") || strings.Contains(c.NextStep, "bring db-operator back") {
+		t.Errorf("a Deployment that could not be read is taken for an absent one: %s / %s", c.Message, c.NextStep)
+	}
+}
+
+// TestANarrowScanClaimsNoInactivity (#24 review 3c): a scan of one namespace measured
+// the operator's writes there only; with no workload of it in the cluster, whether it
+// runs is not known, and the next step says how to measure its writes cluster-wide.
+func TestANarrowScanClaimsNoInactivity(t *testing.T) {
+	o := managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), now.Add(-2*time.Hour))
+	res := result(o)
+	res.Namespaces, res.Resources = []string{"a"}, nil
+	res.ManagerActivity["db-operator"] = now.Add(-2 * time.Hour)
+	rep := diagnose(t, res)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonUnknown, "in namespace a, the only one scanned", "its writes elsewhere in the cluster were not measured",
+		"run the doctor without -n, -l or TYPE/NAME to measure its writes cluster-wide")
+	// The whole cluster scanned: inactive.
+	full := result(o)
+	full.ManagerActivity["db-operator"] = now.Add(-2 * time.Hour)
+	wantCause(t, diagnose(t, full), o, finalizev1alpha1.ReasonControllerInactive, "its last write in the cluster: 120m ago")
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -117,7 +118,6 @@ func (f *facts) readWorkloads(name string) workloads {
 		if err != nil {
 			f.warnf("could not look for %ss named %s: %v", strings.ToLower(kind), name, err)
 			out.unread = append(out.unread, kind)
-			continue
 		}
 		for _, u := range objs {
 			out.found = append(out.found, stateOf(kind, u))
@@ -150,19 +150,25 @@ func (f *facts) indexHolds(gr schema.GroupResource) bool {
 func (f *facts) workloadsFromIndex(kind, name string) ([]*unstructured.Unstructured, error) {
 	fields := workloadFields[kind]
 	var out []*unstructured.Unstructured
+	var failed error
 	for _, w := range f.res.Index.Workloads {
 		if w.Kind != kind || (w.Name != name && w.AppName != name) {
 			continue
 		}
 		u, err := f.dyn.Resource(fields.resource).Namespace(w.Namespace).Get(f.ctx, w.Name, metav1.GetOptions{})
-		if err != nil {
-			// Gone since the scan, or unreadable: the others still tell.
-			f.warnf("could not read %s %s/%s: %v", strings.ToLower(kind), w.Namespace, w.Name, err)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue // gone since the scan
+		case err != nil:
+			// Unreadable: the kind is unread, never absent; the others still tell.
+			if failed == nil {
+				failed = fmt.Errorf("could not read %s %s/%s: %w", strings.ToLower(kind), w.Namespace, w.Name, err)
+			}
 			continue
 		}
 		out = append(out, u)
 	}
-	return out, nil
+	return out, failed
 }
 
 // listWorkloads lists, across the cluster, the workloads of kind called name and those

@@ -365,3 +365,26 @@ func TestAnOperatorsOwnWarningUnderAnotherNameIsFailing(t *testing.T) {
 		t.Errorf("the operator's own warning is not taken as its failure: %s / %s", c.Message, c.NextStep)
 	}
 }
+
+// TestADownWorkloadIsNotRevivedByAnotherProgramsWrites (#24 review 2): the operator's
+// Deployment "manager" has no ready replica; another program whose field manager is
+// also "manager" keeps writing elsewhere. The operator is ControllerInactive, its
+// Deployment and ready count named, the writes context; never "not found".
+func TestADownWorkloadIsNotRevivedByAnotherProgramsWrites(t *testing.T) {
+	group := "down.accuracy.example"
+	gvr := widgets(t, group)
+	ns, ops, other := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
+	operator(t, ops, "manager", 1, 0, "", nil, nil)
+	o := stuckAs(t, gvr, ns, "w", group+"/cleanup", "manager")
+	// Past the progress window, the other program writes.
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := cp.Kube(t).CoreV1().ConfigMaps(other).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "state"}, Data: map[string]string{"leader": "other"}}, metav1.CreateOptions{FieldManager: "manager"}); err != nil {
+		t.Fatal(err)
+	}
+	rep := diagnoseWindow(t, 2*time.Second)
+	c := wantCause(t, rep, o, finalizev1alpha1.ReasonControllerInactive, "its Deployment "+ops+"/manager has 0/1 ready replicas",
+		"manager also wrote elsewhere", "(another instance or another program of that name)")
+	if strings.Contains(c.Message, "was found") || strings.Contains(c.Message, "not found") {
+		t.Errorf("a workload found is said not found: %s", c.Message)
+	}
+}
