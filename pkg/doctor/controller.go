@@ -65,8 +65,12 @@ func (d *diagnoser) identify(o *kube.Object, fin finalizev1alpha1.Finalizer) con
 	if fin.OwnerSource == finalizev1alpha1.OwnerSourceManagedFields {
 		id.manager = fin.Owner
 	}
+	// When the catalogue names the owner (Kubernetes itself, or the owner's field managers
+	// or workloads), a writer it does not name is not the owner: velero restoring a
+	// Service with the cloud service controller's finalizer only added it (addedBy).
+	named := id.entry != nil && (id.entry.System || len(id.entry.Managers) > 0 || len(id.entry.Workloads) > 0)
 	for _, w := range writers {
-		if id.manager == "" && !owner.IsGenericManager(w) {
+		if id.manager == "" && !owner.IsGenericManager(w) && (!named || catalogueNames(id.entry, w)) {
 			id.manager = w
 		}
 	}
@@ -93,6 +97,25 @@ func (d *diagnoser) identify(o *kube.Object, fin finalizev1alpha1.Finalizer) con
 		}
 	}
 	return id
+}
+
+// catalogueNames says whether the catalogue entry e names field manager w as its owner:
+// one of its Managers, a workload name of it (or one followed by a dash), or for a
+// system finalizer a Kubernetes controller manager.
+func catalogueNames(e *owner.Entry, w string) bool {
+	if slices.Contains(e.Managers, w) {
+		return true
+	}
+	names := e.WorkloadNames()
+	if e.System {
+		names = append(append(names, "kube-controller-manager", "cloud-controller-manager"), systemReporters[e.Finalizer]...)
+	}
+	for _, n := range names {
+		if w == n || strings.HasPrefix(w, n+"-") {
+			return true
+		}
+	}
+	return false
 }
 
 // reports says whether an Event's reporter is this controller: its field manager, a
@@ -315,8 +338,11 @@ func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) f
 // the controller.
 func (d *diagnoser) unlocated(o *kube.Object, fin finalizev1alpha1.Finalizer, id *controllerID, guards, removeCmd string) finding {
 	wrote := "no field manager wrote the finalizer"
-	if id.writer != "" {
+	switch {
+	case id.writer != "" && owner.IsGenericManager(id.writer):
 		wrote = fmt.Sprintf("the finalizer was written by %s, a client that applies manifests for people, not a controller", id.writer)
+	case id.writer != "":
+		wrote = fmt.Sprintf("the finalizer was written by %s, which the catalogue does not name as its owner (it added the finalizer, as a restore or a copy does; it is not expected to remove it)", id.writer)
 	}
 	if fin.OwnerSource != finalizev1alpha1.OwnerSourceCatalog {
 		by := ""

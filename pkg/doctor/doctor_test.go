@@ -743,3 +743,19 @@ func TestANarrowScanClaimsNoInactivity(t *testing.T) {
 	full.ManagerActivity["db-operator"] = now.Add(-2 * time.Hour)
 	wantCause(t, diagnose(t, full), o, finalizev1alpha1.ReasonControllerInactive, "its last write in the cluster: 120m ago")
 }
+
+// TestAWriterTheCatalogueDoesNotNameIsNotTheController (#24 review 4): velero restored a
+// Service with the cloud service controller's finalizer. The catalogue names the owner:
+// velero only added the finalizer, and is not measured as the controller.
+func TestAWriterTheCatalogueDoesNotNameIsNotTheController(t *testing.T) {
+	o := writtenBy(stuck(coreResource("services", "Service", true), "web", "frontend", "service.kubernetes.io/load-balancer-cleanup"), "velero", now.Add(-2*time.Hour))
+	res := result(o)
+	res.ManagerActivity["velero"] = now.Add(-time.Minute)
+	res.Index.Workloads = []scan.Workload{{Kind: "Deployment", Namespace: "velero", Name: "velero"}}
+	rep := diagnose(t, res, deployment("velero", "velero", 1, 1, "velero"))
+	wantCause(t, rep, o, finalizev1alpha1.ReasonUnknown, "service controller (cloud-controller-manager) is expected to remove service.kubernetes.io/load-balancer-cleanup",
+		"the finalizer was written by velero, which the catalogue does not name as its owner", "whether the cluster has a cloud provider at all")
+	if c := rep.Cause(o); strings.Contains(c.Message, "velero runs") || strings.Contains(c.Message, "velero has written") {
+		t.Errorf("velero is measured as the service controller: %s", c.Message)
+	}
+}
