@@ -1,9 +1,14 @@
 package cmd
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -124,26 +129,65 @@ func TestParseCatchesStaleCommands(t *testing.T) {
 	}
 }
 
+// causes are the reasons the doctor prints, read from the API types' source: every
+// untyped constant named Reason... (the IncompleteReason constants are typed), so that a
+// cause added to the contract is a cause the tests below require documented.
+func causes(t *testing.T) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "../apis/finalize/v1alpha1/types.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, decl := range f.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			if vs.Type != nil {
+				continue
+			}
+			for i, name := range vs.Names {
+				lit, ok := vs.Values[i].(*ast.BasicLit)
+				if !strings.HasPrefix(name.Name, "Reason") || !ok || lit.Kind != token.STRING {
+					continue
+				}
+				v, err := strconv.Unquote(lit.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, v)
+			}
+		}
+	}
+	// The list is the source's: these are known members of it.
+	for _, known := range []string{finalizev1alpha1.ReasonUnknown, finalizev1alpha1.ReasonVolumeStillAttached, finalizev1alpha1.ReasonConversionWebhookUnavailable} {
+		if !slices.Contains(out, known) {
+			t.Fatalf("the causes read from types.go (%q) lack %s", out, known)
+		}
+	}
+	return out
+}
+
 // TestTheRunbookWalksEveryCause checks that docs/runbook.md has a section for every
-// reason the doctor prints.
+// reason the doctor prints, and that the doctor's help names each for scripts.
 func TestTheRunbookWalksEveryCause(t *testing.T) {
 	b, err := os.ReadFile("../../docs/runbook.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, reason := range []string{
-		finalizev1alpha1.ReasonAPIServiceUnavailable, finalizev1alpha1.ReasonNamespaceContentRemaining,
-		finalizev1alpha1.ReasonNamespaceFinalizersRemaining, finalizev1alpha1.ReasonPodsUsingClaim,
-		finalizev1alpha1.ReasonClaimStillBound, finalizev1alpha1.ReasonDependentsRemaining,
-		finalizev1alpha1.ReasonInstancesRemaining, finalizev1alpha1.ReasonControllerInactive,
-		finalizev1alpha1.ReasonControllerFailing, finalizev1alpha1.ReasonWebhookBlocking,
-		finalizev1alpha1.ReasonProgressing, finalizev1alpha1.ReasonUnknown,
-		finalizev1alpha1.ReasonControllerIdle, finalizev1alpha1.ReasonControllerForbidden,
-		finalizev1alpha1.ReasonConversionWebhookUnavailable, finalizev1alpha1.ReasonSnapshotsUsingClaim,
-		finalizev1alpha1.ReasonVolumeStillAttached,
-	} {
+	help, err := os.ReadFile("../../docs/reference/kubectl_finalize_doctor.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, reason := range causes(t) {
 		if !regexp.MustCompile(`(?m)^### .*\b` + reason + `\b`).Match(b) {
 			t.Errorf("docs/runbook.md has no section on %s", reason)
+		}
+		if !regexp.MustCompile(`\b` + reason + `\b`).Match(help) {
+			t.Errorf("the doctor's help (docs/reference/kubectl_finalize_doctor.md) does not name cause %s", reason)
 		}
 	}
 }

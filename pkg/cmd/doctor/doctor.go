@@ -38,11 +38,16 @@ ClaimStillBound, DependentsRemaining, InstancesRemaining, ControllerInactive,
 ControllerFailing, WebhookBlocking, Progressing (the controller is at work: stuck is not
 proven yet), Unknown, ControllerIdle (the controller runs but has not written to the
 object for --progress-window), ControllerForbidden (it runs, but its ServiceAccount may
-not watch or patch the object).
+not watch or patch the object), ConversionWebhookUnavailable (a CRD's conversion webhook
+cannot be reached: its lists fail, and with them namespace deletions),
+SnapshotsUsingClaim (VolumeSnapshots taken from the claim are not ready yet),
+VolumeStillAttached (VolumeAttachments still attach the volume to nodes).
 
 The doctor reads the scan's metadata and a few objects more (APIServices, webhook
-configurations and their endpoints, pods of namespaces with stuck claims, warning
-events, controllers' workloads). It changes nothing.
+configurations and their endpoints, CRDs, pods of namespaces with stuck claims,
+VolumeSnapshots, VolumeAttachments, warning events, controllers' workloads), and asks
+the API server what idle controllers' ServiceAccounts may do (SubjectAccessReviews,
+which write nothing). It changes no object.
 
 With --context given more than once, --all-contexts or --context-selector, each cluster
 is diagnosed on its own and its root causes printed under its context; then the root
