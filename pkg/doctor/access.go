@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
@@ -31,8 +30,10 @@ type access struct {
 // accessOf asks whether w's ServiceAccount may watch o's type where o is and patch or
 // update objects of that type there. The questions name no object: a controller's RBAC
 // names types, not the objects it will be given, and so a thousand idle objects of one
-// type in one namespace cost five reviews, not five thousand. Each distinct question is
-// asked once per diagnosis.
+// type in one namespace cost five reviews, not five thousand. They are asked at cluster
+// scope first, and in the namespace only when denied there, so a controller allowed
+// cluster-wide costs five reviews whatever the number of namespaces. Each distinct
+// question is asked once per diagnosis.
 func (f *facts) accessOf(w *workloadState, o *kube.Object) access {
 	a := access{serviceAccount: w.Namespace + "/" + w.ServiceAccount, user: "system:serviceaccount:" + w.Namespace + ":" + w.ServiceAccount}
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + w.Namespace, "system:authenticated"}
@@ -40,8 +41,19 @@ func (f *facts) accessOf(w *workloadState, o *kube.Object) access {
 		return authorizationv1.ResourceAttributes{Namespace: o.Meta.Namespace, Verb: verb, Group: o.Resource.Group, Version: o.Resource.Version,
 			Resource: o.Resource.Resource, Subresource: sub, Name: name}
 	}
+	// Asked at cluster scope first: a controller's RBAC is most often a ClusterRole bound
+	// cluster-wide, and one answer then holds for every namespace. Only a denial there
+	// is asked again in the object's namespace (a RoleBinding may grant it there).
 	ask := func(verb, sub string) (bool, bool) {
-		return f.may(a.user, groups, attrs(verb, "", sub))
+		at := attrs(verb, "", sub)
+		if o.Meta.Namespace != "" {
+			cluster := at
+			cluster.Namespace = metav1.NamespaceAll
+			if ok, checked := f.may(a.user, groups, cluster); !checked || ok {
+				return ok, checked
+			}
+		}
+		return f.may(a.user, groups, at)
 	}
 	where := inNamespace(o)
 	var missingWatch []string
@@ -80,8 +92,9 @@ func (f *facts) accessOf(w *workloadState, o *kube.Object) access {
 }
 
 // may asks the API server whether user may do what attrs say. It returns whether the
-// review was made; a doctor that may not create SubjectAccessReviews says so once and
-// asks no more.
+// review was made. A review that fails (refused, timing out, or any other error) is
+// said once, and no more are asked: an authorizer that times out is not asked again for
+// every object.
 func (f *facts) may(user string, groups []string, attrs authorizationv1.ResourceAttributes) (allowed, checked bool) {
 	if f.reviewsRefused {
 		return false, false
@@ -93,9 +106,7 @@ func (f *facts) may(user string, groups []string, attrs authorizationv1.Resource
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &attrs}}
 	got, err := f.kube.AuthorizationV1().SubjectAccessReviews().Create(f.ctx, sar, metav1.CreateOptions{})
 	if err != nil {
-		if apierrors.IsForbidden(err) {
-			f.reviewsRefused = true
-		}
+		f.reviewsRefused = true
 		f.warnf("could not ask whether controllers' ServiceAccounts may act on the objects they hold (SubjectAccessReview): %v", err)
 		return false, false
 	}

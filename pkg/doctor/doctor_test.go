@@ -93,6 +93,11 @@ type deny struct {
 	verbs []string
 	// asked counts the reviews.
 	asked int
+	// err, when set, is the answer to every review.
+	err error
+	// namespaced makes a denial hold at cluster scope only: a review in a namespace is
+	// allowed (a RoleBinding there).
+	namespaced bool
 }
 
 func (d *deny) DeepCopyObject() runtime.Object { c := *d; return &c }
@@ -125,6 +130,12 @@ func diagnoseWith(t *testing.T, opts Options, res *scan.Result, objs ...runtime.
 		sar.Status.Allowed = !slices.Contains(denied, sar.Spec.ResourceAttributes.Verb)
 		if reviews != nil {
 			reviews.asked++
+			if reviews.err != nil {
+				return true, nil, reviews.err
+			}
+			if reviews.namespaced && sar.Spec.ResourceAttributes.Namespace != "" {
+				sar.Status.Allowed = true
+			}
 		}
 		return true, sar, nil
 	})
@@ -757,5 +768,44 @@ func TestAWriterTheCatalogueDoesNotNameIsNotTheController(t *testing.T) {
 		"the finalizer was written by velero, which the catalogue does not name as its owner", "whether the cluster has a cloud provider at all")
 	if c := rep.Cause(o); strings.Contains(c.Message, "velero runs") || strings.Contains(c.Message, "velero has written") {
 		t.Errorf("velero is measured as the service controller: %s", c.Message)
+	}
+}
+
+// TestReviewsAreAskedClusterWideFirstAndFailuresOnce (#24 review 6): a controller whose
+// idle objects are spread over three namespaces and allowed cluster-wide costs the five
+// reviews of one namespace; denied cluster-wide and allowed in a namespace, it is asked
+// there too, and not Forbidden. An authorizer that times out is asked once, not once per
+// object.
+func TestReviewsAreAskedClusterWideFirstAndFailuresOnce(t *testing.T) {
+	var objs []*kube.Object
+	for i := range 12 {
+		objs = append(objs, managedBy(stuck(databases, fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("db-%02d", i), "db.example.com/finalizer"), now.Add(-2*time.Hour)))
+	}
+	res := result(objs...)
+	withWorkload(res)
+	dep := deployment("ops", "db-operator", 1, 1, "db-operator")
+	reviews := denyReview()
+	rep := diagnose(t, res, dep, reviews)
+	for _, o := range objs {
+		wantCause(t, rep, o, finalizev1alpha1.ReasonControllerIdle, "may list, watch and patch databases.db.example.com in namespace "+o.Meta.Namespace)
+	}
+	if reviews.asked != 5 {
+		t.Errorf("%d SubjectAccessReviews for three namespaces allowed cluster-wide, want 5", reviews.asked)
+	}
+
+	local := denyReview("patch")
+	local.namespaced = true
+	rep = diagnose(t, res, dep, local)
+	wantCause(t, rep, objs[0], finalizev1alpha1.ReasonControllerIdle, "may list, watch and patch databases.db.example.com in namespace ns-0")
+	if local.asked != 5+3 {
+		t.Errorf("%d SubjectAccessReviews, want 8 (five cluster-wide, patch again in each of three namespaces)", local.asked)
+	}
+
+	timeout := denyReview()
+	timeout.err = apierrors.NewTimeoutError("authorization webhook timed out", 0)
+	rep = diagnose(t, res, dep, timeout)
+	wantCause(t, rep, objs[0], finalizev1alpha1.ReasonControllerIdle, "could not be checked")
+	if timeout.asked != 1 {
+		t.Errorf("a timing-out authorizer was asked %d times, want 1", timeout.asked)
 	}
 }

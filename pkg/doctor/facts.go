@@ -52,8 +52,8 @@ type facts struct {
 
 	// workloadsByName are the workloads named like each controller (workload.go).
 	workloadsByName map[string]workloads
-	// reviews are the answers of SubjectAccessReviews (access.go); reviewsRefused: the
-	// doctor may not ask.
+	// reviews are the answers of SubjectAccessReviews (access.go); reviewsRefused: a
+	// review failed (refused, or any other error), and no more are asked.
 	reviews        map[string]bool
 	reviewsRefused bool
 }
