@@ -230,11 +230,14 @@ func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) f
 		e := &warns[0]
 		reporter := reporterOf(e)
 		subject, as := reporter, ""
-		if !id.reports(reporter) && id.who != "" {
+		if reporter == "" {
+			reporter = "an unnamed reporter"
+		}
+		if subject == "" {
+			subject = reporter
+		}
+		if !id.reports(reporterOf(e)) && id.who != "" {
 			subject = id.who
-			if reporter == "" {
-				reporter = "an unnamed reporter"
-			}
 			as = fmt.Sprintf(" (taken as %s's: nothing shows it is another party than %s, which is expected to remove %s)", id.who, id.who, fin.Name)
 		}
 		return rooted(finalizev1alpha1.ReasonControllerFailing, controllerSubject(subject),
