@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -40,11 +39,25 @@ const (
 	PolicyDir = "/etc/kubectl-finalize"
 )
 
-// RepoPath is the path of a file of the repository, whichever package's test asks.
+// RepoPath is the path of a file of the repository, whichever package's test asks: go
+// test runs a package's tests in its folder, and the repository's root is the nearest
+// folder above it that holds the module's go.mod. (Not runtime.Caller: under -trimpath,
+// as make builds, it names a module path, not a file.)
 func RepoPath(elems ...string) string {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
-	return filepath.Join(append([]string{root}, elems...)...)
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/kubectl-finalize/kubectl-finalize\n") {
+			return filepath.Join(append([]string{dir}, elems...)...)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			panic("overlay: no folder above the test's holds the repository's go.mod")
+		}
+		dir = parent
+	}
 }
 
 // Kubectl runs the kubectl the control plane was built with, as the admin, and returns
