@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -176,7 +175,7 @@ func conversionNext(crd *conversionCRD, problem string) string {
 				continue
 			}
 			others = append(others, v)
-			ops = append(ops, fmt.Sprintf(`{"op":"test","path":"/spec/versions/%d/name","value":"%s"},{"op":"replace","path":"/spec/versions/%d/served","value":false}`, i, v, i))
+			ops = append(ops, fmt.Sprintf(`{"op":"test","path":"/spec/versions/%d/name","value":%q},{"op":"replace","path":"/spec/versions/%d/served","value":false}`, i, v, i))
 		}
 		if len(ops) == 0 {
 			return restore + "; " + list
@@ -196,7 +195,7 @@ func conversionNext(crd *conversionCRD, problem string) string {
 
 // conversionFindings: the namespace controller reports that it cannot list a type of
 // the namespace because the type's conversion webhook fails.
-func (d *diagnoser) conversionFindings(o *kube.Object, conds []corev1.NamespaceCondition) []finding {
+func (d *diagnoser) conversionFindings(conds []corev1.NamespaceCondition) []finding {
 	var fs []finding
 	seen := map[string]bool{}
 	for _, c := range conds {

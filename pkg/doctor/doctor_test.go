@@ -658,13 +658,12 @@ func TestAnUnreadWorkloadIsNotAnAbsentOne(t *testing.T) {
 	dyn.PrependReactor("list", "statefulsets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "", errors.New("RBAC"))
 	})
-	rep, err := (&Doctor{Kube: kubefake.NewClientset(), Dynamic: dyn}).Diagnose(context.Background(), res)
-	if err != nil {
+	if _, err := (&Doctor{Kube: kubefake.NewClientset(), Dynamic: dyn}).Diagnose(context.Background(), res); err != nil {
 		t.Fatal(err)
 	}
 	// As a real scan finds it: the operator's own write of the object, two hours ago.
 	res.ManagerActivity["db-operator"] = now.Add(-2 * time.Hour)
-	rep, err = (&Doctor{Kube: kubefake.NewClientset(), Dynamic: dyn}).Diagnose(context.Background(), res)
+	rep, err := (&Doctor{Kube: kubefake.NewClientset(), Dynamic: dyn}).Diagnose(context.Background(), res)
 	if err != nil {
 		t.Fatal(err)
 	}

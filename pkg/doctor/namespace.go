@@ -43,7 +43,7 @@ func (d *diagnoser) namespace(o *kube.Object) []finding {
 		next := "fix or remove the API whose group version cannot be parsed"
 		fs = append(fs, rooted(finalizev1alpha1.ReasonUnknown, subjectOf(o), "the namespace controller cannot parse a group version: "+c.Message, next, c.Message))
 	}
-	convs := d.conversionFindings(o, ns.Status.Conditions)
+	convs := d.conversionFindings(ns.Status.Conditions)
 	fs = append(fs, convs...)
 	children := d.f.byNamespace[o.Meta.Name]
 	content, contentTrue := isTrue(corev1.NamespaceContentRemaining)

@@ -188,7 +188,7 @@ func TestOnlyTheOwnersWarningsMeanFailing(t *testing.T) {
 	ns := cp.Namespace(t)
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Finalizers: []string{"snapshot.storage.kubernetes.io/pvc-as-source-protection"}},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To("fast"),
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resourceQuantity("1Gi")}}}}
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *oneGi()}}}}
 	created, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{FieldManager: "snapshot-controller"})
 	if err != nil {
 		t.Fatal(err)

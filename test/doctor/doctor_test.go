@@ -152,7 +152,7 @@ func TestWithoutTheControllers(t *testing.T) {
 	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "unused"},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To(""),
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resourceQuantity("1Gi")}}},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *oneGi()}}},
 	}
 	if _, err := c.CoreV1().PersistentVolumeClaims(orphanNS).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

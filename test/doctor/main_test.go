@@ -107,7 +107,8 @@ func wantRoot(t *testing.T, rep *doctor.Report, reason string, subject finalizev
 	t.Errorf("no root cause %s %+v among %q", reason, subject, have)
 }
 
-func resourceQuantity(s string) *resource.Quantity {
-	q := resource.MustParse(s)
+// oneGi is the size of every claim and volume of these tests.
+func oneGi() *resource.Quantity {
+	q := resource.MustParse("1Gi")
 	return &q
 }

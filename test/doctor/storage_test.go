@@ -85,7 +85,7 @@ func TestStorageProtectionsNameTheirBlocker(t *testing.T) {
 	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "data", Finalizers: []string{"snapshot.storage.kubernetes.io/pvc-as-source-protection"}},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To(""),
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resourceQuantity("1Gi")}}},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *oneGi()}}},
 	}
 	fixture.Held(t, c.CoreV1().PersistentVolumeClaims(ns), claim)
 	volumeSnapshot(t, dyn, ns, "nightly", "data", map[string]any{"readyToUse": false,
@@ -100,7 +100,7 @@ func TestStorageProtectionsNameTheirBlocker(t *testing.T) {
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: pvName, Finalizers: []string{"external-attacher/csi-example-com"}},
 		Spec: corev1.PersistentVolumeSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: *resourceQuantity("1Gi")},
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: *oneGi()},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 			PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "csi.example.com", VolumeHandle: "vol-0123"}}},
 	}

@@ -178,6 +178,7 @@ func TestTheLeaderIsKilled(t *testing.T) {
 		_, thirdErr := kube.CoreV1().ConfigMaps(ns).Get(ctx, "third", metav1.GetOptions{})
 		l, err := kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
+			t.Logf("reading the Lease, tried again: %v", err)
 			return false, nil
 		}
 		last = l
@@ -303,6 +304,7 @@ func TestTheLeaderIsKilled(t *testing.T) {
 	if err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		l, err := kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
+			t.Logf("reading the Lease, tried again: %v", err)
 			return false, nil
 		}
 		last = l
