@@ -680,7 +680,7 @@ func TestAnUnreadWorkloadIsNotAnAbsentOne(t *testing.T) {
 	}
 }
 
-// TestAnOperatorsOwnWarningUnderAnotherNameIsFailing (#24 review 1): a kubebuilder
+// TestAnOperatorsOwnWarningUnderAnotherNameIsFailing: a kubebuilder
 // operator writes as "manager" and records Events as "database-controller". Its own
 // DeleteFailed warning is the cause (ControllerFailing), never context "it owns none of
 // the object's finalizers", and the next step never removes the finalizer.
@@ -711,7 +711,7 @@ func TestAnOperatorsOwnWarningUnderAnotherNameIsFailing(t *testing.T) {
 	wantCause(t, rep, o, rep.Cause(o).Reason, "also: kubelet reports FailedMount: volume not found (once, last 60s ago; it owns none of the object's finalizers)")
 }
 
-// TestAWorkloadThatCannotBeReadIsUnread (#24 review 3b): the scan indexed the operator's
+// TestAWorkloadThatCannotBeReadIsUnread: the scan indexed the operator's
 // Deployment, and reading it fails (not NotFound): the Deployment is unread, not absent.
 func TestAWorkloadThatCannotBeReadIsUnread(t *testing.T) {
 	o := managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), now.Add(-2*time.Hour))
@@ -737,7 +737,7 @@ func TestAWorkloadThatCannotBeReadIsUnread(t *testing.T) {
 	}
 }
 
-// TestANarrowScanClaimsNoInactivity (#24 review 3c): a scan of one namespace measured
+// TestANarrowScanClaimsNoInactivity: a scan of one namespace measured
 // the operator's writes there only; with no workload of it in the cluster, whether it
 // runs is not known, and the next step says how to measure its writes cluster-wide.
 func TestANarrowScanClaimsNoInactivity(t *testing.T) {
@@ -754,7 +754,7 @@ func TestANarrowScanClaimsNoInactivity(t *testing.T) {
 	wantCause(t, diagnose(t, full), o, finalizev1alpha1.ReasonControllerInactive, "its last write in the cluster: 120m ago")
 }
 
-// TestAWriterTheCatalogueDoesNotNameIsNotTheController (#24 review 4): velero restored a
+// TestAWriterTheCatalogueDoesNotNameIsNotTheController: velero restored a
 // Service with the cloud service controller's finalizer. The catalogue names the owner:
 // velero only added the finalizer, and is not measured as the controller.
 func TestAWriterTheCatalogueDoesNotNameIsNotTheController(t *testing.T) {
@@ -770,7 +770,7 @@ func TestAWriterTheCatalogueDoesNotNameIsNotTheController(t *testing.T) {
 	}
 }
 
-// TestReviewsAreAskedClusterWideFirstAndFailuresOnce (#24 review 6): a controller whose
+// TestReviewsAreAskedClusterWideFirstAndFailuresOnce: a controller whose
 // idle objects are spread over three namespaces and allowed cluster-wide costs the five
 // reviews of one namespace; denied cluster-wide and allowed in a namespace, it is asked
 // there too, and not Forbidden. An authorizer that times out is asked once, not once per

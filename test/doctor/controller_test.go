@@ -30,7 +30,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
-// The tests of #24 items 2, 3, 4, 5 and 7: who the controller behind a finalizer is,
+// The tests of the controller behind a finalizer: who it is,
 // whose warnings blame it, where its workload is, whether it may act, and whether it
 // progresses on this object.
 
@@ -129,7 +129,7 @@ func causeOf(t *testing.T, name string, args ...string) *finalizev1alpha1.Cause 
 	return nil
 }
 
-// TestTheWriterOfACataloguedFinalizerIsItsController (#24 item 2): Flux's catalogue entry
+// TestTheWriterOfACataloguedFinalizerIsItsController: Flux's catalogue entry
 // names no workload. The kustomize-controller that wrote finalizers.fluxcd.io is the
 // controller, measured by its writes and its Deployment, scaled to zero. Where nothing
 // identifies the controller, the next step says how to find out: for the cloud service
@@ -179,7 +179,7 @@ func TestTheWriterOfACataloguedFinalizerIsItsController(t *testing.T) {
 		"whether the cluster has a cloud provider at all: kubectl get nodes -o custom-columns=NAME:.metadata.name,PROVIDER:.spec.providerID")
 }
 
-// TestOnlyTheOwnersWarningsMeanFailing (#24 item 3): a claim held by the snapshot
+// TestOnlyTheOwnersWarningsMeanFailing: a claim held by the snapshot
 // controller's finalizer, which the volume controller cannot provision. Its warnings are
 // context; they do not make the claim ControllerFailing, nor send the reader to it.
 func TestOnlyTheOwnersWarningsMeanFailing(t *testing.T) {
@@ -236,7 +236,7 @@ func TestOnlyTheOwnersWarningsMeanFailing(t *testing.T) {
 		"also: persistentvolume-controller reports ProvisioningFailed")
 }
 
-// TestAWorkloadIsFoundWhateverTheTarget (#24 item 4): `doctor TYPE/NAME` and `doctor -n`
+// TestAWorkloadIsFoundWhateverTheTarget: `doctor TYPE/NAME` and `doctor -n`
 // scan one namespace; the controller's Deployment in another is found all the same.
 func TestAWorkloadIsFoundWhateverTheTarget(t *testing.T) {
 	gvr := widgets(t, "scope.accuracy.example")
@@ -252,7 +252,7 @@ func TestAWorkloadIsFoundWhateverTheTarget(t *testing.T) {
 	}
 }
 
-// TestARunningControllerThatDoesNothing (#24 item 5): two ready controllers that have
+// TestARunningControllerThatDoesNothing: two ready controllers that have
 // written nothing to their objects for the progress window. One may act on its objects
 // (ControllerIdle: its logs, the namespaces it watches); the other's ServiceAccount may
 // not patch or update them (ControllerForbidden). Their RBAC is real; the doctor asks
@@ -298,7 +298,7 @@ func TestARunningControllerThatDoesNothing(t *testing.T) {
 	}
 }
 
-// TestProgressIsRecentAndAboutThisObject (#24 item 7): a write to the object is
+// TestProgressIsRecentAndAboutThisObject: a write to the object is
 // progress; a write elsewhere proves the controller runs, not that it works on this
 // object; and after the progress window without a write to the object, a running
 // controller is ControllerIdle, whatever it wrote before.
@@ -336,7 +336,7 @@ func TestProgressIsRecentAndAboutThisObject(t *testing.T) {
 	}
 }
 
-// TestAnOperatorsOwnWarningUnderAnotherNameIsFailing (#24 review 1): a kubebuilder
+// TestAnOperatorsOwnWarningUnderAnotherNameIsFailing: a kubebuilder
 // operator's field manager is "manager", and its Events come from
 // GetEventRecorderFor("database-controller"). Its own DeleteFailed warning is why the
 // finalizer stays: ControllerFailing, and the next step removes nothing.
@@ -366,7 +366,7 @@ func TestAnOperatorsOwnWarningUnderAnotherNameIsFailing(t *testing.T) {
 	}
 }
 
-// TestADownWorkloadIsNotRevivedByAnotherProgramsWrites (#24 review 2): the operator's
+// TestADownWorkloadIsNotRevivedByAnotherProgramsWrites: the operator's
 // Deployment "manager" has no ready replica; another program whose field manager is
 // also "manager" keeps writing elsewhere. The operator is ControllerInactive, its
 // Deployment and ready count named, the writes context; never "not found".

@@ -231,8 +231,7 @@ func TestDoctorCommand(t *testing.T) {
 		"NamespaceFinalizersRemaining: Some content in the namespace has finalizers remaining",
 		"└── databases." + s.Group("db") + "/orders-db -n " + ns,
 		// A tree scans the namespace: with no workload of the operator in the cluster,
-		// its writes elsewhere were not measured, so inactivity is not claimed (#24
-		// review 3).
+		// its writes elsewhere were not measured, so inactivity is not claimed.
 		"Unknown: database-operator is expected to remove",
 		"run the doctor without -n, -l or TYPE/NAME to measure its writes cluster-wide",
 		"Root causes:\n  Unknown: Controller database-operator",

@@ -43,7 +43,7 @@ const (
 	ReasonClusterUnreachable IncompleteReason = "ClusterUnreachable"
 )
 
-// ReasonConversionWebhookUnavailable is a cause and an incomplete reason at once (#24):
+// ReasonConversionWebhookUnavailable is a cause and an incomplete reason at once:
 // a CRD's conversion webhook cannot be reached, so its objects stored at one version
 // cannot be read at another. Lists of its other versions fail, the scan's among them,
 // and so does the namespace controller's: in the namespaces that hold its objects, then,
@@ -146,7 +146,7 @@ const (
 	ReasonUnknown                      = "Unknown"
 )
 
-// Causes of a controller that runs but does not remove its finalizer (#24).
+// Causes of a controller that runs but does not remove its finalizer.
 const (
 	// ReasonControllerIdle: the owner runs (its workload is ready, or it writes elsewhere)
 	// but has written nothing to the object for the progress window.
@@ -156,7 +156,7 @@ const (
 	ReasonControllerForbidden = "ControllerForbidden"
 )
 
-// Causes of storage protections that wait for other storage objects (#24).
+// Causes of storage protections that wait for other storage objects.
 const (
 	// ReasonSnapshotsUsingClaim: VolumeSnapshots taken from the claim are not ready yet;
 	// the snapshot-controller keeps snapshot.storage.kubernetes.io/pvc-as-source-protection
