@@ -161,17 +161,11 @@ func runtimeDir() (string, error) {
 		p, _ := exec.LookPath("containerd")
 		return filepath.Dir(p), nil
 	}
-	root, err := repoRoot()
+	dir, err := repoScript("installing containerd and runc", "hack", "node", "install-runtime.sh")
 	if err != nil {
-		return "", fmt.Errorf("containerd is missing and %w", err)
+		return "", fmt.Errorf("containerd is missing: %w", err)
 	}
-	cmd := exec.Command(filepath.Join(root, "hack", "node", "install-runtime.sh"))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("installing containerd and runc with hack/node/install-runtime.sh: %w", err)
-	}
-	return strings.TrimSpace(string(out)), nil
+	return dir, nil
 }
 
 func (n *Node) startContainerd(ctx context.Context) error {
@@ -792,3 +786,20 @@ func (n *Node) processes() []*process {
 
 // errNodeDetached: a detached node would need its shims and mounts cleaned by StopDir.
 var errNodeDetached = errors.New("a node cannot be detached")
+
+// repoScript runs one of the repository's scripts that build or install something and
+// print its folder (hack/node/install-runtime.sh, hack/cni/build.sh), with its progress
+// on stderr, and returns that folder; what says what the script is for, in errors.
+func repoScript(what string, path ...string) (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(filepath.Join(append([]string{root}, path...)...))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s with %s: %w", what, filepath.Join(path...), err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}

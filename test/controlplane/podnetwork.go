@@ -264,17 +264,10 @@ func ipTool() (string, error) {
 func cniBinDir() (string, error) {
 	dir := os.Getenv("KUBECTL_FINALIZE_CNI_BINS")
 	if dir == "" {
-		root, err := repoRoot()
-		if err != nil {
-			return "", fmt.Errorf("KUBECTL_FINALIZE_CNI_BINS is not set and %w", err)
+		var err error
+		if dir, err = repoScript("building the CNI plugins", "hack", "cni", "build.sh"); err != nil {
+			return "", fmt.Errorf("KUBECTL_FINALIZE_CNI_BINS is not set: %w", err)
 		}
-		cmd := exec.Command(filepath.Join(root, "hack", "cni", "build.sh"))
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("building the CNI plugins with hack/cni/build.sh: %w", err)
-		}
-		dir = strings.TrimSpace(string(out))
 	}
 	for _, b := range []string{"bridge", "host-local", "loopback"} {
 		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
