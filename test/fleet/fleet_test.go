@@ -119,11 +119,16 @@ func seed() error {
 		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
 			return err
 		}
+		// Every write of db-operator comes before every deletion: a create after an
+		// earlier object's deletion, in a later second, would be the operator writing
+		// elsewhere since that deletion began, and that object's cause would differ.
 		for _, name := range s.names {
 			if _, err := kube.CoreV1().ConfigMaps("shop").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{fin}}},
 				metav1.CreateOptions{FieldManager: "db-operator"}); err != nil {
 				return err
 			}
+		}
+		for _, name := range s.names {
 			if err := kube.CoreV1().ConfigMaps("shop").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				return err
 			}
