@@ -47,6 +47,8 @@ type Object struct {
 	Namespace *corev1.Namespace
 	// Finalizers holds name and field of each finalizer; owners are filled in later.
 	Finalizers []finalizev1alpha1.Finalizer
+	// WaitsFor is set on a pod whose deletion waits for the kubelet of its node.
+	WaitsFor *finalizev1alpha1.WaitsFor
 }
 
 // Ref is the reference to the object, uid included.
@@ -69,7 +71,8 @@ func (o *Object) Stuck(now time.Time) finalizev1alpha1.StuckObject {
 		Target:             o.Ref(),
 		DeletionTimestamp:  *o.Meta.DeletionTimestamp,
 		TerminatingSeconds: int64(o.Terminating(now) / time.Second),
-		Finalizers:         append([]finalizev1alpha1.Finalizer(nil), o.Finalizers...),
+		Finalizers:         append([]finalizev1alpha1.Finalizer{}, o.Finalizers...),
+		WaitsFor:           o.WaitsFor.DeepCopy(),
 	}
 }
 

@@ -29,6 +29,9 @@ import (
 const (
 	DefaultConcurrency = 8
 	DefaultChunkSize   = 500
+	// DefaultPodGraceMargin is how long past the end of its grace period a pod's deletion
+	// may wait for its kubelet before the pod is listed.
+	DefaultPodGraceMargin = 2 * time.Minute
 	// maxListAttempts bounds how often one type is listed again from the start after its
 	// continue token expired mid-pagination.
 	maxListAttempts = 3
@@ -47,6 +50,10 @@ type Options struct {
 	LabelSelector string
 	// OlderThan keeps objects terminating for at least this long.
 	OlderThan time.Duration
+	// PodGraceMargin is how long past the end of its grace period (its deletionTimestamp)
+	// a pod's deletion may wait for its kubelet before the pod is listed, finalizers or
+	// not; 0 means DefaultPodGraceMargin.
+	PodGraceMargin time.Duration
 	// Finalizers keeps objects with at least one finalizer that matches.
 	Finalizers glob.Set
 	// Concurrency is how many resource types are listed at once.

@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 const long = `Explain why objects are stuck in Terminating, and the next safe step.
@@ -41,7 +42,10 @@ object for --progress-window), ControllerForbidden (it runs, but its ServiceAcco
 not watch or patch the object), ConversionWebhookUnavailable (a CRD's conversion webhook
 cannot be reached: its lists fail, and with them namespace deletions),
 SnapshotsUsingClaim (VolumeSnapshots taken from the claim are not ready yet),
-VolumeStillAttached (VolumeAttachments still attach the volume to nodes).
+VolumeStillAttached (VolumeAttachments still attach the volume to nodes), and for a pod
+whose deletion waits for its kubelet past --pod-grace-margin: NodeGone (its Node object
+does not exist), NodeNotReady (its node is NotReady or Unknown), KubeletNotFinishing (its
+node is Ready, but the kubelet has not stopped its containers or released its volumes).
 
 The doctor reads the scan's metadata and a few objects more (APIServices, webhook
 configurations and their endpoints, CRDs, pods of namespaces with stuck claims,
@@ -71,6 +75,10 @@ const example = `  # Every stuck object, grouped by root cause
 // without writing to an object it holds and still be called Progressing.
 const flagProgressWindow = "progress-window"
 
+// flagPodGraceMargin is the name of the flag that sets how long past its grace period a
+// pod's deletion may wait for its kubelet before the pod is diagnosed.
+const flagPodGraceMargin = "pod-grace-margin"
+
 // Options are the options of the doctor command.
 type Options struct {
 	PrintFlags *util.PrintFlags
@@ -79,6 +87,8 @@ type Options struct {
 	// ProgressWindow is how long a controller may go without writing to an object it
 	// holds and still be called Progressing.
 	ProgressWindow time.Duration
+	// PodGraceMargin is --pod-grace-margin.
+	PodGraceMargin time.Duration
 
 	clients   *client.Clients
 	namespace string
@@ -95,7 +105,7 @@ type Options struct {
 // NewOptions returns the options with their defaults.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
 	return &Options{PrintFlags: util.NewTablePrintFlags(), ListFlags: util.NewListFlags(), FleetFlags: util.NewFleetFlags(),
-		ProgressWindow: doctor.DefaultProgressWindow, IOStreams: streams}
+		ProgressWindow: doctor.DefaultProgressWindow, PodGraceMargin: scan.DefaultPodGraceMargin, IOStreams: streams}
 }
 
 // NewCmdDoctor returns the doctor command.
@@ -114,6 +124,8 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	o.PrintFlags.AddFlags(cmd)
 	o.ListFlags.AddFlags(cmd)
 	o.FleetFlags.AddFlags(cmd)
+	cmd.Flags().DurationVar(&o.PodGraceMargin, flagPodGraceMargin, o.PodGraceMargin,
+		"Diagnose a pod whose deletion still waits for its kubelet this long after its grace period ended (its deletionTimestamp), finalizers or not.")
 	cmd.Flags().DurationVar(&o.ProgressWindow, flagProgressWindow, o.ProgressWindow,
 		"How long a controller may go without writing to an object it holds and still be called Progressing; after that, a controller that runs is ControllerIdle. Raise it for operators whose cloud deletions report back slowly.")
 }
@@ -170,6 +182,9 @@ func (o *Options) Validate() error {
 	if o.ProgressWindow <= 0 {
 		return util.UsageErrorf(nil, "--%s must be positive, got %s", flagProgressWindow, o.ProgressWindow)
 	}
+	if o.PodGraceMargin <= 0 {
+		return util.UsageErrorf(nil, "--%s must be positive, got %s", flagPodGraceMargin, o.PodGraceMargin)
+	}
 	return util.FirstError(o.PrintFlags.Validate(), o.FleetFlags.Validate(), o.ListFlags.Validate())
 }
 
@@ -179,6 +194,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return o.runFleet(ctx)
 	}
 	opts, done := o.ListFlags.ScanOptions(o.ErrOut)
+	opts.PodGraceMargin = o.PodGraceMargin
 	switch {
 	case o.target == nil && o.explicit:
 		opts.Namespace = o.namespace
@@ -261,6 +277,7 @@ func (o *Options) runFleet(ctx context.Context) error {
 	results, warnings := util.RunFleet(ctx, o.factory, o.clusters, &o.FleetFlags, o.ErrOut, "diagnosing",
 		func(ctx context.Context, _ util.Factory, clients *client.Clients) (*finalizev1alpha1.Diagnosis, []string, error) {
 			opts := o.ListFlags.Options()
+			opts.PodGraceMargin = o.PodGraceMargin
 			if o.explicit {
 				opts.Namespace = o.namespace
 			}

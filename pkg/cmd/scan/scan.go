@@ -74,7 +74,12 @@ const (
 	flagFinalizer     = "finalizer"
 	flagSelector      = "selector"
 	flagAllNamespaces = "all-namespaces"
+	// FlagPodGraceMargin is shared with doctor.
+	FlagPodGraceMargin = "pod-grace-margin"
 )
+
+// PodGraceMarginUsage is the help of --pod-grace-margin, shared with doctor.
+const PodGraceMarginUsage = "List a pod whose deletion still waits for its kubelet this long after its grace period ended (its deletionTimestamp), finalizers or not."
 
 // Options are the options of the scan command.
 type Options struct {
@@ -85,6 +90,8 @@ type Options struct {
 	Finalizers    []string
 	Selector      string
 	AllNamespaces bool
+	// PodGraceMargin is --pod-grace-margin.
+	PodGraceMargin time.Duration
 
 	clients    *client.Clients
 	resources  []schema.GroupResource
@@ -101,7 +108,8 @@ type Options struct {
 
 // NewOptions returns the options with their defaults.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
-	return &Options{PrintFlags: util.NewTablePrintFlags(), ListFlags: util.NewListFlags(), FleetFlags: util.NewFleetFlags(), IOStreams: streams}
+	return &Options{PrintFlags: util.NewTablePrintFlags(), ListFlags: util.NewListFlags(), FleetFlags: util.NewFleetFlags(),
+		PodGraceMargin: scan.DefaultPodGraceMargin, IOStreams: streams}
 }
 
 // NewCmdScan returns the scan command.
@@ -124,6 +132,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.DurationVar(&o.OlderThan, flagOlderThan, o.OlderThan, "Only list objects that have been terminating for at least this long (e.g. 30m, 2h).")
 	fs.StringSliceVar(&o.Finalizers, flagFinalizer, o.Finalizers, "Only list objects with a finalizer matching one of these names or globs ('*' matches any text, '/' included). Repeatable.")
 	fs.StringVarP(&o.Selector, flagSelector, "l", o.Selector, "Selector (label query) to filter on, supports '=', '==', '!=', 'in', 'notin'.(e.g. -l key1=value1,key2=value2). Matching objects must satisfy all of the specified label constraints.")
+	fs.DurationVar(&o.PodGraceMargin, FlagPodGraceMargin, o.PodGraceMargin, PodGraceMarginUsage)
 	fs.BoolVarP(&o.AllNamespaces, flagAllNamespaces, "A", o.AllNamespaces, "If true, scan the whole cluster. This is the default unless --namespace is given.")
 	o.ListFlags.AddFlags(cmd)
 	o.FleetFlags.AddFlags(cmd)
@@ -194,6 +203,8 @@ func (o *Options) validateFilters() error {
 		return util.UsageErrorf(nil, "--namespace and --all-namespaces cannot be used together")
 	case o.OlderThan < 0:
 		return util.UsageErrorf(nil, "--%s must not be negative, got %s", flagOlderThan, o.OlderThan)
+	case o.PodGraceMargin <= 0:
+		return util.UsageErrorf(nil, "--%s must be positive, got %s", FlagPodGraceMargin, o.PodGraceMargin)
 	}
 	return nil
 }
@@ -215,6 +226,7 @@ func (o *Options) Run(ctx context.Context) error {
 // scan reads one cluster.
 func (o *Options) scan(ctx context.Context, clients *client.Clients, resources []schema.GroupResource, opts scan.Options) (*finalizev1alpha1.StuckObjectList, []string, error) {
 	opts.Resources, opts.Namespace, opts.LabelSelector, opts.OlderThan, opts.Finalizers = resources, o.namespace, o.Selector, o.OlderThan, o.finalizers
+	opts.PodGraceMargin = o.PodGraceMargin
 	if o.PrintFlags.Default() || o.PrintFlags.Name() {
 		res, err := pipeline.Scan(ctx, clients, opts)
 		if err != nil {

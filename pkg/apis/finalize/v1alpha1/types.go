@@ -73,8 +73,20 @@ type StuckObject struct {
 	DeletionTimestamp  metav1.Time     `json:"deletionTimestamp"`
 	TerminatingSeconds int64           `json:"terminatingSeconds"`
 	Finalizers         []Finalizer     `json:"finalizers"`
+	// WaitsFor is set on a pod whose deletion waits for a kubelet: its grace period is
+	// over, and the kubelet of its node has not confirmed that its containers stopped.
+	// Finalizers, if any, are waited for too. For such a pod, deletionTimestamp is when
+	// the grace period ended, and terminatingSeconds counts from then.
+	WaitsFor *WaitsFor `json:"waitsFor,omitempty"`
 	// Cause is why the object is stuck, when it was diagnosed.
 	Cause *Cause `json:"cause,omitempty"`
+}
+
+// WaitsFor is what the deletion of a pod waits for besides its finalizers.
+type WaitsFor struct {
+	// Node is the node (spec.nodeName) whose kubelet must confirm the pod stopped; empty
+	// for a pod never scheduled.
+	Node string `json:"node"`
 }
 
 // ObjectReference names an object completely, uid included: a re-created namesake is a
@@ -165,6 +177,19 @@ const (
 	// ReasonVolumeStillAttached: VolumeAttachments still attach the volume to nodes; the
 	// CSI external-attacher keeps external-attacher/<driver> on it until they are gone.
 	ReasonVolumeStillAttached = "VolumeStillAttached"
+)
+
+// Causes of a pod whose deletion waits for its kubelet: the grace period is over and
+// the kubelet has not confirmed that the pod stopped.
+const (
+	// ReasonNodeGone: the Node object named by the pod's spec.nodeName does not exist.
+	ReasonNodeGone = "NodeGone"
+	// ReasonNodeNotReady: the node's Ready condition is False or Unknown; its kubelet
+	// does not report, or reports that it cannot run pods.
+	ReasonNodeNotReady = "NodeNotReady"
+	// ReasonKubeletNotFinishing: the node is Ready, and its kubelet has not finished the
+	// pod: containers not stopped, or volumes not unmounted or detached.
+	ReasonKubeletNotFinishing = "KubeletNotFinishing"
 )
 
 // Blocker is something a stuck object waits for.
