@@ -243,6 +243,8 @@ type typeResult struct {
 	activity map[string]time.Time
 	index    *indexer
 	err      error
+	// pending are the listed pods whose deletion is overdue, whose nodes are not read yet.
+	pending []*kube.Object
 }
 
 func (st *state) done(r kube.Resource, tr typeResult) {
@@ -299,6 +301,9 @@ func (s *Scanner) listResource(ctx context.Context, r kube.Resource, opts Option
 			tr.index = newIndexer(terminating)
 		}
 		tr.err = s.listPages(ctx, r, opts, now, &tr)
+		if tr.err == nil {
+			tr.err = s.podNodes(ctx, opts, &tr)
+		}
 		if tr.err == nil || !expired(tr.err) || attempt == maxListAttempts {
 			break
 		}
@@ -352,6 +357,10 @@ func (s *Scanner) listPagesOf(ctx context.Context, lister metadata.ResourceInter
 			tr.index.observe(r, meta, nil)
 			if opts.Observe != nil {
 				opts.Observe(r, meta, nil)
+			}
+			if isPods(r) {
+				tr.listPod(r, meta, opts, now)
+				continue
 			}
 			if !stuck(meta, nil) || !keep(meta, nil, opts, now) {
 				continue
