@@ -11,10 +11,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/version"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -22,10 +26,17 @@ import (
 // another. Every list of another version fails (the scan's, kubectl's, the namespace
 // controller's) in the namespaces that hold such objects and, once the API server's watch
 // cache of the type gives up initializing ("storage is (re)initializing"), in every
-// namespace: then no namespace of the cluster can finish deleting (kube v1.36, observed).
+// namespace (kube v1.36, observed). The namespace controller of kube-controller-manager
+// v1.36 deletes and then lists, in every namespace it deletes (once the namespace's pods
+// are gone), every namespaced type that supports delete, at its preferred version
+// (discovery's ServerPreferredNamespacedResources): a namespace being deleted cannot
+// finish while that list fails there. A namespace is blamed on the webhook only when its
+// own conditions, or a list of the type in it made now, tie it to the CRD.
 
 // conversionCRD is what the doctor reads of a CRD whose conversion webhook fails.
 type conversionCRD struct {
+	// Name is the CRD's name, resolved from discovery or from the CRDs' spec.group and
+	// spec.names.kind; empty when it could not be resolved (never guessed).
 	Name, Group, Kind, Resource string
 	// Storage is the storage version; Versions every version in spec order, served or
 	// not; Served the served ones; Stored the versions status.storedVersions says objects
@@ -38,27 +49,88 @@ type conversionCRD struct {
 	URL      string
 	// Read is false when the CRD could not be read; only what the API server said is known.
 	Read bool
+	// Listed is the version whose lists fail: the one the scan and the namespace
+	// controller list (the preferred version); nil when not known.
+	Listed *schema.GroupVersionResource
+	// unresolved says why the name could not be resolved.
+	unresolved string
+}
+
+// label names the CRD for people after "CRD": its name, or what is known of it.
+func (c *conversionCRD) label() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return fmt.Sprintf("with kind %s in group %s", c.Kind, c.Group)
+}
+
+// typeName names its type for people: the CRD's name, or its kind and group.
+func (c *conversionCRD) typeName() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return fmt.Sprintf("the objects of kind %s in group %s", c.Kind, c.Group)
+}
+
+// subject is the root cause's subject: the CRD by name, or by kind and group when its
+// name is not known (a CRD's name is lower case, so the two cannot be confused).
+func (c *conversionCRD) subject() finalizev1alpha1.Subject {
+	if c.Name != "" {
+		return finalizev1alpha1.Subject{Kind: "CustomResourceDefinition", Name: c.Name}
+	}
+	return finalizev1alpha1.Subject{Kind: "CustomResourceDefinition", Name: c.Kind + "." + c.Group}
+}
+
+// blockers names the CRD as what the namespace waits for, when its name is known.
+func (c *conversionCRD) blockers(problem string) []finalizev1alpha1.Blocker {
+	if c.Name == "" {
+		return nil
+	}
+	return []finalizev1alpha1.Blocker{{Target: crdsResource.Ref("", c.Name, ""), Message: "conversion webhook: " + problem}}
+}
+
+// listedVersion is "v2", or "its preferred version" when not known.
+func (c *conversionCRD) listedVersion() string {
+	if c.Listed == nil {
+		return "its preferred version"
+	}
+	return c.Listed.Version
 }
 
 // conversion is the diagnosis of one CRD's failing conversion webhook, said the same way
 // for every namespace it blocks and in the scan's incomplete entry.
 type conversion struct {
 	crd           *conversionCRD
+	fail          scan.ConversionFailure
 	problem       string // why the webhook fails
 	message, next string
+	// lists are the lists of the type made now, by namespace (listNow).
+	lists map[string]*liveList
 }
 
-// conversions caches the diagnosis per CRD name.
+// liveList is a list of a CRD's failing version in one namespace, made now, as the
+// namespace controller makes it: whether it fails with a conversion error now.
+type liveList struct {
+	// failing: the list failed with a conversion error; ok: it succeeded; neither: it
+	// could not be made (err) or nothing tells which version to list.
+	failing, ok bool
+	err         error
+}
+
+// conversionOf diagnoses the failing conversion webhook of fail's CRD, cached per CRD.
 func (d *diagnoser) conversionOf(fail scan.ConversionFailure) *conversion {
-	name := d.crdNameOf(fail)
-	if c, ok := d.conversions[name]; ok {
+	crd := d.resolveConversionCRD(fail)
+	key := crd.Name
+	if key == "" {
+		key = crd.Kind + "." + crd.Group
+	}
+	if c, ok := d.conversions[key]; ok {
 		return c
 	}
 	if d.conversions == nil {
 		d.conversions = map[string]*conversion{}
 	}
-	crd := d.readConversionCRD(name, fail)
-	c := &conversion{crd: crd, problem: d.webhookProblem(crd, fail)}
+	c := &conversion{crd: crd, fail: fail, problem: d.webhookProblem(crd, fail), lists: map[string]*liveList{}}
 	via := ""
 	switch {
 	case crd.Service != nil:
@@ -68,44 +140,127 @@ func (d *diagnoser) conversionOf(fail scan.ConversionFailure) *conversion {
 	case fail.Service != "":
 		via = " (service " + fail.Service + ")"
 	}
-	c.message = fmt.Sprintf("the conversion webhook of CRD %s%s fails: %s; objects stored at %s cannot be read at another version, so lists of %s at other versions fail (kubectl's, this scan's, the namespace controller's): first in the namespaces that hold them, then, once the API server's watch cache of the type cannot initialize, in every namespace, and no namespace can finish deleting",
-		name, via, c.problem, fail.From, crd.Resource)
-	c.next = conversionNext(crd, c.problem)
-	d.conversions[name] = c
+	what := crd.Resource
+	if what == "" {
+		what = "its objects"
+	}
+	if crd.Name == "" {
+		via += " (its name could not be resolved: " + crd.unresolved + ")"
+	}
+	c.message = fmt.Sprintf("the conversion webhook of CRD %s%s fails: %s; objects stored at %s cannot be read at another version, so lists of %s at %s fail (kubectl's, this scan's, the namespace controller's): in the namespaces that hold such objects, and, once the API server's watch cache of the type cannot initialize, in every namespace. The namespace controller lists every namespaced type at its preferred version in each namespace it deletes (once the namespace's pods are gone), so no namespace being deleted can finish while that list fails there",
+		crd.label(), via, c.problem, fail.From, what, crd.listedVersion())
+	c.next = conversionNext(crd, fail, c.problem)
+	d.conversions[key] = c
 	return c
 }
 
-// crdNameOf finds the CRD of a failed conversion: by the type the scan could not list,
-// else by the kind among the types discovery served.
-func (d *diagnoser) crdNameOf(fail scan.ConversionFailure) string {
+// resolveConversionCRD finds the CRD of a failed conversion by what names it: the type
+// the scan could not list, a type discovery served with that group and kind, else the
+// CRD whose spec.group and spec.names.kind are the failure's. A name not found that way
+// is said unresolved, never guessed.
+func (d *diagnoser) resolveConversionCRD(fail scan.ConversionFailure) *conversionCRD {
+	crd := &conversionCRD{Group: fail.From.Group, Kind: fail.Kind}
 	for _, in := range d.f.res.Incomplete {
 		if in.Reason != finalizev1alpha1.ReasonConversionWebhookUnavailable {
 			continue
 		}
 		for _, f := range scan.ConversionFailures(in.Message) {
 			if f.From.Group == fail.From.Group && f.Kind == fail.Kind {
-				return in.Resource + "." + fail.From.Group
+				crd.Name = in.Resource + "." + fail.From.Group
+				if gv, err := schema.ParseGroupVersion(in.GroupVersion); err == nil {
+					gvr := gv.WithResource(in.Resource)
+					crd.Listed = &gvr
+				}
+			}
+		}
+		if crd.Name != "" {
+			break
+		}
+	}
+	if crd.Name == "" {
+		for _, r := range d.f.res.Resources {
+			if r.Group == fail.From.Group && r.Kind == fail.Kind {
+				crd.Name = r.Resource + "." + r.Group
+				gvr := r.GroupVersionResource
+				crd.Listed = &gvr
+				break
 			}
 		}
 	}
-	for _, r := range d.f.res.Resources {
-		if r.Group == fail.From.Group && r.Kind == fail.Kind {
-			return r.Resource + "." + r.Group
-		}
+	var u *unstructured.Unstructured
+	if crd.Name == "" {
+		u = d.crdOfKind(crd)
 	}
-	return strings.ToLower(fail.Kind) + "s." + fail.From.Group // the convention, when nothing else tells
-}
-
-func (d *diagnoser) readConversionCRD(name string, fail scan.ConversionFailure) *conversionCRD {
-	crd := &conversionCRD{Name: name, Group: fail.From.Group, Kind: fail.Kind, Resource: name}
-	if i := strings.Index(name, "."); i > 0 {
-		crd.Resource = name[:i]
-	}
-	u, err := d.f.dyn.Resource(crdsResource.GroupVersionResource).Get(d.f.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		d.f.warnf("could not read customresourcedefinition %s, so its conversion webhook is described only as the API server reported it: %v", name, err)
+	if crd.Name == "" {
 		return crd
 	}
+	if i := strings.Index(crd.Name, "."); i > 0 {
+		crd.Resource = crd.Name[:i]
+	}
+	if u == nil {
+		var err error
+		if u, err = d.f.dyn.Resource(crdsResource.GroupVersionResource).Get(d.f.ctx, crd.Name, metav1.GetOptions{}); err != nil {
+			d.f.warnf("could not read customresourcedefinition %s, so its conversion webhook is described only as the API server reported it: %v", crd.Name, err)
+			return crd
+		}
+	}
+	readConversionCRD(crd, u)
+	return crd
+}
+
+// crdOfKind finds, among the CRDs (one list, once), the one whose spec.group and
+// spec.names.kind are crd's, and sets its name and the version lists fail at: its
+// preferred version, the highest served one in Kubernetes' version order.
+func (d *diagnoser) crdOfKind(crd *conversionCRD) *unstructured.Unstructured {
+	if !d.crdsRead {
+		d.crdsRead = true
+		err := d.f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
+			return d.f.dyn.Resource(crdsResource.GroupVersionResource).List(d.f.ctx, opts)
+		}, metav1.ListOptions{}, func(obj runtime.Object) error {
+			d.crds = append(d.crds, obj.(*unstructured.Unstructured).DeepCopy())
+			return nil
+		})
+		if err != nil {
+			d.crdsErr = err
+			d.f.warnf("could not list customresourcedefinitions to name the CRD of a failing conversion webhook: %v", err)
+		}
+	}
+	if d.crdsErr != nil {
+		crd.unresolved = "the CRDs could not be listed: " + d.crdsErr.Error()
+		return nil
+	}
+	for _, u := range d.crds {
+		group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
+		plural, _, _ := unstructured.NestedString(u.Object, "spec", "names", "plural")
+		if group != crd.Group || kind != crd.Kind {
+			continue
+		}
+		crd.Name = u.GetName()
+		preferred := ""
+		versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
+		for _, v := range versions {
+			m, ok := v.(map[string]any)
+			if !ok {
+				continue
+			}
+			n, _ := m["name"].(string)
+			if served, _ := m["served"].(bool); served && (preferred == "" || version.CompareKubeAwareVersionStrings(n, preferred) > 0) {
+				preferred = n
+			}
+		}
+		if preferred != "" && plural != "" {
+			gvr := schema.GroupVersionResource{Group: group, Version: preferred, Resource: plural}
+			crd.Listed = &gvr
+		}
+		return u
+	}
+	crd.unresolved = fmt.Sprintf("no CRD has spec.group %s and spec.names.kind %s", crd.Group, crd.Kind)
+	return nil
+}
+
+// readConversionCRD reads the versions and webhook of a CRD object into crd.
+func readConversionCRD(crd *conversionCRD, u *unstructured.Unstructured) {
 	crd.Read = true
 	versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
 	for _, v := range versions {
@@ -128,7 +283,6 @@ func (d *diagnoser) readConversionCRD(name string, fail scan.ConversionFailure) 
 		crd.Service = &types.NamespacedName{Namespace: ns, Name: n}
 	}
 	crd.URL, _, _ = unstructured.NestedString(u.Object, "spec", "conversion", "webhook", "clientConfig", "url")
-	return crd
 }
 
 // webhookProblem says why the webhook fails: what its service is missing, looked up now,
@@ -137,7 +291,7 @@ func (d *diagnoser) webhookProblem(crd *conversionCRD, fail scan.ConversionFailu
 	if crd.Service != nil {
 		st := d.f.service(*crd.Service)
 		if st.Err != nil {
-			d.f.warnf("could not check service %s of the conversion webhook of %s: %v", crd.Service, crd.Name, st.Err)
+			d.f.warnf("could not check service %s of the conversion webhook of %s: %v", crd.Service, crd.label(), st.Err)
 		} else if p := st.describe(*crd.Service); p != "" {
 			return p
 		}
@@ -145,20 +299,59 @@ func (d *diagnoser) webhookProblem(crd *conversionCRD, fail scan.ConversionFailu
 	return fail.Problem()
 }
 
+// listNow lists the CRD's failing version in namespace ns now, as the namespace
+// controller does (the whole list, no limit: served as it serves the controller's), once
+// per namespace.
+func (d *diagnoser) listNow(c *conversion, ns string) *liveList {
+	if l, ok := c.lists[ns]; ok {
+		return l
+	}
+	l := &liveList{}
+	c.lists[ns] = l
+	if c.crd.Listed == nil {
+		l.err = fmt.Errorf("which version of %s the namespace controller lists is not known", c.crd.typeName())
+		return l
+	}
+	_, err := d.f.dyn.Resource(*c.crd.Listed).Namespace(ns).List(d.f.ctx, metav1.ListOptions{})
+	switch {
+	case err == nil:
+		l.ok = true
+	case len(scan.ConversionFailures(err.Error())) > 0:
+		l.failing = true
+		l.err = err
+	default:
+		l.err = err
+	}
+	return l
+}
+
+// listCommand is the list listNow makes, for people.
+func (c *conversion) listCommand(ns string) string {
+	if c.crd.Listed == nil {
+		return ""
+	}
+	return fmt.Sprintf("kubectl get %s.%s.%s -n %s", c.crd.Listed.Resource, c.crd.Listed.Version, c.crd.Listed.Group, ns)
+}
+
 // conversionNext is the next step that works: restore the webhook; or, when its
-// operator is gone for good and every object is stored at one version, stop serving the
-// others, which needs no conversion and changes nothing stored.
-func conversionNext(crd *conversionCRD, problem string) string {
+// operator is gone for good and every object is stored at the storage version, stop
+// serving the others, which needs no conversion and changes nothing stored. That is
+// offered only when the API server's failure agrees: the objects it failed to convert
+// are stored at the storage version, and the version lists fail at is another (a list
+// of the storage version itself would fail whatever is served).
+func conversionNext(crd *conversionCRD, fail scan.ConversionFailure, problem string) string {
 	var restore string
 	switch {
 	case crd.Service != nil && strings.Contains(problem, "TLS"):
-		restore = fmt.Sprintf("restore the conversion webhook of CRD %s: its serving certificate must be signed by the CRD's spec.conversion.webhook.clientConfig.caBundle (check service %s and whoever injects the CA)", crd.Name, crd.Service)
+		restore = fmt.Sprintf("restore the conversion webhook of CRD %s: its serving certificate must be signed by the CRD's spec.conversion.webhook.clientConfig.caBundle (check service %s and whoever injects the CA)", crd.label(), crd.Service)
 	case crd.Service != nil:
-		restore = fmt.Sprintf("restore the conversion webhook of CRD %s: service %s and its ready endpoints (kubectl get svc,endpointslices -n %s)", crd.Name, crd.Service, crd.Service.Namespace)
+		restore = fmt.Sprintf("restore the conversion webhook of CRD %s: service %s and its ready endpoints (kubectl get svc,endpointslices -n %s)", crd.label(), crd.Service, crd.Service.Namespace)
 	case crd.URL != "":
-		restore = fmt.Sprintf("restore the conversion webhook of CRD %s at %s", crd.Name, crd.URL)
+		restore = fmt.Sprintf("restore the conversion webhook of CRD %s at %s", crd.label(), crd.URL)
+	case crd.Name == "":
+		restore = fmt.Sprintf("restore the conversion webhook of the CRD %s; find it: kubectl get crd -o custom-columns=NAME:.metadata.name,GROUP:.spec.group,KIND:.spec.names.kind | grep %s", crd.label(), crd.Kind)
 	default:
-		restore = fmt.Sprintf("restore the conversion webhook of CRD %s", crd.Name)
+		restore = fmt.Sprintf("restore the conversion webhook of CRD %s", crd.label())
 	}
 	if !crd.Read {
 		return restore
@@ -166,6 +359,13 @@ func conversionNext(crd *conversionCRD, problem string) string {
 	list := fmt.Sprintf("kubectl get %s.%s.%s -A lists its objects at the storage version, without conversion", crd.Resource, crd.Storage, crd.Group)
 	if crd.Storage == "" || !slices.Contains(crd.Served, crd.Storage) {
 		return restore + "; the storage version is not served, so without the webhook no object can be read"
+	}
+	if fail.From.Version != "" && fail.From.Version != crd.Storage {
+		return fmt.Sprintf("%s. The API server failed to convert objects stored at %s, not at the storage version %s, so some objects are stored at %s (whatever status.storedVersions says) and cannot be read at another version without the webhook: bring it back, even only long enough to rewrite every object at %s (read and write each unchanged, as kube-storage-version-migrator does); serving fewer versions cannot help",
+			restore, fail.From, crd.Storage, fail.From.Version, crd.Storage)
+	}
+	if crd.Listed != nil && crd.Listed.Version == crd.Storage {
+		return fmt.Sprintf("%s. Lists fail at the storage version %s itself, so serving fewer versions cannot help: bring the webhook back", restore, crd.Storage)
 	}
 	if len(crd.Stored) == 1 && crd.Stored[0] == crd.Storage {
 		var ops []string
@@ -180,8 +380,8 @@ func conversionNext(crd *conversionCRD, problem string) string {
 		if len(ops) == 0 {
 			return restore + "; " + list
 		}
-		return fmt.Sprintf("%s. If its operator is gone for good: status.storedVersions says every object is stored at %s, so serving only %s needs no conversion and changes nothing stored (clients of %s then get NotFound): kubectl patch crd %s --type=json -p '[%s]'; %s",
-			restore, crd.Storage, crd.Storage, strings.Join(others, ", "), crd.Name, strings.Join(ops, ","), list)
+		return fmt.Sprintf("%s. If its operator is gone for good: status.storedVersions says every object is stored at %s, and the API server failed converting objects stored at %s, so serving only %s needs no conversion and changes nothing stored (clients of %s then get NotFound): kubectl patch crd %s --type=json -p '[%s]'; %s",
+			restore, crd.Storage, crd.Storage, crd.Storage, strings.Join(others, ", "), crd.Name, strings.Join(ops, ","), list)
 	}
 	var older []string
 	for _, v := range crd.Stored {
@@ -194,35 +394,50 @@ func conversionNext(crd *conversionCRD, problem string) string {
 }
 
 // conversionFindings: the namespace controller reports that it cannot list a type of
-// the namespace because the type's conversion webhook fails.
-func (d *diagnoser) conversionFindings(conds []corev1.NamespaceCondition) []finding {
-	var fs []finding
+// the namespace because the type's conversion webhook fails. Each report is checked now
+// with the same list: one that succeeds now is stale (stale lists those CRDs' reports),
+// and the webhook is not blamed for the namespace.
+func (d *diagnoser) conversionFindings(o *kube.Object) (fs []finding, stale []string) {
+	ns := o.Meta.Name
 	seen := map[string]bool{}
-	for _, c := range conds {
+	for _, c := range o.Namespace.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue
 		}
 		for _, fail := range scan.ConversionFailures(c.Message) {
 			cv := d.conversionOf(fail)
-			if seen[cv.crd.Name] {
+			label := cv.crd.label()
+			if seen[label] {
 				continue
 			}
-			seen[cv.crd.Name] = true
-			fd := rooted(finalizev1alpha1.ReasonConversionWebhookUnavailable, finalizev1alpha1.Subject{Kind: "CustomResourceDefinition", Name: cv.crd.Name},
-				fmt.Sprintf("the namespace controller cannot list %s in the namespace: %s", cv.crd.Name, cv.message), cv.next, cv.message)
-			fd.blockers = []finalizev1alpha1.Blocker{{Target: crdsResource.Ref("", cv.crd.Name, ""), Message: "conversion webhook: " + cv.problem}}
+			seen[label] = true
+			live := d.listNow(cv, ns)
+			if live.ok {
+				stale = append(stale, fmt.Sprintf("the namespace controller reported %s ago (condition %s) that the conversion webhook of CRD %s failed, but the same list made now succeeds (%s), so that report is stale",
+					ago(d.f.now, c.LastTransitionTime.Time), c.Type, label, cv.listCommand(ns)))
+				continue
+			}
+			msg := fmt.Sprintf("the namespace controller cannot list %s in the namespace: %s", cv.crd.typeName(), cv.message)
+			switch {
+			case live.failing:
+				msg += fmt.Sprintf("; the same list made now fails too (%s)", cv.listCommand(ns))
+			case live.err != nil:
+				msg += fmt.Sprintf("; whether the same list fails now could not be checked: %v", live.err)
+			}
+			fd := rooted(finalizev1alpha1.ReasonConversionWebhookUnavailable, cv.crd.subject(), msg, cv.next, cv.message)
+			fd.blockers = cv.crd.blockers(cv.problem)
 			fs = append(fs, fd)
 		}
 	}
-	return fs
+	return fs, stale
 }
 
 // unreportedConversions: a namespace the namespace controller has not reported on, in
-// a cluster where the scan found conversion webhooks failing. Once the API server's watch
-// cache of such a type cannot initialize, every namespace's list of it fails, and the
-// controller's passes over the namespaces already blocked fail and retry.
-func (d *diagnoser) unreportedConversions(terminating time.Duration) []finding {
-	var fs []finding
+// a cluster where the scan found conversion webhooks failing. The webhook is blamed for
+// it only when a list of the type in the namespace, made now as the controller makes
+// it, fails with the conversion error; otherwise what is known is said as context.
+func (d *diagnoser) unreportedConversions(o *kube.Object, terminating time.Duration) (fs []finding, context []string) {
+	ns := o.Meta.Name
 	seen := map[string]bool{}
 	for _, in := range d.f.res.Incomplete {
 		if in.Reason != finalizev1alpha1.ReasonConversionWebhookUnavailable {
@@ -233,16 +448,26 @@ func (d *diagnoser) unreportedConversions(terminating time.Duration) []finding {
 			continue
 		}
 		cv := d.conversionOf(fails[0])
-		if seen[cv.crd.Name] {
+		label := cv.crd.label()
+		if seen[label] {
 			continue
 		}
-		seen[cv.crd.Name] = true
-		fd := rooted(finalizev1alpha1.ReasonConversionWebhookUnavailable, finalizev1alpha1.Subject{Kind: "CustomResourceDefinition", Name: cv.crd.Name},
-			fmt.Sprintf("the namespace controller has not reported on the namespace %s after the deletion began, while %s", duration.HumanDuration(terminating), cv.message), cv.next, cv.message)
-		fd.blockers = []finalizev1alpha1.Blocker{{Target: crdsResource.Ref("", cv.crd.Name, ""), Message: "conversion webhook: " + cv.problem}}
-		fs = append(fs, fd)
+		seen[label] = true
+		live := d.listNow(cv, ns)
+		switch {
+		case live.failing:
+			fd := rooted(finalizev1alpha1.ReasonConversionWebhookUnavailable, cv.crd.subject(),
+				fmt.Sprintf("the namespace controller has not reported on the namespace %s after the deletion began, and a list of %s in it made now, as the namespace controller makes it, fails (%s): %s",
+					duration.HumanDuration(terminating), cv.crd.typeName(), cv.listCommand(ns), cv.message), cv.next, cv.message)
+			fd.blockers = cv.crd.blockers(cv.problem)
+			fs = append(fs, fd)
+		case live.ok:
+			context = append(context, fmt.Sprintf("the conversion webhook of CRD %s fails elsewhere, but a list of it in this namespace made now succeeds (%s), so it does not block this namespace", label, cv.listCommand(ns)))
+		default:
+			context = append(context, fmt.Sprintf("the conversion webhook of CRD %s fails elsewhere; whether it blocks this namespace could not be checked (%v)", label, live.err))
+		}
 	}
-	return fs
+	return fs, context
 }
 
 var remainingRE = regexp.MustCompile(`(\d+) remaining`)

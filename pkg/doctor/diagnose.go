@@ -5,6 +5,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
@@ -24,6 +25,11 @@ type diagnoser struct {
 	namespaceGrace time.Duration
 	// conversions are the failing conversion webhooks, by CRD name (conversion.go).
 	conversions map[string]*conversion
+	// crds are every CRD, listed once to name the CRD of a failing conversion that
+	// nothing else names (crdsRead: listed; crdsErr: the list failed).
+	crds     []*unstructured.Unstructured
+	crdsRead bool
+	crdsErr  error
 	// csiFacts caches the VolumeSnapshots and VolumeAttachments read (csi.go).
 	csiFacts *csiFacts
 	// progressWindow is how long a controller may go without writing to an object it

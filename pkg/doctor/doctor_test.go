@@ -102,6 +102,16 @@ type deny struct {
 
 func (d *deny) DeepCopyObject() runtime.Object { c := *d; return &c }
 
+// failList makes the fake API server fail every list of resource with err, as it does
+// a list its conversion webhook cannot convert.
+type failList struct {
+	metav1.TypeMeta
+	resource string
+	err      error
+}
+
+func (f *failList) DeepCopyObject() runtime.Object { c := *f; return &c }
+
 func denyReview(verbs ...string) *deny { return &deny{verbs: verbs} }
 
 func diagnose(t *testing.T, res *scan.Result, objs ...runtime.Object) *Report {
@@ -114,10 +124,13 @@ func diagnoseWith(t *testing.T, opts Options, res *scan.Result, objs ...runtime.
 	var typed, dyn []runtime.Object
 	var denied []string
 	var reviews *deny
+	var fails []*failList
 	for _, o := range objs {
 		switch o := o.(type) {
 		case *unstructured.Unstructured:
 			dyn = append(dyn, o)
+		case *failList:
+			fails = append(fails, o)
 		case *deny:
 			denied, reviews = append(denied, o.verbs...), o
 		default:
@@ -139,14 +152,22 @@ func diagnoseWith(t *testing.T, opts Options, res *scan.Result, objs ...runtime.
 		}
 		return true, sar, nil
 	})
-	d := &Doctor{Kube: kc, Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		apiServicesResource.GroupVersionResource:                 "APIServiceList",
-		{Group: "apps", Version: "v1", Resource: "deployments"}:  "DeploymentList",
-		{Group: "apps", Version: "v1", Resource: "statefulsets"}: "StatefulSetList",
-		{Group: "apps", Version: "v1", Resource: "daemonsets"}:   "DaemonSetList",
-		volumeSnapshotsResource.GroupVersionResource:             "VolumeSnapshotList",
-		volumeAttachmentsResource.GroupVersionResource:           "VolumeAttachmentList",
-	}, dyn...), Options: opts}
+	dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		apiServicesResource.GroupVersionResource:                        "APIServiceList",
+		{Group: "apps", Version: "v1", Resource: "deployments"}:         "DeploymentList",
+		{Group: "apps", Version: "v1", Resource: "statefulsets"}:        "StatefulSetList",
+		{Group: "apps", Version: "v1", Resource: "daemonsets"}:          "DaemonSetList",
+		volumeSnapshotsResource.GroupVersionResource:                    "VolumeSnapshotList",
+		volumeAttachmentsResource.GroupVersionResource:                  "VolumeAttachmentList",
+		crdsResource.GroupVersionResource:                               "CustomResourceDefinitionList",
+		databases.GroupVersion().WithResource("databases"):              "DatabaseList",
+		{Group: "db.example.com", Version: "v2", Resource: "databases"}: "DatabaseList",
+		{Group: "db.example.com", Version: "v2", Resource: "dbs"}:       "DatabaseList",
+	}, dyn...)
+	for _, f := range fails {
+		dc.PrependReactor("list", f.resource, func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, f.err })
+	}
+	d := &Doctor{Kube: kc, Dynamic: dc, Options: opts}
 	rep, err := d.Diagnose(context.Background(), res)
 	if err != nil {
 		t.Fatal(err)
@@ -372,8 +393,8 @@ func TestNextStepsReadWell(t *testing.T) {
 			}, nil},
 		{"an unavailable APIService", namespace("ns-discovery", corev1.NamespaceCondition{Type: corev1.NamespaceDeletionDiscoveryFailure, Status: corev1.ConditionTrue,
 			Message: "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1"}), nil, []runtime.Object{apiSvc}},
-		{"a conversion webhook down", blockedNamespace("ns-conversion", convFailed), nil, []runtime.Object{conversionCRDObject("", "v1")}},
-		{"a conversion webhook down, objects at two versions", blockedNamespace("ns-conversion-2", convFailed), nil, []runtime.Object{conversionCRDObject("", "v1", "v2")}},
+		{"a conversion webhook down", blockedNamespace("ns-conversion", convFailed), nil, []runtime.Object{conversionCRDObject("", "v1"), convDown()}},
+		{"a conversion webhook down, objects at two versions", blockedNamespace("ns-conversion-2", convFailed), nil, []runtime.Object{conversionCRDObject("", "v1", "v2"), convDown()}},
 		{"a claim snapshots are taken from", stuck(claimsResource, "a", "data", finalizerSnapshotSource), nil, []runtime.Object{
 			snapshot("a", "nightly", "data", map[string]any{"readyToUse": false, "error": map[string]any{"message": "Failed to create snapshot: rpc error: code = Internal"}}),
 			snapshot("a", "weekly", "data", map[string]any{"readyToUse": true})}},

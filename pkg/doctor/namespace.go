@@ -43,7 +43,7 @@ func (d *diagnoser) namespace(o *kube.Object) []finding {
 		next := "fix or remove the API whose group version cannot be parsed"
 		fs = append(fs, rooted(finalizev1alpha1.ReasonUnknown, subjectOf(o), "the namespace controller cannot parse a group version: "+c.Message, next, c.Message))
 	}
-	convs := d.conversionFindings(ns.Status.Conditions)
+	convs, stale := d.conversionFindings(o)
 	fs = append(fs, convs...)
 	children := d.f.byNamespace[o.Meta.Name]
 	content, contentTrue := isTrue(corev1.NamespaceContentRemaining)
@@ -85,6 +85,10 @@ func (d *diagnoser) namespace(o *kube.Object) []finding {
 			// What remains is of the types whose conversion webhook fails: their root
 			// cause explains the namespace, and listing every type would fail on them.
 			fd.next = convs[0].next
+		case len(convs) == 0 && len(stale) > 0 && failedTrue && conversionExplains(failed.Message) && (held == nil || held.Count == 0):
+			// Every conversion failure the controller reported lists fine now: the
+			// report is stale, and the controller retries.
+			return []finding{progressing(o, strings.Join(stale, "; ")+": the namespace controller retries a namespace whose deletion failed at least every minute (kube-controller-manager v1.36) and then rewrites its conditions", nsOwner)}
 		default:
 			d.contentWithoutFinalizers(o, &fd, failedTrue, failed.Message)
 		}
@@ -95,13 +99,16 @@ func (d *diagnoser) namespace(o *kube.Object) []finding {
 	}
 	terminating := o.Terminating(d.f.now)
 	if len(ns.Status.Conditions) == 0 && terminating >= d.namespaceGrace {
-		if convs := d.unreportedConversions(terminating); len(convs) > 0 {
+		convs, context := d.unreportedConversions(o, terminating)
+		if len(convs) > 0 {
 			return convs
 		}
 		msg := fmt.Sprintf("no deletion conditions %s after the deletion began: the namespace controller of kube-controller-manager has not processed the namespace", duration.HumanDuration(terminating))
-		return []finding{rooted(finalizev1alpha1.ReasonControllerInactive, controllerSubject(nsOwner), msg,
+		fd := rooted(finalizev1alpha1.ReasonControllerInactive, controllerSubject(nsOwner), msg,
 			"check that kube-controller-manager runs with the namespace controller enabled",
-			"the namespace controller has not processed namespaces being deleted")}
+			"the namespace controller has not processed namespaces being deleted")
+		fd.context = context
+		return []finding{fd}
 	}
 	msg := "the namespace controller reports all content removed; it removes finalizer kubernetes next"
 	if len(ns.Status.Conditions) == 0 {
