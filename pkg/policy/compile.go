@@ -83,6 +83,9 @@ type compiler struct {
 	// preset is the preset of the rule being compiled: its identity values are what
 	// templates may use.
 	preset *preset.Preset
+	// node: the rule being compiled sets waitsForNode; its templates render over the
+	// Node object, with the identity values nodeIdentity.
+	node bool
 }
 
 func (c *compiler) add(errs ...*field.Error) { c.errs = append(c.errs, errs...) }
@@ -155,8 +158,8 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 			}
 		}
 	}
-	if len(finalizers) == 0 && spec.Preset == "" {
-		c.add(field.Required(path.Child("finalizers"), "name the finalizers the rule removes, exactly or with globs, or a preset"))
+	if len(finalizers) == 0 && spec.Preset == "" && !spec.WaitsForNode {
+		c.add(field.Required(path.Child("finalizers"), "name the finalizers the rule removes, exactly or with globs, a preset, or waitsForNode: true for pods whose node is gone"))
 	}
 	r.finalizers = c.globs(path.Child("finalizers"), finalizers)
 	r.resources = c.globs(path.Child("resources"), spec.Resources)
@@ -164,7 +167,9 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 	if spec.Selector != "" {
 		r.selector = c.selector(path.Child("selector"), spec.Selector)
 	}
-	if len(spec.Resources) == 0 {
+	if spec.WaitsForNode {
+		c.waitsForNode(path, spec, r)
+	} else if len(spec.Resources) == 0 {
 		c.warnings = append(c.warnings, fmt.Sprintf("rule %s names no resources: a pass lists every type of the cluster to match it, secrets included, and needs RBAC to list them all", spec.Name))
 	}
 	if spec.MinAge != nil {
@@ -205,8 +210,43 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 				"(`kubectl annotate` with a typo), and its finalizer is removed", spec.Name, strings.Join(r.Preset.WriterCheckedFields(), ", ")))
 		}
 	}
+	c.node = spec.WaitsForNode
 	c.verify(path.Child("verify"), &spec.Verify, r.Preset)
+	c.node = false
 	return r
+}
+
+// nodeIdentity are the identity values of a waitsForNode rule's templates.
+var nodeIdentity = []string{"nodeName", "providerID"}
+
+// waitsForNode checks a rule that force-deletes pods waiting for the kubelet of a node
+// whose machine is gone: it matches pods only, and none of the finalizer fields apply.
+func (c *compiler) waitsForNode(path *field.Path, spec *finalizev1alpha1.Rule, r *Rule) {
+	const why = "does not apply to a rule with waitsForNode: it matches pods, not finalizers, and force-deletes them"
+	if len(spec.Finalizers) > 0 {
+		c.add(field.Forbidden(path.Child("finalizers"), why+"; a pod's finalizers are removed by rules of their own"))
+	}
+	if spec.Preset != "" {
+		c.add(field.Forbidden(path.Child("preset"), why))
+	}
+	if spec.AllowSystem {
+		c.add(field.Forbidden(path.Child("allowSystem"), why))
+	}
+	if spec.AllowRetained {
+		c.add(field.Forbidden(path.Child("allowRetained"), why))
+	}
+	if spec.TrustIdentityFromAnyWriter {
+		c.add(field.Forbidden(path.Child("trustIdentityFromAnyWriter"), why))
+	}
+	switch {
+	case len(spec.Resources) == 0:
+		// Written out, so that what lists the rule's types (a pass, the RBAC it needs)
+		// reads pods, not every type.
+		spec.Resources = []string{"pods"}
+		r.resources = c.globs(path.Child("resources"), spec.Resources)
+	case len(spec.Resources) != 1 || spec.Resources[0] != "pods":
+		c.add(field.Invalid(path.Child("resources"), spec.Resources, "a rule with waitsForNode matches pods only: leave resources out, or write [pods]"))
+	}
 }
 
 func (c *compiler) verify(path *field.Path, v *finalizev1alpha1.Verify, p *preset.Preset) {
@@ -226,7 +266,9 @@ func (c *compiler) verify(path *field.Path, v *finalizev1alpha1.Verify, p *prese
 	}
 	switch len(kinds) {
 	case 0:
-		c.add(field.Required(path, "name one provider: http, exec or kubernetes"))
+		if !c.node {
+			c.add(field.Required(path, "name one provider: http, exec or kubernetes"))
+		}
 	case 1:
 	default:
 		c.add(field.Invalid(path, strings.Join(kinds, ", "), "name exactly one provider"))
@@ -427,6 +469,10 @@ func (c *compiler) template(path *field.Path, s string) {
 	c.editable(path, s)
 	for _, name := range t.IdentityRefs() {
 		switch {
+		case c.node:
+			if !slices.Contains(nodeIdentity, name) {
+				c.add(field.Invalid(path, s, fmt.Sprintf("a rule with waitsForNode has the identity values %s of the node, not %s", strings.Join(nodeIdentity, ", "), name)))
+			}
 		case c.preset == nil:
 			c.add(field.Invalid(path, s, fmt.Sprintf("{identity.%s} needs a preset: identity values come from one", name)))
 		case !slices.Contains(c.preset.IdentityNames(), name):

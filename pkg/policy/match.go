@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
@@ -57,13 +59,37 @@ func (p *Policy) Match(s Subject, finalizer string) *Rule {
 }
 
 func (r *Rule) matches(s Subject, finalizer string) bool {
-	if !r.finalizers.Match(finalizer) || !r.resources.Match(s.Resource) {
+	if r.Spec.WaitsForNode || !r.finalizers.Match(finalizer) || !r.resources.Match(s.Resource) {
 		return false
 	}
+	return r.matchesObject(s)
+}
+
+// matchesObject reports whether s is in the rule's namespaces and selector.
+func (r *Rule) matchesObject(s Subject) bool {
 	if len(r.namespaces) > 0 && (s.Namespace == "" || !r.namespaces.Match(s.Namespace)) {
 		return false
 	}
 	return r.selector == nil || r.selector.Matches(labels.Set(s.Labels))
+}
+
+// MatchPod returns the first rule with waitsForNode that matches the pod s, or nil.
+// Excluded pods match no rule.
+func (p *Policy) MatchPod(s Subject) *Rule {
+	if s.Resource != "pods" || p.Excluded(s) {
+		return nil
+	}
+	for _, r := range p.Rules {
+		if r.Spec.WaitsForNode && r.matchesObject(s) {
+			return r
+		}
+	}
+	return nil
+}
+
+// MatchesPods reports whether a rule force-deletes pods waiting for a node (waitsForNode).
+func (p *Policy) MatchesPods() bool {
+	return slices.ContainsFunc(p.Rules, func(r *Rule) bool { return r.Spec.WaitsForNode })
 }
 
 // MatchesType reports whether the rule may match objects of type resource
@@ -73,7 +99,7 @@ func (r *Rule) MatchesType(resource string) bool { return r.resources.Match(reso
 // MatchesFinalizer reports whether some rule could match finalizer, on some object.
 func (p *Policy) MatchesFinalizer(finalizer string) bool {
 	for _, r := range p.Rules {
-		if r.finalizers.Match(finalizer) {
+		if !r.Spec.WaitsForNode && r.finalizers.Match(finalizer) {
 			return true
 		}
 	}
@@ -131,7 +157,7 @@ func (p *Policy) Scope() Scope {
 // of a Namespace: proving a namespace empty then takes a scan of every type.
 func (p *Policy) MatchesNamespaceFinalizers() bool {
 	for _, r := range p.Rules {
-		if r.resources.Match("namespaces") && r.finalizers.Match("kubernetes") {
+		if !r.Spec.WaitsForNode && r.resources.Match("namespaces") && r.finalizers.Match("kubernetes") {
 			return true
 		}
 	}

@@ -73,6 +73,9 @@ func NewVerifier(p *Policy, dyn dynamic.Interface, opts provider.Options) *Verif
 	}
 	for _, r := range p.Rules {
 		v.identityUsed[r.Name] = identityUsed(&r.Spec.Verify)
+		if r.Spec.WaitsForNode && !hasProvider(&r.Spec.Verify) {
+			continue // only the Node object's absence verifies under it
+		}
 		prov, err := provider.New(&r.Spec.Verify, opts)
 		if err != nil {
 			v.errs[r.Name] = err

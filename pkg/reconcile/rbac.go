@@ -122,6 +122,18 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 	if p.MatchesNamespaceFinalizers() {
 		grants.add(schema.GroupResource{Resource: "namespaces/finalize"}, "update")
 	}
+	// A force deletion reads the pod and its node afresh, then deletes the pod; a rule
+	// whose provider is checked against Ready nodes lists them.
+	for _, r := range p.Rules {
+		if !r.Spec.WaitsForNode {
+			continue
+		}
+		grants.add(schema.GroupResource{Resource: "pods"}, "get", "delete")
+		grants.add(schema.GroupResource{Resource: "nodes"}, "get")
+		if r.Controls > 0 && (r.Spec.Verify.HTTP != nil || r.Spec.Verify.Exec != nil || r.Spec.Verify.Kubernetes != nil) {
+			grants.add(schema.GroupResource{Resource: "nodes"}, "list")
+		}
+	}
 	grants.add(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "create")
 	grants.add(schema.GroupResource{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"}, "create")
 	grants.add(schema.GroupResource{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"}, "create")
@@ -207,6 +219,9 @@ func globWarnings(p *policy.Policy, res *resolver) []string {
 func actedTypes(p *policy.Policy, res *resolver) ([]schema.GroupResource, bool, error) {
 	var out []schema.GroupResource
 	for _, r := range p.Rules {
+		if r.Spec.WaitsForNode {
+			continue // it deletes pods, and patches nothing
+		}
 		if len(r.Spec.Resources) == 0 {
 			return nil, true, nil
 		}
@@ -241,7 +256,7 @@ func (v verbsOf) rules() []rbacv1.PolicyRule {
 	byKey := map[key]*rbacv1.PolicyRule{}
 	var keys []key
 	for gr, verbs := range v {
-		order := []string{"get", "list", "create", "update", "patch"}
+		order := []string{"get", "list", "create", "update", "patch", "delete"}
 		sorted := slices.DeleteFunc(slices.Clone(order), func(s string) bool { return !slices.Contains(verbs, s) })
 		k := key{gr.Group, fmt.Sprint(sorted)}
 		r, ok := byKey[k]

@@ -57,6 +57,10 @@ type Options struct {
 	Warn func(error)
 	// Clock is what ages are measured against; nil means the real clock.
 	Clock clock.PassiveClock
+	// PodGraceMargin is how long after its grace period a pod must still wait for its
+	// kubelet before a rule with waitsForNode may force-delete it; zero means
+	// plan.DefaultPodGraceMargin.
+	PodGraceMargin time.Duration
 }
 
 // Reconciler runs passes against one cluster.
@@ -115,7 +119,7 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 	rep.Incomplete = append(rep.Incomplete, res.Incomplete...)
 
 	runner := &remove.Runner{Clients: r.Clients, Scan: res, Verifier: verifier, VerifyConcurrency: r.VerifyConcurrency,
-		Options: plan.Options{SystemByRule: true}, PlanOnly: r.DryRun, Audit: r.Audit, Workers: r.WriteConcurrency,
+		Options: plan.Options{SystemByRule: true, PodGraceMargin: r.PodGraceMargin}, PlanOnly: r.DryRun, Audit: r.Audit, Workers: r.WriteConcurrency,
 		Continue: r.Continue, FinishOnCancel: true, OnRecord: r.OnRecord, Warn: r.Warn}
 	p := runner.Plan(ctx, r.requests(res))
 	if err := ctx.Err(); err != nil {
@@ -171,6 +175,9 @@ func (r *Reconciler) presetWarnings(rules []finalizev1alpha1.RuleStatus, actions
 func (r *Reconciler) scanOptions() scan.Options {
 	opts := r.Scan
 	opts.Index = true
+	if r.PodGraceMargin > 0 {
+		opts.PodGraceMargin = r.PodGraceMargin
+	}
 	opts.Namespaces = r.Policy.Scope().Namespaces
 	l, err := ListedTypes(r.Policy, func() ([]kube.Resource, []finalizev1alpha1.IncompleteResource, error) {
 		return scan.Discover(r.Clients.Discovery)
@@ -245,8 +252,11 @@ func (r *Reconciler) requests(res *scan.Result) []plan.Request {
 				names = append(names, f.Name)
 			}
 		}
-		if len(names) > 0 {
-			reqs = append(reqs, plan.Request{Object: o, Finalizers: names})
+		// A pod whose deletion waits for its node's kubelet, that a waitsForNode rule
+		// matches, is force-deleted if the rule verifies that the node's machine is gone.
+		force := plan.IsPods(o.Resource) && o.Meta.DeletionTimestamp != nil && r.Policy.MatchPod(s) != nil
+		if len(names) > 0 || force {
+			reqs = append(reqs, plan.Request{Object: o, Finalizers: names, ForceDelete: force})
 		}
 	}
 	return reqs
@@ -260,6 +270,9 @@ func refusals(p *plan.Plan) []finalizev1alpha1.Removal {
 		v := ref.Verification
 		a := finalizev1alpha1.Removal{Target: ref.Target, Finalizer: ref.Finalizer, Field: ref.Field, Owner: ref.Owner, Cause: ref.Cause,
 			Rule: v.Rule, Verdict: v.Verdict, Evidence: v.Evidence, Result: finalizev1alpha1.ResultKept, Message: ref.Why}
+		if ref.ForceDelete {
+			a.Action, a.Node = finalizev1alpha1.ActionForceDelete, ref.Node
+		}
 		switch {
 		case ref.Kind == finalizev1alpha1.RefusalTooYoung:
 			a.Result = finalizev1alpha1.ResultTooYoung

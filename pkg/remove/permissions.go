@@ -32,13 +32,20 @@ func (a access) String() string {
 	return a.verb + " " + what
 }
 
-// needs are the permissions one removal needs: the write itself, and the Event that
-// audits it (in the object's namespace, or default when that refuses it).
-func needs(t *plan.Target) (write access, events []access) {
-	if t.Field == finalizev1alpha1.FieldSpecFinalizers {
-		write = access{verb: "update", resource: "namespaces", subresource: "finalize"}
-	} else {
-		write = access{verb: "patch", group: t.Resource.Group, resource: t.Resource.Resource, namespace: t.Namespace}
+// needs are the permissions one removal needs: the write itself (and the reads that
+// guard it), and the Event that audits it (in the object's namespace, or default when
+// that refuses it).
+func needs(t *plan.Target) (write []access, events []access) {
+	switch {
+	case t.ForceDelete:
+		write = []access{{verb: "delete", resource: "pods", namespace: t.Namespace}, {verb: "get", resource: "pods", namespace: t.Namespace}}
+		if t.Node != "" {
+			write = append(write, access{verb: "get", resource: "nodes"})
+		}
+	case t.Field == finalizev1alpha1.FieldSpecFinalizers:
+		write = []access{{verb: "update", resource: "namespaces", subresource: "finalize"}}
+	default:
+		write = []access{{verb: "patch", group: t.Resource.Group, resource: t.Resource.Resource, namespace: t.Namespace}}
 	}
 	events = []access{{verb: "create", group: "events.k8s.io", resource: "events", namespace: metav1.NamespaceDefault}}
 	if t.Namespace != "" && t.Namespace != metav1.NamespaceDefault {
@@ -73,7 +80,12 @@ func permitted(ctx context.Context, kube client.Interface, actions []plan.Action
 	ok := make([]bool, len(actions))
 	for i := range actions {
 		write, events := needs(&actions[i].Target)
-		err := allowed(write)
+		var err error
+		for _, w := range write {
+			if err = allowed(w); err != nil {
+				break
+			}
+		}
 		if err == nil {
 			// One of the Event's namespaces is enough.
 			var denied []string

@@ -114,7 +114,7 @@ const (
 // refused with the reason.
 func (r *Runner) Plan(ctx context.Context, reqs []plan.Request) *plan.Plan {
 	planner := &plan.Planner{Result: r.Scan, CauseOf: r.CauseOf, Verifier: r.Verifier, Concurrency: r.VerifyConcurrency,
-		Content: &plan.ContentReader{Discovery: r.Clients.Discovery, Metadata: r.Clients.Metadata}}
+		Content: &plan.ContentReader{Discovery: r.Clients.Discovery, Metadata: r.Clients.Metadata}, Kube: r.Clients.Kube}
 	return planner.Plan(ctx, reqs, r.Options)
 }
 

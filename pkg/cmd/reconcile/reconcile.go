@@ -115,6 +115,7 @@ const (
 	flagMetricsTextfile    = "metrics-textfile"
 	flagVerifyConcurrency  = "verify-concurrency"
 	flagWriteConcurrency   = "write-concurrency"
+	flagPodGraceMargin     = "pod-grace-margin"
 )
 
 // Options are the options of the reconcile command.
@@ -135,6 +136,7 @@ type Options struct {
 	MetricsTextfile      string
 	VerifyConcurrency    int
 	WriteConcurrency     int
+	PodGraceMargin       time.Duration
 	PrintFlags           *util.PrintFlags
 	ListFlags            util.ListFlags
 
@@ -156,7 +158,8 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 	return &Options{
 		Interval: 15 * time.Minute, LeaderElectName: "kubectl-finalize", MetricsBindAddress: ":8080", MetricsPushJob: reconcile.DefaultPushJob,
 		VerifyConcurrency: plan.DefaultVerifyConcurrency, WriteConcurrency: defaultWriteConcurrency, ListFlags: util.NewListFlags(),
-		PrintFlags: util.NewResultPrintFlags("Output format: a table (default), or one of (json, yaml): the ReconcileReport."), IOStreams: streams,
+		PodGraceMargin: plan.DefaultPodGraceMargin,
+		PrintFlags:     util.NewResultPrintFlags("Output format: a table (default), or one of (json, yaml): the ReconcileReport."), IOStreams: streams,
 	}
 }
 
@@ -190,6 +193,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.MetricsTextfile, flagMetricsTextfile, o.MetricsTextfile, "With --once, write the pass's metrics to this file for node-exporter's textfile collector (the name must end in .prom), atomically: a temporary file in the same directory, renamed. A failed write is a warning; the exit status stays the pass's.")
 	fs.IntVar(&o.VerifyConcurrency, flagVerifyConcurrency, o.VerifyConcurrency, "How many verifications to run at the same time.")
 	fs.IntVar(&o.WriteConcurrency, flagWriteConcurrency, o.WriteConcurrency, "How many objects to remove finalizers from at the same time. The finalizers of one object are removed one after another.")
+	fs.DurationVar(&o.PodGraceMargin, flagPodGraceMargin, o.PodGraceMargin, "List a pod whose deletion still waits for its kubelet this long after its grace period ended; a rule with waitsForNode force-deletes no pod before it.")
 	o.PrintFlags.AddFlags(cmd)
 	o.ListFlags.AddFlags(cmd)
 	_ = cmd.MarkFlagFilename(flagPolicy, "yaml", "yml", "json")
@@ -227,6 +231,8 @@ func (o *Options) Validate() error {
 		return util.UsageErrorf(nil, "--%s must be at least 1, got %d", flagVerifyConcurrency, o.VerifyConcurrency)
 	case o.WriteConcurrency < 1:
 		return util.UsageErrorf(nil, "--%s must be at least 1, got %d", flagWriteConcurrency, o.WriteConcurrency)
+	case o.PodGraceMargin <= 0:
+		return util.UsageErrorf(nil, "--%s must be positive, got %s", flagPodGraceMargin, o.PodGraceMargin)
 	case o.Once && o.LeaderElect:
 		return util.UsageErrorf(nil, "--%s and --%s cannot be used together: a single pass has nobody to take turns with", flagOnce, flagLeaderElect)
 	case o.Once && o.intervalSet:
@@ -388,8 +394,9 @@ func (o *Options) reconciler(ctx context.Context) (*reconcile.Reconciler, func()
 	opts, done := o.ListFlags.ScanOptions(o.ErrOut)
 	r := &reconcile.Reconciler{Clients: o.clients, Options: reconcile.Options{
 		Policy: o.policy, DryRun: o.DryRun, MaxRemovals: o.MaxRemovals, Scan: opts, VerifyConcurrency: o.VerifyConcurrency, WriteConcurrency: o.WriteConcurrency,
-		Providers: provider.Options{Dynamic: o.clients.Dynamic, Mapper: o.mapper},
-		Warn:      func(err error) { done(); fmt.Fprintf(o.ErrOut, "Warning: %v\n", err) },
+		PodGraceMargin: o.PodGraceMargin,
+		Providers:      provider.Options{Dynamic: o.clients.Dynamic, Mapper: o.mapper},
+		Warn:           func(err error) { done(); fmt.Fprintf(o.ErrOut, "Warning: %v\n", err) },
 	}}
 	if o.DryRun {
 		return r, func() {}, nil

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -93,6 +94,7 @@ const (
 	flagBackupDir       = "backup-dir"
 	flagAuditLog        = "audit-log"
 	flagPolicy          = "policy"
+	flagPodGraceMargin  = "pod-grace-margin"
 )
 
 // unlockedBy names the flags that allow each kind of refused removal; a refusal without
@@ -102,6 +104,8 @@ var unlockedBy = map[finalizev1alpha1.RefusalKind]string{
 	finalizev1alpha1.RefusalTooYoung:   "--" + flagForceUnverified + " --" + flagReason + " TEXT",
 	finalizev1alpha1.RefusalSystem:     "--" + flagAllowSystem,
 	finalizev1alpha1.RefusalStranding:  "--" + flagAllowStranding,
+	// NotOverdue and NodeReady: nothing allows a force deletion of a pod whose kubelet
+	// may still stop it.
 }
 
 // Options are the options of the remove command.
@@ -119,6 +123,7 @@ type Options struct {
 	BackupDir       string
 	AuditLog        string
 	PolicyFile      string
+	PodGraceMargin  time.Duration
 
 	clients *client.Clients
 	policy  *policy.Policy
@@ -135,7 +140,7 @@ type Options struct {
 func NewOptions(streams genericiooptions.IOStreams) *Options {
 	o := &Options{
 		PrintFlags: util.NewResultPrintFlags("Output format. One of: (%s). Prints the plan with the result of each removal."), ListFlags: util.NewListFlags(),
-		DryRun: string(write.DryRunNone), IOStreams: streams,
+		DryRun: string(write.DryRunNone), PodGraceMargin: plan.DefaultPodGraceMargin, IOStreams: streams,
 	}
 	o.isTerminal = func() bool {
 		file, ok := o.In.(*os.File)
@@ -172,6 +177,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.BackupDir, flagBackupDir, o.BackupDir, "If set, save each object as YAML in this folder before removing anything from it.")
 	fs.StringVar(&o.AuditLog, flagAuditLog, o.AuditLog, "Append the JSON audit lines to this file instead of stderr.")
 	fs.StringVar(&o.PolicyFile, flagPolicy, o.PolicyFile, "A policy whose rules verify removals: a finalizer its matching rule's provider verified gone is removed without --force-unverified.")
+	fs.DurationVar(&o.PodGraceMargin, flagPodGraceMargin, o.PodGraceMargin, "Force-delete a pod only when its deletion still waits for its kubelet this long after its grace period ended.")
 	o.PrintFlags.AddFlags(cmd)
 	o.ListFlags.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc(flagDryRun, cobra.FixedCompletions([]string{"none", "server", "client"}, cobra.ShellCompDirectiveNoFileComp))
@@ -224,8 +230,10 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 // Validate rejects bad flag combinations.
 func (o *Options) Validate() error {
 	switch {
-	case len(o.Finalizers) == 0 && !o.AllFinalizers:
+	case len(o.Finalizers) == 0 && !o.AllFinalizers && !o.forceDelete():
 		return util.UsageErrorf(nil, "name the finalizers to remove with --%s, or give --%s", flagFinalizer, flagAllFinalizers)
+	case o.PodGraceMargin <= 0:
+		return util.UsageErrorf(nil, "--%s must be positive, got %s", flagPodGraceMargin, o.PodGraceMargin)
 	case len(o.Finalizers) > 0 && o.AllFinalizers:
 		return util.UsageErrorf(nil, "--%s and --%s cannot be used together", flagFinalizer, flagAllFinalizers)
 	case o.ForceUnverified && strings.TrimSpace(o.Reason) == "":
@@ -244,10 +252,25 @@ func (o *Options) Validate() error {
 	return o.ListFlags.Validate()
 }
 
+// forceDelete reports whether the request is the force deletion of pods: no finalizer
+// named, and every object a pod.
+func (o *Options) forceDelete() bool {
+	if len(o.Finalizers) > 0 || o.AllFinalizers || len(o.targets) == 0 {
+		return false
+	}
+	for _, t := range o.targets {
+		if !plan.IsPods(t.Resource) {
+			return false
+		}
+	}
+	return true
+}
+
 // Run plans, previews, confirms and removes.
 func (o *Options) Run(ctx context.Context) error {
 	opts, done := o.ListFlags.ScanOptions(o.ErrOut)
 	opts.Namespace = o.scope()
+	opts.PodGraceMargin = o.PodGraceMargin
 	var verifier *policy.Verifier
 	if o.policy != nil {
 		verifier = policy.NewVerifier(o.policy, o.clients.Dynamic, provider.Options{Dynamic: o.clients.Dynamic, Mapper: o.mapper})
@@ -268,8 +291,9 @@ func (o *Options) Run(ctx context.Context) error {
 	audit := &remove.Audit{Path: o.AuditLog, Stderr: o.ErrOut, Warn: o.warn}
 	defer audit.Close()
 	runner := &remove.Runner{Clients: o.clients, Scan: rep.Result, CauseOf: rep.Cause,
-		Options: plan.Options{ForceUnverified: o.ForceUnverified, Reason: o.Reason, AllowSystem: o.AllowSystem, AllowStranding: o.AllowStranding},
-		DryRun:  o.dryRun, Audit: audit, BackupDir: o.BackupDir, OnRecord: o.report, Warn: o.warn}
+		Options: plan.Options{ForceUnverified: o.ForceUnverified, Reason: o.Reason, AllowSystem: o.AllowSystem, AllowStranding: o.AllowStranding,
+			PodGraceMargin: o.PodGraceMargin},
+		DryRun: o.dryRun, Audit: audit, BackupDir: o.BackupDir, OnRecord: o.report, Warn: o.warn}
 	if verifier != nil {
 		runner.Verifier = verifier
 	}
@@ -302,7 +326,7 @@ func (o *Options) requests(ctx context.Context, rep *doctor.Report) ([]plan.Requ
 			missing = append(missing, err)
 			continue
 		}
-		reqs = append(reqs, plan.Request{Object: obj, Finalizers: o.Finalizers, All: o.AllFinalizers})
+		reqs = append(reqs, plan.Request{Object: obj, Finalizers: o.Finalizers, All: o.AllFinalizers, ForceDelete: o.forceDelete()})
 	}
 	return reqs, utilerrors.NewAggregate(missing)
 }
@@ -356,7 +380,7 @@ func (o *Options) find(ctx context.Context, rep *doctor.Report, t plan.Target) (
 	switch {
 	case obj.Meta.DeletionTimestamp == nil:
 		return nil, fmt.Errorf("%s is not being deleted: removing a finalizer now would let its deletion skip the cleanup later; delete it first", t.Ref())
-	case len(obj.Finalizers) == 0:
+	case len(obj.Finalizers) == 0 && !o.forceDelete():
 		return nil, fmt.Errorf("%s is being deleted and has no finalizers left", t.Ref())
 	}
 	owner.NewResolver(owner.Builtin(), rep.Result.Groups).Annotate([]*kube.Object{obj})
@@ -369,6 +393,9 @@ func (o *Options) refused(p *plan.Plan, api *finalizev1alpha1.RemovalPlan) error
 	needsFlag := true
 	for _, r := range p.Refusals {
 		line := fmt.Sprintf("  %s: finalizer %s: %s", r.Target, r.Finalizer, r.Why)
+		if r.ForceDelete {
+			line = fmt.Sprintf("  %s: force deletion: %s", r.Target, r.Why)
+		}
 		if flag := unlockedBy[r.Kind]; flag != "" {
 			line += "; to remove it anyway: " + flag
 		} else {
@@ -431,6 +458,10 @@ func (o *Options) report(rec *write.Record) {
 		return
 	}
 	name := rec.Target.String()
+	if rec.Node != "" || rec.Finalizer == "" {
+		o.reportForce(rec)
+		return
+	}
 	if o.dryRun != write.DryRunNone {
 		fmt.Fprintf(o.Out, "%s: finalizer %s %s (%s dry run)\n", name, rec.Finalizer, describe(rec.Result), o.dryRun)
 		return
@@ -443,6 +474,24 @@ func (o *Options) report(rec *write.Record) {
 		}
 	}
 	fmt.Fprintf(o.Out, "%s: finalizer %s %s; %s\n", name, rec.Finalizer, describe(rec.Result), state)
+}
+
+// reportForce prints what one force deletion did.
+func (o *Options) reportForce(rec *write.Record) {
+	name := rec.Target.String()
+	what := "force-deleted"
+	switch rec.Result {
+	case write.WouldRemove:
+		fmt.Fprintf(o.Out, "%s: would be force-deleted (%s dry run)\n", name, o.dryRun)
+		return
+	case write.ObjectGone:
+		what = "was gone already"
+	}
+	state := "the pod is gone"
+	if !rec.Deleted && len(rec.Remaining) > 0 {
+		state = "still held by its finalizers: " + strings.Join(rec.Remaining, ", ")
+	}
+	fmt.Fprintf(o.Out, "%s: %s; %s\n", name, what, state)
 }
 
 // printPlan prints the plan with -o json|yaml, with the result of each removal.

@@ -10,10 +10,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
@@ -34,13 +36,22 @@ type Options struct {
 	// AllowStranding allows removing a namespace's kubernetes finalizer while the
 	// namespace may still hold objects, which then stay in etcd.
 	AllowStranding bool
+	// PodGraceMargin is how long after its grace period ended a pod must still be
+	// waiting for its kubelet before it may be force-deleted; zero means
+	// DefaultPodGraceMargin.
+	PodGraceMargin time.Duration
 }
 
-// Request asks for finalizers of one stuck object to be removed: the named ones, or all.
+// Request asks for finalizers of one stuck object to be removed: the named ones, or all;
+// or, with ForceDelete, for a pod whose deletion waits for its kubelet to be deleted
+// without it.
 type Request struct {
 	Object     *kube.Object
 	Finalizers []string
 	All        bool
+	// ForceDelete asks for the pod's force deletion (DELETE with gracePeriodSeconds 0),
+	// planned before the removals of the finalizers the request names.
+	ForceDelete bool
 }
 
 // Action is one planned removal.
@@ -60,6 +71,9 @@ func (a *Action) API() finalizev1alpha1.Removal {
 	r := finalizev1alpha1.Removal{
 		Target: a.Ref(), Finalizer: a.Finalizer.Name, Field: a.Field, Owner: a.Finalizer.Owner,
 		Rule: a.Verification.Rule, Verdict: a.Verification.Verdict, Evidence: a.Verification.Evidence,
+	}
+	if a.ForceDelete {
+		r.Action, r.Node = finalizev1alpha1.ActionForceDelete, a.Node
 	}
 	if a.Cause != nil {
 		r.Cause = a.Cause.Reason
@@ -82,12 +96,20 @@ type Refusal struct {
 	Why                 string
 	// Verification is what the verifier answered, if it was asked.
 	Verification Verification
+	// ForceDelete: the refusal is of a pod's force deletion, whose deletion waits for the
+	// kubelet of Node; Finalizer is empty.
+	ForceDelete bool
+	Node        string
 }
 
 // API is the refusal as the plan prints it.
 func (r *Refusal) API() finalizev1alpha1.Refusal {
-	return finalizev1alpha1.Refusal{Target: r.Target, Finalizer: r.Finalizer, Kind: r.Kind, Message: r.Why,
+	out := finalizev1alpha1.Refusal{Target: r.Target, Finalizer: r.Finalizer, Kind: r.Kind, Message: r.Why,
 		Rule: r.Verification.Rule, Verdict: r.Verification.Verdict, Evidence: r.Verification.Evidence}
+	if r.ForceDelete {
+		out.Action, out.Node = finalizev1alpha1.ActionForceDelete, r.Node
+	}
+	return out
 }
 
 // Plan is every removal decided before any is made.
@@ -127,6 +149,11 @@ type Planner struct {
 	// namespace was not being deleted when the scan listed it, or there is no index).
 	// Without it, removing such a namespace's kubernetes finalizer is refused.
 	Content *ContentReader
+	// Kube reads a pod and its node afresh before its force deletion is decided; without
+	// it, every force deletion is refused.
+	Kube client.Interface
+	// Now is the time pods are found overdue at; nil means the real clock.
+	Now func() time.Time
 }
 
 // candidate is one (object, finalizer) of a request, in request order.
@@ -142,7 +169,17 @@ type candidate struct {
 // order.
 func (p *Planner) Plan(ctx context.Context, reqs []Request, opts Options) *Plan {
 	var cands []*candidate
+	plan := &Plan{}
 	for _, req := range reqs {
+		if req.ForceDelete {
+			// One pod per write, decided from the pod and its node read afresh, before
+			// the finalizers of the request.
+			if a, r := p.planForce(ctx, req.Object, opts); r != nil {
+				plan.Refusals = append(plan.Refusals, *r)
+			} else {
+				plan.Actions = append(plan.Actions, *a)
+			}
+		}
 		o := req.Object
 		names := req.Finalizers
 		if req.All {
@@ -160,7 +197,6 @@ func (p *Planner) Plan(ctx context.Context, reqs []Request, opts Options) *Plan 
 		}
 	}
 	p.verifyAll(ctx, cands)
-	plan := &Plan{}
 	for _, c := range cands {
 		if c.fin == nil {
 			var have []string

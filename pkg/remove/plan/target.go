@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -28,6 +29,19 @@ type Target struct {
 	// write tests the uid, the version and the finalizer's place, so it fails, changing
 	// nothing, unless the object is exactly what was verified.
 	Finalizers []string
+
+	// ForceDelete: the target is the force deletion of a pod (Finalizer is empty), guarded
+	// by its UID and ResourceVersion (as read when planned, always set).
+	ForceDelete bool
+	// Node is the node whose kubelet the pod's deletion waits for; empty for a pod never
+	// scheduled.
+	Node string
+	// NodeGone: the deletion was verified by the Node object's absence, so a Node of that
+	// name found at the write means it is not verified any more.
+	NodeGone bool
+	// GraceMargin is how long after its grace period the pod must be, checked again at
+	// the write.
+	GraceMargin time.Duration
 }
 
 // Ref is the object's reference.
@@ -35,7 +49,11 @@ func (t *Target) Ref() finalizev1alpha1.ObjectReference {
 	return t.Resource.Ref(t.Namespace, t.Name, t.UID)
 }
 
-// String names the target in errors: "finalizer F of configmaps/cfg -n team-a".
+// String names the target in errors: "finalizer F of configmaps/cfg -n team-a", or
+// "force deletion of pods/web-0 -n team-a".
 func (t *Target) String() string {
+	if t.ForceDelete {
+		return fmt.Sprintf("force deletion of %s", t.Ref())
+	}
 	return fmt.Sprintf("finalizer %s of %s", t.Finalizer, t.Ref())
 }

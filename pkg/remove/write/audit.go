@@ -72,19 +72,23 @@ var errAuditStopped = fmt.Errorf("%w earlier in this run", ErrAuditLog)
 // Entry is what both audit lines of a removal say: who removes which finalizer of
 // which object, and on what grounds. The ID ties the two lines together.
 type Entry struct {
-	ID        string                           `json:"id,omitempty"`
-	Stage     Stage                            `json:"stage,omitempty"`
-	Time      time.Time                        `json:"time"`
-	User      string                           `json:"user"`
-	Action    string                           `json:"action"`
-	Target    finalizev1alpha1.ObjectReference `json:"target"`
-	Finalizer string                           `json:"finalizer"`
-	Field     string                           `json:"field"`
-	Verified  bool                             `json:"verified"`
-	Rule      string                           `json:"rule,omitempty"`
-	Verdict   finalizev1alpha1.Verdict         `json:"verdict,omitempty"`
-	Evidence  string                           `json:"evidence,omitempty"`
-	Reason    string                           `json:"reason,omitempty"`
+	ID     string                           `json:"id,omitempty"`
+	Stage  Stage                            `json:"stage,omitempty"`
+	Time   time.Time                        `json:"time"`
+	User   string                           `json:"user"`
+	Action string                           `json:"action"`
+	Target finalizev1alpha1.ObjectReference `json:"target"`
+	// Node is set on the lines of a pod's force deletion (action PodForceDeleted or
+	// PodForceDeletedUnverified, finalizer empty): the node whose kubelet its deletion
+	// waited for; Evidence says how its machine was verified gone.
+	Node      string                   `json:"node,omitempty"`
+	Finalizer string                   `json:"finalizer"`
+	Field     string                   `json:"field"`
+	Verified  bool                     `json:"verified"`
+	Rule      string                   `json:"rule,omitempty"`
+	Verdict   finalizev1alpha1.Verdict `json:"verdict,omitempty"`
+	Evidence  string                   `json:"evidence,omitempty"`
+	Reason    string                   `json:"reason,omitempty"`
 }
 
 // Intent is the audit line written before a removal (StageIntent), which always has an
@@ -304,6 +308,15 @@ func newID() string {
 // Event's namespace/name.
 func (a *Auditor) Event(ctx context.Context, t plan.Target, rec *Record) (string, error) {
 	note := fmt.Sprintf("Removed finalizer %s", t.Finalizer)
+	action := "RemoveFinalizer"
+	if t.ForceDelete {
+		node := "a node"
+		if t.Node != "" {
+			node = "node " + t.Node
+		}
+		note = fmt.Sprintf("Force-deleted (gracePeriodSeconds 0) a pod whose deletion waited for the kubelet of %s", node)
+		action = "ForceDeletePod"
+	}
 	switch {
 	case rec.Verified:
 		note += fmt.Sprintf(", verified by rule %s: %s", rec.Rule, rec.Evidence)
@@ -321,7 +334,7 @@ func (a *Auditor) Event(ctx context.Context, t plan.Target, rec *Record) (string
 		EventTime:           metav1.NowMicro(),
 		ReportingController: FieldManager,
 		ReportingInstance:   a.Instance,
-		Action:              "RemoveFinalizer",
+		Action:              action,
 		Reason:              rec.Action,
 		Note:                note,
 		Type:                corev1.EventTypeNormal,

@@ -148,8 +148,15 @@ func (e *Executor) one(ctx context.Context, remover *Remover, a *plan.Action) (*
 	} else {
 		rec.Reason = a.Reason
 	}
+	act := remover.Remove
+	if a.ForceDelete {
+		rec.Node, rec.Action, act = a.Node, ReasonPodForceDeletedUnverified, remover.ForceDelete
+		if a.Verified {
+			rec.Action = ReasonPodForceDeleted
+		}
+	}
 	if e.DryRun != DryRunNone {
-		out, err := remover.Remove(ctx, a.Target, e.DryRun)
+		out, err := act(ctx, a.Target, e.DryRun)
 		rec.Time, rec.Result, rec.Remaining = metav1.Now().UTC(), out.Result, out.Remaining
 		if err != nil {
 			rec.Error = err.Error()
@@ -195,9 +202,9 @@ func (e *Executor) one(ctx context.Context, remover *Remover, a *plan.Action) (*
 		}
 		rec.Backup = path
 	}
-	out, err := remover.Remove(ctx, a.Target, DryRunNone)
+	out, err := act(ctx, a.Target, DryRunNone)
 	rec.Result, rec.Attempts, rec.Reverified = out.Result, out.Attempts, out.Reverified
-	if a.Verified {
+	if a.Verified || a.ForceDelete {
 		rec.ResourceVersion = out.Pinned
 	}
 	if err != nil {

@@ -39,8 +39,19 @@ type Exclude struct {
 type Rule struct {
 	// Name identifies the rule in reports, Events and audit lines.
 	Name string `json:"name"`
-	// Finalizers are exact names or globs; at least one, unless Preset gives them.
+	// Finalizers are exact names or globs; at least one, unless Preset gives them or the
+	// rule sets WaitsForNode.
 	Finalizers []string `json:"finalizers,omitempty"`
+	// WaitsForNode makes the rule match pods whose deletion is overdue and waits for the
+	// kubelet of their node, instead of finalizers: what it verifies is that the node's
+	// machine is gone, and what it does is a force deletion of the pod (DELETE with
+	// gracePeriodSeconds 0, preconditioned on its uid and resourceVersion). The Node
+	// object's absence verifies alone; otherwise the rule's provider, if it names one, is
+	// asked about the node ({identity.nodeName}, {identity.providerID} and the Node's
+	// fields in templates). A pod of a Ready node is never deleted. Finalizers, Preset,
+	// AllowSystem, AllowRetained and TrustIdentityFromAnyWriter do not apply; Resources,
+	// if set, is [pods].
+	WaitsForNode bool `json:"waitsForNode,omitempty"`
 	// Preset names what a well-known operator does with its finalizers (`kubectl
 	// finalize policy presets`): where the external identity lives ({identity.NAME} in
 	// templates), and which settings retain the resource or hold the operator.
@@ -97,7 +108,8 @@ type RateLimit struct {
 	Burst int32 `json:"burst,omitempty"`
 }
 
-// Verify names exactly one provider.
+// Verify names exactly one provider; none, in a rule with WaitsForNode, when only the
+// Node object's absence verifies.
 type Verify struct {
 	HTTP       *HTTPProvider       `json:"http,omitempty"`
 	Exec       *ExecProvider       `json:"exec,omitempty"`

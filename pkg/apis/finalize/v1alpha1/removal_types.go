@@ -63,6 +63,25 @@ const (
 	// RefusalTooYoung means the object has been terminating for less than the rule's minAge,
 	// so the rule does not verify it yet.
 	RefusalTooYoung RefusalKind = "TooYoung"
+	// RefusalNotOverdue means a pod a force deletion was asked for is not overdue: it
+	// is not being deleted, or its grace period (and the margin after it) is not over,
+	// or it is gone. Nothing allows it: its kubelet may still stop it.
+	RefusalNotOverdue RefusalKind = "NotOverdue"
+	// RefusalNodeReady means a pod a force deletion was asked for is bound to a node that
+	// exists and is Ready: its kubelet answers, and may be running the pod's containers.
+	// Nothing allows it.
+	RefusalNodeReady RefusalKind = "NodeReady"
+)
+
+// RemovalAction is what a planned write does. The empty action removes one finalizer.
+type RemovalAction string
+
+const (
+	// ActionForceDelete deletes a pod whose deletion waits for the kubelet of a node whose
+	// machine is gone: DELETE with gracePeriodSeconds 0, preconditioned on the pod's uid
+	// and resourceVersion. It removes no finalizer; the pod's finalizers stay, each its
+	// own removal.
+	ActionForceDelete RemovalAction = "ForceDelete"
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -80,8 +99,13 @@ type RemovalPlan struct {
 
 // Removal is one finalizer of one object: planned, then carried out.
 type Removal struct {
-	Target    ObjectReference `json:"target"`
-	Finalizer string          `json:"finalizer"`
+	Target ObjectReference `json:"target"`
+	// Action is ForceDelete for the force deletion of a pod, whose Finalizer is empty;
+	// empty for the removal of a finalizer.
+	Action RemovalAction `json:"action,omitempty"`
+	// Node is the node whose kubelet a force-deleted pod's deletion waited for.
+	Node      string `json:"node,omitempty"`
+	Finalizer string `json:"finalizer"`
 	// Field is metadata.finalizers or spec.finalizers.
 	Field string `json:"field,omitempty"`
 	// Owner is who is expected to remove the finalizer.
@@ -106,10 +130,13 @@ func (r *Removal) Forced() bool { return r.Reason != "" }
 
 // Refusal is a requested removal that will not happen, and why.
 type Refusal struct {
-	Target    ObjectReference `json:"target"`
-	Finalizer string          `json:"finalizer"`
-	Kind      RefusalKind     `json:"kind"`
-	Message   string          `json:"message"`
+	Target ObjectReference `json:"target"`
+	// Action and Node are a refused force deletion's, as in Removal.
+	Action    RemovalAction `json:"action,omitempty"`
+	Node      string        `json:"node,omitempty"`
+	Finalizer string        `json:"finalizer"`
+	Kind      RefusalKind   `json:"kind"`
+	Message   string        `json:"message"`
 	// Rule, Verdict and Evidence tell what a provider answered, when one was asked.
 	Rule     string  `json:"rule,omitempty"`
 	Verdict  Verdict `json:"verdict,omitempty"`
