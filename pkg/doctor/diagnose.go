@@ -35,11 +35,14 @@ type diagnoser struct {
 	// progressWindow is how long a controller may go without writing to an object it
 	// holds and still be Progressing (controller.go).
 	progressWindow time.Duration
+	// podFacts caches the nodes of pods that wait for their kubelet (pod.go).
+	podFacts *podFacts
 }
 
 // diagnose returns every finding for o, at least one. Each rule family lives in its own
 // file: webhook.go, namespace.go (and conversion.go: a CRD's failing conversion webhook),
-// gc.go (foregroundDeletion, orphan), storage.go (claims and volumes), csi.go (the CSI
+// gc.go (foregroundDeletion, orphan), pod.go (pods that wait for their kubelet),
+// storage.go (claims and volumes), csi.go (the CSI
 // sidecars' protections), crd.go, controller.go (every other finalizer).
 func (d *diagnoser) diagnose(o *kube.Object) []finding {
 	var fs []finding
@@ -53,6 +56,9 @@ func (d *diagnoser) diagnose(o *kube.Object) []finding {
 			fs = append(fs, webhookFinding(bw))
 		}
 		fs = append(fs, d.namespace(o)...)
+	}
+	if o.WaitsFor != nil {
+		fs = append(fs, d.podWaitsForKubelet(o))
 	}
 	for _, fin := range o.Finalizers {
 		if fin.Field != finalizev1alpha1.FieldMetadataFinalizers {

@@ -69,6 +69,8 @@ func (d *diagnoser) namespace(o *kube.Object) []finding {
 		}
 		switch {
 		case len(msgs) > 0:
+		case onlyPodsWaiting(children):
+			msgs = append(msgs, podsWaitingMessage(children))
 		case len(children) > 0:
 			fd.reason = finalizev1alpha1.ReasonNamespaceFinalizersRemaining
 			msgs = append(msgs, fmt.Sprintf("%d stuck objects remain in the namespace", len(children)))
@@ -77,7 +79,7 @@ func (d *diagnoser) namespace(o *kube.Object) []finding {
 		}
 		fd.message = strings.Join(msgs, "; ")
 		for _, c := range children {
-			fd.blockers = append(fd.blockers, stuckBlocker(c, ""))
+			fd.blockers = append(fd.blockers, stuckBlocker(c, podBlockerMessage(c)))
 		}
 		switch {
 		case len(children) > 0:
