@@ -32,7 +32,16 @@ longest-terminating first. AGE is how long an object has been terminating; OWNER
 is expected to remove each finalizer: a known controller, the field manager that added
 it, or the controller of the API group it names.
 
-Only metadata is listed, in pages of --chunk-size, --concurrency types at a time. With
+A pod is also listed, finalizers or not, when its deletion waits for the kubelet of its
+node longer than --pod-grace-margin after its grace period ended: its node is gone,
+NotReady, or its kubelet does not finish stopping it. Such a pod holds its namespace.
+Its AGE counts from the end of the grace period (its deletionTimestamp), and -o
+json|yaml says which node it waits for ("waitsFor": {"node": NAME}). A pod whose grace
+period is not over is never listed.
+
+Only metadata is listed, in pages of --chunk-size, --concurrency types at a time, and
+spec.nodeName of each pod listed for its kubelet (one GET each; one list of its
+namespace's pods when a namespace holds more than 20). With
 -o wide, json or yaml, each object also carries its cause, as "kubectl finalize doctor"
 diagnoses it (a few more reads).
 
@@ -58,6 +67,9 @@ const example = `  # Every stuck object in the cluster
 
   # Objects held by any Crossplane finalizer, as JSON
   kubectl finalize scan --finalizer '*.crossplane.io' -o json
+
+  # Pods whose deletion has waited for their kubelet for more than 10 minutes
+  kubectl finalize scan pods --pod-grace-margin 10m
 
   # Names only, one per line
   kubectl finalize scan configmaps,secrets -o name
