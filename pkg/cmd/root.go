@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/completion"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/doctor"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/policy"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/preflight"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/rbac"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/reconcile"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/remove"
@@ -37,7 +38,8 @@ Exit status:
   1  runtime error (the API server is unreachable, a removal failed)
   2  invalid invocation, flags or policy
   3  finished, but some resource types could not be discovered or listed
-  4  reconcile refused to act: the planned removals exceed --max-removals`
+  4  reconcile refused to act: the planned removals exceed --max-removals
+  5  preflight found that the deletion would leave objects stuck`
 
 // NewCmdFinalize returns the root command.
 func NewCmdFinalize(streams genericiooptions.IOStreams) *cobra.Command {
@@ -72,6 +74,7 @@ func NewCmdFinalize(streams genericiooptions.IOStreams) *cobra.Command {
 		reconcile.NewCmdReconcile(f, streams),
 		policy.NewCmdPolicy(f, streams),
 		rbac.NewCmdRBAC(f, streams),
+		preflight.NewCmdPreflight(f, streams),
 		version.NewCmdVersion(f, streams),
 		completion.NewCmdCompletion(f, streams),
 	)
