@@ -25,6 +25,12 @@ type access struct {
 	notes []string
 	// checked is false when the review could not be made.
 	checked bool
+	// clusterWide: list and watch were allowed at cluster scope, so an informer over
+	// every namespace may list the type; false when they were allowed only in the
+	// object's namespace (a RoleBinding there).
+	clusterWide bool
+	// writeVerb is the write allowed ("patch", else "update"), when one is.
+	writeVerb string
 }
 
 // accessOf asks whether w's ServiceAccount may watch o's type where o is and patch or
@@ -44,27 +50,37 @@ func (f *facts) accessOf(w *workloadState, o *kube.Object) access {
 	// Asked at cluster scope first: a controller's RBAC is most often a ClusterRole bound
 	// cluster-wide, and one answer then holds for every namespace. Only a denial there
 	// is asked again in the object's namespace (a RoleBinding may grant it there).
-	ask := func(verb, sub string) (bool, bool) {
+	// It also says whether the answer was given at cluster scope.
+	askWhere := func(verb, sub string) (ok, checked, cluster bool) {
 		at := attrs(verb, "", sub)
 		if o.Meta.Namespace != "" {
-			cluster := at
-			cluster.Namespace = metav1.NamespaceAll
-			if ok, checked := f.may(a.user, groups, cluster); !checked || ok {
-				return ok, checked
+			all := at
+			all.Namespace = metav1.NamespaceAll
+			if ok, checked := f.may(a.user, groups, all); !checked || ok {
+				return ok, checked, true
 			}
+			ok, checked := f.may(a.user, groups, at)
+			return ok, checked, false
 		}
-		return f.may(a.user, groups, at)
+		ok, checked = f.may(a.user, groups, at)
+		return ok, checked, true
+	}
+	ask := func(verb, sub string) (bool, bool) {
+		ok, checked, _ := askWhere(verb, sub)
+		return ok, checked
 	}
 	where := inNamespace(o)
 	var missingWatch []string
+	a.clusterWide = true
 	for _, verb := range []string{"list", "watch"} {
-		ok, checked := ask(verb, "")
+		ok, checked, cluster := askWhere(verb, "")
 		if !checked {
 			return a
 		}
 		if !ok {
 			missingWatch = append(missingWatch, verb)
 		}
+		a.clusterWide = a.clusterWide && ok && cluster
 	}
 	if len(missingWatch) > 0 {
 		a.missing = append(a.missing, fmt.Sprintf("%s %s %s (it never sees the object)", strings.Join(missingWatch, " and "), o.Resource, where))
@@ -77,7 +93,12 @@ func (f *facts) accessOf(w *workloadState, o *kube.Object) access {
 	if !checked {
 		return a
 	}
-	if !patch && !update {
+	switch {
+	case patch:
+		a.writeVerb = "patch"
+	case update:
+		a.writeVerb = "update"
+	default:
 		a.missing = append(a.missing, fmt.Sprintf("patch or update %s %s (it cannot remove its finalizer)", o.Resource, where))
 	}
 	finalizers, checked := ask("update", "finalizers")
@@ -112,6 +133,26 @@ func (f *facts) may(user string, groups []string, attrs authorizationv1.Resource
 	}
 	f.reviews[key] = got.Status.Allowed
 	return got.Status.Allowed, true
+}
+
+// allowed says exactly what the reviews allowed, and what that does not show. Only
+// meaningful when the reviews were made and nothing is missing.
+func (a *access) allowed(o *kube.Object) string {
+	if o.Meta.Namespace == "" {
+		return fmt.Sprintf("SubjectAccessReviews allow its ServiceAccount %s to list and watch %s and to %s them: its permissions do not stop it seeing the object or removing its finalizer",
+			a.serviceAccount, o.Resource, a.writeVerb)
+	}
+	if a.clusterWide {
+		return fmt.Sprintf("SubjectAccessReviews allow its ServiceAccount %s to list and watch %s cluster-wide and to %s them in namespace %s: its permissions do not stop it seeing the object or removing its finalizer (whether it watches namespace %s is another matter)",
+			a.serviceAccount, o.Resource, a.writeVerb, o.Meta.Namespace, o.Meta.Namespace)
+	}
+	return fmt.Sprintf("SubjectAccessReviews allow its ServiceAccount %s to list and watch %s in namespace %s only, not cluster-wide, and to %s them there: if it watches every namespace (most controllers do unless told which), its informer's cluster-wide list is refused and it never sees the object; check %s",
+		a.serviceAccount, o.Resource, o.Meta.Namespace, a.writeVerb, a.canIAll("list", o))
+}
+
+// canIAll asks, as a person, whether it may verb o's type in every namespace.
+func (a *access) canIAll(verb string, o *kube.Object) string {
+	return fmt.Sprintf("kubectl auth can-i %s %s -A --as %s", verb, o.Resource, a.user)
 }
 
 // canI is the command that asks the same question as a person.

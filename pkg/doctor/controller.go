@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/preset"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 // DefaultProgressWindow is how long a controller may go without writing to an object it
@@ -238,7 +239,11 @@ func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) f
 		}
 		if !id.reports(reporterOf(e)) && id.who != "" {
 			subject = id.who
-			as = fmt.Sprintf(" (taken as %s's: nothing shows it is another party than %s, which is expected to remove %s)", id.who, id.who, fin.Name)
+			if proof := d.provenOwner(e, &id, fin); proof != "" {
+				as = " (" + proof + ")"
+			} else {
+				as = fmt.Sprintf(" (taken as %s's, not proven: nothing shows it is another party than %s, which is expected to remove %s)", id.who, id.who, fin.Name)
+			}
 		}
 		return rooted(finalizev1alpha1.ReasonControllerFailing, controllerSubject(subject),
 			fmt.Sprintf("%s reports %s: %s (%s, last %s ago)%s", reporter, e.Reason, e.Note, times(eventCount(e)), ago(now, eventTime(e)), as),
@@ -331,7 +336,14 @@ func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) f
 	}
 	fd := inactive(id.who, lastNote+"; "+workloadNote, guards, removeCmd)
 	if down && act.wroteElsewhere {
-		fd.message += fmt.Sprintf("; %s also wrote elsewhere %s ago (another instance or another program of that name)", id.manager, ago(now, act.anyLast))
+		where := "elsewhere"
+		if act.group != nil {
+			where = "to " + act.elsewhere()
+		}
+		fd.message += fmt.Sprintf("; %s also wrote %s %s ago (another instance or another program of that name)", id.manager, where, ago(now, act.anyLast))
+	}
+	if n := act.ignoredNote(now, id.manager); n != "" {
+		fd.message += "; " + n
 	}
 	return fd
 }
@@ -378,6 +390,45 @@ type activity struct {
 	anyLast        time.Time
 	seen           bool
 	wroteElsewhere bool
+	// group is set when only writes to objects of the object's own API group count: the
+	// manager's name is one many programs share (sharedManagerName). ignoredLast is then
+	// its latest write to other groups after the deletion began, not counted (ignored:
+	// there is one).
+	group       *string
+	ignoredLast time.Time
+	ignored     bool
+}
+
+// sharedManagerNames are field manager names many programs write as: kubebuilder's and
+// operator-sdk's scaffolds build a binary called manager, and the API server names the
+// field manager of a client that names none after its binary. The clients that apply
+// manifests for people (owner.IsGenericManager) are shared names too.
+var sharedManagerNames = sets.New("manager", "controller-manager", "controller", "operator", "main", "app", "helm-operator", "ansible-operator")
+
+// sharedManagerName reports whether many programs may write as field manager m: its
+// writes count for a controller only in the API group of the object the controller
+// holds, where the same name is far more likely the same program.
+func sharedManagerName(m string) bool {
+	return sharedManagerNames.Has(m) || owner.IsGenericManager(m)
+}
+
+// elsewhere says where the writes elsewhere that count were measured.
+func (a *activity) elsewhere() string {
+	switch {
+	case a.group == nil:
+		return "other objects"
+	case *a.group == "":
+		return "other objects of the core API group"
+	}
+	return "other objects of API group " + *a.group
+}
+
+// ignoredNote says what writes of a shared manager name were not counted, or "".
+func (a *activity) ignoredNote(now time.Time, manager string) string {
+	if !a.ignored {
+		return ""
+	}
+	return fmt.Sprintf("%s wrote to objects of other API groups %s ago, which is not counted: many programs write as %s, so only its writes to the object's own API group count", manager, ago(now, a.ignoredLast), manager)
 }
 
 // activity measures the writes of id's field manager. managedFields keep whole seconds:
@@ -395,7 +446,16 @@ func (d *diagnoser) activity(o *kube.Object, id *controllerID) activity {
 		}
 	}
 	a.wroteObj = a.objLast.After(deleted)
-	a.anyLast, a.seen = d.f.res.ManagerActivity[id.manager]
+	if sharedManagerName(id.manager) {
+		group := o.Resource.Group
+		a.group = &group
+		a.anyLast, a.seen = d.f.res.ManagerGroupActivity[scan.ManagerGroup{Manager: id.manager, Group: group}]
+		if all, ok := d.f.res.ManagerActivity[id.manager]; ok && all.After(a.anyLast) && all.After(deleted) && all.After(a.objLast) {
+			a.ignoredLast, a.ignored = all, true
+		}
+	} else {
+		a.anyLast, a.seen = d.f.res.ManagerActivity[id.manager]
+	}
 	a.wroteElsewhere = a.anyLast.After(deleted) && a.anyLast.After(a.objLast)
 	return a
 }
@@ -407,7 +467,7 @@ func aliveEvidence(now time.Time, running []workloadState, act activity, recentE
 		out = append(out, "its "+w.String())
 	}
 	if recentElsewhere || (len(running) == 0 && act.wroteElsewhere) {
-		out = append(out, fmt.Sprintf("it wrote to other objects %s ago, which proves it runs, not that it works on this one", ago(now, act.anyLast)))
+		out = append(out, fmt.Sprintf("it wrote to %s %s ago, which proves it runs, not that it works on this one", act.elsewhere(), ago(now, act.anyLast)))
 	}
 	if len(out) == 0 && act.wroteObj {
 		out = append(out, fmt.Sprintf("it wrote this object %s ago", ago(now, act.objLast)))
@@ -449,7 +509,7 @@ func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *con
 		case len(a.missing) > 0:
 			forbidden = append(forbidden, fmt.Sprintf("ServiceAccount %s (of %s %s/%s) may not %s", a.serviceAccount, w.Kind, w.Namespace, w.Name, strings.Join(a.missing, ", nor ")))
 		default:
-			checks = append(checks, fmt.Sprintf("its ServiceAccount %s may list, watch and patch %s %s, so permissions are not why", a.serviceAccount, o.Resource, inNamespace(o)))
+			checks = append(checks, a.allowed(o))
 		}
 		notes = append(notes, a.notes...)
 	}
@@ -477,7 +537,7 @@ func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *con
 	}
 	var steps []string
 	for _, w := range running {
-		steps = append(steps, fmt.Sprintf("kubectl logs -n %s %s/%s --since=%s", w.Namespace, logsKind[w.Kind], w.Name, sinceFlag(now.Sub(deleted))))
+		steps = append(steps, w.logsCommand(now.Sub(deleted)))
 	}
 	next := "find out why a running " + id.who + " ignores it: "
 	if len(steps) > 0 {
@@ -557,6 +617,30 @@ func (f *facts) scope() string {
 
 // clusterScope is the scope of a scan of the whole cluster.
 func (f *facts) clusterScope() string { return "in the cluster" }
+
+// provenOwner proves, when it cheaply can, that a warning whose reporter name is not
+// the owner's comes from the owner all the same: the Event was written by the field
+// manager that wrote the finalizer (its managedFields), or its reportingInstance is a pod
+// name of one of the owner's workloads (controller-runtime reports the pod's hostname).
+// It says how, or "" when nothing proves it.
+func (d *diagnoser) provenOwner(e *eventsv1.Event, id *controllerID, fin finalizev1alpha1.Finalizer) string {
+	if id.manager != "" {
+		for _, m := range e.ManagedFields {
+			if m.Manager == id.manager {
+				return fmt.Sprintf("its Event was written by field manager %s, which wrote %s", id.manager, fin.Name)
+			}
+		}
+	}
+	if e.ReportingInstance == "" || len(id.workloads) == 0 {
+		return ""
+	}
+	for _, w := range d.f.workloadsOf(id.workloads...).found {
+		if strings.HasPrefix(e.ReportingInstance, w.Name+"-") {
+			return fmt.Sprintf("it reports from %s, a pod name of its %s %s/%s", e.ReportingInstance, w.Kind, w.Namespace, w.Name)
+		}
+	}
+	return ""
+}
 
 // itOr is "it" when the controller is the reporter, else the controller's name.
 func itOr(controller, reporter string) string {

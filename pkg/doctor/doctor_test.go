@@ -503,6 +503,7 @@ func deployment(ns, name string, replicas, ready int64, sa string, env ...corev1
 	_ = unstructured.SetNestedField(dep.Object, replicas, "spec", "replicas")
 	_ = unstructured.SetNestedField(dep.Object, ready, "status", "readyReplicas")
 	_ = unstructured.SetNestedField(dep.Object, sa, "spec", "template", "spec", "serviceAccountName")
+	_ = unstructured.SetNestedStringMap(dep.Object, map[string]string{"app.kubernetes.io/name": name, "control-plane": "controller-manager"}, "spec", "selector", "matchLabels")
 	container := map[string]any{"name": "manager", "image": "example.com/" + name}
 	var vars []any
 	for _, e := range env {
@@ -542,6 +543,7 @@ func TestTheWriterIsTheControllerWhenTheCatalogueNamesNoWorkload(t *testing.T) {
 	applied := fluxObject("infra", "kubectl-client-side-apply")
 	res := result(written, applied)
 	res.ManagerActivity["kustomize-controller"] = now.Add(-2 * time.Hour)
+	res.ManagerGroupActivity = map[scan.ManagerGroup]time.Time{{Manager: "kustomize-controller", Group: kustomizations.Group}: now.Add(-2 * time.Hour)}
 	res.Index.Workloads = []scan.Workload{{Kind: "Deployment", Namespace: "flux-system", Name: "kustomize-controller"}}
 	rep := diagnose(t, res, deployment("flux-system", "kustomize-controller", 0, 0, "kustomize-controller"))
 	wantCause(t, rep, written, finalizev1alpha1.ReasonControllerInactive, "kustomize-controller has written nothing since the deletion began 60m ago",
@@ -608,11 +610,18 @@ func TestARunningControllerThatDoesNothing(t *testing.T) {
 	dep := deployment("ops", "db-operator", 2, 1, "operator-sa", corev1.EnvVar{Name: "WATCH_NAMESPACE", Value: "ops,b"})
 	rep := diagnose(t, res, dep)
 	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerIdle, "db-operator runs (its Deployment ops/db-operator has 1/2 ready replicas)",
-		"its ServiceAccount ops/operator-sa may list, watch and patch databases.db.example.com in namespace a, so permissions are not why", "its pod template sets env WATCH_NAMESPACE to ops,b: it may not watch namespace a",
-		"kubectl logs -n ops deploy/db-operator", "kubectl auth can-i patch databases.db.example.com -n a --as system:serviceaccount:ops:operator-sa")
-	if c := rep.Cause(o); strings.Contains(c.NextStep, "bring db-operator back") {
-		t.Errorf("a running controller is to be brought back: %s", c.NextStep)
+		"SubjectAccessReviews allow its ServiceAccount ops/operator-sa to list and watch databases.db.example.com cluster-wide and to patch them in namespace a: its permissions do not stop it seeing the object or removing its finalizer (whether it watches namespace a is another matter)",
+		"its pod template sets env WATCH_NAMESPACE to ops,b: it may not watch namespace a",
+		"kubectl logs -n ops -l app.kubernetes.io/name=db-operator,control-plane=controller-manager --all-containers --prefix --tail=-1 --since=61m",
+		"kubectl auth can-i patch databases.db.example.com -n a --as system:serviceaccount:ops:operator-sa")
+	if c := rep.Cause(o); strings.Contains(c.NextStep, "bring db-operator back") || strings.Contains(c.Message, "permissions are not why") || strings.Contains(c.NextStep, "deploy/db-operator") {
+		t.Errorf("a running controller is to be brought back, its permissions said beyond what was checked, or one pod's logs read: %s / %s", c.Message, c.NextStep)
 	}
+	// A selector without matchLabels: the logs by kind and name.
+	bare := dep.DeepCopy()
+	unstructured.RemoveNestedField(bare.Object, "spec", "selector")
+	rep = diagnose(t, res, bare)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerIdle, "kubectl logs -n ops deploy/db-operator --all-containers --since=61m")
 	wantRoot(t, rep, finalizev1alpha1.ReasonControllerIdle, controllerSubject("db-operator"), 1)
 
 	rep = diagnose(t, res, dep, denyReview("watch"))
@@ -657,7 +666,7 @@ func TestPermissionsAreAskedPerTypeAndNamespace(t *testing.T) {
 	reviews := denyReview()
 	rep := diagnose(t, res, deployment("ops", "db-operator", 1, 1, "db-operator"), reviews)
 	for _, o := range objs {
-		wantCause(t, rep, o, finalizev1alpha1.ReasonControllerIdle, "may list, watch and patch databases.db.example.com in namespace a")
+		wantCause(t, rep, o, finalizev1alpha1.ReasonControllerIdle, "allow its ServiceAccount ops/db-operator to list and watch databases.db.example.com cluster-wide and to patch them in namespace a")
 	}
 	if reviews.asked != 5 {
 		t.Errorf("%d SubjectAccessReviews, want 5 (list, watch, patch, update, update finalizers)", reviews.asked)
@@ -720,6 +729,22 @@ func TestAnOperatorsOwnWarningUnderAnotherNameIsFailing(t *testing.T) {
 		t.Errorf("the operator's own warning is not its failure: %s / %s", c.Message, c.NextStep)
 	}
 	wantRoot(t, rep, finalizev1alpha1.ReasonControllerFailing, controllerSubject("manager"), 1)
+
+	// Proven the owner's: the Event was written by the field manager that wrote the
+	// finalizer; or it reports from a pod of the owner's workload.
+	written := ev.DeepCopy()
+	written.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate}}
+	rep = diagnose(t, res, written)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerFailing, "(its Event was written by field manager manager, which wrote db.example.com/finalizer)")
+	if c := rep.Cause(o); strings.Contains(c.Message, "taken as") {
+		t.Errorf("a proven owner's warning is said taken as its: %s", c.Message)
+	}
+	fromPod := ev.DeepCopy()
+	fromPod.ReportingInstance = "manager-7d9f8c-x2x4z"
+	res.Index.Workloads = []scan.Workload{{Kind: "Deployment", Namespace: "ops", Name: "manager"}}
+	rep = diagnose(t, res, fromPod, deployment("ops", "manager", 1, 1, "manager"))
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerFailing, "(it reports from manager-7d9f8c-x2x4z, a pod name of its Deployment ops/manager)")
+	res.Index.Workloads = nil
 
 	// A Kubernetes component's warning on the same object stays context.
 	kubelet := ev.DeepCopy()
@@ -807,7 +832,7 @@ func TestReviewsAreAskedClusterWideFirstAndFailuresOnce(t *testing.T) {
 	reviews := denyReview()
 	rep := diagnose(t, res, dep, reviews)
 	for _, o := range objs {
-		wantCause(t, rep, o, finalizev1alpha1.ReasonControllerIdle, "may list, watch and patch databases.db.example.com in namespace "+o.Meta.Namespace)
+		wantCause(t, rep, o, finalizev1alpha1.ReasonControllerIdle, "to list and watch databases.db.example.com cluster-wide and to patch them in namespace "+o.Meta.Namespace)
 	}
 	if reviews.asked != 5 {
 		t.Errorf("%d SubjectAccessReviews for three namespaces allowed cluster-wide, want 5", reviews.asked)
@@ -816,9 +841,20 @@ func TestReviewsAreAskedClusterWideFirstAndFailuresOnce(t *testing.T) {
 	local := denyReview("patch")
 	local.namespaced = true
 	rep = diagnose(t, res, dep, local)
-	wantCause(t, rep, objs[0], finalizev1alpha1.ReasonControllerIdle, "may list, watch and patch databases.db.example.com in namespace ns-0")
+	wantCause(t, rep, objs[0], finalizev1alpha1.ReasonControllerIdle, "to list and watch databases.db.example.com cluster-wide and to patch them in namespace ns-0")
 	if local.asked != 5+3 {
 		t.Errorf("%d SubjectAccessReviews, want 8 (five cluster-wide, patch again in each of three namespaces)", local.asked)
+	}
+
+	// list and watch allowed in the namespace only: a cluster-wide informer is refused.
+	listLocal := denyReview("list", "watch")
+	listLocal.namespaced = true
+	rep = diagnose(t, res, dep, listLocal)
+	wantCause(t, rep, objs[0], finalizev1alpha1.ReasonControllerIdle,
+		"to list and watch databases.db.example.com in namespace ns-0 only, not cluster-wide, and to patch them there: if it watches every namespace",
+		"its informer's cluster-wide list is refused", "kubectl auth can-i list databases.db.example.com -A --as system:serviceaccount:ops:db-operator")
+	if c := rep.Cause(objs[0]); strings.Contains(c.Message, "do not stop it seeing") {
+		t.Errorf("namespace-only list and watch said to let it see the object: %s", c.Message)
 	}
 
 	timeout := denyReview()
@@ -828,4 +864,29 @@ func TestReviewsAreAskedClusterWideFirstAndFailuresOnce(t *testing.T) {
 	if timeout.asked != 1 {
 		t.Errorf("a timing-out authorizer was asked %d times, want 1", timeout.asked)
 	}
+}
+
+// TestASharedManagerNamesWritesCountOnlyInItsGroup: "manager" is the field manager of
+// every kubebuilder operator. Its writes to ConfigMaps say nothing about the operator of
+// databases.db.example.com; its writes to other databases do. A specific name's writes
+// count in every group.
+func TestASharedManagerNamesWritesCountOnlyInItsGroup(t *testing.T) {
+	o := writtenBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), "manager", now.Add(-2*time.Hour))
+	res := result(o)
+	res.ManagerActivity["manager"] = now.Add(-time.Minute)
+	res.ManagerGroupActivity = map[scan.ManagerGroup]time.Time{{Manager: "manager", Group: ""}: now.Add(-time.Minute), {Manager: "manager", Group: "db.example.com"}: now.Add(-2 * time.Hour)}
+	rep := diagnose(t, res)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerInactive, "manager has written nothing since the deletion began 60m ago",
+		"manager wrote to objects of other API groups 60s ago, which is not counted: many programs write as manager, so only its writes to the object's own API group count")
+
+	res.ManagerGroupActivity[scan.ManagerGroup{Manager: "manager", Group: "db.example.com"}] = now.Add(-time.Minute)
+	rep = diagnose(t, res)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerIdle, "it wrote to other objects of API group db.example.com 60s ago, which proves it runs, not that it works on this one")
+
+	specific := managedBy(stuck(databases, "a", "users", "db.example.com/finalizer"), now.Add(-2*time.Hour))
+	res = result(specific)
+	res.ManagerActivity["db-operator"] = now.Add(-time.Minute)
+	res.ManagerGroupActivity = map[scan.ManagerGroup]time.Time{{Manager: "db-operator", Group: ""}: now.Add(-time.Minute)}
+	rep = diagnose(t, res)
+	wantCause(t, rep, specific, finalizev1alpha1.ReasonControllerIdle, "it wrote to other objects 60s ago, which proves it runs")
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,8 @@ type workloadState struct {
 	// Watches is what its pod template says of the namespaces it watches (an environment
 	// variable or a flag), empty when it says nothing.
 	Watches []watchSetting
+	// Selector is its spec.selector.matchLabels: how to find all of its pods.
+	Selector map[string]string
 }
 
 // watchSetting is one setting of a pod template that limits a controller to namespaces.
@@ -208,6 +211,7 @@ func stateOf(kind string, u *unstructured.Unstructured) workloadState {
 		st.Desired = v
 	}
 	st.Ready, _, _ = unstructured.NestedInt64(u.Object, fields.ready...)
+	st.Selector, _, _ = unstructured.NestedStringMap(u.Object, "spec", "selector", "matchLabels")
 	spec, _, _ := unstructured.NestedMap(u.Object, "spec", "template", "spec")
 	if sa, _, _ := unstructured.NestedString(spec, "serviceAccountName"); sa != "" {
 		st.ServiceAccount = sa
@@ -223,6 +227,28 @@ func stateOf(kind string, u *unstructured.Unstructured) workloadState {
 		st.Watches = append(st.Watches, watchSettings(cm, st.Namespace)...)
 	}
 	return st
+}
+
+// logsCommand reads the logs of every pod of the workload since d ago: by its selector's
+// matchLabels (with leader election, one pod of several works, and kubectl logs
+// deploy/NAME reads one chosen pod, perhaps a standby), every container, each line
+// prefixed with its pod and container; by kind and name only when the selector has no
+// matchLabels. kubectl shows the last 10 lines of each pod when given a selector unless
+// --tail says otherwise.
+func (w *workloadState) logsCommand(d time.Duration) string {
+	if len(w.Selector) == 0 {
+		return fmt.Sprintf("kubectl logs -n %s %s/%s --all-containers --since=%s", w.Namespace, logsKind[w.Kind], w.Name, sinceFlag(d))
+	}
+	keys := make([]string, 0, len(w.Selector))
+	for k := range w.Selector {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var sel []string
+	for _, k := range keys {
+		sel = append(sel, k+"="+w.Selector[k])
+	}
+	return fmt.Sprintf("kubectl logs -n %s -l %s --all-containers --prefix --tail=-1 --since=%s", w.Namespace, strings.Join(sel, ","), sinceFlag(d))
 }
 
 // watchEnv and watchFlags are how controllers are commonly limited to namespaces:

@@ -92,6 +92,10 @@ type Result struct {
 	// object listed, stuck or not: a controller that wrote nothing since an object's
 	// deletion began is a suspect.
 	ManagerActivity map[string]time.Time
+	// ManagerGroupActivity is the same per API group of the objects written: a manager
+	// name many programs share ("manager") writing to one group says nothing about the
+	// program of that name that writes to another.
+	ManagerGroupActivity map[ManagerGroup]time.Time
 	// ObjectsSeen counts every object listed.
 	ObjectsSeen int64
 	// Now is the time the scan measured ages against.
@@ -105,6 +109,9 @@ type Result struct {
 	Namespaces    []string
 	LabelSelector string
 }
+
+// ManagerGroup is a field manager and the API group of objects it wrote.
+type ManagerGroup struct{ Manager, Group string }
 
 // Scanner lists through these clients.
 type Scanner struct {
@@ -132,7 +139,7 @@ func (s *Scanner) Scan(ctx context.Context, opts Options) (*Result, error) {
 	klog.V(2).InfoS("Discovery done", "resourceTypes", len(d.resources), "failedGroupVersions", len(d.incomplete), "duration", time.Since(started))
 
 	res := &Result{
-		Incomplete: relevantFailures(d.incomplete, opts), Groups: d.groups, ManagerActivity: map[string]time.Time{}, Now: now.Now(),
+		Incomplete: relevantFailures(d.incomplete, opts), Groups: d.groups, ManagerActivity: map[string]time.Time{}, ManagerGroupActivity: map[ManagerGroup]time.Time{}, Now: now.Now(),
 	}
 	if opts.Index {
 		res.Index = newIndex()
@@ -258,6 +265,9 @@ func (st *state) done(r kube.Resource, tr typeResult) {
 	for m, t := range tr.activity {
 		if t.After(st.res.ManagerActivity[m]) {
 			st.res.ManagerActivity[m] = t
+		}
+		if k := (ManagerGroup{Manager: m, Group: r.Group}); t.After(st.res.ManagerGroupActivity[k]) {
+			st.res.ManagerGroupActivity[k] = t
 		}
 	}
 	switch {

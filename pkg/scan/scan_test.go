@@ -351,6 +351,9 @@ func TestScanRecordsManagerActivity(t *testing.T) {
 	if got := res.ManagerActivity["db-operator"]; !got.Equal(t1.Time) {
 		t.Errorf("db-operator last wrote %v, want %v (healthy objects count too)", got, t1)
 	}
+	if core, db := res.ManagerGroupActivity[ManagerGroup{"db-operator", ""}], res.ManagerGroupActivity[ManagerGroup{"db-operator", "db.example.com"}]; !core.Equal(t1.Time) || !db.Equal(t0.Time) {
+		t.Errorf("db-operator last wrote %v to the core group and %v to db.example.com, want %v and %v", core, db, t1, t0)
+	}
 	if len(res.Objects) != 1 {
 		t.Fatal(res.Objects)
 	}

@@ -268,6 +268,20 @@ func TestARunningControllerThatDoesNothing(t *testing.T) {
 	idle := stuckAs(t, gvr, ns, "w-idle", group+"/cleanup", "idle-operator")
 	locked := stuckAs(t, gvr, ns, "w-locked", group+"/cleanup", "locked-operator")
 	elsewhere := stuckAs(t, gvr, ns, "w-elsewhere", group+"/cleanup", "elsewhere-operator")
+	// Its RBAC is a Role in the object's namespace only: a RoleBinding there.
+	operator(t, ops, "local-operator", 1, 1, "", nil, nil)
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "local-operator"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{group}, Resources: []string{"widgets", "widgets/finalizers"}, Verbs: all}}}
+	if _, err := cp.Kube(t).RbacV1().Roles(ns).Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "local-operator"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ops, Name: "local-operator"}}}
+	if _, err := cp.Kube(t).RbacV1().RoleBindings(ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	local := stuckAs(t, gvr, ns, "w-local", group+"/cleanup", "local-operator")
 
 	// Within the window, a ready controller is not proven stuck.
 	rep := diagnoseWindow(t, time.Hour)
@@ -276,18 +290,23 @@ func TestARunningControllerThatDoesNothing(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond)
 	rep = diagnoseWindow(t, 2*time.Second)
 	c := wantCause(t, rep, idle, finalizev1alpha1.ReasonControllerIdle, "idle-operator runs (its Deployment "+ops+"/idle-operator has 1/1 ready replicas) but has written nothing to this object since the deletion began",
-		"its ServiceAccount "+ops+"/idle-operator may list, watch and patch widgets."+group+" in namespace "+ns+", so permissions are not why",
-		"kubectl logs -n "+ops+" deploy/idle-operator", "whether it watches namespace "+ns,
+		"SubjectAccessReviews allow its ServiceAccount "+ops+"/idle-operator to list and watch widgets."+group+" cluster-wide and to patch them in namespace "+ns+": its permissions do not stop it seeing the object or removing its finalizer",
+		"kubectl logs -n "+ops+" -l app=idle-operator --all-containers --prefix --tail=-1 --since=", "whether it watches namespace "+ns,
 		"kubectl auth can-i patch widgets."+group+" -n "+ns+" --as system:serviceaccount:"+ops+":idle-operator")
-	if strings.Contains(c.NextStep, "bring idle-operator back") {
-		t.Errorf("a running controller is to be brought back: %s", c.NextStep)
+	if strings.Contains(c.NextStep, "bring idle-operator back") || strings.Contains(c.Message, "permissions are not why") {
+		t.Errorf("a running controller is to be brought back, or its permissions said beyond what was checked: %s / %s", c.Message, c.NextStep)
 	}
+	t.Logf("ControllerIdle, as the doctor says it:\n%s\nNext: %s", c.Message, c.NextStep)
 	wantRoot(t, rep, finalizev1alpha1.ReasonControllerIdle, finalizev1alpha1.Subject{Kind: "Controller", Name: "idle-operator"}, idle)
-	wantCause(t, rep, locked, finalizev1alpha1.ReasonControllerForbidden,
+	c = wantCause(t, rep, locked, finalizev1alpha1.ReasonControllerForbidden,
 		"ServiceAccount "+ops+"/locked-operator (of Deployment "+ops+"/locked-operator) may not patch or update widgets."+group+" in namespace "+ns+" (it cannot remove its finalizer)",
 		"may not update widgets."+group+"/finalizers", "grant what it lacks")
+	t.Logf("ControllerForbidden, as the doctor says it:\n%s\nNext: %s", c.Message, c.NextStep)
 	wantRoot(t, rep, finalizev1alpha1.ReasonControllerForbidden, finalizev1alpha1.Subject{Kind: "Controller", Name: "locked-operator"}, locked)
 	wantCause(t, rep, elsewhere, finalizev1alpha1.ReasonControllerIdle, "its pod template sets env WATCH_NAMESPACE to "+ops+": it may not watch namespace "+ns)
+	wantCause(t, rep, local, finalizev1alpha1.ReasonControllerIdle,
+		"SubjectAccessReviews allow its ServiceAccount "+ops+"/local-operator to list and watch widgets."+group+" in namespace "+ns+" only, not cluster-wide, and to patch them there",
+		"its informer's cluster-wide list is refused", "kubectl auth can-i list widgets."+group+" -A --as system:serviceaccount:"+ops+":local-operator")
 
 	// The flag through the command.
 	if c := causeOf(t, "w-idle", "widgets."+group+"/w-idle", "-n", ns, "--progress-window", "1s"); c.Reason != finalizev1alpha1.ReasonControllerIdle {
@@ -382,8 +401,21 @@ func TestADownWorkloadIsNotRevivedByAnotherProgramsWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := diagnoseWindow(t, 2*time.Second)
+	// "manager" is a name many programs share: its writes to ConfigMaps, another API
+	// group, are not counted.
 	c := wantCause(t, rep, o, finalizev1alpha1.ReasonControllerInactive, "its Deployment "+ops+"/manager has 0/1 ready replicas",
-		"manager also wrote elsewhere", "(another instance or another program of that name)")
+		"manager wrote to objects of other API groups", "which is not counted: many programs write as manager")
+	if strings.Contains(c.Message, "also wrote") {
+		t.Errorf("a shared name's write to another API group is counted: %s", c.Message)
+	}
+	// A write to another object of the object's own group counts as that name's.
+	other2 := cp.Namespace(t)
+	held := fixture.Custom(gvr, "Widget", other2, "other")
+	held.Object["spec"] = map[string]any{"size": int64(1)} // an object with nothing but a name gets no managedFields
+	fixture.Held(t, fixture.Dynamic{ResourceInterface: dynamic.NewForConfigOrDie(cp.Config).Resource(gvr).Namespace(other2), Manager: "manager"}, held)
+	rep = diagnoseWindow(t, 2*time.Second)
+	c = wantCause(t, rep, o, finalizev1alpha1.ReasonControllerInactive, "its Deployment "+ops+"/manager has 0/1 ready replicas",
+		"manager also wrote to other objects of API group "+group, "(another instance or another program of that name)")
 	if strings.Contains(c.Message, "was found") || strings.Contains(c.Message, "not found") {
 		t.Errorf("a workload found is said not found: %s", c.Message)
 	}
