@@ -192,6 +192,50 @@ func TestTheRunbookWalksEveryCause(t *testing.T) {
 	}
 }
 
+// TestTheScanHelpNamesEveryIncompleteReason checks that the scan's help says what each
+// reason of an "incomplete" entry means: the typed IncompleteReason constants of
+// types.go, and ConversionWebhookUnavailable, a cause and an incomplete reason at once.
+func TestTheScanHelpNamesEveryIncompleteReason(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "../apis/finalize/v1alpha1/types.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := []string{finalizev1alpha1.ReasonConversionWebhookUnavailable}
+	for _, decl := range f.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "IncompleteReason" {
+				continue
+			}
+			for _, v := range vs.Values {
+				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					r, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					reasons = append(reasons, r)
+				}
+			}
+		}
+	}
+	if !slices.Contains(reasons, string(finalizev1alpha1.ReasonClusterUnreachable)) {
+		t.Fatalf("the incomplete reasons read from types.go (%q) lack ClusterUnreachable", reasons)
+	}
+	help, err := os.ReadFile("../../docs/reference/kubectl_finalize_scan.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reasons {
+		if !regexp.MustCompile(`(?m)^\s+` + r + `\s+\S`).Match(help) {
+			t.Errorf("the scan's help (docs/reference/kubectl_finalize_scan.md) does not say what incomplete reason %s means", r)
+		}
+	}
+}
+
 var link = regexp.MustCompile(`\]\(([^)#\s]+)(?:#[^)]*)?\)`)
 
 // TestRelativeLinksResolve checks that every link of the docs to a file of the

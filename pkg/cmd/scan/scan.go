@@ -49,6 +49,25 @@ If a resource type cannot be discovered or listed (an unavailable APIService, a 
 you may not list), the scan goes on, warns on stderr, lists it under "incomplete" in
 -o json|yaml, and exits with status 3: a partial scan never looks clean.
 
+Each "incomplete" entry has a reason:
+
+  DiscoveryFailed               the group version could not be discovered, most often an
+                                aggregated API whose APIService is unavailable
+                                (kubectl get apiservices; kubectl finalize doctor names it).
+  Forbidden                     you may not list the type: run as someone who may, or
+                                accept that its stuck objects are not shown.
+  ListFailed                    listing failed otherwise (a timeout, a server error);
+                                the message says how. Run the scan again.
+  ConversionWebhookUnavailable  a CRD's conversion webhook fails (its service is missing,
+                                has no ready endpoints, or its TLS is not trusted), so its
+                                objects stored at one version cannot be listed at the
+                                version the scan lists. The same failure stops the
+                                namespace controller in every namespace being deleted
+                                whose list of the type fails. The message names the CRD
+                                and why its webhook fails: restore the webhook;
+                                kubectl finalize doctor says what else can be done safely.
+  ClusterUnreachable            with several contexts: a whole cluster could not be read.
+
 With --context given more than once, --all-contexts or --context-selector, the clusters
 of those kubeconfig contexts are scanned, --cluster-concurrency at a time, each within
 --cluster-timeout. Every object then names its cluster: a CLUSTER column, a "cluster"
