@@ -413,8 +413,12 @@ func (d *diagnoser) conversionFindings(o *kube.Object) (fs []finding, stale []st
 			seen[label] = true
 			live := d.listNow(cv, ns)
 			if live.ok {
-				stale = append(stale, fmt.Sprintf("the namespace controller reported %s ago (condition %s) that the conversion webhook of CRD %s failed, but the same list made now succeeds (%s), so that report is stale",
-					ago(d.f.now, c.LastTransitionTime.Time), c.Type, label, cv.listCommand(ns)))
+				when := "earlier"
+				if !c.LastTransitionTime.IsZero() {
+					when = ago(d.f.now, c.LastTransitionTime.Time) + " ago"
+				}
+				stale = append(stale, fmt.Sprintf("the namespace controller reported %s (condition %s) that the conversion webhook of CRD %s failed, but the same list made now succeeds (%s), so that report is stale",
+					when, c.Type, label, cv.listCommand(ns)))
 				continue
 			}
 			msg := fmt.Sprintf("the namespace controller cannot list %s in the namespace: %s", cv.crd.typeName(), cv.message)

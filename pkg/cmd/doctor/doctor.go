@@ -40,7 +40,8 @@ ControllerFailing, WebhookBlocking, Progressing (the controller is at work: stuc
 proven yet), Unknown, ControllerIdle (the controller runs but has not written to the
 object for --progress-window), ControllerForbidden (it runs, but its ServiceAccount may
 not watch or patch the object), ConversionWebhookUnavailable (a CRD's conversion webhook
-cannot be reached: its lists fail, and with them namespace deletions),
+fails: its lists fail, and so does the deletion of every namespace where the namespace
+controller's list of the type fails),
 SnapshotsUsingClaim (VolumeSnapshots taken from the claim are not ready yet),
 VolumeStillAttached (VolumeAttachments still attach the volume to nodes), and for a pod
 whose deletion waits for its kubelet past --pod-grace-margin: NodeGone (its Node object
@@ -48,7 +49,8 @@ does not exist), NodeNotReady (its node is NotReady or Unknown), KubeletNotFinis
 node is Ready, but the kubelet has not stopped its containers or released its volumes).
 
 The doctor reads the scan's metadata and a few objects more (APIServices, webhook
-configurations and their endpoints, CRDs, pods of namespaces with stuck claims,
+configurations and their endpoints, CRDs, the type of a failing conversion webhook in
+each terminating namespace, pods of namespaces with stuck claims,
 VolumeSnapshots, VolumeAttachments, warning events, controllers' workloads), and asks
 the API server what idle controllers' ServiceAccounts may do (SubjectAccessReviews,
 which write nothing). It changes no object.
