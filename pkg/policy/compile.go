@@ -219,6 +219,15 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 // nodeIdentity are the identity values of a waitsForNode rule's templates.
 var nodeIdentity = []string{"nodeName", "providerID"}
 
+// nodeIdentity checks the identity values a waitsForNode rule's template uses.
+func (c *compiler) nodeIdentity(path *field.Path, s string, t *provider.Template) {
+	for _, name := range t.IdentityRefs() {
+		if !slices.Contains(nodeIdentity, name) {
+			c.add(field.Invalid(path, s, fmt.Sprintf("a rule with waitsForNode has the identity values %s of the node, not %s", strings.Join(nodeIdentity, ", "), name)))
+		}
+	}
+}
+
 // waitsForNode checks a rule that force-deletes pods waiting for the kubelet of a node
 // whose machine is gone: it matches pods only, and none of the finalizer fields apply.
 func (c *compiler) waitsForNode(path *field.Path, spec *finalizev1alpha1.Rule, r *Rule) {
@@ -291,6 +300,9 @@ func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 		c.add(field.Invalid(path.Child("url"), provider.RedactURL(h.URL), err.Error()))
 	} else {
 		c.editable(path.Child("url"), h.URL)
+		if t, err := provider.ParseTemplate(h.URL); err == nil && c.node {
+			c.nodeIdentity(path.Child("url"), h.URL, t)
+		}
 		if strings.HasPrefix(u.String(), "http://") {
 			c.warnings = append(c.warnings, fmt.Sprintf("%s: %s is plain http: its answers and headers travel unencrypted", path.Child("url"), provider.RedactURL(h.URL)))
 		}
@@ -467,12 +479,12 @@ func (c *compiler) template(path *field.Path, s string) {
 		return
 	}
 	c.editable(path, s)
+	if c.node {
+		c.nodeIdentity(path, s, t)
+	}
 	for _, name := range t.IdentityRefs() {
 		switch {
 		case c.node:
-			if !slices.Contains(nodeIdentity, name) {
-				c.add(field.Invalid(path, s, fmt.Sprintf("a rule with waitsForNode has the identity values %s of the node, not %s", strings.Join(nodeIdentity, ", "), name)))
-			}
 		case c.preset == nil:
 			c.add(field.Invalid(path, s, fmt.Sprintf("{identity.%s} needs a preset: identity values come from one", name)))
 		case !slices.Contains(c.preset.IdentityNames(), name):

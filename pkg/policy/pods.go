@@ -69,7 +69,7 @@ func (v *Verifier) VerifyPod(ctx context.Context, req plan.PodRequest) plan.Veri
 		return answer(finalizev1alpha1.VerdictUnknown, "node %s exists (%s), and the rule names no provider to ask whether its machine is gone: "+
 			"only the Node object's absence verifies under it", name, state)
 	}
-	a := v.askNode(ctx, rule, node)
+	a, _ := v.askNode(ctx, rule, node)
 	out.Verdict, out.Evidence = a.Verdict, fmt.Sprintf("node %s exists (%s); %s", name, state, a.Evidence)
 	if a.CannotRun {
 		v.mu.Lock()
@@ -99,10 +99,12 @@ func nodeState(n *corev1.Node) string {
 }
 
 // askNode asks the rule's provider about one node, once per rendered request in a pass.
-func (v *Verifier) askNode(ctx context.Context, rule *Rule, node *corev1.Node) provider.Answer {
+// asked is false when no request could be made from the node (a template value it lacks,
+// like a providerID): the provider was not asked.
+func (v *Verifier) askNode(ctx context.Context, rule *Rule, node *corev1.Node) (_ provider.Answer, asked bool) {
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(node)
 	if err != nil {
-		return provider.Unknown("node %s cannot be rendered: %v", node.Name, err)
+		return provider.Unknown("node %s cannot be rendered: %v", node.Name, err), false
 	}
 	full := &unstructured.Unstructured{Object: obj}
 	full.SetAPIVersion("v1")
@@ -113,7 +115,7 @@ func (v *Verifier) askNode(ctx context.Context, rule *Rule, node *corev1.Node) p
 	}
 	call, err := v.providers[rule.Name].Prepare(&provider.Request{Rule: rule.Name, Object: full, Identity: identity})
 	if err != nil {
-		return provider.Unknown("the request cannot be made from node %s: %v", node.Name, err)
+		return provider.Unknown("the request cannot be made from node %s: %v", node.Name, err), false
 	}
 	a := entry(&v.mu, v.cache, rule.Name+"\x00"+call.Key())
 	a.once.Do(func() {
@@ -124,7 +126,7 @@ func (v *Verifier) askNode(ctx context.Context, rule *Rule, node *corev1.Node) p
 		a.Answer = call.Do(ctx)
 		klog.V(4).InfoS("Provider answered about a node", "rule", rule.Name, "node", node.Name, "verdict", a.Verdict, "evidence", a.Evidence)
 	})
-	return a.Answer
+	return a.Answer, true
 }
 
 // checkNodes asks the rule's provider about Ready nodes, once per pass: their machines
@@ -154,7 +156,10 @@ func (v *Verifier) runNodeCheck(ctx context.Context, rule *Rule, c *check) {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, n); err != nil || !plan.IsReady(n) {
 			continue
 		}
-		a := v.askNode(ctx, rule, n)
+		a, asked := v.askNode(ctx, rule, n)
+		if !asked {
+			continue // proves nothing about the provider
+		}
 		ref := nodes.Ref("", n.Name, n.UID)
 		c.results = append(c.results, finalizev1alpha1.ControlResult{Target: ref, Verdict: a.Verdict, Evidence: a.Evidence})
 		if a.CannotRun && c.cannotRun == "" {
@@ -176,7 +181,7 @@ func (v *Verifier) runNodeCheck(ctx context.Context, rule *Rule, c *check) {
 	case len(c.unknown) > 0:
 		c.distrust = fmt.Sprintf("every Ready node its provider was asked about answered Unknown (%s), so it is not shown to tell a running machine from a gone one", joinFirst(c.unknown))
 	case rule.RequireLive:
-		c.distrust = "no node is Ready, so its provider could not be checked against a machine that runs" + requireLive
+		c.distrust = "no Ready node could be asked about (none is Ready, or none has what the request needs), so its provider could not be checked against a machine that runs" + requireLive
 		c.unchecked = true
 	}
 }

@@ -203,3 +203,25 @@ func TestMayMatchGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestRBACOfWaitsForNode: a rule that force-deletes pods gets get, list and delete on
+// pods, get on nodes, and list on nodes only when its provider is checked against Ready
+// nodes; it patches nothing.
+func TestRBACOfWaitsForNode(t *testing.T) {
+	role, _, err := roleOf(t, "- {name: gone-nodes, waitsForNode: true}\n", RBACOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"  resources:\n  - pods\n  verbs:\n  - get\n  - list\n  - delete\n", "  resources:\n  - nodes\n  verbs:\n  - get\n"} {
+		if !strings.Contains(role, want) {
+			t.Errorf("role lacks %q:\n%s", want, role)
+		}
+	}
+	if strings.Contains(role, "patch") || strings.Contains(role, "\"*\"") {
+		t.Errorf("the role patches, or names every type:\n%s", role)
+	}
+	role, _, err = roleOf(t, "- {name: gone-nodes, waitsForNode: true, verify: {exec: {command: [x, \"{identity.providerID}\"]}}}\n", RBACOptions{})
+	if err != nil || !strings.Contains(role, "  resources:\n  - nodes\n  verbs:\n  - get\n  - list\n") {
+		t.Errorf("a provider is checked against Ready nodes, listed: %v\n%s", err, role)
+	}
+}

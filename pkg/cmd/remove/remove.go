@@ -62,6 +62,14 @@ volume still attached. Removing it by hand skips that cleanup. So remove:
     synced before the write, then its record; no write starts without the intent), and
     with --backup-dir saves the whole object first.
 
+A pod whose deletion waits for the kubelet of its node (its grace period over by more
+than --pod-grace-margin, and no kubelet confirms) is force-deleted when no finalizer is
+named: DELETE with gracePeriodSeconds 0, preconditioned on its uid and resourceVersion,
+one pod per write. With --policy, a rule with waitsForNode must verify that the node's
+machine is gone (the Node object is gone, or its provider says so); without one,
+--force-unverified --reason says why. A pod of a Ready node is never force-deleted. The
+Event's reason is PodForceDeleted or PodForceDeletedUnverified.
+
 Nothing is removed when any requested removal is refused.`
 
 const example = `  # Remove the finalizer of a database once the policy's provider verified it is gone
@@ -72,6 +80,9 @@ const example = `  # Remove the finalizer of a database once the policy's provid
   kubectl finalize remove databases.db.example.com/orders -n team-a \
     --finalizer db.example.com/finalizer \
     --force-unverified --reason "operator uninstalled; RDS instance deleted by hand (INC-1234)"
+
+  # Force-delete a pod whose node's machine is gone, verified by the policy's waitsForNode rule
+  kubectl finalize remove pod/web-0 -n team-a --policy policy.yaml
 
   # What would be sent, checked by the API server and its admission webhooks
   kubectl finalize remove configmap/cfg --finalizer example.com/x --dry-run=server \
@@ -434,8 +445,31 @@ func (o *Options) preview(p *plan.Plan, api *finalizev1alpha1.RemovalPlan) error
 	case write.DryRunServer:
 		suffix = " (server dry run)"
 	}
-	fmt.Fprintf(o.ErrOut, "About to remove %s from %s%s:\n", printer.Plural(len(p.Actions), "finalizer"), printer.Plural(p.Objects(), "object"), suffix)
+	fmt.Fprintf(o.ErrOut, "About to %s%s:\n", what(p), suffix)
 	return printer.Removals(o.ErrOut, api.Actions, printer.RemovalTableOptions{})
+}
+
+// what says what the plan does: "remove 2 finalizers from 1 object", "force-delete 1
+// pod", or both.
+func what(p *plan.Plan) string {
+	pods, finalizers := 0, 0
+	objects := map[string]bool{}
+	for _, a := range p.Actions {
+		if a.ForceDelete {
+			pods++
+			continue
+		}
+		finalizers++
+		objects[string(a.UID)] = true
+	}
+	var parts []string
+	if pods > 0 {
+		parts = append(parts, "force-delete "+printer.Plural(pods, "pod"))
+	}
+	if finalizers > 0 || pods == 0 {
+		parts = append(parts, fmt.Sprintf("remove %s from %s", printer.Plural(finalizers, "finalizer"), printer.Plural(len(objects), "object")))
+	}
+	return strings.Join(parts, " and ")
 }
 
 // confirm asks on a terminal; default No. Without a terminal it refuses.
@@ -443,7 +477,8 @@ func (o *Options) confirm(p *plan.Plan) (bool, error) {
 	if !o.isTerminal() {
 		return false, util.UsageError(errors.New("refusing to remove finalizers without confirmation: stdin is not a terminal; pass --yes to confirm"))
 	}
-	fmt.Fprintf(o.ErrOut, "Remove %s from %s? [y/N]: ", printer.Plural(len(p.Actions), "finalizer"), printer.Plural(p.Objects(), "object"))
+	w := what(p)
+	fmt.Fprintf(o.ErrOut, "%s%s? [y/N]: ", strings.ToUpper(w[:1]), w[1:])
 	answer, err := bufio.NewReader(o.In).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return false, err
