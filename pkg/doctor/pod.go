@@ -272,7 +272,7 @@ func (d *diagnoser) unfinished(pod *corev1.Pod, node *corev1.Node) (string, []st
 	if len(states) > 0 {
 		parts = append(parts, "containers not stopped: "+strings.Join(states, ", "))
 	} else {
-		parts = append(parts, "every container terminated")
+		parts = append(parts, "every container stopped, and the kubelet has not released what the pod holds on the node (its volumes, including those the API does not show: emptyDir, configMap, secret, projected)")
 	}
 	inUse := map[string]bool{}
 	for _, v := range node.Status.VolumesInUse {

@@ -264,6 +264,14 @@ func (n *Node) KillContainer(ctx context.Context, id string) error {
 	return err
 }
 
+// StopKubelet stops the node's kubelet (SIGTERM, then SIGKILL after 10 s), as a machine
+// whose kubelet died: its containers keep running, its Node object and Lease stay as it
+// last wrote them, and nothing finishes the deletion of its pods. The node's stop at the
+// end of the package still removes the containers.
+func (n *Node) StopKubelet() {
+	n.kubelet.stop(10 * time.Second)
+}
+
 // ImportImage loads an image archive (docker save or OCI format) into the node's runtime,
 // where pods find it without pulling.
 func (n *Node) ImportImage(ctx context.Context, archive string) error {
