@@ -18,8 +18,10 @@ import (
 var podsRes = coreResource("pods", "Pod", true)
 
 // waitingPod is a pod of namespace ns whose grace period ended 10 minutes ago and whose
-// deletion waits for the kubelet of node, as the scan lists it, and the pod as read.
-func waitingPod(ns, name, node string, finalizers ...string) (*kube.Object, *corev1.Pod) {
+// deletion waits for the kubelet of node worker-3, as the scan lists it, and the pod as
+// read.
+func waitingPod(ns, name string, finalizers ...string) (*kube.Object, *corev1.Pod) {
+	const node = "worker-3"
 	ts := metav1.NewTime(now.Add(-10 * time.Minute))
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), DeletionTimestamp: &ts,
@@ -50,7 +52,7 @@ func lease(name string, renewed time.Duration) *coordinationv1.Lease {
 }
 
 func TestAPodOfAMissingNodeWaitsForAKubeletThatWillNeverAnswer(t *testing.T) {
-	o, p := waitingPod("a", "web-0", "worker-3")
+	o, p := waitingPod("a", "web-0")
 	o.Meta.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", Controller: ptr.To(true)}}
 	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-web-0"}}}}
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "data-web-0"},
@@ -64,8 +66,8 @@ func TestAPodOfAMissingNodeWaitsForAKubeletThatWillNeverAnswer(t *testing.T) {
 }
 
 func TestAPodOfANotReadyNodeSaysSinceWhenAndTheLastHeartbeat(t *testing.T) {
-	o, p := waitingPod("a", "web-0", "worker-3")
-	other, q := waitingPod("b", "api-0", "worker-3", "example.com/x")
+	o, p := waitingPod("a", "web-0")
+	other, q := waitingPod("b", "api-0", "example.com/x")
 	rep := diagnose(t, result(o, other), p, q, node("worker-3", corev1.ConditionUnknown, 5*time.Minute, 6*time.Minute), lease("worker-3", 5*time.Minute+30*time.Second))
 	wantCause(t, rep, o, finalizev1alpha1.ReasonNodeNotReady,
 		"node worker-3 is NotReady (Ready=Unknown since 5m ago, NodeStatusUnknown: Kubelet stopped posting node status",
@@ -86,7 +88,7 @@ func TestAPodOfANotReadyNodeSaysSinceWhenAndTheLastHeartbeat(t *testing.T) {
 }
 
 func TestAReadyNodesKubeletThatDoesNotFinishNamesContainersAndVolumes(t *testing.T) {
-	o, p := waitingPod("a", "web-0", "worker-3")
+	o, p := waitingPod("a", "web-0")
 	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "data"},
 		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1", AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}}}
@@ -111,7 +113,7 @@ func TestANamespaceHeldByPodsNamesThemAndTheirNodes(t *testing.T) {
 		Status: corev1.NamespaceStatus{Conditions: []corev1.NamespaceCondition{{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionTrue,
 			Message: "Some resources are remaining: pods. has 1 resource instances"}}}}
 	nsObj := kube.NewObject(namespaces, &ns.ObjectMeta, ns)
-	o, p := waitingPod("a", "web-0", "worker-3")
+	o, p := waitingPod("a", "web-0")
 	rep := diagnose(t, result(nsObj, o), p)
 	wantCause(t, rep, nsObj, finalizev1alpha1.ReasonNamespaceContentRemaining, "pods. has 1 resource instances")
 	c := rep.Cause(nsObj)

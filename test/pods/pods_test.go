@@ -131,8 +131,8 @@ func doctor(t *testing.T, ns string, args ...string) *finalizev1alpha1.Diagnosis
 	return &d
 }
 
-// wantCause checks the cause doctor gives a pod, and returns it.
-func wantCause(t *testing.T, d *finalizev1alpha1.Diagnosis, name, reason string, says ...string) *finalizev1alpha1.Cause {
+// wantCause checks the cause doctor gives a pod.
+func wantCause(t *testing.T, d *finalizev1alpha1.Diagnosis, name, reason string, says ...string) {
 	t.Helper()
 	o := find(d.Items, "Pod", name)
 	if o == nil || o.Cause == nil {
@@ -146,7 +146,6 @@ func wantCause(t *testing.T, d *finalizev1alpha1.Diagnosis, name, reason string,
 			t.Errorf("pod %s: cause %q, next step %q: does not say %q", name, o.Cause.Message, o.Cause.NextStep, s)
 		}
 	}
-	return o.Cause
 }
 
 func wantRoot(t *testing.T, d *finalizev1alpha1.Diagnosis, reason, node string, objects ...string) {
