@@ -174,9 +174,9 @@ func (r *run) controllerHazards() {
 			case len(staying) == 0:
 				msg += fmt.Sprintf(": %s deleted with it would stay Terminating", plural(len(deleting), "object"))
 			case len(deleting) == 0:
-				msg += fmt.Sprintf(": %s that stay would be stuck the day they are deleted", plural(len(staying), "object"))
+				msg += ": " + stayStuck(len(staying), "object")
 			default:
-				msg += fmt.Sprintf(": %s deleted with it would stay Terminating, and %s that stay would be stuck the day they are deleted", plural(len(deleting), "object"), plural(len(staying), "other"))
+				msg += fmt.Sprintf(": %s deleted with it would stay Terminating, and %s", plural(len(deleting), "object"), stayStuck(len(staying), "other"))
 			}
 			hz.Message = msg
 			hz.SafeOrder = []string{fmt.Sprintf("while %s runs, delete the objects that carry its finalizers; kubectl waits until they are gone: %s", name, strings.Join(deleteCommands(hz.Objects), "; "))}
@@ -361,13 +361,21 @@ func (r *run) conversionHazards() {
 		resource, group, _ := strings.Cut(u.GetName(), ".")
 		gr := schema.GroupResource{Group: group, Resource: resource}
 		hz := finalizev1alpha1.Hazard{Reason: finalizev1alpha1.HazardWebhookServiceDeleted, Cause: ref, Objects: []finalizev1alpha1.ObjectReference{}}
-		for n := range r.kept.present[gr] {
-			if r.set.namespaces[n] {
+		// When its objects could not be listed, which namespaces hold them is not known:
+		// every namespace of the deletion may.
+		unlisted := false
+		for _, in := range r.res.Incomplete {
+			if gv, err := schema.ParseGroupVersion(in.GroupVersion); err == nil && gv.Group == group && (in.Resource == "" || in.Resource == resource) {
+				unlisted = true
+			}
+		}
+		for n := range r.set.namespaces {
+			if unlisted || r.kept.present[gr][n] {
 				hz.Objects = append(hz.Objects, r.namespaceRef(n))
 			}
 		}
 		sortRefs(hz.Objects)
-		hz.Message = fmt.Sprintf("CRD %s stays, but its conversion webhook %s: its objects can no longer be read at another version than the one they are stored at; lists of them fail, the namespace controller's too, so namespaces that hold them cannot finish deleting (and, once the API server's watch cache of the type gives up, no namespace can)",
+		hz.Message = fmt.Sprintf("CRD %s stays, but its conversion webhook loses its service (%s): its objects can no longer be read at another version than the one they are stored at; lists of them fail, the namespace controller's too, so namespaces that hold them cannot finish deleting (and, once the API server's watch cache of the type gives up, no namespace can)",
 			u.GetName(), why)
 		hz.SafeOrder = append([]string{fmt.Sprintf("if the CRD goes too, delete its objects and then the CRD first (kubectl delete %s --all --all-namespaces; kubectl delete %s); if it stays, store every object at one version and set its conversion strategy to None, or keep its conversion webhook running",
 			gr, ref.ResourceName())}, r.finalSteps()...)
@@ -451,8 +459,8 @@ func (r *run) claimHazards() {
 			claim := claims[ns][n]
 			r.rep.Hazards = append(r.rep.Hazards, finalizev1alpha1.Hazard{
 				Reason: finalizev1alpha1.HazardClaimInUse, Cause: claim, Objects: []finalizev1alpha1.ObjectReference{claim},
-				Message: fmt.Sprintf("claim %s/%s is deleted, but %s that the deletion does not remove still use it (%s): kubernetes.io/pvc-protection keeps it Terminating until they are gone",
-					ns, n, plural(len(pods), "pod"), strings.Join(pods, ", ")),
+				Message: fmt.Sprintf("claim %s/%s is deleted, but %s that the deletion does not remove still %s it (%s): kubernetes.io/pvc-protection keeps it Terminating until they are gone",
+					ns, n, plural(len(pods), "pod"), map[bool]string{true: "uses", false: "use"}[len(pods) == 1], strings.Join(pods, ", ")),
 				SafeOrder: append([]string{fmt.Sprintf("stop the pods that use it first (scale their workload down, or delete them): kubectl delete pods -n %s %s", ns, strings.Join(pods, " "))},
 					r.finalSteps()...),
 			})
@@ -613,6 +621,14 @@ func deleteCommands(refs []finalizev1alpha1.ObjectReference) []string {
 		out = append(out, cmd+" "+strings.Join(names[g], " "))
 	}
 	return out
+}
+
+// stayStuck is "1 object that stays would be stuck the day it is deleted".
+func stayStuck(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun + " that stays would be stuck the day it is deleted"
+	}
+	return fmt.Sprintf("%d %ss that stay would be stuck the day they are deleted", n, noun)
 }
 
 func plural(n int, noun string) string {

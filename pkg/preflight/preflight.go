@@ -229,10 +229,10 @@ func nameKey(gr schema.GroupResource, namespace, name string) string {
 func (s *deletionSet) addTarget(ref finalizev1alpha1.ObjectReference) {
 	s.uids[ref.UID] = ref
 	s.byName[nameKey(ref.GroupResource(), ref.Namespace, ref.Name)] = true
-	switch gr := ref.GroupResource(); {
-	case gr == schema.GroupResource{Resource: "namespaces"}:
+	switch ref.GroupResource() {
+	case schema.GroupResource{Resource: "namespaces"}:
 		s.namespaces[ref.Name] = true
-	case gr == crdResource:
+	case crdResource:
 		resource, group, _ := strings.Cut(ref.Name, ".")
 		s.types[schema.GroupResource{Group: group, Resource: resource}] = ref.Name
 	}
