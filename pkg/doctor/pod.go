@@ -130,7 +130,7 @@ func (d *diagnoser) podWaitsForKubelet(o *kube.Object) finding {
 	caution := d.twoWriters(o, pod)
 	switch {
 	case st.gone:
-		msg := fmt.Sprintf("its grace period ended %s ago and it waits for the %s, but Node %s does not exist: no kubelet will ever confirm that its containers stopped; the pod garbage collector of kube-controller-manager force-deletes pods bound to a missing node about 40 s after it notices, so it is not running", overdue, kubeletOf(name), name)
+		msg := fmt.Sprintf("its grace period ended %s ago and it waits for the %s, but Node %s does not exist: no kubelet will ever confirm that its containers stopped; the pod garbage collector of kube-controller-manager force-deletes pods bound to a missing node 40 s after it finds the node gone (it looks every 20 s): if the node has been gone longer, it is not running", overdue, kubeletOf(name), name)
 		next := fmt.Sprintf("make sure machine %s is off for good (your cloud's console or instance API), then force-delete the pod: %s%s", name, force, caution)
 		return rooted(finalizev1alpha1.ReasonNodeGone, nodeSubject(name), msg, next,
 			fmt.Sprintf("Node %s does not exist, and the pods bound to it wait for a kubelet that will never answer", name)).
