@@ -538,7 +538,7 @@ func (c *compiler) shadowed() {
 		for _, earlier := range c.p.Rules[:j] {
 			if covers(earlier, later) {
 				c.add(field.Invalid(field.NewPath("rules").Index(j), later.Name,
-					fmt.Sprintf("can never match: rule %s before it matches every finalizer of every object it would, and the first rule that matches wins", earlier.Name)))
+					fmt.Sprintf("can never match: rule %s before it matches every %s it would, and the first rule that matches wins", earlier.Name, shadowedWhat(later))))
 				break
 			}
 		}
@@ -553,8 +553,21 @@ func (c *compiler) shadowed() {
 	}
 }
 
+// shadowedWhat names what a shadowed rule would have matched.
+func shadowedWhat(r *Rule) string {
+	if r.Spec.WaitsForNode {
+		return "pod"
+	}
+	return "finalizer of every object"
+}
+
 // covers reports whether a matches everything b matches.
 func covers(a, b *Rule) bool {
+	if a.Spec.WaitsForNode || b.Spec.WaitsForNode {
+		// Rules with waitsForNode match pods, never finalizers, and only each other.
+		return a.Spec.WaitsForNode && b.Spec.WaitsForNode && coversOptional(a.namespaces, b.namespaces) &&
+			(a.Spec.Selector == "" || a.Spec.Selector == b.Spec.Selector)
+	}
 	if len(a.finalizers) == 0 || len(b.finalizers) == 0 {
 		return false
 	}

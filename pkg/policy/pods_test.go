@@ -187,3 +187,21 @@ func TestVerifyPod(t *testing.T) {
 		})
 	}
 }
+
+// TestAShadowedWaitsForNodeRule: a waitsForNode rule after one that matches every pod it
+// would can never match; a finalizer rule neither shadows one nor is shadowed by one.
+func TestAShadowedWaitsForNodeRule(t *testing.T) {
+	spec, errs := Decode([]byte(header + `rules:
+- {name: all-finalizers, finalizers: ["*"], verify: {exec: {command: [x]}}}
+- {name: gone-nodes, waitsForNode: true, namespaces: ["prod-*"]}
+- {name: gone-in-prod-a, waitsForNode: true, namespaces: [prod-a], selector: app=web}
+- {name: gone-elsewhere, waitsForNode: true, namespaces: [dev]}
+`))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	_, errs, _ = Compile(spec)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `rules[2]: Invalid value: "gone-in-prod-a": can never match: rule gone-nodes before it matches every pod it would`) {
+		t.Errorf("errors %v", errs)
+	}
+}
