@@ -112,7 +112,11 @@ func (d *diagnoser) podWaitsForKubelet(o *kube.Object) finding {
 			"its grace period ended "+overdue+" ago, but it was never scheduled to a node, so no kubelet holds it",
 			"inspect it: kubectl get pod -n "+o.Meta.Namespace+" "+o.Meta.Name+" -o yaml", "a pod never scheduled waits for a kubelet")
 	}
-	pod, err := d.f.kube.CoreV1().Pods(o.Meta.Namespace).Get(d.f.ctx, o.Meta.Name, metav1.GetOptions{})
+	// The scan read the pod for its node; a scan that did not is read again.
+	pod, err := d.f.res.Pods[o.Meta.UID], error(nil)
+	if pod == nil {
+		pod, err = d.f.kube.CoreV1().Pods(o.Meta.Namespace).Get(d.f.ctx, o.Meta.Name, metav1.GetOptions{})
+	}
 	switch {
 	case apierrors.IsNotFound(err) || err == nil && pod.UID != o.Meta.UID:
 		return progressing(o, "the pod was deleted since the scan", kubeletOf(name))

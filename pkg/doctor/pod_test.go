@@ -129,3 +129,12 @@ func TestANamespaceHeldByPodsNamesThemAndTheirNodes(t *testing.T) {
 	rep = diagnose(t, result(nsObj, o), p)
 	wantCause(t, rep, nsObj, finalizev1alpha1.ReasonNamespaceContentRemaining, "1 pod being deleted waits for its kubelet")
 }
+
+func TestThePodTheScanReadIsNotReadAgain(t *testing.T) {
+	o, p := waitingPod("a", "web-0")
+	res := result(o)
+	res.Pods = map[types.UID]*corev1.Pod{p.UID: p}
+	// The API server no longer has it: the doctor does not ask.
+	rep := diagnose(t, res)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonNodeGone, "Node worker-3 does not exist")
+}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -93,8 +94,8 @@ func (tr *typeResult) listPod(r kube.Resource, meta *metav1.ObjectMeta, opts Opt
 	}
 }
 
-// podNodes fills in the node each pending pod waits for, and drops those that are gone
-// (or re-created) since they were listed.
+// podNodes fills in the node each pending pod waits for, keeps the pods as read for the
+// doctor, and drops those that are gone (or re-created) since they were listed.
 func (s *Scanner) podNodes(ctx context.Context, opts Options, tr *typeResult) error {
 	if len(tr.pending) == 0 {
 		return nil
@@ -140,6 +141,10 @@ func (s *Scanner) podNodes(ctx context.Context, opts Options, tr *typeResult) er
 			o.WaitsFor = nil // the kubelet just finished; its finalizers remain
 		default:
 			o.WaitsFor.Node = p.Spec.NodeName
+			if tr.pods == nil {
+				tr.pods = map[types.UID]*corev1.Pod{}
+			}
+			tr.pods[p.UID] = p
 		}
 	}
 	if len(gone) > 0 {
@@ -170,6 +175,7 @@ func (s *Scanner) readPods(ctx context.Context, ns string, objs []*kube.Object, 
 			case err != nil:
 				return nil, fmt.Errorf("reading the node of pod %s/%s: %w", ns, o.Meta.Name, err)
 			}
+			p.ManagedFields = nil
 			out[o] = p
 		}
 		return out, nil
@@ -187,10 +193,9 @@ func (s *Scanner) readPods(ctx context.Context, ns string, objs []*kube.Object, 
 		for i := range page.Items {
 			p := &page.Items[i]
 			if o, ok := byUID[string(p.UID)]; ok {
-				out[o] = &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{UID: p.UID, DeletionTimestamp: p.DeletionTimestamp, DeletionGracePeriodSeconds: p.DeletionGracePeriodSeconds},
-					Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName},
-				}
+				kept := p.DeepCopy() // the page is dropped, the few pods kept
+				kept.ManagedFields = nil
+				out[o] = kept
 			}
 		}
 		if page.Continue == "" {

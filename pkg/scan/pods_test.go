@@ -81,6 +81,11 @@ func TestScanListsPodsWhoseDeletionIsOverdue(t *testing.T) {
 		t.Fatalf("listed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
+	// The pods read for their nodes are kept for the doctor, and only those.
+	if p := res.Pods["uid-overdue"]; p == nil || p.Spec.NodeName != "worker-3" || len(res.Pods) != 3 {
+		t.Errorf("pods kept: %d, overdue: %+v; want the 3 overdue pods", len(res.Pods), p)
+	}
+
 	res = f.scan(t, Options{PodGraceMargin: 30 * time.Second})
 	if got := waits(res); len(got) != 5 || got[4] != "a/within-margin node=worker-3 0" {
 		t.Errorf("with a margin of 30s, listed %q; want within-margin too", got)

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
@@ -108,6 +109,9 @@ type Result struct {
 	// cover, so that nothing is said absent that was not looked for.
 	Namespaces    []string
 	LabelSelector string
+	// Pods are the pods listed because their deletion waits for their kubelet, by uid,
+	// as read for their nodes (without managedFields): the doctor reads them from here.
+	Pods map[types.UID]*corev1.Pod
 }
 
 // ManagerGroup is a field manager and the API group of objects it wrote.
@@ -250,8 +254,10 @@ type typeResult struct {
 	activity map[string]time.Time
 	index    *indexer
 	err      error
-	// pending are the listed pods whose deletion is overdue, whose nodes are not read yet.
+	// pending are the listed pods whose deletion is overdue, whose nodes are not read yet;
+	// pods are those pods as read.
 	pending []*kube.Object
+	pods    map[types.UID]*corev1.Pod
 }
 
 func (st *state) done(r kube.Resource, tr typeResult) {
@@ -261,6 +267,12 @@ func (st *state) done(r kube.Resource, tr typeResult) {
 	st.res.ObjectsSeen += tr.seen
 	if tr.err == nil && st.res.Index != nil {
 		st.res.Index.merge(r, tr.seen, tr.index)
+	}
+	for uid, p := range tr.pods {
+		if st.res.Pods == nil {
+			st.res.Pods = map[types.UID]*corev1.Pod{}
+		}
+		st.res.Pods[uid] = p
 	}
 	for m, t := range tr.activity {
 		if t.After(st.res.ManagerActivity[m]) {
