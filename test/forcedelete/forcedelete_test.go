@@ -386,3 +386,26 @@ func TestPodgcForceDeletesAPodOfANodeThatNeverExisted(t *testing.T) {
 	}
 	t.Logf("podgc force-deleted the pod %s after its creation", took.Round(time.Second))
 }
+
+// TestADryRunDeletesNothing: a dry run shows the force deletion in the plan, and the
+// pod stays: client (only reads), server (the DELETE sent with dryRun=All, so admission
+// runs) and reconcile --dry-run.
+func TestADryRunDeletesNothing(t *testing.T) {
+	ns := cp.Namespace(t)
+	stuckPod(t, ns, "web-1", "gone-node-xyz-"+ns, yes)
+	policy := nodePolicy(t, ns, "")
+	for _, dry := range []string{"client", "server"} {
+		r := cli.Run(t, cp.AdminKubeconfig, "remove", "pod/web-1", "-n", ns, "--policy", policy, "--pod-grace-margin", margin, "--dry-run="+dry)
+		if r.Code != 0 || r.Stdout != "pods/web-1 -n "+ns+": would be force-deleted ("+dry+" dry run)\n" || !strings.Contains(r.Stderr, "About to force-delete 1 pod") {
+			t.Errorf("--dry-run=%s: code %d, stdout %q, stderr:\n%s", dry, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	r := cli.Run(t, cp.AdminKubeconfig, "reconcile", "--once", "--dry-run", "--policy", policy, "--pod-grace-margin", margin, "-o", "json")
+	rep := cli.Report(t, r)
+	if r.Code != 0 || len(rep.Actions) != 1 || rep.Actions[0].Result != finalizev1alpha1.ResultWouldRemove || rep.Actions[0].Action != finalizev1alpha1.ActionForceDelete {
+		t.Errorf("reconcile --dry-run: code %d, actions %+v; stderr:\n%s", r.Code, rep.Actions, r.Stderr)
+	}
+	if !podExists(t, ns, "web-1") {
+		t.Error("a dry run deleted the pod")
+	}
+}
