@@ -1,7 +1,9 @@
 package doctor
 
 import (
+	"context"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -312,7 +314,7 @@ func (d *diagnoser) listNow(c *conversion, ns string) *liveList {
 		l.err = fmt.Errorf("which version of %s the namespace controller lists is not known", c.crd.typeName())
 		return l
 	}
-	_, err := d.f.dyn.Resource(*c.crd.Listed).Namespace(ns).List(d.f.ctx, metav1.ListOptions{})
+	err := d.f.listOnce(*c.crd.Listed, ns)
 	switch {
 	case err == nil:
 		l.ok = true
@@ -325,12 +327,38 @@ func (d *diagnoser) listNow(c *conversion, ns string) *liveList {
 	return l
 }
 
-// listCommand is the list listNow makes, for people.
+// listTimeout bounds one list of listNow: a conversion webhook may take its whole
+// timeoutSeconds (at most 30 s) before the API server gives up on it.
+const listTimeout = 35 * time.Second
+
+// listOnce lists gvr in namespace ns once, as the namespace controller does (no limit),
+// and returns the API server's error. It is not retried: while the API server's watch
+// cache of a type cannot initialize, it answers such a list at once with 429 "storage is
+// (re)initializing" and Retry-After 30 s, and client-go would try ten times, five
+// minutes per namespace (kube v1.36, observed). Clients without a REST client (fakes)
+// list through the dynamic client.
+func (f *facts) listOnce(gvr schema.GroupVersionResource, ns string) error {
+	ctx, cancel := context.WithTimeout(f.ctx, listTimeout)
+	defer cancel()
+	if rc := f.kube.Discovery().RESTClient(); rc != nil && !reflect.ValueOf(rc).IsNil() {
+		path := "/apis/" + gvr.Group + "/" + gvr.Version
+		if gvr.Group == "" {
+			path = "/api/" + gvr.Version
+		}
+		return rc.Get().AbsPath(path, "namespaces", ns, gvr.Resource).MaxRetries(0).Do(ctx).Error()
+	}
+	_, err := f.dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+	return err
+}
+
+// listCommand is the list listNow makes, for people: unpaginated, like the namespace
+// controller's (kubectl's pages of 500 are served another way, and an empty namespace's
+// may succeed while the controller's list fails).
 func (c *conversion) listCommand(ns string) string {
 	if c.crd.Listed == nil {
 		return ""
 	}
-	return fmt.Sprintf("kubectl get %s.%s.%s -n %s", c.crd.Listed.Resource, c.crd.Listed.Version, c.crd.Listed.Group, ns)
+	return fmt.Sprintf("kubectl get %s.%s.%s -n %s --chunk-size=0", c.crd.Listed.Resource, c.crd.Listed.Version, c.crd.Listed.Group, ns)
 }
 
 // conversionNext is the next step that works: restore the webhook; or, when its
@@ -440,7 +468,7 @@ func (d *diagnoser) conversionFindings(o *kube.Object) (fs []finding, stale []st
 // a cluster where the scan found conversion webhooks failing. The webhook is blamed for
 // it only when a list of the type in the namespace, made now as the controller makes
 // it, fails with the conversion error; otherwise what is known is said as context.
-func (d *diagnoser) unreportedConversions(o *kube.Object, terminating time.Duration) (fs []finding, context []string) {
+func (d *diagnoser) unreportedConversions(o *kube.Object, terminating time.Duration) (fs []finding, notes []string) {
 	ns := o.Meta.Name
 	seen := map[string]bool{}
 	for _, in := range d.f.res.Incomplete {
@@ -466,12 +494,12 @@ func (d *diagnoser) unreportedConversions(o *kube.Object, terminating time.Durat
 			fd.blockers = cv.crd.blockers(cv.problem)
 			fs = append(fs, fd)
 		case live.ok:
-			context = append(context, fmt.Sprintf("the conversion webhook of CRD %s fails elsewhere, but a list of it in this namespace made now succeeds (%s), so it does not block this namespace", label, cv.listCommand(ns)))
+			notes = append(notes, fmt.Sprintf("the conversion webhook of CRD %s fails elsewhere, but a list of it in this namespace made now succeeds (%s), so it does not block this namespace", label, cv.listCommand(ns)))
 		default:
-			context = append(context, fmt.Sprintf("the conversion webhook of CRD %s fails elsewhere; whether it blocks this namespace could not be checked (%v)", label, live.err))
+			notes = append(notes, fmt.Sprintf("the conversion webhook of CRD %s fails elsewhere; whether it blocks this namespace could not be checked (%v)", label, live.err))
 		}
 	}
-	return fs, context
+	return fs, notes
 }
 
 var remainingRE = regexp.MustCompile(`(\d+) remaining`)

@@ -88,7 +88,7 @@ func TestAFailingConversionWebhookIsTheRootOfEveryNamespaceItBlocks(t *testing.T
 			`kubectl patch crd databases.db.example.com --type=json -p '[{"op":"test","path":"/spec/versions/1/name","value":"v2"},{"op":"replace","path":"/spec/versions/1/served","value":false}]'`,
 			"kubectl get databases.v1.db.example.com -A",
 			"lists of databases at v2 fail", "no namespace being deleted can finish while that list fails there",
-			"the same list made now fails too (kubectl get databases.v2.db.example.com -n "+o.Meta.Name+")")
+			"the same list made now fails too (kubectl get databases.v2.db.example.com -n "+o.Meta.Name+" --chunk-size=0)")
 		c := rep.Cause(o)
 		if strings.Contains(c.Message, "no namespace can finish deleting") {
 			t.Errorf("says every namespace is blocked, not the namespaces whose list fails: %s", c.Message)
@@ -152,7 +152,7 @@ func TestTheCRDOfAFailingConversionIsResolvedNotGuessed(t *testing.T) {
 	ns := blockedNamespace("team-a", convFailed)
 	rep := diagnose(t, result(ns), crd, &failList{resource: "dbs", err: apierrors.NewInternalError(errors.New(convFailed))})
 	wantCause(t, rep, ns, finalizev1alpha1.ReasonConversionWebhookUnavailable, "the conversion webhook of CRD dbs.db.example.com (service ops/db-webhook) fails",
-		"lists of dbs at v2 fail", "kubectl patch crd dbs.db.example.com", "kubectl get dbs.v2.db.example.com -n team-a")
+		"lists of dbs at v2 fail", "kubectl patch crd dbs.db.example.com", "kubectl get dbs.v2.db.example.com -n team-a --chunk-size=0")
 	wantRoot(t, rep, finalizev1alpha1.ReasonConversionWebhookUnavailable, finalizev1alpha1.Subject{Kind: "CustomResourceDefinition", Name: "dbs.db.example.com"}, 1)
 
 	rep = diagnose(t, result(ns))
@@ -197,15 +197,26 @@ func TestAStaleConversionReportIsNotBlamed(t *testing.T) {
 	ns := blockedNamespace("team-a", convFailed)
 	ns.Namespace.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-3 * time.Minute))
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "db-webhook"}}
-	rep := diagnose(t, withDatabases(result(ns)), conversionCRDObject("", "v1"), svc)
-	wantCause(t, rep, ns, finalizev1alpha1.ReasonProgressing,
-		"the namespace controller reported 3m ago (condition NamespaceDeletionContentFailure) that the conversion webhook of CRD databases.db.example.com failed, but the same list made now succeeds (kubectl get databases.v2.db.example.com -n team-a), so that report is stale",
-		"retries a namespace whose deletion failed at least every minute")
+	res := withDatabases(result(ns))
+	// The webhook works again, so the scan lists the object it could not convert: no
+	// finalizer, the controller's next pass deletes it.
+	res.Index.Content["team-a"] = &scan.NamespaceContent{Count: 1, Sample: []scan.ObjectRef{{Resource: databases, Namespace: "team-a", Name: "orders", UID: "uid-orders"}}}
+	rep := diagnose(t, res, conversionCRDObject("", "v1"), svc)
+	wantCause(t, rep, ns, finalizev1alpha1.ReasonProgressing, "the namespace still holds 1 object without finalizers, which that pass deletes",
+		"the namespace controller reported 3m ago (condition NamespaceDeletionContentFailure) that the conversion webhook of CRD databases.db.example.com failed, but the same list made now succeeds (kubectl get databases.v2.db.example.com -n team-a --chunk-size=0), so that report is stale",
+		"tries a namespace again at most a minute after a failed pass ends")
 	for _, r := range rep.Roots {
 		if r.Reason == finalizev1alpha1.ReasonConversionWebhookUnavailable {
 			t.Errorf("a stale report is a root cause: %+v", r)
 		}
 	}
+	// A stale report beside another failure: the namespace's own cause, the stale
+	// report as context.
+	mixed := blockedNamespace("team-b", convFailed)
+	mixed.Namespace.Status.Conditions[0].Message = "Failed to delete all resource types, 2 remaining: " + convFailed + ", Internal error occurred: etcd is slow"
+	rep = diagnose(t, withDatabases(result(mixed)), conversionCRDObject("", "v1"), svc)
+	wantCause(t, rep, mixed, finalizev1alpha1.ReasonNamespaceContentRemaining, "etcd is slow", "also: the namespace controller reported", "so that report is stale")
+
 	// The same report while the list still fails: the webhook.
 	rep = diagnose(t, withDatabases(result(ns)), conversionCRDObject("", "v1"), svc, convDown())
 	wantCause(t, rep, ns, finalizev1alpha1.ReasonConversionWebhookUnavailable, "the same list made now fails too")
@@ -230,12 +241,12 @@ func TestANamespaceNotReportedOnWhileAConversionWebhookFails(t *testing.T) {
 	res.Incomplete = []finalizev1alpha1.IncompleteResource{{GroupVersion: "db.example.com/v2", Resource: "databases",
 		Reason: finalizev1alpha1.ReasonConversionWebhookUnavailable, Message: "the conversion webhook of CRD databases.db.example.com fails: ...; the API server said: " + convFailed}}
 	rep := diagnose(t, res, conversionCRDObject("", "v1"), convDown())
-	wantCause(t, rep, o, finalizev1alpha1.ReasonConversionWebhookUnavailable, "the namespace controller has not reported on the namespace 10m after the deletion began, and a list of databases.db.example.com in it made now, as the namespace controller makes it, fails (kubectl get databases.v2.db.example.com -n quiet): the conversion webhook of CRD databases.db.example.com (service ops/db-webhook) fails")
+	wantCause(t, rep, o, finalizev1alpha1.ReasonConversionWebhookUnavailable, "the namespace controller has not reported on the namespace 10m after the deletion began, and a list of databases.db.example.com in it made now, as the namespace controller makes it, fails (kubectl get databases.v2.db.example.com -n quiet --chunk-size=0): the conversion webhook of CRD databases.db.example.com (service ops/db-webhook) fails")
 	wantRoot(t, rep, finalizev1alpha1.ReasonConversionWebhookUnavailable, finalizev1alpha1.Subject{Kind: "CustomResourceDefinition", Name: "databases.db.example.com"}, 1)
 	// The list succeeds in this namespace: nothing ties it to the webhook.
 	rep = diagnose(t, res, conversionCRDObject("", "v1"))
 	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerInactive, "no deletion conditions",
-		"also: the conversion webhook of CRD databases.db.example.com fails elsewhere, but a list of it in this namespace made now succeeds (kubectl get databases.v2.db.example.com -n quiet), so it does not block this namespace")
+		"also: the conversion webhook of CRD databases.db.example.com fails elsewhere, but a list of it in this namespace made now succeeds (kubectl get databases.v2.db.example.com -n quiet --chunk-size=0), so it does not block this namespace")
 	for _, r := range rep.Roots {
 		if r.Reason == finalizev1alpha1.ReasonConversionWebhookUnavailable && slices.ContainsFunc(r.Objects, func(ref finalizev1alpha1.ObjectReference) bool { return ref.Name == "quiet" }) {
 			t.Errorf("a namespace nothing ties to the webhook is blamed on it: %+v", r)

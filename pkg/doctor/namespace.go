@@ -87,13 +87,19 @@ func (d *diagnoser) namespace(o *kube.Object) []finding {
 			// What remains is of the types whose conversion webhook fails: their root
 			// cause explains the namespace, and listing every type would fail on them.
 			fd.next = convs[0].next
-		case len(convs) == 0 && len(stale) > 0 && failedTrue && conversionExplains(failed.Message) && (held == nil || held.Count == 0):
+		case len(convs) == 0 && len(stale) > 0 && failedTrue && conversionExplains(failed.Message):
 			// Every conversion failure the controller reported lists fine now: the
-			// report is stale, and the controller retries.
-			return []finding{progressing(o, strings.Join(stale, "; ")+": the namespace controller retries a namespace whose deletion failed at least every minute (kube-controller-manager v1.36) and then rewrites its conditions", nsOwner)}
+			// report is stale, and the controller retries. What the namespace still
+			// holds has no finalizers (no stuck object is in it): that pass deletes it.
+			msg := strings.Join(stale, "; ") + ": the namespace controller tries a namespace again at most a minute after a failed pass ends (kube-controller-manager v1.36; a pass under way when the webhook came back can take minutes, its lists of the type retried) and then rewrites its conditions"
+			if held != nil && held.Count > 0 {
+				msg += fmt.Sprintf("; the namespace still holds %s without finalizers, which that pass deletes", plural(int(held.Count), "object"))
+			}
+			return []finding{progressing(o, msg, nsOwner)}
 		default:
 			d.contentWithoutFinalizers(o, &fd, failedTrue, failed.Message)
 		}
+		fd.context = append(fd.context, stale...)
 		fs = append(fs, fd)
 	}
 	if len(fs) > 0 {

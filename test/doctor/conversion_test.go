@@ -2,6 +2,9 @@ package doctor
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +29,7 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
@@ -146,7 +151,11 @@ func TestAConversionWebhookThatIsDown(t *testing.T) {
 			"the namespace controller cannot list widgets.missing.conv.example.com in the namespace",
 			"the conversion webhook of CRD widgets.missing.conv.example.com (service conv-system/widget-webhook) fails: service conv-system/widget-webhook does not exist",
 			"restore the conversion webhook of CRD widgets.missing.conv.example.com: service conv-system/widget-webhook",
-			"kubectl get widgets.v1.missing.conv.example.com -A")
+			"kubectl get widgets.v1.missing.conv.example.com -A",
+			"lists of widgets at v2 fail", "no namespace being deleted can finish while that list fails there")
+		if strings.Contains(cause.Message, "no namespace can finish deleting") {
+			t.Errorf("%s: says every namespace is blocked, not those whose list fails: %s", ns, cause.Message)
+		}
 		if strings.Contains(cause.NextStep, "xargs") {
 			t.Errorf("%s: a next step that lists every type fails on this one: %s", ns, cause.NextStep)
 		}
@@ -166,7 +175,10 @@ func TestAConversionWebhookThatIsDown(t *testing.T) {
 		"CRD gizmos.tls.conv.example.com ("+untrusted.URL+"/convert) fails: its TLS handshake fails: ", "x509: certificate signed by unknown authority",
 		"restore the conversion webhook of CRD gizmos.tls.conv.example.com at "+untrusted.URL+"/convert")
 	wantRoot(t, rep, finalizev1alpha1.ReasonConversionWebhookUnavailable, finalizev1alpha1.Subject{Kind: "CustomResourceDefinition", Name: "gizmos.tls.conv.example.com"}, nsObj("holds-gizmos"), nsObj("holds-nothing"))
-	wantCause(t, rep, nsObj("holds-nothing"), finalizev1alpha1.ReasonConversionWebhookUnavailable, "in every namespace")
+	// Tied to the webhooks by a list made now in that namespace, as the namespace
+	// controller makes it (whether or not the controller has reported on it yet).
+	wantCause(t, rep, nsObj("holds-nothing"), finalizev1alpha1.ReasonConversionWebhookUnavailable, "in every namespace",
+		"made now", "fails", " -n holds-nothing --chunk-size=0)")
 	for _, r := range rep.Roots {
 		if r.Reason == finalizev1alpha1.ReasonNamespaceContentRemaining {
 			t.Errorf("a namespace is its own root cause beside the webhook: %+v", r)
@@ -267,4 +279,107 @@ func waitNamespaceGone(ctx context.Context, plane *controlplane.ControlPlane, ns
 		return fmt.Errorf("namespace %s is still there after %s: %w", ns, timeout, err)
 	}
 	return nil
+}
+
+// TestAStaleConversionReportIsProgressing: the namespace controller reported a conversion
+// webhook failing; then the webhook works again, before the controller's next pass
+// (kube-controller-manager is stopped here to hold that moment). The conditions still
+// name the failure, but the same list succeeds now: the doctor says the report is stale
+// and that the controller retries, not ConversionWebhookUnavailable; started again, the
+// controller finishes the namespace. The webhook is a URL on loopback whose CA is the
+// CRD's caBundle.
+func TestAStaleConversionReportIsProgressing(t *testing.T) {
+	ctx := t.Context()
+	plane, err := controlplane.Start(ctx, controlplane.Options{Controllers: controlplane.DefaultControllers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plane.Stop()
+	c := plane.Kube(t)
+
+	ca := fixture.NewCA(t, "conversion-webhook")
+	var healthy atomic.Bool
+	webhook := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !healthy.Load() {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		var review map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		req, _ := review["request"].(map[string]any)
+		desired, _ := req["desiredAPIVersion"].(string)
+		objects, _ := req["objects"].([]any)
+		for _, o := range objects {
+			if m, ok := o.(map[string]any); ok {
+				m["apiVersion"] = desired // the versions' schemas are the same
+			}
+		}
+		resp := map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+			"response": map[string]any{"uid": req["uid"], "convertedObjects": objects, "result": map[string]any{"status": "Success"}}}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(resp)
+	}))
+	webhook.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Serving(t, "127.0.0.1", "127.0.0.1")}, MinVersion: tls.VersionTLS12}
+	webhook.StartTLS()
+	defer webhook.Close()
+	if !strings.HasPrefix(webhook.URL, "https://127.0.0.1:") {
+		t.Fatalf("the webhook must listen on loopback: %s", webhook.URL)
+	}
+	group := "stale.conv.example.com"
+	conversionCRD(t, plane, group, "Doohickey", "doohickeys",
+		map[string]any{"url": webhook.URL + "/convert", "caBundle": base64.StdEncoding.EncodeToString(ca.PEM)})
+	holding(t, plane, "holds-doohickeys", group, "Doohickey", "doohickeys")
+	waitContentFailure(t, c, "holds-doohickeys", "conversion webhook for ", 3*time.Minute)
+
+	// The controller's next pass is held off; the webhook works again, and the list the
+	// controller makes succeeds once the API server's watch cache has initialized.
+	plane.StopControllerManager()
+	healthy.Store(true)
+	v2 := schema.GroupVersionResource{Group: group, Version: "v2", Resource: "doohickeys"}
+	dyn := dynamic.NewForConfigOrDie(plane.Config)
+	var lastErr error
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		// One try at a time: client-go would wait out the API server's Retry-After.
+		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, lastErr = dyn.Resource(v2).Namespace("holds-doohickeys").List(attempt, metav1.ListOptions{})
+		return lastErr == nil, nil
+	}); err != nil {
+		t.Fatalf("the list of doohickeys at v2 never succeeds with the webhook healthy: %v (%v)", err, lastErr)
+	}
+	n, err := c.CoreV1().Namespaces().Get(ctx, "holds-doohickeys", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := false
+	for _, cd := range n.Status.Conditions {
+		stale = stale || (cd.Type == corev1.NamespaceDeletionContentFailure && cd.Status == corev1.ConditionTrue && strings.Contains(cd.Message, "conversion webhook for "))
+	}
+	if !stale {
+		t.Fatalf("the namespace's conditions no longer name the webhook: %+v", n.Status.Conditions)
+	}
+
+	rep := diagnose(t, plane, time.Minute)
+	o := seed.Object{Resource: gvr("namespaces"), Name: "holds-doohickeys"}
+	cause := wantCause(t, rep, o, finalizev1alpha1.ReasonProgressing,
+		"that the conversion webhook of CRD doohickeys.stale.conv.example.com failed, but the same list made now succeeds (kubectl get doohickeys.v2.stale.conv.example.com -n holds-doohickeys --chunk-size=0), so that report is stale",
+		"the namespace controller tries a namespace again at most a minute after a failed pass ends",
+		"the namespace still holds 1 object without finalizers, which that pass deletes")
+	t.Logf("a stale report, as the doctor says it:\n%s\nNext: %s", cause.Message, cause.NextStep)
+	for _, r := range rep.Roots {
+		if r.Reason == finalizev1alpha1.ReasonConversionWebhookUnavailable {
+			t.Errorf("a webhook that works is a root cause: %+v", r)
+		}
+	}
+
+	// As said: the controller retries, and the namespace goes.
+	if err := plane.StartControllerManager(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitNamespaceGone(ctx, plane, "holds-doohickeys", 3*time.Minute); err != nil {
+		t.Error(err)
+	}
 }
