@@ -33,6 +33,7 @@ var (
 	crds     = flag.Int("bench.crds", seed.DefaultProfile.CRDs, "custom resource types in the seeded cluster")
 	maxCR    = flag.Int("bench.cr-bytes", 50<<10, "largest custom resource payload, in bytes")
 	minCR    = flag.Int("bench.cr-min-bytes", 1<<10, "smallest custom resource payload, in bytes (sizes are log-uniform in between)")
+	overdue  = flag.Int("bench.overdue-pods", 0, "pods whose deletion waits for the kubelet of a node that does not exist, one per namespace in turn; scan and doctor then run with --pod-grace-margin 1s")
 	variants = flag.String("bench.variants", "floor,scan,doctor,shell,floor-nolimit,scan-nolimit,doctor-nolimit", "the variants to run, comma-separated (the floor is always run)")
 )
 
@@ -114,6 +115,9 @@ func setup(b *testing.B) *benchEnv {
 		if e.stats, envErr = seed.Scale(ctx, e.cp.Config, p); envErr != nil {
 			return
 		}
+		if envErr = overduePods(ctx, e.cp, *overdue, e.stats.Namespaces); envErr != nil {
+			return
+		}
 		if e.proxy, envErr = apiproxy.Start(e.cp.Config); envErr != nil {
 			return
 		}
@@ -149,16 +153,16 @@ func (e *benchEnv) command(v string) *exec.Cmd {
 	case "floor":
 		return exec.Command(e.floor, "-kubeconfig", e.kubeconfig)
 	case "scan":
-		return exec.Command(e.plugin, "scan", "-o", "json", "--kubeconfig", e.kubeconfig)
+		return exec.Command(e.plugin, append([]string{"scan", "-o", "json", "--kubeconfig", e.kubeconfig}, podMargin()...)...)
 	case "doctor":
-		return exec.Command(e.plugin, "doctor", "-o", "json", "--kubeconfig", e.kubeconfig)
+		return exec.Command(e.plugin, append([]string{"doctor", "-o", "json", "--kubeconfig", e.kubeconfig}, podMargin()...)...)
 	// The same without client-side rate limiting: the API server sets the pace.
 	case "floor-nolimit":
 		return exec.Command(e.floor, "-kubeconfig", e.kubeconfig, "-qps", "-1")
 	case "scan-nolimit":
-		return exec.Command(e.plugin, "scan", "-o", "json", "--kubeconfig", e.kubeconfig, "--qps", "-1")
+		return exec.Command(e.plugin, append([]string{"scan", "-o", "json", "--kubeconfig", e.kubeconfig, "--qps", "-1"}, podMargin()...)...)
 	case "doctor-nolimit":
-		return exec.Command(e.plugin, "doctor", "-o", "json", "--kubeconfig", e.kubeconfig, "--qps", "-1")
+		return exec.Command(e.plugin, append([]string{"doctor", "-o", "json", "--kubeconfig", e.kubeconfig, "--qps", "-1"}, podMargin()...)...)
 	case "shell":
 		// The idiom of the blog posts: every type, full objects, one kubectl after
 		// another, filtered by jq.
