@@ -409,3 +409,25 @@ func TestADryRunDeletesNothing(t *testing.T) {
 		t.Error("a dry run deleted the pod")
 	}
 }
+
+// TestAPersonForcesADeletionWithAReason: without a policy, --force-unverified --reason
+// force-deletes the pod of a node that is not Ready; the audit and a Warning Event name
+// it unverified, with the reason.
+func TestAPersonForcesADeletionWithAReason(t *testing.T) {
+	ns := cp.Namespace(t)
+	node(t, "fd-down-"+ns, "", false)
+	p := stuckPod(t, ns, "db-1", "fd-down-"+ns, nil)
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	reason := "machine powered off in the console (INC-77)"
+	r := cli.Run(t, cp.AdminKubeconfig, "remove", "pod/db-1", "-n", ns, "--yes", "--force-unverified", "--reason", reason, "--pod-grace-margin", margin, "--audit-log", audit)
+	if r.Code != 0 || r.Stdout != "pods/db-1 -n "+ns+": force-deleted; the pod is gone\n" {
+		t.Fatalf("code %d, stdout %q; stderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	recs := auditLines(t, audit)
+	if len(recs) != 1 || recs[0].Action != write.ReasonPodForceDeletedUnverified || recs[0].Verified || recs[0].Reason != reason || recs[0].Node != "fd-down-"+ns {
+		t.Errorf("audit %+v", recs)
+	}
+	if ev := event(t, ns, p.UID); !strings.HasPrefix(ev, "PodForceDeletedUnverified: ") || !strings.Contains(ev, "forced with reason: "+reason) {
+		t.Errorf("event %q", ev)
+	}
+}
