@@ -26,7 +26,13 @@ func Removals(w io.Writer, removals []finalizev1alpha1.Removal, opts RemovalTabl
 	rows := make([][]string, 0, len(removals))
 	for i := range removals {
 		r := &removals[i]
-		row := []string{r.Target.String(), r.Finalizer, orNone(r.Owner, "<unknown>"), orNone(r.Cause, "<not diagnosed>"), Verification(r)}
+		finalizer, owner := r.Finalizer, orNone(r.Owner, "<unknown>")
+		if r.Action == finalizev1alpha1.ActionForceDelete {
+			// No finalizer is removed: the pod is deleted at once, in place of the
+			// kubelet of its node, which does not answer.
+			finalizer, owner = "<force delete>", orNone(r.Owner, kubelet(r.Node))
+		}
+		row := []string{r.Target.String(), finalizer, owner, orNone(r.Cause, "<not diagnosed>"), Verification(r)}
 		if opts.Results {
 			row = append(row, Result(r))
 		}

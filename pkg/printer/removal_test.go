@@ -43,3 +43,24 @@ func TestOnlyAGoneActedOnReadsVerified(t *testing.T) {
 		}
 	}
 }
+
+// TestAForceDeletionSaysSo: a pod deleted in place of the kubelet of a node that does not
+// answer shows no finalizer but the force deletion, and the kubelet of its node as the
+// one it was waiting for.
+func TestAForceDeletionSaysSo(t *testing.T) {
+	pod := finalizev1alpha1.ObjectReference{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: "shop", Name: "db-0"}
+	removals := []finalizev1alpha1.Removal{
+		{Target: pod, Action: finalizev1alpha1.ActionForceDelete, Node: "worker-3", Cause: "NodeGone", Rule: "gone-nodes", Verdict: "Gone",
+			Evidence: "GET nodes/worker-3: 404 Not Found", Result: "Removed"},
+	}
+	var buf bytes.Buffer
+	if err := Removals(&buf, removals, RemovalTableOptions{Results: true}); err != nil {
+		t.Fatal(err)
+	}
+	row := strings.Split(strings.TrimSpace(buf.String()), "\n")[1]
+	for _, want := range []string{"pods/db-0 -n shop", "<force delete>", "kubelet on worker-3", "NodeGone", "verified by rule gone-nodes"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("row lacks %q:\n%s", want, buf.String())
+		}
+	}
+}

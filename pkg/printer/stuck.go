@@ -39,8 +39,8 @@ func StuckTable(w io.Writer, list *finalizev1alpha1.StuckObjectList, opts StuckT
 			o.Target.Namespace,
 			o.Target.ResourceName(),
 			duration.HumanDuration(time.Duration(o.TerminatingSeconds) * time.Second),
-			finalizerNames(o.Finalizers),
-			owners(o.Finalizers),
+			orNone(finalizerNames(o.Finalizers), none),
+			waitedOn(o),
 		}
 		if opts.Cluster {
 			row = append([]string{o.Cluster}, row...)
@@ -73,6 +73,27 @@ func StuckNames(w io.Writer, list *finalizev1alpha1.StuckObjectList) error {
 		}
 	}
 	return nil
+}
+
+// waitedOn is the OWNER cell: who is expected to finish the deletion. A pod whose
+// grace period is over waits first for the kubelet of its node, then for its
+// finalizers' owners.
+func waitedOn(o *finalizev1alpha1.StuckObject) string {
+	if o.WaitsFor == nil {
+		return owners(o.Finalizers)
+	}
+	if len(o.Finalizers) == 0 {
+		return kubelet(o.WaitsFor.Node)
+	}
+	return kubelet(o.WaitsFor.Node) + "," + owners(o.Finalizers)
+}
+
+// kubelet names the kubelet a pod's deletion waits for.
+func kubelet(node string) string {
+	if node == "" {
+		return "kubelet (pod not scheduled)"
+	}
+	return "kubelet on " + node
 }
 
 func finalizerNames(fs []finalizev1alpha1.Finalizer) string {

@@ -67,6 +67,25 @@ func fixture() *finalizev1alpha1.StuckObjectList {
 	}
 }
 
+// TestAPodWaitsForItsKubelet: a pod whose grace period is over shows <none> for
+// finalizers and the kubelet of its node as the one it waits for, before its finalizers'
+// owners when it has some.
+func TestAPodWaitsForItsKubelet(t *testing.T) {
+	deleted := metav1.NewTime(time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC))
+	list := &finalizev1alpha1.StuckObjectList{Items: []finalizev1alpha1.StuckObject{
+		{Target: finalizev1alpha1.ObjectReference{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: "shop", Name: "db-0"},
+			DeletionTimestamp: deleted, TerminatingSeconds: 600, Finalizers: []finalizev1alpha1.Finalizer{}, WaitsFor: &finalizev1alpha1.WaitsFor{Node: "worker-3"}},
+		{Target: finalizev1alpha1.ObjectReference{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: "shop", Name: "web-1"},
+			DeletionTimestamp: deleted, TerminatingSeconds: 300, WaitsFor: &finalizev1alpha1.WaitsFor{Node: "worker-4"},
+			Finalizers: []finalizev1alpha1.Finalizer{{Name: "example.com/drain", Field: "metadata.finalizers", Owner: "drainer", OwnerSource: "managedFields"}}},
+	}}
+	var buf bytes.Buffer
+	if err := StuckTable(&buf, list, StuckTableOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "stuck-table-pods.golden", buf.Bytes())
+}
+
 func TestStuckTable(t *testing.T) {
 	for name, opts := range map[string]StuckTableOptions{
 		"stuck-table.golden":            {},
