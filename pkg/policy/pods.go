@@ -3,12 +3,14 @@ package policy
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/klog/v2"
 
@@ -30,12 +32,16 @@ func hasProvider(v *finalizev1alpha1.Verify) bool {
 
 // VerifyPod implements plan.PodVerifier: whether the machine of the node a pod's
 // deletion waits for is gone, by the first rule with waitsForNode that matches the pod.
-// The Node object's absence (the planner's fresh GET answered 404) is Gone by itself: no
-// kubelet of that name can report, and a kubelet that comes back registers its node
-// again, which the write checks for. A node that exists and is not Ready is Gone only
-// when the rule's provider says its machine is, asked with the Node object
-// ({identity.nodeName}, {identity.providerID}), and after it called the rule's controls,
-// Ready nodes, Present. A Ready node is never verified.
+// The Node object's absence (the planner's fresh GET answered 404) is Gone by itself,
+// once the planner found no sign of a running kubelet: a kubelet that runs renews its
+// Lease in kube-node-lease every 10 s even when its Node object was deleted by hand (it
+// registers the Node again only when it restarts), and the planner and the write refuse
+// a Lease renewed within plan.KubeletAliveWindow, and a Node of that name that exists at
+// the write. A node that exists and is not Ready is Gone only when the rule's provider
+// says its machine is, asked with the Node object ({identity.nodeName},
+// {identity.providerID}), and after it called the rule's controls, Ready nodes of the
+// same kind (the same providerID scheme, or none), Present. A Ready node is never
+// verified.
 func (v *Verifier) VerifyPod(ctx context.Context, req plan.PodRequest) plan.Verification {
 	o, pod := req.Object, req.Pod
 	rule := v.policy.MatchPod(SubjectOf(o.Resource, pod.Namespace, pod.Name, pod.Labels))
@@ -79,7 +85,7 @@ func (v *Verifier) VerifyPod(ctx context.Context, req plan.PodRequest) plan.Veri
 		v.mu.Unlock()
 	}
 	if a.Verdict == finalizev1alpha1.VerdictGone {
-		if c := v.checkNodes(ctx, rule); c.distrust != "" {
+		if c := v.checkNodes(ctx, rule, node); c.distrust != "" {
 			out.Status, out.Detail = plan.Distrusted, c.distrust
 			if c.unread {
 				out.Status = plan.ControlsUnread
@@ -129,59 +135,85 @@ func (v *Verifier) askNode(ctx context.Context, rule *Rule, node *corev1.Node) (
 	return a.Answer, true
 }
 
-// checkNodes asks the rule's provider about Ready nodes, once per pass: their machines
-// run, so each must be Present. One called Gone means the provider is broken; none
-// answering Present means it is not shown to tell a running machine from a gone one.
-func (v *Verifier) checkNodes(ctx context.Context, rule *Rule) *check {
-	c := entry(&v.mu, v.checks, checkKey{rule: rule.Name, gr: nodes.GroupResource()})
-	c.once.Do(func() { v.runNodeCheck(ctx, rule, c) })
+// nodeKind is what a node's controls must share with it: the scheme of its
+// spec.providerID (aws, gce, azure, vsphere: what is before "://"), or that it has none.
+// A cloud API trusted on the cloud's nodes proves nothing about an on-premises or a
+// virtual node, whose IDs it does not know and may answer 404 for.
+func nodeKind(n *corev1.Node) string {
+	id := n.Spec.ProviderID
+	if id == "" {
+		return "nodes without a providerID"
+	}
+	if scheme, _, ok := strings.Cut(id, "://"); ok {
+		return "nodes with providerID " + scheme + "://"
+	}
+	return "nodes with a providerID without a scheme"
+}
+
+// maxNodeControlPages bounds the pages of nodes listed to find controls of one kind.
+const maxNodeControlPages = 10
+
+// checkNodes asks the rule's provider about Ready nodes of the same kind as node (the
+// same providerID scheme, or none), once per pass and kind: their machines run, so each
+// must be Present. One called Gone means the provider is broken; none answering Present
+// means it is not shown to tell a running machine of that kind from a gone one.
+func (v *Verifier) checkNodes(ctx context.Context, rule *Rule, node *corev1.Node) *check {
+	kind := nodeKind(node)
+	c := entry(&v.mu, v.checks, checkKey{rule: rule.Name, gr: schema.GroupResource{Resource: kind}})
+	c.once.Do(func() { v.runNodeCheck(ctx, rule, kind, c) })
 	return c
 }
 
-func (v *Verifier) runNodeCheck(ctx context.Context, rule *Rule, c *check) {
+func (v *Verifier) runNodeCheck(ctx context.Context, rule *Rule, kind string, c *check) {
 	if rule.Controls == 0 {
 		return
 	}
 	requireLive := "; to act without that check, set controls.requireLive: false in the rule"
-	list, err := v.dynamic.Resource(nodes.GroupVersionResource).List(ctx, metav1.ListOptions{Limit: maxNodeControlCandidates})
-	if err != nil {
-		c.distrust, c.unread = fmt.Sprintf("the nodes could not be listed to check its provider against Ready ones: %v", err), true
-		return
-	}
-	for i := range list.Items {
-		if c.present+len(c.unknown) == rule.Controls {
-			break
-		}
-		n := &corev1.Node{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, n); err != nil || !plan.IsReady(n) {
-			continue
-		}
-		a, asked := v.askNode(ctx, rule, n)
-		if !asked {
-			continue // proves nothing about the provider
-		}
-		ref := nodes.Ref("", n.Name, n.UID)
-		c.results = append(c.results, finalizev1alpha1.ControlResult{Target: ref, Verdict: a.Verdict, Evidence: a.Evidence})
-		if a.CannotRun && c.cannotRun == "" {
-			c.cannotRun = a.Evidence
-		}
-		switch a.Verdict {
-		case finalizev1alpha1.VerdictGone:
-			c.broken = true
-			c.distrust = fmt.Sprintf("the provider is broken: it called the machine of node %s gone (%s), but that node is Ready", n.Name, a.Evidence)
+	opts := metav1.ListOptions{Limit: maxNodeControlCandidates}
+	for page := 0; page < maxNodeControlPages && c.present+len(c.unknown) < rule.Controls; page++ {
+		list, err := v.dynamic.Resource(nodes.GroupVersionResource).List(ctx, opts)
+		if err != nil {
+			c.distrust, c.unread = fmt.Sprintf("the nodes could not be listed to check its provider against Ready %s: %v", kind, err), true
 			return
-		case finalizev1alpha1.VerdictPresent:
-			c.present++
-		default:
-			c.unknown = append(c.unknown, fmt.Sprintf("node %s: %s: %s", n.Name, a.Verdict, a.Evidence))
+		}
+		for i := range list.Items {
+			if c.present+len(c.unknown) == rule.Controls {
+				break
+			}
+			n := &corev1.Node{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, n); err != nil || !plan.IsReady(n) || nodeKind(n) != kind {
+				continue
+			}
+			a, asked := v.askNode(ctx, rule, n)
+			if !asked {
+				continue // proves nothing about the provider
+			}
+			ref := nodes.Ref("", n.Name, n.UID)
+			c.results = append(c.results, finalizev1alpha1.ControlResult{Target: ref, Verdict: a.Verdict, Evidence: a.Evidence})
+			if a.CannotRun && c.cannotRun == "" {
+				c.cannotRun = a.Evidence
+			}
+			switch a.Verdict {
+			case finalizev1alpha1.VerdictGone:
+				c.broken = true
+				c.distrust = fmt.Sprintf("the provider is broken: it called the machine of node %s gone (%s), but that node is Ready", n.Name, a.Evidence)
+				return
+			case finalizev1alpha1.VerdictPresent:
+				c.present++
+			default:
+				c.unknown = append(c.unknown, fmt.Sprintf("node %s: %s: %s", n.Name, a.Verdict, a.Evidence))
+			}
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			break
 		}
 	}
 	switch {
 	case c.present > 0:
 	case len(c.unknown) > 0:
-		c.distrust = fmt.Sprintf("every Ready node its provider was asked about answered Unknown (%s), so it is not shown to tell a running machine from a gone one", joinFirst(c.unknown))
+		c.distrust = fmt.Sprintf("every Ready node among %s its provider was asked about answered Unknown (%s), so it is not shown to tell a running machine of that kind from a gone one", kind, joinFirst(c.unknown))
 	case rule.RequireLive:
-		c.distrust = "no Ready node could be asked about (none is Ready, or none has what the request needs), so its provider could not be checked against a machine that runs" + requireLive
+		c.distrust = fmt.Sprintf("no Ready node among %s could be asked about (none is Ready, or none has what the request needs), so its provider could not be checked against a machine of that kind that runs", kind) + requireLive
 		c.unchecked = true
 	}
 }

@@ -159,15 +159,15 @@ func TestVerifyPod(t *testing.T) {
 		{"the node exists and nothing can be asked", bare, nodeObject("worker-3", "", corev1.ConditionUnknown), nil, time.Hour, finalizev1alpha1.VerdictUnknown, plan.Answered,
 			"the rule names no provider"},
 		{"the provider says the machine is gone, and the Ready control is present", withProvider("/machines/{identity.providerID}"),
-			nodeObject("worker-3", "gone-3", corev1.ConditionUnknown), []*corev1.Node{live}, time.Hour, finalizev1alpha1.VerdictGone, plan.Answered, "/machines/gone-3"},
+			nodeObject("worker-3", "cloud://gone-3", corev1.ConditionUnknown), []*corev1.Node{live}, time.Hour, finalizev1alpha1.VerdictGone, plan.Answered, "/machines/cloud:%2F%2Fgone-3"},
 		{"the provider says the machine runs", withProvider("/machines/{identity.providerID}"),
-			nodeObject("worker-3", "up-3", corev1.ConditionFalse), []*corev1.Node{live}, time.Hour, finalizev1alpha1.VerdictPresent, plan.Answered, "200"},
+			nodeObject("worker-3", "cloud://up-3", corev1.ConditionFalse), []*corev1.Node{live}, time.Hour, finalizev1alpha1.VerdictPresent, plan.Answered, "200"},
 		{"no providerID: not asked", withProvider("/machines/{identity.providerID}"),
 			nodeObject("worker-3", "", corev1.ConditionFalse), []*corev1.Node{live}, time.Hour, finalizev1alpha1.VerdictUnknown, plan.Answered, "the request cannot be made"},
 		{"no Ready node to check the provider with", withProvider("/machines/{identity.nodeName}-gone"),
 			nodeObject("worker-3", "", corev1.ConditionUnknown), nil, time.Hour, finalizev1alpha1.VerdictGone, plan.Distrusted, ""},
 		{"a provider that calls a Ready node's machine gone is broken", withProvider("/liar/{identity.providerID}-gone"),
-			nodeObject("worker-3", "x", corev1.ConditionUnknown), []*corev1.Node{live}, time.Hour, finalizev1alpha1.VerdictGone, plan.Distrusted, ""},
+			nodeObject("worker-3", "cloud://x", corev1.ConditionUnknown), []*corev1.Node{live}, time.Hour, finalizev1alpha1.VerdictGone, plan.Distrusted, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,7 +54,10 @@ var namespacesType = schema.GroupResource{Resource: "namespaces"}
 // its rules act on, get (a name) or list (a selector) on the type each kubernetes provider
 // of this cluster reads, resolved as the provider resolves it, get on namespaces when a
 // preset reads the namespace's annotations, update on namespaces/finalize only when a rule
-// may remove a namespace's own finalizer, create on events, on selfsubjectreviews and
+// may remove a namespace's own finalizer, for force deletions get on nodes, get and
+// delete on pods (in a Role per namespace when every waitsForNode rule names its
+// namespaces literally) and get on leases in kube-node-lease (a Role there), create on
+// events, on selfsubjectreviews and
 // selfsubjectaccessreviews, and the Lease when leader election is on. Warnings say where a
 // rule forces broad permissions, and where globs were resolved against the cluster as it
 // is now.
@@ -122,17 +125,40 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 	if p.MatchesNamespaceFinalizers() {
 		grants.add(schema.GroupResource{Resource: "namespaces/finalize"}, "update")
 	}
-	// A force deletion reads the pod and its node afresh, then deletes the pod; a rule
-	// whose provider is checked against Ready nodes lists them.
+	// A force deletion reads the pod, its node and the node's Lease afresh, then deletes
+	// the pod; a rule whose provider is checked against Ready nodes lists them. Pods are
+	// deleted in the rules' namespaces only when every such rule names them literally.
+	podNamespaces, forceDeletes, everywhere := []string{}, false, false
 	for _, r := range p.Rules {
 		if !r.Spec.WaitsForNode {
 			continue
 		}
-		grants.add(schema.GroupResource{Resource: "pods"}, "get", "delete")
+		forceDeletes = true
 		grants.add(schema.GroupResource{Resource: "nodes"}, "get")
 		if r.Controls > 0 && (r.Spec.Verify.HTTP != nil || r.Spec.Verify.Exec != nil || r.Spec.Verify.Kubernetes != nil) {
 			grants.add(schema.GroupResource{Resource: "nodes"}, "list")
 		}
+		literal := len(r.Spec.Namespaces) > 0
+		for _, ns := range r.Spec.Namespaces {
+			if g, err := glob.Compile(ns); err != nil || !g.Literal() {
+				literal = false
+			}
+		}
+		if !literal {
+			if !everywhere {
+				warnings = append(warnings, fmt.Sprintf("rule %s force-deletes pods in namespaces it does not name literally: the role may delete pods in every namespace; name the namespaces of each waitsForNode rule to narrow it to a Role in each", r.Name))
+			}
+			everywhere = true
+			continue
+		}
+		for _, ns := range r.Spec.Namespaces {
+			if !slices.Contains(podNamespaces, ns) {
+				podNamespaces = append(podNamespaces, ns)
+			}
+		}
+	}
+	if everywhere {
+		grants.add(schema.GroupResource{Resource: "pods"}, "get", "delete")
 	}
 	grants.add(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "create")
 	grants.add(schema.GroupResource{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"}, "create")
@@ -144,6 +170,29 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 		objs = append(objs, &rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
 			ObjectMeta: metav1.ObjectMeta{Name: opts.Name, Labels: role.Labels},
 			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: opts.Name}, Subjects: subject})
+	}
+	// namespaced adds a Role of rules in ns, and its binding.
+	namespaced := func(name, ns string, rules ...rbacv1.PolicyRule) {
+		r := &rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: role.Labels}, Rules: rules}
+		objs = append(objs, r)
+		if opts.ServiceAccountName != "" {
+			objs = append(objs, &rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: role.Labels},
+				RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name}, Subjects: subject})
+		}
+	}
+	if forceDeletes {
+		// The Lease each kubelet renews: a recent renewal refuses a force deletion. Its
+		// names are the nodes', unknown in advance, so the Role is namespace-wide.
+		namespaced(opts.Name+"-node-leases", corev1.NamespaceNodeLease,
+			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}})
+	}
+	if !everywhere {
+		sort.Strings(podNamespaces)
+		for _, ns := range podNamespaces {
+			namespaced(opts.Name+"-force-delete-pods", ns, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "delete"}})
+		}
 	}
 	if ns := opts.LeaderElectNamespace; ns != "" {
 		lease := &rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},

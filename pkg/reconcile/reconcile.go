@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -244,6 +245,10 @@ func (r *Reconciler) warnUnserved() {
 // requests are the finalizers of each stuck object that a rule matches.
 func (r *Reconciler) requests(res *scan.Result) []plan.Request {
 	var reqs []plan.Request
+	margin, now := r.PodGraceMargin, r.now()
+	if margin <= 0 {
+		margin = plan.DefaultPodGraceMargin
+	}
 	for _, o := range res.Objects {
 		s := policy.SubjectOf(o.Resource, o.Meta.Namespace, o.Meta.Name, o.Meta.Labels)
 		var names []string
@@ -252,9 +257,13 @@ func (r *Reconciler) requests(res *scan.Result) []plan.Request {
 				names = append(names, f.Name)
 			}
 		}
-		// A pod whose deletion waits for its node's kubelet, that a waitsForNode rule
-		// matches, is force-deleted if the rule verifies that the node's machine is gone.
-		force := plan.IsPods(o.Resource) && o.Meta.DeletionTimestamp != nil && r.Policy.MatchPod(s) != nil
+		// A pod whose deletion waits for its node's kubelet, overdue by the scanned
+		// metadata, that a waitsForNode rule matches, is force-deleted if the rule verifies
+		// that the node's machine is gone. A pod held only by its finalizers (a grace
+		// period of 0 already) or still in its grace period and margin is not asked for:
+		// asking would only keep it, every pass.
+		force := plan.IsPods(o.Resource) && r.Policy.MatchPod(s) != nil &&
+			plan.Overdue(&corev1.Pod{ObjectMeta: o.Meta}, margin, now) == ""
 		if len(names) > 0 || force {
 			reqs = append(reqs, plan.Request{Object: o, Finalizers: names, ForceDelete: force})
 		}
@@ -274,6 +283,8 @@ func refusals(p *plan.Plan) []finalizev1alpha1.Removal {
 			a.Action, a.Node = finalizev1alpha1.ActionForceDelete, ref.Node
 		}
 		switch {
+		case ref.ObjectGone:
+			a.Result = finalizev1alpha1.ResultObjectGone
 		case ref.Kind == finalizev1alpha1.RefusalTooYoung:
 			a.Result = finalizev1alpha1.ResultTooYoung
 		case v.Unread():

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -40,7 +41,8 @@ func needs(t *plan.Target) (write []access, events []access) {
 	case t.ForceDelete:
 		write = []access{{verb: "delete", resource: "pods", namespace: t.Namespace}, {verb: "get", resource: "pods", namespace: t.Namespace}}
 		if t.Node != "" {
-			write = append(write, access{verb: "get", resource: "nodes"})
+			write = append(write, access{verb: "get", resource: "nodes"},
+				access{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: corev1.NamespaceNodeLease})
 		}
 	case t.Field == finalizev1alpha1.FieldSpecFinalizers:
 		write = []access{{verb: "update", resource: "namespaces", subresource: "finalize"}}

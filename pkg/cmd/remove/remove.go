@@ -115,8 +115,10 @@ var unlockedBy = map[finalizev1alpha1.RefusalKind]string{
 	finalizev1alpha1.RefusalTooYoung:   "--" + flagForceUnverified + " --" + flagReason + " TEXT",
 	finalizev1alpha1.RefusalSystem:     "--" + flagAllowSystem,
 	finalizev1alpha1.RefusalStranding:  "--" + flagAllowStranding,
-	// NotOverdue and NodeReady: nothing allows a force deletion of a pod whose kubelet
-	// may still stop it.
+	// NotOverdue, NodeReady and KubeletAlive: nothing allows a force deletion of a pod
+	// whose kubelet may still stop it. MachinePresent: nor against a rule whose provider
+	// said the machine runs, or whose Gone cannot be trusted; --force-unverified covers
+	// only no rule, or a provider that could not tell.
 }
 
 // Options are the options of the remove command.
@@ -248,7 +250,11 @@ func (o *Options) Validate() error {
 	case len(o.Finalizers) > 0 && o.AllFinalizers:
 		return util.UsageErrorf(nil, "--%s and --%s cannot be used together", flagFinalizer, flagAllFinalizers)
 	case o.ForceUnverified && strings.TrimSpace(o.Reason) == "":
-		return util.UsageErrorf(nil, "--%s requires --%s: say why removing unverified finalizers is safe, for the audit", flagForceUnverified, flagReason)
+		what := "removing unverified finalizers"
+		if o.forceDelete() {
+			what = "force-deleting the pods unverified"
+		}
+		return util.UsageErrorf(nil, "--%s requires --%s: say why %s is safe, for the audit", flagForceUnverified, flagReason, what)
 	case o.Reason != "" && !o.ForceUnverified:
 		return util.UsageErrorf(nil, "--%s only applies with --%s", flagReason, flagForceUnverified)
 	}
@@ -475,7 +481,11 @@ func what(p *plan.Plan) string {
 // confirm asks on a terminal; default No. Without a terminal it refuses.
 func (o *Options) confirm(p *plan.Plan) (bool, error) {
 	if !o.isTerminal() {
-		return false, util.UsageError(errors.New("refusing to remove finalizers without confirmation: stdin is not a terminal; pass --yes to confirm"))
+		act := "remove finalizers"
+		if !strings.Contains(what(p), "finalizer") {
+			act = "force-delete pods"
+		}
+		return false, util.UsageError(fmt.Errorf("refusing to %s without confirmation: stdin is not a terminal; pass --yes to confirm", act))
 	}
 	w := what(p)
 	fmt.Fprintf(o.ErrOut, "%s%s? [y/N]: ", strings.ToUpper(w[:1]), w[1:])
@@ -523,8 +533,12 @@ func (o *Options) reportForce(rec *write.Record) {
 		what = "was gone already"
 	}
 	state := "the pod is gone"
-	if !rec.Deleted && len(rec.Remaining) > 0 {
+	switch {
+	case rec.Deleted:
+	case len(rec.Remaining) > 0:
 		state = "still held by its finalizers: " + strings.Join(rec.Remaining, ", ")
+	default:
+		state = "its state is unknown: it could not be read after the deletion (kubectl get it)"
 	}
 	fmt.Fprintf(o.Out, "%s: %s; %s\n", name, what, state)
 }

@@ -100,6 +100,9 @@ type Refusal struct {
 	// kubelet of Node; Finalizer is empty.
 	ForceDelete bool
 	Node        string
+	// ObjectGone: the object was deleted (or replaced by a namesake) since the scan;
+	// nothing is left to decide.
+	ObjectGone bool
 }
 
 // API is the refusal as the plan prints it.

@@ -62,7 +62,7 @@ func Overdue(pod *corev1.Pod, margin time.Duration, now time.Time) string {
 	case dt == nil:
 		return "it is not being deleted: delete it first (kubectl delete), and its kubelet gets its grace period"
 	case pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0:
-		return "its deletion waits for no kubelet (its grace period is 0 already): only its finalizers hold it; name them (--finalizer)"
+		return "its deletion waits for no kubelet (its grace period is 0 already): only its finalizers hold it, and a force deletion changes nothing; their removal is what it waits for"
 	case now.Sub(dt.Time) < margin:
 		left := margin - now.Sub(dt.Time)
 		return fmt.Sprintf("its grace period ends at %s, and a force deletion waits %s more after it (margin %s): its kubelet may still stop it",
@@ -74,45 +74,126 @@ func Overdue(pod *corev1.Pod, margin time.Duration, now time.Time) string {
 // IsPods reports whether r is the core pods resource.
 func IsPods(r kube.Resource) bool { return r.Group == "" && r.Resource == "pods" }
 
+// MirrorPodAnnotation marks a mirror pod: the API server's copy of a static pod that a
+// kubelet runs from a file on its node. Deleting it stops nothing: the kubelet creates it
+// again while it runs the pod.
+const MirrorPodAnnotation = corev1.MirrorPodAnnotationKey
+
+// KubeletAliveWindow is how recently a kubelet must have renewed its node's Lease (or
+// written its node's Ready=False) for it to count as running: twice the default
+// node-monitor-grace-period of kube-controller-manager (50 s), the time after which the
+// node lifecycle controller itself takes a silent kubelet for gone. A Lease whose
+// leaseDurationSeconds is longer stretches it to twice that duration.
+const KubeletAliveWindow = 100 * time.Second
+
+// KubeletAlive says why the kubelet of node name may still run pods, or "" when nothing
+// shows it: its Lease kube-node-lease/NAME was renewed within the window (a running
+// kubelet renews it every 10 s, whether its Node is Ready, NotReady or deleted), its
+// Node says Ready=False with a heartbeat within the window (only a kubelet writes False;
+// the node lifecycle controller writes Unknown), or its Node has no Ready condition (a
+// kubelet that registered it may not have reported yet). node is the Node as just read,
+// nil when it does not exist. An error means the Lease could not be read: the caller
+// refuses.
+func KubeletAlive(ctx context.Context, kc client.Interface, name string, node *corev1.Node, now time.Time) (string, error) {
+	window := KubeletAliveWindow
+	lease, err := kc.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return "", fmt.Errorf("reading the Lease %s/%s its kubelet renews: %w", corev1.NamespaceNodeLease, name, err)
+	default:
+		if d := lease.Spec.LeaseDurationSeconds; d != nil && 2*time.Duration(*d)*time.Second > window {
+			window = 2 * time.Duration(*d) * time.Second
+		}
+		renewed := lease.CreationTimestamp.Time
+		switch {
+		case lease.Spec.RenewTime != nil:
+			renewed = lease.Spec.RenewTime.Time
+		case lease.Spec.AcquireTime != nil:
+			renewed = lease.Spec.AcquireTime.Time
+		}
+		if ago := now.Sub(renewed); ago < window {
+			return fmt.Sprintf("the kubelet of node %s renewed its Lease %s/%s at %s, %s ago (within %s): it runs, and may still run the pod's containers",
+				name, corev1.NamespaceNodeLease, name, renewed.UTC().Format(time.RFC3339), duration.HumanDuration(max(ago, 0)), window), nil
+		}
+	}
+	if node == nil {
+		return "", nil
+	}
+	c := NodeReady(node)
+	switch {
+	case c == nil:
+		return fmt.Sprintf("node %s has no Ready condition: a kubelet that registered it may not have reported yet, and nothing shows its machine is gone; "+
+			"if it is, delete the Node object (kubectl delete node %s)", name, name), nil
+	case c.Status == corev1.ConditionFalse && now.Sub(c.LastHeartbeatTime.Time) < window:
+		return fmt.Sprintf("node %s is Ready=False (%s) with a heartbeat at %s, %s ago: only its kubelet writes False, so it runs (its runtime may be down, or it is shutting down)",
+			name, c.Reason, c.LastHeartbeatTime.UTC().Format(time.RFC3339), duration.HumanDuration(max(now.Sub(c.LastHeartbeatTime.Time), 0))), nil
+	}
+	return "", nil
+}
+
+// podRead is the pod and its node as read afresh for a force deletion.
+type podRead struct {
+	pod  *corev1.Pod
+	node *corev1.Node
+}
+
 // readPod reads the pod and its node afresh. A refusal says why the pod cannot be
-// force-deleted whatever verifies it.
-func readPod(ctx context.Context, kc client.Interface, o *kube.Object, margin time.Duration, now time.Time) (*corev1.Pod, *corev1.Node, *Refusal) {
-	notOverdue := func(format string, args ...any) *Refusal {
-		return &Refusal{Kind: finalizev1alpha1.RefusalNotOverdue, Why: fmt.Sprintf(format, args...)}
+// force-deleted whatever verifies it; a read that failed is an Unread verification
+// with it, so that a pass reports it Failed, not kept by a decision.
+func readPod(ctx context.Context, kc client.Interface, o *kube.Object, margin time.Duration, now time.Time) (podRead, *Refusal, Verification) {
+	unread := func(format string, args ...any) (podRead, *Refusal, Verification) {
+		why := fmt.Sprintf(format, args...)
+		return podRead{}, &Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: why}, Verification{Status: Unread, Detail: why}
+	}
+	refuse := func(kind finalizev1alpha1.RefusalKind, format string, args ...any) (podRead, *Refusal, Verification) {
+		return podRead{}, &Refusal{Kind: kind, Why: fmt.Sprintf(format, args...)}, Verification{}
 	}
 	if kc == nil {
-		return nil, nil, notOverdue("the pod could not be read: no client")
+		return unread("the pod could not be read: no client")
 	}
 	pod, err := kc.CoreV1().Pods(o.Meta.Namespace).Get(ctx, o.Meta.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, nil, notOverdue("the pod is gone")
+		return podRead{}, &Refusal{Kind: finalizev1alpha1.RefusalNotOverdue, Why: "the pod is gone", ObjectGone: true}, Verification{}
 	case err != nil:
-		return nil, nil, notOverdue("reading the pod: %v", err)
+		return unread("reading the pod: %v", err)
 	case pod.UID != o.Meta.UID:
-		return nil, nil, notOverdue("the pod was replaced by a namesake (uid %s, not %s)", pod.UID, o.Meta.UID)
+		_, ref, v := refuse(finalizev1alpha1.RefusalNotOverdue, "the pod was replaced by a namesake (uid %s, not %s)", pod.UID, o.Meta.UID)
+		ref.ObjectGone = true
+		return podRead{}, ref, v
+	}
+	if pod.Annotations[MirrorPodAnnotation] != "" {
+		return refuse(finalizev1alpha1.RefusalNotOverdue, "it is a mirror pod (annotation %s): the kubelet of node %s runs it from a file and creates it again; "+
+			"deleting it stops nothing: remove its manifest from the node's static pod directory", MirrorPodAnnotation, pod.Spec.NodeName)
 	}
 	if why := Overdue(pod, margin, now); why != "" {
-		return nil, nil, notOverdue("%s", why)
+		return refuse(finalizev1alpha1.RefusalNotOverdue, "%s", why)
 	}
 	if pod.Spec.NodeName == "" {
-		return pod, nil, nil
+		return podRead{pod: pod}, nil, Verification{}
 	}
 	node, err := kc.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return pod, nil, nil
+		node = nil
 	case err != nil:
-		return nil, nil, notOverdue("reading node %s: %v", pod.Spec.NodeName, err)
-	}
-	if IsReady(node) {
+		return unread("reading node %s: %v", pod.Spec.NodeName, err)
+	case IsReady(node):
 		c := NodeReady(node)
-		return nil, nil, &Refusal{Kind: finalizev1alpha1.RefusalNodeReady,
-			Why: fmt.Sprintf("node %s is Ready (since %s, last heartbeat %s): its kubelet answers and may still run the pod's containers; "+
+		return refuse(finalizev1alpha1.RefusalNodeReady,
+			"node %s is Ready (since %s, last heartbeat %s): its kubelet answers and may still run the pod's containers; "+
 				"a force deletion would let a replacement start while they run (two writers of one volume); see why its kubelet does not finish the pod (kubectl finalize doctor)",
-				node.Name, c.LastTransitionTime.UTC().Format(time.RFC3339), c.LastHeartbeatTime.UTC().Format(time.RFC3339))}
+			node.Name, c.LastTransitionTime.UTC().Format(time.RFC3339), c.LastHeartbeatTime.UTC().Format(time.RFC3339))
 	}
-	return pod, node, nil
+	alive, err := KubeletAlive(ctx, kc, pod.Spec.NodeName, node, now)
+	switch {
+	case err != nil:
+		return unread("%v", err)
+	case alive != "":
+		return refuse(finalizev1alpha1.RefusalKubeletAlive, "%s", alive)
+	}
+	return podRead{pod: pod, node: node}, nil, Verification{}
 }
 
 // planForce decides the force deletion of one pod.
@@ -138,10 +219,11 @@ func (p *Planner) planForce(ctx context.Context, o *kube.Object, opts Options) (
 	if !IsPods(o.Resource) {
 		return refuse(&Refusal{Kind: finalizev1alpha1.RefusalNotOverdue, Why: "only a pod is force-deleted; name the finalizers to remove (--finalizer)"}, Verification{})
 	}
-	pod, nodeObj, r := readPod(ctx, p.Kube, o, margin, now)
+	read, r, rv := readPod(ctx, p.Kube, o, margin, now)
 	if r != nil {
-		return refuse(r, Verification{})
+		return refuse(r, rv)
 	}
+	pod, nodeObj := read.pod, read.node
 	node = pod.Spec.NodeName
 	var v Verification
 	if pv, ok := p.Verifier.(PodVerifier); ok {
@@ -153,21 +235,37 @@ func (p *Planner) planForce(ctx context.Context, o *kube.Object, opts Options) (
 		Verification: v,
 		Verified:     v.Gone(),
 	}
+	if nodeObj != nil {
+		a.NodeUID, a.NodeProviderID = nodeObj.UID, nodeObj.Spec.ProviderID
+	}
 	if p.CauseOf != nil {
 		a.Cause = p.CauseOf(o)
-	}
-	if a.Verified || (opts.ForceUnverified && opts.Reason != "") {
-		if !a.Verified {
-			a.Reason = opts.Reason
-			// Forced without a rule, the node's absence is not what the write checks: a
-			// node that came back Ready is refused at the write all the same.
-			a.NodeGone = false
-		}
-		return a, nil
 	}
 	what := "the machine of node " + node + " is gone"
 	if node == "" {
 		what = "the pod may be deleted without its kubelet"
+	}
+	// Evidence against the deletion is not overridden by a person: a rule's provider that
+	// said Present, or a Gone that cannot be trusted. --force-unverified covers only the
+	// absence of evidence (no rule applies, or the provider could not tell).
+	switch {
+	case v.Rule == "" || a.Verified:
+	case v.Distrusted():
+		return refuse(&Refusal{Kind: finalizev1alpha1.RefusalMachinePresent,
+			Why: fmt.Sprintf("rule %s said %s, but it cannot be trusted: %s; nothing allows a force deletion against a rule's evidence: fix the rule or its provider", v.Rule, v.Verdict, v.Detail)}, v)
+	case v.Verdict == finalizev1alpha1.VerdictPresent:
+		return refuse(&Refusal{Kind: finalizev1alpha1.RefusalMachinePresent,
+			Why: fmt.Sprintf("rule %s: Present: %s: the machine runs, and may still run the pod's containers; nothing allows a force deletion against a rule's evidence", v.Rule, v.Evidence)}, v)
+	}
+	if a.Verified || (opts.ForceUnverified && opts.Reason != "") {
+		if !a.Verified {
+			a.Reason = opts.Reason
+			// Forced, the node's absence is not what verified it; but a Node of that name
+			// found at the write still refuses it (NodeAbsent), as does any other node.
+			a.NodeGone = false
+		}
+		a.NodeAbsent = node != "" && nodeObj == nil
+		return a, nil
 	}
 	var why string
 	switch {
@@ -177,8 +275,6 @@ func (p *Planner) planForce(ctx context.Context, o *kube.Object, opts Options) (
 		return refuse(&Refusal{Kind: finalizev1alpha1.RefusalTooYoung, Why: fmt.Sprintf("rule %s does not verify it yet: %s", v.Rule, v.Evidence)}, v)
 	case v.Unread():
 		why = fmt.Sprintf("rule %s could not verify it: %s", v.Rule, v.Detail)
-	case v.Status == Distrusted:
-		why = fmt.Sprintf("rule %s cannot be trusted: %s", v.Rule, v.Detail)
 	default:
 		why = fmt.Sprintf("rule %s: %s: %s", v.Rule, v.Verdict, v.Evidence)
 	}

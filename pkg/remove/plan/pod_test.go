@@ -62,7 +62,7 @@ func TestPlanForceDeletion(t *testing.T) {
 			"no policy rule verified that the machine of node worker-3 is gone", true},
 		{"no rule, forced with a reason", overdue, nil, Verification{}, Options{ForceUnverified: true, Reason: "INC-1"}, "", "", true},
 		{"a provider said Present", overdue, readyNode("worker-3", corev1.ConditionUnknown),
-			Verification{Rule: "gone-nodes", Verdict: finalizev1alpha1.VerdictPresent, Evidence: "200"}, Options{}, finalizev1alpha1.RefusalUnverified, "rule gone-nodes: Present: 200", true},
+			Verification{Rule: "gone-nodes", Verdict: finalizev1alpha1.VerdictPresent, Evidence: "200"}, Options{}, finalizev1alpha1.RefusalMachinePresent, "rule gone-nodes: Present: 200", true},
 		{"a Ready node is refused, forced or not, and nothing is asked", overdue, readyNode("worker-3", corev1.ConditionTrue), gone,
 			Options{ForceUnverified: true, Reason: "INC-1"}, finalizev1alpha1.RefusalNodeReady, "node worker-3 is Ready", false},
 		{"within its grace period and margin", stuckPod(now.Add(-30*time.Second), 30), nil, gone,

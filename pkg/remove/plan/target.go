@@ -39,6 +39,15 @@ type Target struct {
 	// NodeGone: the deletion was verified by the Node object's absence, so a Node of that
 	// name found at the write means it is not verified any more.
 	NodeGone bool
+	// NodeAbsent: no Node object of that name existed when the deletion was planned,
+	// verified or forced; a Node of that name at the write is a machine that registered
+	// since, and refuses it.
+	NodeAbsent bool
+	// NodeUID and NodeProviderID are the Node's as read when planned, when it existed:
+	// the write refuses a Node of that name with another uid or providerID, a machine
+	// the decision was not made about.
+	NodeUID        types.UID
+	NodeProviderID string
 	// GraceMargin is how long after its grace period the pod must be, checked again at
 	// the write.
 	GraceMargin time.Duration

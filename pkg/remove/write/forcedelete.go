@@ -51,22 +51,16 @@ func (r *Remover) ForceDelete(ctx context.Context, t plan.Target, dry DryRun) (O
 	if margin <= 0 {
 		margin = plan.DefaultPodGraceMargin
 	}
-	if why := plan.Overdue(pod, margin, time.Now()); why != "" {
+	now := time.Now()
+	if why := plan.Overdue(pod, margin, now); why != "" {
 		return out, fmt.Errorf("%s: not deleted: %s", t.String(), why)
 	}
 	if pod.Spec.NodeName != t.Node {
 		return out, fmt.Errorf("%s: not deleted: the pod is bound to node %q, not %q as planned", t.String(), pod.Spec.NodeName, t.Node)
 	}
 	if t.Node != "" {
-		node, err := r.Kube.CoreV1().Nodes().Get(ctx, t.Node, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return out, fmt.Errorf("%s: not deleted: reading node %s: %w", t.String(), t.Node, err)
-		case plan.IsReady(node):
-			return out, fmt.Errorf("%s: not deleted: node %s is Ready: its kubelet answers and may still run the pod's containers", t.String(), t.Node)
-		case t.NodeGone:
-			return out, fmt.Errorf("%s: not deleted: it was verified by the absence of node %s, and a Node of that name exists again (uid %s)", t.String(), t.Node, node.UID)
+		if err := r.checkNode(ctx, t, now); err != nil {
+			return out, err
 		}
 	}
 	if dry == DryRunClient {
@@ -102,6 +96,38 @@ func (r *Remover) ForceDelete(ctx context.Context, t plan.Target, dry DryRun) (O
 		return out, fmt.Errorf("%s: the API server did not answer the DELETE (%w): whether the pod was deleted is unknown until it is read again, which a rerun does", t.String(), err)
 	}
 	return out, writeError(t, "delete", err)
+}
+
+// checkNode reads the pod's node and its Lease once more, and says why the pod must not
+// be deleted now: the node is Ready, its kubelet shows signs of life, or the Node is not
+// the one the deletion was decided about (one of that name registered since it was
+// planned absent, or its uid or providerID changed: a machine nobody verified).
+func (r *Remover) checkNode(ctx context.Context, t plan.Target, now time.Time) error {
+	node, err := r.Kube.CoreV1().Nodes().Get(ctx, t.Node, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		node = nil
+	case err != nil:
+		return fmt.Errorf("%s: not deleted: reading node %s: %w", t.String(), t.Node, err)
+	case plan.IsReady(node):
+		return fmt.Errorf("%s: not deleted: node %s is Ready: its kubelet answers and may still run the pod's containers", t.String(), t.Node)
+	case t.NodeGone:
+		return fmt.Errorf("%s: not deleted: it was verified by the absence of node %s, and a Node of that name exists again (uid %s)", t.String(), t.Node, node.UID)
+	case t.NodeAbsent:
+		return fmt.Errorf("%s: not deleted: node %s did not exist when it was planned, and a Node of that name exists now (uid %s): a machine registered since; run again to decide it afresh", t.String(), t.Node, node.UID)
+	case t.NodeUID != "" && node.UID != t.NodeUID:
+		return fmt.Errorf("%s: not deleted: node %s is another Node than the one it was planned with (uid %s, planned %s): run again to decide it afresh", t.String(), t.Node, node.UID, t.NodeUID)
+	case t.NodeUID != "" && node.Spec.ProviderID != t.NodeProviderID:
+		return fmt.Errorf("%s: not deleted: node %s has providerID %q, not %q as planned: another machine; run again to decide it afresh", t.String(), t.Node, node.Spec.ProviderID, t.NodeProviderID)
+	}
+	alive, err := plan.KubeletAlive(ctx, r.Kube, t.Node, node, now)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: not deleted: %w", t.String(), err)
+	case alive != "":
+		return fmt.Errorf("%s: not deleted: %s", t.String(), alive)
+	}
+	return nil
 }
 
 // errChangedSincePlanned means the pod is not at the resourceVersion its force deletion

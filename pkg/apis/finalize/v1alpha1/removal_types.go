@@ -71,6 +71,16 @@ const (
 	// exists and is Ready: its kubelet answers, and may be running the pod's containers.
 	// Nothing allows it.
 	RefusalNodeReady RefusalKind = "NodeReady"
+	// RefusalKubeletAlive means a pod a force deletion was asked for is bound to a node
+	// whose kubelet shows signs of life though the node is not Ready: it renewed its
+	// Lease in kube-node-lease recently, wrote Ready=False recently, or the Node has no
+	// Ready condition (a kubelet may have just registered it). Nothing allows it.
+	RefusalKubeletAlive RefusalKind = "KubeletAlive"
+	// RefusalMachinePresent means a policy rule applies to a pod a force deletion was
+	// asked for, and its provider answered that the node's machine is present, or its
+	// Gone cannot be trusted (its controls failed): the evidence is against the
+	// deletion. Nothing allows it; --force-unverified covers only no rule, or Unknown.
+	RefusalMachinePresent RefusalKind = "MachinePresent"
 )
 
 // RemovalAction is what a planned write does. The empty action removes one finalizer.
