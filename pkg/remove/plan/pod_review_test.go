@@ -20,15 +20,18 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
-// nodeLease is the Lease a kubelet renews in kube-node-lease, renewed at renewed.
-func nodeLease(name string, renewed time.Time) *coordinationv1.Lease {
+// nodeLease is the Lease the kubelet of worker-3 renews in kube-node-lease, renewed at
+// renewed.
+func nodeLease(renewed time.Time) *coordinationv1.Lease {
+	const name = "worker-3"
 	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: name},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: ptr.To[int32](40), RenewTime: ptr.To(metav1.NewMicroTime(renewed))}}
 }
 
-// notReadyNode is a node whose Ready condition is status, last heartbeat at heartbeat.
-func notReadyNode(name string, status corev1.ConditionStatus, heartbeat time.Time) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "uid-node-1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///eu-west-1a/i-0abc"},
+// notReadyNode is node worker-3, whose Ready condition is status, last heartbeat at
+// heartbeat.
+func notReadyNode(status corev1.ConditionStatus, heartbeat time.Time) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-3", UID: "uid-node-1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///eu-west-1a/i-0abc"},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: "KubeletNotReady", LastHeartbeatTime: metav1.NewTime(heartbeat)}}}}
 }
 
@@ -48,7 +51,7 @@ func planOne(t *testing.T, now time.Time, kc *fake.Clientset, answer Verificatio
 func TestEvidenceAgainstAForceDeletionCannotBeForced(t *testing.T) {
 	now := time.Now()
 	forced := Options{ForceUnverified: true, Reason: "INC-9"}
-	down := notReadyNode("worker-3", corev1.ConditionUnknown, now.Add(-time.Hour))
+	down := notReadyNode(corev1.ConditionUnknown, now.Add(-time.Hour))
 	tests := []struct {
 		name     string
 		answer   Verification
@@ -101,16 +104,16 @@ func TestASignOfALiveKubeletRefusesAForceDeletion(t *testing.T) {
 		wantWhy   string
 		unread    bool
 	}{
-		{"the Node deleted by hand, its kubelet renewing its Lease", []runtime.Object{pod, nodeLease("worker-3", now.Add(-8*time.Second))}, false,
+		{"the Node deleted by hand, its kubelet renewing its Lease", []runtime.Object{pod, nodeLease(now.Add(-8*time.Second))}, false,
 			finalizev1alpha1.RefusalKubeletAlive, "renewed its Lease kube-node-lease/worker-3", false},
-		{"Ready=Unknown, the Lease renewed 30 s ago", []runtime.Object{pod, notReadyNode("worker-3", corev1.ConditionUnknown, now.Add(-time.Hour)), nodeLease("worker-3", now.Add(-30*time.Second))}, false,
+		{"Ready=Unknown, the Lease renewed 30 s ago", []runtime.Object{pod, notReadyNode(corev1.ConditionUnknown, now.Add(-time.Hour)), nodeLease(now.Add(-30*time.Second))}, false,
 			finalizev1alpha1.RefusalKubeletAlive, "renewed its Lease", false},
-		{"Ready=False with a recent heartbeat", []runtime.Object{pod, notReadyNode("worker-3", corev1.ConditionFalse, now.Add(-20*time.Second))}, false,
+		{"Ready=False with a recent heartbeat", []runtime.Object{pod, notReadyNode(corev1.ConditionFalse, now.Add(-20*time.Second))}, false,
 			finalizev1alpha1.RefusalKubeletAlive, "only its kubelet writes False", false},
 		{"no Ready condition", []runtime.Object{pod, noCondition}, false, finalizev1alpha1.RefusalKubeletAlive, "has no Ready condition", false},
 		{"the Lease cannot be read", []runtime.Object{pod}, true, finalizev1alpha1.RefusalUnverified, "reading the Lease kube-node-lease/worker-3", true},
-		{"a Lease renewed an hour ago, the Node gone", []runtime.Object{pod, nodeLease("worker-3", now.Add(-time.Hour))}, false, "", "", false},
-		{"Ready=False an hour ago, the Lease stale", []runtime.Object{pod, notReadyNode("worker-3", corev1.ConditionFalse, now.Add(-time.Hour)), nodeLease("worker-3", now.Add(-time.Hour))}, false, "", "", false},
+		{"a Lease renewed an hour ago, the Node gone", []runtime.Object{pod, nodeLease(now.Add(-time.Hour))}, false, "", "", false},
+		{"Ready=False an hour ago, the Lease stale", []runtime.Object{pod, notReadyNode(corev1.ConditionFalse, now.Add(-time.Hour)), nodeLease(now.Add(-time.Hour))}, false, "", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,7 +148,7 @@ func TestASignOfALiveKubeletRefusesAForceDeletion(t *testing.T) {
 func TestAForceDeletionPinsTheNodeItWasDecidedAbout(t *testing.T) {
 	now := time.Now()
 	pod := stuckPod(now.Add(-10*time.Minute), 30)
-	p, _ := planOne(t, now, fake.NewClientset(pod, notReadyNode("worker-3", corev1.ConditionUnknown, now.Add(-time.Hour))),
+	p, _ := planOne(t, now, fake.NewClientset(pod, notReadyNode(corev1.ConditionUnknown, now.Add(-time.Hour))),
 		Verification{Rule: "gone-nodes", Verdict: finalizev1alpha1.VerdictGone, Evidence: "404"}, Options{})
 	if len(p.Actions) != 1 || p.Actions[0].NodeUID != "uid-node-1" || p.Actions[0].NodeProviderID != "aws:///eu-west-1a/i-0abc" || p.Actions[0].NodeAbsent {
 		t.Errorf("a Node that exists: %+v", p.Actions)
