@@ -104,9 +104,9 @@ func TestASignOfALiveKubeletRefusesAForceDeletion(t *testing.T) {
 		wantWhy   string
 		unread    bool
 	}{
-		{"the Node deleted by hand, its kubelet renewing its Lease", []runtime.Object{pod, nodeLease(now.Add(-8*time.Second))}, false,
+		{"the Node deleted by hand, its kubelet renewing its Lease", []runtime.Object{pod, nodeLease(now.Add(-8 * time.Second))}, false,
 			finalizev1alpha1.RefusalKubeletAlive, "renewed its Lease kube-node-lease/worker-3", false},
-		{"Ready=Unknown, the Lease renewed 30 s ago", []runtime.Object{pod, notReadyNode(corev1.ConditionUnknown, now.Add(-time.Hour)), nodeLease(now.Add(-30*time.Second))}, false,
+		{"Ready=Unknown, the Lease renewed 30 s ago", []runtime.Object{pod, notReadyNode(corev1.ConditionUnknown, now.Add(-time.Hour)), nodeLease(now.Add(-30 * time.Second))}, false,
 			finalizev1alpha1.RefusalKubeletAlive, "renewed its Lease", false},
 		{"Ready=False with a recent heartbeat", []runtime.Object{pod, notReadyNode(corev1.ConditionFalse, now.Add(-20*time.Second))}, false,
 			finalizev1alpha1.RefusalKubeletAlive, "only its kubelet writes False", false},
