@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -264,6 +265,10 @@ func (o *Options) notStuck(ctx context.Context) error {
 	}
 	msg := "is not being deleted"
 	switch {
+	case meta.DeletionTimestamp != nil && o.target.Resource == "pods" && o.target.APIVersion == "v1" &&
+		meta.DeletionGracePeriodSeconds != nil && *meta.DeletionGracePeriodSeconds > 0 &&
+		time.Since(meta.DeletionTimestamp.Time) < o.PodGraceMargin:
+		msg = o.podWithinMargin(meta.DeletionTimestamp.Time, time.Now())
 	case meta.DeletionTimestamp != nil && len(meta.Finalizers) == 0:
 		msg = "is being deleted and has no finalizers left: it goes shortly"
 	case meta.DeletionTimestamp != nil:
@@ -271,6 +276,17 @@ func (o *Options) notStuck(ctx context.Context) error {
 	}
 	_, err = fmt.Fprintf(o.Out, "%s %s.\n", o.target, msg)
 	return err
+}
+
+// podWithinMargin explains a pod being deleted whose kubelet has not yet been waited
+// for long enough to call it stuck: its grace period is not over, or ended less than
+// --pod-grace-margin ago.
+func (o *Options) podWithinMargin(deletion, now time.Time) string {
+	if now.Before(deletion) {
+		return fmt.Sprintf("is being deleted: its grace period ends in %s, by when its kubelet should have stopped it", duration.HumanDuration(deletion.Sub(now)))
+	}
+	return fmt.Sprintf("is being deleted: its grace period ended %s ago, less than --%s (%s); if its kubelet has not stopped it after that, run this again, or give a shorter --%s",
+		duration.HumanDuration(now.Sub(deletion)), flagPodGraceMargin, o.PodGraceMargin, flagPodGraceMargin)
 }
 
 // runFleet diagnoses every cluster, a few at a time, and prints each cluster's root

@@ -75,3 +75,22 @@ func TestListsInPages(t *testing.T) {
 		}
 	}
 }
+
+// TestAPodWithinItsMarginIsNotCalledGoingShortly: a pod whose kubelet has not been waited
+// for longer than --pod-grace-margin is not stuck yet, and the words say when it would be.
+func TestAPodWithinItsMarginIsNotCalledGoingShortly(t *testing.T) {
+	grace := int64(30)
+	deleted := metav1.NewTime(time.Now().Add(-40 * time.Second))
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web-0", UID: "uid-web-0", DeletionTimestamp: &deleted, DeletionGracePeriodSeconds: &grace},
+		Spec: corev1.PodSpec{NodeName: "worker-3"}}
+	f := cmdtesting.NewFactory(cmdtesting.Namespace("team-a"), pod).WithNamespace("team-a")
+	r := cmdtesting.Run(NewCmdDoctor, f, "", "pod/web-0")
+	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "pods/web-0 -n team-a is being deleted: its grace period ended 40s ago, less than --pod-grace-margin (2m0s)") {
+		t.Errorf("within the margin: code %d, %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+	o := &Options{PodGraceMargin: 2 * time.Minute}
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	if got := o.podWithinMargin(now.Add(20*time.Second), now); got != "is being deleted: its grace period ends in 20s, by when its kubelet should have stopped it" {
+		t.Errorf("in its grace period: %q", got)
+	}
+}
