@@ -90,10 +90,12 @@ const KubeletAliveWindow = 100 * time.Second
 // shows it: its Lease kube-node-lease/NAME was renewed within the window (a running
 // kubelet renews it every 10 s, whether its Node is Ready, NotReady or deleted), its
 // Node says Ready=False with a heartbeat within the window (only a kubelet writes False;
-// the node lifecycle controller writes Unknown), or its Node has no Ready condition (a
-// kubelet that registered it may not have reported yet). node is the Node as just read,
-// nil when it does not exist. An error means the Lease could not be read: the caller
-// refuses.
+// the node lifecycle controller writes Unknown). A Node with no Ready condition is judged
+// by its Lease alone: a kubelet writes its Ready condition into the Node it registers
+// (initialNode sets the status before the create), and runs its Lease controller from
+// its start, so a running kubelet shows in its Lease whatever its Node says. node is the
+// Node as just read, nil when it does not exist. An error means the Lease could not be
+// read: the caller refuses.
 func KubeletAlive(ctx context.Context, kc client.Interface, name string, node *corev1.Node, now time.Time) (string, error) {
 	window := KubeletAliveWindow
 	lease, err := kc.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
@@ -120,11 +122,11 @@ func KubeletAlive(ctx context.Context, kc client.Interface, name string, node *c
 	if node == nil {
 		return "", nil
 	}
+	// A Node without a Ready condition was not registered by a kubelet (a kubelet writes
+	// its conditions into the Node it creates): only its Lease could show one running.
 	c := NodeReady(node)
 	switch {
 	case c == nil:
-		return fmt.Sprintf("node %s has no Ready condition: a kubelet that registered it may not have reported yet, and nothing shows its machine is gone; "+
-			"if it is, delete the Node object (kubectl delete node %s)", name, name), nil
 	case c.Status == corev1.ConditionFalse && now.Sub(c.LastHeartbeatTime.Time) < window:
 		return fmt.Sprintf("node %s is Ready=False (%s) with a heartbeat at %s, %s ago: only its kubelet writes False, so it runs (its runtime may be down, or it is shutting down)",
 			name, c.Reason, c.LastHeartbeatTime.UTC().Format(time.RFC3339), duration.HumanDuration(max(now.Sub(c.LastHeartbeatTime.Time), 0))), nil

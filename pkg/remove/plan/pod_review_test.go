@@ -88,9 +88,10 @@ func TestEvidenceAgainstAForceDeletionCannotBeForced(t *testing.T) {
 }
 
 // TestASignOfALiveKubeletRefusesAForceDeletion: a node that is not Ready, or absent,
-// whose kubelet renewed its Lease within the window, wrote Ready=False recently, or
-// whose Node has no Ready condition, is refused as KubeletAlive, forced or verified; a
-// Lease that cannot be read refuses it unread; a Lease renewed long ago does not.
+// whose kubelet renewed its Lease within the window or wrote Ready=False recently, is
+// refused as KubeletAlive, forced or verified; a Lease that cannot be read refuses it
+// unread; a Lease renewed long ago does not, nor a Node without a Ready condition (no
+// kubelet registered it) whose Lease is not fresh.
 func TestASignOfALiveKubeletRefusesAForceDeletion(t *testing.T) {
 	now := time.Now()
 	pod := stuckPod(now.Add(-10*time.Minute), 30)
@@ -110,7 +111,8 @@ func TestASignOfALiveKubeletRefusesAForceDeletion(t *testing.T) {
 			finalizev1alpha1.RefusalKubeletAlive, "renewed its Lease", false},
 		{"Ready=False with a recent heartbeat", []runtime.Object{pod, notReadyNode(corev1.ConditionFalse, now.Add(-20*time.Second))}, false,
 			finalizev1alpha1.RefusalKubeletAlive, "only its kubelet writes False", false},
-		{"no Ready condition", []runtime.Object{pod, noCondition}, false, finalizev1alpha1.RefusalKubeletAlive, "has no Ready condition", false},
+		{"no Ready condition, the Lease renewed", []runtime.Object{pod, noCondition, nodeLease(now.Add(-10 * time.Second))}, false, finalizev1alpha1.RefusalKubeletAlive, "renewed its Lease", false},
+		{"no Ready condition and no Lease: no kubelet registered it", []runtime.Object{pod, noCondition}, false, "", "", false},
 		{"the Lease cannot be read", []runtime.Object{pod}, true, finalizev1alpha1.RefusalUnverified, "reading the Lease kube-node-lease/worker-3", true},
 		{"a Lease renewed an hour ago, the Node gone", []runtime.Object{pod, nodeLease(now.Add(-time.Hour))}, false, "", "", false},
 		{"Ready=False an hour ago, the Lease stale", []runtime.Object{pod, notReadyNode(corev1.ConditionFalse, now.Add(-time.Hour)), nodeLease(now.Add(-time.Hour))}, false, "", "", false},

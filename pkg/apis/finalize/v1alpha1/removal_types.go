@@ -72,9 +72,9 @@ const (
 	// Nothing allows it.
 	RefusalNodeReady RefusalKind = "NodeReady"
 	// RefusalKubeletAlive means a pod a force deletion was asked for is bound to a node
-	// whose kubelet shows signs of life though the node is not Ready: it renewed its
-	// Lease in kube-node-lease recently, wrote Ready=False recently, or the Node has no
-	// Ready condition (a kubelet may have just registered it). Nothing allows it.
+	// whose kubelet shows signs of life though the node is not Ready (or its Node object
+	// is gone): it renewed its Lease in kube-node-lease recently, or wrote Ready=False
+	// recently. Nothing allows it.
 	RefusalKubeletAlive RefusalKind = "KubeletAlive"
 	// RefusalMachinePresent means a policy rule applies to a pod a force deletion was
 	// asked for, and its provider answered that the node's machine is present, or its
