@@ -51,7 +51,9 @@ func kubeletLease(t *testing.T, name string, renewed time.Time) {
 		_, err = leases.Update(t.Context(), cur, metav1.UpdateOptions{})
 	} else {
 		_, err = leases.Create(t.Context(), l, metav1.CreateOptions{})
-		t.Cleanup(func() { _ = cp.Kube(t).CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = cp.Kube(t).CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -124,14 +126,16 @@ func TestAKubeletThatRenewsItsLeaseStopsAForceDeletion(t *testing.T) {
 }
 
 // TestAKubeletThatWritesReadyFalseStopsAForceDeletion: a Node whose kubelet reported
-// Ready=False seconds ago (its runtime is down) is refused, even forced.
+// Ready=False seconds ago (its runtime is down) is refused, even forced; and remove warns
+// of a --pod-grace-margin below 30 s.
 func TestAKubeletThatWritesReadyFalseStopsAForceDeletion(t *testing.T) {
 	ns := cp.Namespace(t)
 	name := "fd-runtime-down-" + ns
 	silentNode(t, name, "", corev1.ConditionFalse, time.Now())
 	stuckPod(t, ns, "web-0", name, nil)
 	r := cli.Run(t, cp.AdminKubeconfig, "remove", "pod/web-0", "-n", ns, "--yes", "--force-unverified", "--reason", "INC-10", "--pod-grace-margin", margin)
-	if r.Code != 1 || !strings.Contains(r.Stderr, "node "+name+" is Ready=False") || !strings.Contains(r.Stderr, "only its kubelet writes False") {
+	if r.Code != 1 || !strings.Contains(r.Stderr, "node "+name+" is Ready=False") || !strings.Contains(r.Stderr, "only its kubelet writes False") ||
+		!strings.Contains(r.Stderr, "Warning: --pod-grace-margin 1s is below 30s") {
 		t.Errorf("code %d; stderr:\n%s", r.Code, r.Stderr)
 	}
 	if !podExists(t, ns, "web-0") {

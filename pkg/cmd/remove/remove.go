@@ -288,6 +288,10 @@ func (o *Options) Run(ctx context.Context) error {
 	opts, done := o.ListFlags.ScanOptions(o.ErrOut)
 	opts.Namespace = o.scope()
 	opts.PodGraceMargin = o.PodGraceMargin
+	if o.forceDelete() && o.PodGraceMargin < plan.MinPodGraceMargin {
+		o.warn(fmt.Errorf("--%s %s is below %s: a pod is force-deleted %s after its grace period, when a kubelet that still reports may not have stopped its containers yet",
+			flagPodGraceMargin, o.PodGraceMargin, plan.MinPodGraceMargin, o.PodGraceMargin))
+	}
 	var verifier *policy.Verifier
 	if o.policy != nil {
 		verifier = policy.NewVerifier(o.policy, o.clients.Dynamic, provider.Options{Dynamic: o.clients.Dynamic, Mapper: o.mapper})

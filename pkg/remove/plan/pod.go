@@ -20,6 +20,11 @@ import (
 // still wait for its kubelet before it is overdue, and may be forced: the scan's.
 const DefaultPodGraceMargin = scan.DefaultPodGraceMargin
 
+// MinPodGraceMargin is the least margin a force deletion should wait after a pod's grace
+// period: a kubelet that reports, slowed by a busy node, may still be stopping the pod's
+// containers seconds after the grace period ended. Below it, remove warns.
+const MinPodGraceMargin = 30 * time.Second
+
 // PodVerifier tells whether the machine of the node a pod's deletion waits for is gone.
 // pkg/policy implements it with the policy's rules that set waitsForNode.
 type PodVerifier interface {
