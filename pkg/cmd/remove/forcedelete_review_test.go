@@ -1,0 +1,34 @@
+package remove
+
+import (
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
+)
+
+// TestAForceDeletionWhoseOutcomeWasNotReadSaysSo: after a force deletion, a pod that
+// could not be read again is not reported gone.
+func TestAForceDeletionWhoseOutcomeWasNotReadSaysSo(t *testing.T) {
+	streams, _, out, _ := genericiooptions.NewTestIOStreams()
+	o := NewOptions(streams)
+	target := finalizev1alpha1.ObjectReference{Resource: "pods", Namespace: "a", Name: "web-0"}
+	for _, tt := range []struct {
+		rec  write.Record
+		want string
+	}{
+		{write.Record{Entry: write.Entry{Target: target, Node: "worker-3"}, Result: write.Removed, Deleted: true}, "pods/web-0 -n a: force-deleted; the pod is gone\n"},
+		{write.Record{Entry: write.Entry{Target: target, Node: "worker-3"}, Result: write.Removed, Remaining: []string{"example.com/x"}},
+			"pods/web-0 -n a: force-deleted; still held by its finalizers: example.com/x\n"},
+		{write.Record{Entry: write.Entry{Target: target, Node: "worker-3"}, Result: write.Removed},
+			"pods/web-0 -n a: force-deleted; its state is unknown: it could not be read after the deletion (kubectl get it)\n"},
+	} {
+		out.Reset()
+		o.report(&tt.rec)
+		if out.String() != tt.want {
+			t.Errorf("got %q, want %q", out.String(), tt.want)
+		}
+	}
+}
