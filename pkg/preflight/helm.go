@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,7 +28,7 @@ import (
 // name=NAME, status and version. Its data.release is base64 of the gzip of the release as
 // JSON (then base64 again by the Secret); the JSON's "manifest" is the multi-document
 // YAML of the objects Helm installed. Helm's uninstall deletes those objects, except the
-// ones annotated helm.sh/resource-policy=keep. Hooks and the chart's crds/ are not in the
+// ones the manifest annotates helm.sh/resource-policy=keep. Hooks and the chart's crds/ are not in the
 // manifest, and Helm does not delete them.
 const (
 	helmSecretType     = "helm.sh/release.v1"
@@ -51,46 +50,62 @@ type helmRelease struct {
 	} `json:"info"`
 }
 
-// readRelease reads the latest deployed revision of the release (the latest revision
-// when none is deployed, with a warning) and the objects of its manifest.
+// readRelease reads the latest revision of the release, as Helm's uninstall does (it
+// deletes the objects of the manifest of the highest revision, whatever its status: a
+// failed or pending upgrade's manifest is what goes), and the objects of its manifest.
+// The records are read from Secrets (Helm 3's default driver), else from ConfigMaps
+// (HELM_DRIVER=configmap), both labelled owner=helm and name=NAME in the release's
+// namespace.
 func readRelease(ctx context.Context, kc client.Interface, mapper meta.RESTMapper, rel Release) (*helmRelease, []Target, []string, error) {
 	selector := labels.Set{"owner": "helm", "name": rel.Name}.AsSelector().String()
 	list, err := kc.CoreV1().Secrets(rel.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("reading the records of Helm release %s in namespace %s: %w", rel.Name, rel.Namespace, err)
 	}
-	var records []corev1.Secret
+	var records []helmRecord
 	for _, s := range list.Items {
 		if s.Type == helmSecretType {
-			records = append(records, s)
+			records = append(records, helmRecord{kind: "secrets", name: s.Name, labels: s.Labels, data: s.Data["release"]})
 		}
 	}
 	if len(records) == 0 {
-		return nil, nil, nil, fmt.Errorf("helm release %s not found in namespace %s: no Secret of type %s labelled %s (Helm 3 with its default Secret storage)",
-			rel.Name, rel.Namespace, helmSecretType, selector)
-	}
-	revision := func(s *corev1.Secret) int { n, _ := strconv.Atoi(s.Labels["version"]); return n }
-	sort.SliceStable(records, func(i, j int) bool { return revision(&records[i]) > revision(&records[j]) })
-	chosen := &records[0]
-	for i := range records {
-		if records[i].Labels["status"] == helmStatusDeployed {
-			chosen = &records[i]
-			break
+		cms, err := kc.CoreV1().ConfigMaps(rel.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("helm release %s not found in Secrets of namespace %s, and its ConfigMaps could not be read: %w", rel.Name, rel.Namespace, err)
+		}
+		for _, c := range cms.Items {
+			if d, ok := c.Data["release"]; ok {
+				records = append(records, helmRecord{kind: "configmaps", name: c.Name, labels: c.Labels, data: []byte(d)})
+			}
 		}
 	}
-	var warnings []string
-	if chosen.Labels["status"] != helmStatusDeployed {
-		warnings = append(warnings, fmt.Sprintf("helm release %s has no deployed revision; the objects of its latest, revision %d (%s), are checked", rel.Name, revision(chosen), chosen.Labels["status"]))
+	if len(records) == 0 {
+		return nil, nil, nil, fmt.Errorf("helm release %s not found in namespace %s: no Secret of type %s nor ConfigMap labelled %s (Helm 3's Secret or ConfigMap storage)",
+			rel.Name, rel.Namespace, helmSecretType, selector)
 	}
-	r, err := decodeRelease(chosen.Data["release"])
+	revision := func(r *helmRecord) int { n, _ := strconv.Atoi(r.labels["version"]); return n }
+	sort.SliceStable(records, func(i, j int) bool { return revision(&records[i]) > revision(&records[j]) })
+	chosen := &records[0]
+	var warnings []string
+	if status := chosen.labels["status"]; status != helmStatusDeployed {
+		warnings = append(warnings, fmt.Sprintf("the latest revision of helm release %s, %d, is %s, not deployed: its objects are checked, as helm uninstall deletes them", rel.Name, revision(chosen), status))
+	}
+	r, err := decodeRelease(chosen.data)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("decoding secrets/%s -n %s, the record of Helm release %s: %w", chosen.Name, rel.Namespace, rel.Name, err)
+		return nil, nil, nil, fmt.Errorf("decoding %s/%s -n %s, the record of Helm release %s: %w", chosen.kind, chosen.name, rel.Namespace, rel.Name, err)
 	}
 	targets, more, err := manifestObjects(mapper, r.Manifest, rel.Namespace)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("reading the manifest of Helm release %s revision %d: %w", rel.Name, r.Version, err)
 	}
 	return r, targets, append(warnings, more...), nil
+}
+
+// helmRecord is one revision's record: a Secret or a ConfigMap.
+type helmRecord struct {
+	kind, name string
+	labels     map[string]string
+	data       []byte
 }
 
 // decodeRelease decodes the release.v1 encoding: base64, then gzip when the stream
@@ -157,7 +172,9 @@ func manifestObjects(mapper meta.RESTMapper, manifest, namespace string) ([]Targ
 				warnings = append(warnings, fmt.Sprintf("%s %s of the release is of a kind the cluster does not serve: skipped", gvk.Kind, it.GetName()))
 				continue
 			}
-			t := Target{Resource: kube.Resource{GroupVersionResource: m.Resource, Kind: m.GroupVersionKind.Kind, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, Name: it.GetName()}
+			t := Target{Resource: kube.Resource{GroupVersionResource: m.Resource, Kind: m.GroupVersionKind.Kind, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, Name: it.GetName(),
+				// Helm reads the policy from the manifest, not from the live object.
+				keep: strings.ToLower(strings.TrimSpace(it.GetAnnotations()[helmResourcePolicy])) == "keep"}
 			if t.Resource.Namespaced {
 				t.Namespace = it.GetNamespace()
 				if t.Namespace == "" {

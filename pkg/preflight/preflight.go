@@ -27,6 +27,9 @@ type Target struct {
 	Resource  kube.Resource
 	Namespace string
 	Name      string
+	// keep: the release's manifest annotates it helm.sh/resource-policy=keep, so Helm's
+	// uninstall does not delete it.
+	keep bool
 }
 
 // ref is the target's reference without its uid.
@@ -137,6 +140,10 @@ func (r *run) resolveTargets(targets []Target, release bool) error {
 		}
 		seen[key] = true
 		fromRelease := release && i >= len(r.opts.Targets)
+		if fromRelease && t.keep {
+			r.warnf("%s is not deleted with the release: it is annotated %s=keep in the release's manifest", t.ref(), helmResourcePolicy)
+			continue
+		}
 		res := r.p.Clients.Metadata.Resource(t.Resource.GroupVersionResource)
 		var m *metav1.PartialObjectMetadata
 		var err error
@@ -153,10 +160,6 @@ func (r *run) resolveTargets(targets []Target, release bool) error {
 			return fmt.Errorf("%s: %w", t.ref(), err)
 		case err != nil:
 			return fmt.Errorf("reading %s: %w", t.ref(), err)
-		}
-		if fromRelease && strings.EqualFold(m.Annotations[helmResourcePolicy], "keep") {
-			r.warnf("%s is not deleted with the release: it is annotated %s=keep", t.ref(), helmResourcePolicy)
-			continue
 		}
 		ref := t.Resource.Ref(m.Namespace, m.Name, m.UID)
 		r.rep.Targets = append(r.rep.Targets, ref)

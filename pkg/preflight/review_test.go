@@ -1,0 +1,101 @@
+package preflight
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// record is a Helm record of revision version with status, holding manifest.
+func record(t *testing.T, name string, version int, status, manifest string) (map[string]string, []byte) {
+	t.Helper()
+	data, err := EncodeRelease(name, "ops", version, status, manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{"owner": "helm", "name": name, "status": status, "version": strconv.Itoa(version)}, data
+}
+
+const (
+	saManifest     = "---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: app\n"
+	deployManifest = saManifest + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-operator\n"
+)
+
+func targetNames(ts []Target) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.ref().String())
+	}
+	return out
+}
+
+// Helm's uninstall deletes the objects of the highest revision, whatever its status: an
+// upgrade that failed after creating a new operator Deployment leaves that Deployment to
+// the uninstall, and the prediction must see it.
+func TestReadReleaseTakesTheLatestRevisionAsHelmUninstallDoes(t *testing.T) {
+	l1, d1 := record(t, "app", 1, "deployed", saManifest)
+	l2, d2 := record(t, "app", 2, "failed", deployManifest)
+	kc := fake.NewClientset(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "sh.helm.release.v1.app.v1", Labels: l1}, Type: helmSecretType, Data: map[string][]byte{"release": d1}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "sh.helm.release.v1.app.v2", Labels: l2}, Type: helmSecretType, Data: map[string][]byte{"release": d2}},
+	)
+	rel, targets, warnings, err := readRelease(t.Context(), kc, testMapper(), Release{Namespace: "ops", Name: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel.Version != 2 {
+		t.Errorf("revision %d read, want 2 (the latest, which helm uninstall deletes)", rel.Version)
+	}
+	if got := strings.Join(targetNames(targets), ","); got != "serviceaccounts/app -n ops,deployments.apps/app-operator -n ops" {
+		t.Errorf("targets %s: want the failed revision's objects", got)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "revision of helm release app, 2, is failed") {
+		t.Errorf("warnings %q", warnings)
+	}
+}
+
+// HELM_DRIVER=configmap keeps the same records in ConfigMaps.
+func TestReadReleaseFromConfigMapStorage(t *testing.T) {
+	l1, d1 := record(t, "app", 1, "deployed", deployManifest)
+	kc := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "sh.helm.release.v1.app.v1", Labels: l1},
+		Data: map[string]string{"release": string(d1)}})
+	rel, targets, _, err := readRelease(t.Context(), kc, testMapper(), Release{Namespace: "ops", Name: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel.Version != 1 || len(targets) != 2 {
+		t.Errorf("revision %d, targets %v", rel.Version, targetNames(targets))
+	}
+	if _, _, _, err := readRelease(t.Context(), fake.NewClientset(), testMapper(), Release{Namespace: "ops", Name: "app"}); err == nil ||
+		!strings.Contains(err.Error(), "helm release app not found in namespace ops") {
+		t.Errorf("no record: %v", err)
+	}
+}
+
+// Helm keeps an object when its manifest says keep (trimmed, any case), whatever the
+// live object says: an annotation added by hand does not keep it.
+func TestManifestSaysWhatHelmKeeps(t *testing.T) {
+	manifest := `apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: kept
+  annotations:
+    helm.sh/resource-policy: " Keep "
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: deleted
+`
+	got, _, err := manifestObjects(testMapper(), manifest, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !got[0].keep || got[1].keep {
+		t.Errorf("keep: %+v", got)
+	}
+}
