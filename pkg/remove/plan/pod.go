@@ -209,9 +209,11 @@ func (p *Planner) planForce(ctx context.Context, o *kube.Object, opts Options) (
 	if margin <= 0 {
 		margin = DefaultPodGraceMargin
 	}
-	now := time.Now()
+	var now time.Time
 	if p.Now != nil {
 		now = p.Now()
+	} else {
+		now = ServerNow(ctx, p.Kube)
 	}
 	node := ""
 	refuse := func(r *Refusal, v Verification) (*Action, *Refusal) {

@@ -51,7 +51,7 @@ func (r *Remover) ForceDelete(ctx context.Context, t plan.Target, dry DryRun) (O
 	if margin <= 0 {
 		margin = plan.DefaultPodGraceMargin
 	}
-	now := time.Now()
+	now := plan.ServerNow(ctx, r.Kube)
 	if why := plan.Overdue(pod, margin, now); why != "" {
 		return out, fmt.Errorf("%s: not deleted: %s", t.String(), why)
 	}
