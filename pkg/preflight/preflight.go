@@ -215,6 +215,10 @@ type deletionSet struct {
 	types map[schema.GroupResource]string
 	// byName finds the targets by type, namespace and name.
 	byName map[string]bool
+	// ofTypes are the uids of the objects listed whose type is deleted: the garbage
+	// collector deletes their dependents too, in any namespace (a cluster-scoped custom
+	// resource that owns an operator's Deployment).
+	ofTypes map[types.UID]bool
 	// garbage counts the dependents the garbage collector deletes that are not in a
 	// namespace or of a type deleted anyway.
 	garbage int
@@ -222,7 +226,7 @@ type deletionSet struct {
 
 func newDeletionSet() *deletionSet {
 	return &deletionSet{uids: map[types.UID]finalizev1alpha1.ObjectReference{}, namespaces: map[string]bool{},
-		types: map[schema.GroupResource]string{}, byName: map[string]bool{}}
+		types: map[schema.GroupResource]string{}, byName: map[string]bool{}, ofTypes: map[types.UID]bool{}}
 }
 
 func nameKey(gr schema.GroupResource, namespace, name string) string {
@@ -265,7 +269,7 @@ func (s *deletionSet) collectGarbage(deps []dependent) {
 			}
 			all := true
 			for _, o := range d.owners {
-				if _, ok := s.uids[o]; !ok {
+				if _, ok := s.uids[o]; !ok && !s.ofTypes[o] {
 					all = false
 					break
 				}
@@ -322,6 +326,9 @@ func (l *listing) observe(r kube.Resource, m *metav1.ObjectMeta, ns *corev1.Name
 	defer l.mu.Unlock()
 	if l.set.has(ref) {
 		l.inSet++
+	}
+	if l.set.types[r.GroupResource()] != "" {
+		l.set.ofTypes[m.UID] = true
 	}
 	if len(m.Finalizers) > 0 {
 		l.finalized = append(l.finalized, kube.NewObject(r, m, nil))

@@ -7,7 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 // record is a Helm record of revision version with status, holding manifest.
@@ -97,5 +101,20 @@ metadata:
 	}
 	if len(got) != 2 || !got[0].keep || got[1].keep {
 		t.Errorf("keep: %+v", got)
+	}
+}
+
+// The instances of a CRD deleted go with it, and so do their dependents in other
+// namespaces: an operator's Deployment owned by a cluster-scoped custom resource.
+func TestGarbageOfTheInstancesOfADeletedCRD(t *testing.T) {
+	deploy := schema.GroupResource{Group: "apps", Resource: "deployments"}
+	installs := schema.GroupResource{Group: "example.com", Resource: "installs"}
+	s := newDeletionSet()
+	s.addTarget(ref(crdResource, "CustomResourceDefinition", "", "installs.example.com", "c1"))
+	l := newListing(s)
+	l.observe(kube.Resource{GroupVersionResource: installs.WithVersion("v1"), Kind: "Install"}, &metav1.ObjectMeta{Name: "main", UID: "i1"}, nil)
+	s.collectGarbage([]dependent{{ref: ref(deploy, "Deployment", "ops", "operator", "d1"), owners: []types.UID{"i1"}}})
+	if !s.has(ref(deploy, "Deployment", "ops", "operator", "d1")) {
+		t.Error("the Deployment owned by an instance of the CRD deleted is not deleted")
 	}
 }
