@@ -6,6 +6,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/testing"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 )
 
@@ -31,4 +32,13 @@ func TestAForceDeletionWhoseOutcomeWasNotReadSaysSo(t *testing.T) {
 			t.Errorf("got %q, want %q", out.String(), tt.want)
 		}
 	}
+}
+
+// TestAForcedPodDeletionIsWordedForPods: --force-unverified without --reason, asked of a
+// pod's force deletion, speaks of force-deleting pods, not of finalizers.
+func TestAForcedPodDeletionIsWordedForPods(t *testing.T) {
+	cmdtesting.InvalidInvocations(t, NewCmdRemove, cluster, []cmdtesting.Invocation{
+		{Name: "force a pod's deletion without reason", Args: []string{"pod/web-0", "--force-unverified"},
+			Want: "error: --force-unverified requires --reason: say why force-deleting the pods unverified is safe, for the audit\n"},
+	})
 }
