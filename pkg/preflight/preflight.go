@@ -218,7 +218,7 @@ type deletionSet struct {
 	// ofTypes are the uids of the objects listed whose type is deleted: the garbage
 	// collector deletes their dependents too, in any namespace (a cluster-scoped custom
 	// resource that owns an operator's Deployment).
-	ofTypes map[types.UID]bool
+	ofTypes map[types.UID]string
 	// garbage counts the dependents the garbage collector deletes that are not in a
 	// namespace or of a type deleted anyway.
 	garbage int
@@ -226,7 +226,7 @@ type deletionSet struct {
 
 func newDeletionSet() *deletionSet {
 	return &deletionSet{uids: map[types.UID]finalizev1alpha1.ObjectReference{}, namespaces: map[string]bool{},
-		types: map[schema.GroupResource]string{}, byName: map[string]bool{}, ofTypes: map[types.UID]bool{}}
+		types: map[schema.GroupResource]string{}, byName: map[string]bool{}, ofTypes: map[types.UID]string{}}
 }
 
 func nameKey(gr schema.GroupResource, namespace, name string) string {
@@ -269,7 +269,7 @@ func (s *deletionSet) collectGarbage(deps []dependent) {
 			}
 			all := true
 			for _, o := range d.owners {
-				if _, ok := s.uids[o]; !ok && !s.ofTypes[o] {
+				if !s.ownerDeleted(o, d.ref.Namespace) {
 					all = false
 					break
 				}
@@ -281,6 +281,19 @@ func (s *deletionSet) collectGarbage(deps []dependent) {
 			}
 		}
 	}
+}
+
+// ownerDeleted says whether the owner of uid is deleted, for a dependent in namespace
+// (empty: cluster-scoped). The garbage collector never deletes a cluster-scoped
+// dependent for a namespaced owner: that reference cannot be resolved.
+func (s *deletionSet) ownerDeleted(uid types.UID, namespace string) bool {
+	if ref, ok := s.uids[uid]; ok {
+		return namespace != "" || ref.Namespace == ""
+	}
+	if ns, ok := s.ofTypes[uid]; ok {
+		return namespace != "" || ns == ""
+	}
+	return false
 }
 
 // dependent is an object with ownerReferences.
@@ -328,7 +341,7 @@ func (l *listing) observe(r kube.Resource, m *metav1.ObjectMeta, ns *corev1.Name
 		l.inSet++
 	}
 	if l.set.types[r.GroupResource()] != "" {
-		l.set.ofTypes[m.UID] = true
+		l.set.ofTypes[m.UID] = m.Namespace
 	}
 	if len(m.Finalizers) > 0 {
 		l.finalized = append(l.finalized, kube.NewObject(r, m, nil))

@@ -113,8 +113,18 @@ func TestGarbageOfTheInstancesOfADeletedCRD(t *testing.T) {
 	s.addTarget(ref(crdResource, "CustomResourceDefinition", "", "installs.example.com", "c1"))
 	l := newListing(s)
 	l.observe(kube.Resource{GroupVersionResource: installs.WithVersion("v1"), Kind: "Install"}, &metav1.ObjectMeta{Name: "main", UID: "i1"}, nil)
-	s.collectGarbage([]dependent{{ref: ref(deploy, "Deployment", "ops", "operator", "d1"), owners: []types.UID{"i1"}}})
+	l.observe(kube.Resource{GroupVersionResource: installs.WithVersion("v1"), Kind: "Install", Namespaced: true}, &metav1.ObjectMeta{Namespace: "a", Name: "ns", UID: "i2"}, nil)
+	hooks := schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}
+	s.collectGarbage([]dependent{
+		{ref: ref(deploy, "Deployment", "ops", "operator", "d1"), owners: []types.UID{"i1"}},
+		// A cluster-scoped dependent of a namespaced owner: the garbage collector cannot
+		// resolve the reference, and keeps it.
+		{ref: ref(hooks, "ValidatingWebhookConfiguration", "", "hook", "h1"), owners: []types.UID{"i2"}},
+	})
 	if !s.has(ref(deploy, "Deployment", "ops", "operator", "d1")) {
 		t.Error("the Deployment owned by an instance of the CRD deleted is not deleted")
+	}
+	if s.has(ref(hooks, "ValidatingWebhookConfiguration", "", "hook", "h1")) {
+		t.Error("a cluster-scoped object owned by a namespaced one is deleted")
 	}
 }
