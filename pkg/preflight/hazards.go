@@ -505,10 +505,11 @@ func (r *run) serviceGoneUncached(key types.NamespacedName) string {
 	if len(deleted) == 0 {
 		return ""
 	}
+	// A read that fails leaves the question open: the prediction is incomplete, never safe.
 	svc, err := r.p.Clients.Kube.CoreV1().Services(key.Namespace).Get(r.ctx, key.Name, metav1.GetOptions{})
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
-			r.warnf("could not read service %s to tell which workload serves it: %v", key, err)
+			r.incomplete(serviceGR.WithVersion("v1"), fmt.Errorf("reading service %s to tell which workload serves it: %w", key, err))
 		}
 		return ""
 	}
@@ -522,7 +523,7 @@ func (r *run) serviceGoneUncached(key types.NamespacedName) string {
 		u, err := r.p.Clients.Dynamic.Resource(w.GroupResource().WithVersion("v1")).Namespace(w.Namespace).Get(r.ctx, w.Name, metav1.GetOptions{})
 		if err != nil {
 			if !apierrors.IsNotFound(err) {
-				r.warnf("could not read %s to tell whether it serves service %s: %v", w, key, err)
+				r.incomplete(w.GroupResource().WithVersion("v1"), fmt.Errorf("reading %s to tell whether it serves service %s: %w", w, key, err))
 				return ""
 			}
 			continue

@@ -1,16 +1,22 @@
 package preflight
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
@@ -126,5 +132,29 @@ func TestGarbageOfTheInstancesOfADeletedCRD(t *testing.T) {
 	}
 	if s.has(ref(hooks, "ValidatingWebhookConfiguration", "", "hook", "h1")) {
 		t.Error("a cluster-scoped object owned by a namespaced one is deleted")
+	}
+}
+
+// A service whose workloads cannot be read is not served as far as the prediction
+// knows: the prediction is incomplete (exit 3), never safe.
+func TestAServiceThatCannotBeReadMakesThePredictionIncomplete(t *testing.T) {
+	deploy := schema.GroupResource{Group: "apps", Resource: "deployments"}
+	s := newDeletionSet()
+	op := ref(deploy, "Deployment", "ops", "hook-server", "d1")
+	s.addTarget(op)
+	kc := fake.NewClientset()
+	kc.PrependReactor("get", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "hook", errors.New("no"))
+	})
+	r := &run{ctx: t.Context(), p: &Preflight{Clients: &client.Clients{Kube: kc}}, set: s, kept: newListing(s),
+		rep: &finalizev1alpha1.PreflightReport{}}
+	key := types.NamespacedName{Namespace: "ops", Name: "hook"}
+	r.kept.services[key] = ref(schema.GroupResource{Resource: "services"}, "Service", "ops", "hook", "s1")
+	r.kept.workloads[nameKey(deploy, "ops", "hook-server")] = op
+	if why := r.serviceGone(key); why != "" {
+		t.Errorf("serviceGone = %q", why)
+	}
+	if len(r.rep.Incomplete) != 1 || r.rep.Incomplete[0].Resource != "services" || r.rep.Incomplete[0].Reason != finalizev1alpha1.ReasonForbidden {
+		t.Errorf("incomplete %+v: want services Forbidden", r.rep.Incomplete)
 	}
 }
