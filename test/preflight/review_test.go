@@ -4,13 +4,20 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
@@ -81,4 +88,112 @@ func TestAHelmReleaseAsHelmUninstallSeesIt(t *testing.T) {
 	if strings.Contains(r.Stderr, "not deleted with the release") {
 		t.Errorf("a keep annotation on the live object only kept it: %s", r.Stderr)
 	}
+}
+
+// An APIService whose service stays while the only Deployment whose pods it selects is
+// deleted; and, its group being undiscoverable now (no endpoints), a deletion that
+// strands nothing is incomplete (exit 3), not safe.
+func TestAnAPIServiceWhoseWorkloadIsDeleted(t *testing.T) {
+	ns, other := cp.Namespace(t), cp.Namespace(t)
+	ctx, kube := t.Context(), cp.Kube(t)
+	deployment(t, ns, "pf-api-server", nil)
+	// Headless: nothing is ever sent to a cluster IP; no pod runs, so no endpoints.
+	if _, err := kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "pf-api2"},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": "pf-api-server"}, Ports: []corev1.ServicePort{{Port: 443}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(cp.Config)
+	apiServices := dyn.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
+	name := "v1.api2.preflight.example.com"
+	a := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": map[string]any{"name": name},
+		"spec": map[string]any{"group": "api2.preflight.example.com", "version": "v1", "insecureSkipTLSVerify": true,
+			"groupPriorityMinimum": int64(1000), "versionPriority": int64(15), "service": map[string]any{"namespace": ns, "name": "pf-api2"}}}}
+	if _, err := apiServices.Create(ctx, a, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Later tests expect complete listings: wait until discovery forgets the group.
+		_ = apiServices.Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			_, err := discovery.ServerPreferredResources(cp.Kube(t).Discovery())
+			return err == nil, nil
+		})
+	})
+
+	rep, _ := preflight(t, 5, "deployments.apps/pf-api-server", "-n", ns)
+	h := hazard(t, rep, finalizev1alpha1.HazardAPIServiceServiceDeleted, name)
+	strands(t, h)
+	says(t, "message", h.Message, "the pods of its service "+ns+"/pf-api2 are those of deployments.apps/pf-api-server", "no namespace in the cluster can finish deleting")
+	says(t, "safe order", h.SafeOrder[0], "kubectl delete apiservices.apiregistration.k8s.io/"+name)
+
+	// Deleting the APIService with it is safe as far as the deletion goes, but its group
+	// cannot be discovered: incomplete, never 0.
+	var r cli.Result
+	for range 100 {
+		if r = cli.Run(t, cp.AdminKubeconfig, "preflight", "-o", "json", "namespaces/"+other); r.Code == 3 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if r.Code != 3 || !strings.Contains(r.Stdout, `"groupVersion": "api2.preflight.example.com/v1"`) || !strings.Contains(r.Stdout, string(finalizev1alpha1.ReasonDiscoveryFailed)) {
+		t.Errorf("a deletion beside an undiscoverable group: exit %d\nstdout %s\nstderr %s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// A CRD that stays while the service of its conversion webhook goes, its objects
+// readable at the version they are stored at (the preferred one, so listing them needs no
+// conversion): only the namespaces of the deletion that hold its objects are stranded.
+func TestAConversionWebhookWhoseObjectsCanBeListed(t *testing.T) {
+	group := "conv2.preflight.example.com"
+	svcNS, holds, empty := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
+	ctx, kube := t.Context(), cp.Kube(t)
+	// Headless: the API server's service resolver finds no address, so a conversion
+	// attempted while the test runs sends nothing anywhere.
+	if _, err := kube.CoreV1().Services(svcNS).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "pf-conv2"},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 443}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(cp.Config)
+	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	version := func(name string, storage bool) map[string]any {
+		return map[string]any{"name": name, "served": true, "storage": storage,
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
+	}
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "gizmos." + group},
+		"spec": map[string]any{"group": group, "scope": "Namespaced",
+			"names": map[string]any{"kind": "Gizmo", "listKind": "GizmoList", "plural": "gizmos", "singular": "gizmo"},
+			// v1 is stored and preferred (it outranks v1beta1): the scan lists it as stored.
+			"versions": []any{version("v1", true), version("v1beta1", false)},
+			"conversion": map[string]any{"strategy": "Webhook", "webhook": map[string]any{"conversionReviewVersions": []any{"v1"},
+				"clientConfig": map[string]any{"service": map[string]any{"namespace": svcNS, "name": "pf-conv2", "path": "/convert"}}}},
+		}}}
+	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = crds.Delete(context.Background(), "gizmos."+group, metav1.DeleteOptions{})
+		_ = fixture.WaitGone(context.Background(), 200*time.Millisecond, 30*time.Second, func(ctx context.Context) error {
+			_, err := crds.Get(ctx, "gizmos."+group, metav1.GetOptions{})
+			return err
+		})
+	})
+	gizmos := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gizmos"}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(gizmos).Namespace(holds).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": group + "/v1", "kind": "Gizmo", "metadata": map[string]any{"name": "one"}}}, metav1.CreateOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("creating a gizmo: %v", err)
+	}
+
+	rep, _ := preflight(t, 5, "namespaces/"+svcNS, "namespaces/"+holds, "namespaces/"+empty)
+	if len(rep.Incomplete) != 0 {
+		t.Fatalf("incomplete %+v: the gizmos must be listed", rep.Incomplete)
+	}
+	h := hazard(t, rep, finalizev1alpha1.HazardWebhookServiceDeleted, "gizmos."+group)
+	strands(t, h, "/"+holds)
+	says(t, "message", h.Message, "its service "+svcNS+"/pf-conv2 is deleted")
 }
