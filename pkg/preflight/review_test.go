@@ -49,7 +49,10 @@ func targetNames(ts []Target) []string {
 func TestReadReleaseTakesTheLatestRevisionAsHelmUninstallDoes(t *testing.T) {
 	l1, d1 := record(t, "app", 1, "deployed", saManifest)
 	l2, d2 := record(t, "app", 2, "failed", deployManifest)
+	l9, d9 := record(t, "app", 9, "deployed", saManifest)
 	kc := fake.NewClientset(
+		// A release of the same name in another namespace is another release.
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "sh.helm.release.v1.app.v9", Labels: l9}, Type: helmSecretType, Data: map[string][]byte{"release": d9}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "sh.helm.release.v1.app.v1", Labels: l1}, Type: helmSecretType, Data: map[string][]byte{"release": d1}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "sh.helm.release.v1.app.v2", Labels: l2}, Type: helmSecretType, Data: map[string][]byte{"release": d2}},
 	)

@@ -197,3 +197,32 @@ func TestAConversionWebhookWhoseObjectsCanBeListed(t *testing.T) {
 	strands(t, h, "/"+holds)
 	says(t, "message", h.Message, "its service "+svcNS+"/pf-conv2 is deleted")
 }
+
+// An operator that runs as a StatefulSet inside the namespace deleted; the targets named
+// with kubectl's short names (ns/, sts/, crd/).
+func TestAStatefulSetOperatorInsideTheNamespace(t *testing.T) {
+	group := "sts.preflight.example.com"
+	gvr := widgets(t, group)
+	ns := cp.Namespace(t)
+	ctx, kube := t.Context(), cp.Kube(t)
+	labels := map[string]string{"app": "pf-sts-operator"}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "pf-sts-operator"}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1),
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "manager", Image: "example.com/pf-sts-operator:v1"}}}}}}
+	if _, err := kube.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.AppsV1().StatefulSets(ns).Delete(context.Background(), sts.Name, metav1.DeleteOptions{}) })
+	widget(t, gvr, ns, "s", group+"/cleanup", "pf-sts-operator", nil)
+
+	rep, _ := preflight(t, 5, "ns/"+ns)
+	h := hazard(t, rep, finalizev1alpha1.HazardOperatorDeletedFirst, ns)
+	strands(t, h, ns+"/s")
+	says(t, "message", h.Message, "pf-sts-operator (StatefulSet "+ns+"/pf-sts-operator)")
+
+	rep, _ = preflight(t, 5, "sts/pf-sts-operator", "-n", ns)
+	strands(t, hazard(t, rep, finalizev1alpha1.HazardControllerDeleted, "pf-sts-operator"), ns+"/s")
+	rep, _ = preflight(t, 5, "crd/widgets."+group)
+	strands(t, hazard(t, rep, finalizev1alpha1.HazardCRDInstancesWithFinalizers, "widgets."+group), ns+"/s")
+}
