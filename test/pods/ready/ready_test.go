@@ -128,6 +128,18 @@ func TestAReadyNodesKubeletThatCannotUnmountAVolume(t *testing.T) {
 		}
 	}
 
+	// A Ready node's pod is never force-deleted, even by a person who gives a reason:
+	// its kubelet answers and may still run what the pod started.
+	r := cli.Run(t, cp.AdminKubeconfig, "remove", "pod/busy", "-n", ns, "--yes", "--force-unverified", "--reason", "the node looks fine",
+		"--pod-grace-margin", "1s")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "Nothing was removed.") ||
+		!strings.Contains(r.Stderr, "node "+controlplane.NodeName+" is Ready") || strings.Contains(r.Stderr, "to remove it anyway") {
+		t.Errorf("a force deletion on a Ready node: code %d, want 1 refusing it with no flag offered\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if _, err := kube.CoreV1().Pods(ns).Get(t.Context(), "busy", metav1.GetOptions{}); err != nil {
+		t.Fatalf("pod busy after the refused force deletion: %v", err)
+	}
+
 	// What the cause said is what the kubelet does: once the volume is released, it
 	// unmounts it and deletes the pod.
 	release()
