@@ -105,6 +105,52 @@ func (r *run) survives(c doctor.Controller) bool {
 	return false
 }
 
+// survivorsElsewhere names the workloads of c that stay, when the deletion removes every
+// workload of c in namespace ns and at least one is there; "" otherwise.
+func (r *run) survivorsElsewhere(c doctor.Controller, ns string) string {
+	if ns == "" {
+		return ""
+	}
+	var here, stay []doctor.WorkloadRef
+	for _, w := range c.Workloads {
+		deleted := r.set.has(r.workloadRef(w))
+		switch {
+		case w.Namespace == ns && !deleted:
+			return ""
+		case w.Namespace == ns:
+			here = append(here, w)
+		case !deleted:
+			stay = append(stay, w)
+		}
+	}
+	if len(here) == 0 || len(stay) == 0 {
+		return ""
+	}
+	return describeWorkloads(stay)
+}
+
+// deletedIn are the workloads of c in namespace ns.
+func (r *run) deletedIn(c doctor.Controller, ns string) []doctor.WorkloadRef {
+	var out []doctor.WorkloadRef
+	for _, w := range c.Workloads {
+		if w.Namespace == ns {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// deletedWorkloadRef is the cause of a ControllerDeleted hazard: the controller's first
+// workload in namespace ns that the deletion removes, else its first.
+func (r *run) deletedWorkloadRef(c doctor.Controller, ns string) finalizev1alpha1.ObjectReference {
+	for _, w := range c.Workloads {
+		if ref := r.workloadRef(w); w.Namespace == ns && r.set.has(ref) {
+			return ref
+		}
+	}
+	return r.workloadRef(c.Workloads[0])
+}
+
 // describeWorkloads is "Deployment ops/db-operator, StatefulSet ...".
 func describeWorkloads(ws []doctor.WorkloadRef) string {
 	var out []string
@@ -120,13 +166,22 @@ func describeWorkloads(ws []doctor.WorkloadRef) string {
 func (r *run) controllerHazards() {
 	var h hazards
 	fins := map[string][]string{}
+	survivors := map[string]string{}
 	for _, o := range r.kept.finalized {
 		for _, fin := range customFinalizers(o) {
 			c := r.controller(o, fin)
-			if len(c.Workloads) == 0 || len(c.Unread) > 0 || r.survives(c) {
+			if len(c.Workloads) == 0 || len(c.Unread) > 0 {
 				continue
 			}
 			ns := o.Meta.Namespace
+			// A workload of the controller that survives elsewhere removes the finalizers
+			// of an object whose own namespace loses the controller's only workload there
+			// only if it watches that namespace: an operator installed once per namespace
+			// does not. The hazard is said, with the survivors named.
+			others := r.survivorsElsewhere(c, ns)
+			if r.survives(c) && others == "" {
+				continue
+			}
 			inside := ns != "" && r.set.namespaces[ns] && slices.ContainsFunc(c.Workloads, func(w doctor.WorkloadRef) bool { return w.Namespace == ns })
 			var key string
 			var hz *finalizev1alpha1.Hazard
@@ -137,8 +192,15 @@ func (r *run) controllerHazards() {
 				}, o.Ref())
 			} else {
 				key = finalizev1alpha1.HazardControllerDeleted + "\x00" + c.Name
+				if others != "" {
+					key += "\x00" + ns
+				}
 				hz = h.add(key, func() finalizev1alpha1.Hazard {
-					return finalizev1alpha1.Hazard{Reason: finalizev1alpha1.HazardControllerDeleted, Cause: r.workloadRef(c.Workloads[0])}
+					cause := r.workloadRef(c.Workloads[0])
+					if others != "" {
+						cause = r.deletedWorkloadRef(c, ns)
+					}
+					return finalizev1alpha1.Hazard{Reason: finalizev1alpha1.HazardControllerDeleted, Cause: cause}
 				}, o.Ref())
 			}
 			if !slices.Contains(fins[key], fin.Name) {
@@ -146,6 +208,10 @@ func (r *run) controllerHazards() {
 			}
 			if hz.Message == "" {
 				hz.Message = c.Name + "\x00" + describeWorkloads(c.Workloads)
+				if others != "" {
+					survivors[key] = others
+					hz.Message = c.Name + "\x00" + describeWorkloads(r.deletedIn(c, ns))
+				}
 			}
 		}
 	}
@@ -166,10 +232,17 @@ func (r *run) controllerHazards() {
 		case finalizev1alpha1.HazardOperatorDeletedFirst:
 			hz.Message = fmt.Sprintf("namespace %s holds %s (%s) and %s that carry its finalizers (%s): deleting the namespace deletes its pods first, so %s is gone before it can remove them, and the namespace stays Terminating",
 				hz.Cause.Name, name, workloads, plural(len(hz.Objects), "object"), finalizers, name)
+			if others := survivors[key]; others != "" {
+				hz.Message += fmt.Sprintf(" (unless %s, which stays, watches namespace %s: an operator installed per namespace does not)", others, hz.Cause.Name)
+			}
 			hz.SafeOrder = append([]string{fmt.Sprintf("while %s runs, delete the objects that carry its finalizers; kubectl waits until they are gone: %s", name, strings.Join(deleteCommands(hz.Objects), "; "))},
 				r.finalSteps()...)
 		default:
 			msg := fmt.Sprintf("%s removes %s and runs only as %s, which the deletion removes", name, finalizers, workloads)
+			if others := survivors[key]; others != "" {
+				msg = fmt.Sprintf("%s removes %s; the deletion removes %s, its only workload in namespace %s, and %s, which stays, removes them only if it watches namespace %s (an operator installed per namespace does not)",
+					name, finalizers, workloads, hz.Objects[0].Namespace, others, hz.Objects[0].Namespace)
+			}
 			switch {
 			case len(staying) == 0:
 				msg += fmt.Sprintf(": %s deleted with it would stay Terminating", plural(len(deleting), "object"))

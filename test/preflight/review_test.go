@@ -226,3 +226,32 @@ func TestAStatefulSetOperatorInsideTheNamespace(t *testing.T) {
 	rep, _ = preflight(t, 5, "crd/widgets."+group)
 	strands(t, hazard(t, rep, finalizev1alpha1.HazardCRDInstancesWithFinalizers, "widgets."+group), ns+"/s")
 }
+
+// An operator installed once per namespace: deleting one namespace's install strands that
+// namespace's objects even though another install of the same name survives elsewhere;
+// objects in the survivor's own namespace stay safe.
+func TestAnOperatorInstalledPerNamespace(t *testing.T) {
+	group := "perns.preflight.example.com"
+	gvr := widgets(t, group)
+	a, b := cp.Namespace(t), cp.Namespace(t)
+	operator(t, a, "pf-perns-operator")
+	operator(t, b, "pf-perns-operator")
+	widget(t, gvr, a, "in-a", group+"/cleanup", "pf-perns-operator", nil)
+	widget(t, gvr, b, "in-b", group+"/cleanup", "pf-perns-operator", nil)
+
+	rep, _ := preflight(t, 5, "namespaces/"+a)
+	h := hazard(t, rep, finalizev1alpha1.HazardOperatorDeletedFirst, a)
+	strands(t, h, a+"/in-a")
+	says(t, "message", h.Message, "unless Deployment "+b+"/pf-perns-operator, which stays, watches namespace "+a)
+	if len(rep.Hazards) != 1 {
+		t.Errorf("hazards %+v: want one, the objects of %s", rep.Hazards, a)
+	}
+
+	rep, _ = preflight(t, 5, "deployments.apps/pf-perns-operator", "-n", a)
+	h = hazard(t, rep, finalizev1alpha1.HazardControllerDeleted, "pf-perns-operator")
+	strands(t, h, a+"/in-a")
+	if h.Cause.Namespace != a {
+		t.Errorf("cause %+v: want the Deployment of %s", h.Cause, a)
+	}
+	says(t, "message", h.Message, "its only workload in namespace "+a, "Deployment "+b+"/pf-perns-operator, which stays, removes them only if it watches namespace "+a)
+}
