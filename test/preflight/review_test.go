@@ -213,7 +213,9 @@ func TestAStatefulSetOperatorInsideTheNamespace(t *testing.T) {
 	if _, err := kube.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.AppsV1().StatefulSets(ns).Delete(context.Background(), sts.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kube.AppsV1().StatefulSets(ns).Delete(context.Background(), sts.Name, metav1.DeleteOptions{})
+	})
 	widget(t, gvr, ns, "s", group+"/cleanup", "pf-sts-operator", nil)
 
 	rep, _ := preflight(t, 5, "ns/"+ns)
