@@ -20,9 +20,11 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
-// record is a Helm record of revision version with status, holding manifest.
-func record(t *testing.T, name string, version int, status, manifest string) (map[string]string, []byte) {
+// record is a Helm record of release app's revision version with status, holding
+// manifest: its labels and data.release.
+func record(t *testing.T, version int, status, manifest string) (map[string]string, []byte) {
 	t.Helper()
+	const name = "app"
 	data, err := EncodeRelease(name, "ops", version, status, manifest)
 	if err != nil {
 		t.Fatal(err)
@@ -47,9 +49,9 @@ func targetNames(ts []Target) []string {
 // upgrade that failed after creating a new operator Deployment leaves that Deployment to
 // the uninstall, and the prediction must see it.
 func TestReadReleaseTakesTheLatestRevisionAsHelmUninstallDoes(t *testing.T) {
-	l1, d1 := record(t, "app", 1, "deployed", saManifest)
-	l2, d2 := record(t, "app", 2, "failed", deployManifest)
-	l9, d9 := record(t, "app", 9, "deployed", saManifest)
+	l1, d1 := record(t, 1, "deployed", saManifest)
+	l2, d2 := record(t, 2, "failed", deployManifest)
+	l9, d9 := record(t, 9, "deployed", saManifest)
 	kc := fake.NewClientset(
 		// A release of the same name in another namespace is another release.
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "sh.helm.release.v1.app.v9", Labels: l9}, Type: helmSecretType, Data: map[string][]byte{"release": d9}},
@@ -73,7 +75,7 @@ func TestReadReleaseTakesTheLatestRevisionAsHelmUninstallDoes(t *testing.T) {
 
 // HELM_DRIVER=configmap keeps the same records in ConfigMaps.
 func TestReadReleaseFromConfigMapStorage(t *testing.T) {
-	l1, d1 := record(t, "app", 1, "deployed", deployManifest)
+	l1, d1 := record(t, 1, "deployed", deployManifest)
 	kc := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "sh.helm.release.v1.app.v1", Labels: l1},
 		Data: map[string]string{"release": string(d1)}})
 	rel, targets, _, err := readRelease(t.Context(), kc, testMapper(), Release{Namespace: "ops", Name: "app"})
