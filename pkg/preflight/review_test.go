@@ -6,12 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -161,5 +164,28 @@ func TestAServiceThatCannotBeReadMakesThePredictionIncomplete(t *testing.T) {
 	}
 	if len(r.rep.Incomplete) != 1 || r.rep.Incomplete[0].Resource != "services" || r.rep.Incomplete[0].Reason != finalizev1alpha1.ReasonForbidden {
 		t.Errorf("incomplete %+v: want services Forbidden", r.rep.Incomplete)
+	}
+}
+
+// A webhook whose failurePolicy is unset fails closed (admissionregistration.k8s.io/v1
+// defaults it to Fail); an APIService served by the API server itself (service null)
+// loses nothing with a namespace.
+func TestAnUnsetFailurePolicyAndALocalAPIService(t *testing.T) {
+	s := newDeletionSet()
+	s.addTarget(ref(schema.GroupResource{Resource: "namespaces"}, "Namespace", "", "ops", "n1"))
+	local := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+		"metadata": map[string]any{"name": "v1.apps", "uid": "a1"}, "spec": map[string]any{"group": "apps", "version": "v1", "service": nil}}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		apiServicesResource.GroupVersionResource: "APIServiceList"}, local)
+	r := &run{ctx: t.Context(), p: &Preflight{Clients: &client.Clients{Kube: fake.NewClientset(), Dynamic: dyn}}, set: s, kept: newListing(s),
+		rep: &finalizev1alpha1.PreflightReport{}}
+	key := types.NamespacedName{Namespace: "ops", Name: "hook"}
+	r.kept.services[key] = ref(schema.GroupResource{Resource: "services"}, "Service", "ops", "hook", "s1")
+
+	r.webhookHazard(validatingResource.Ref("", "hook", "v1"), []admissionWebhook{{name: "check.example.com",
+		service: &admissionregistrationv1.ServiceReference{Namespace: "ops", Name: "hook"}}})
+	r.apiServiceHazards()
+	if len(r.rep.Hazards) != 1 || r.rep.Hazards[0].Reason != finalizev1alpha1.HazardWebhookServiceDeleted || len(r.rep.Incomplete) != 0 {
+		t.Errorf("hazards %+v, incomplete %+v: want the webhook's only", r.rep.Hazards, r.rep.Incomplete)
 	}
 }
