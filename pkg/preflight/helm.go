@@ -28,7 +28,7 @@ import (
 // name=NAME, status and version. Its data.release is base64 of the gzip of the release as
 // JSON (then base64 again by the Secret); the JSON's "manifest" is the multi-document
 // YAML of the objects Helm installed. Helm's uninstall deletes those objects, except the
-// ones the manifest annotates helm.sh/resource-policy=keep. Hooks and the chart's crds/ are not in the
+// ones the manifest annotates helm.sh/resource-policy (=keep, or any other value). Hooks and the chart's crds/ are not in the
 // manifest, and Helm does not delete them.
 const (
 	helmSecretType     = "helm.sh/release.v1"
@@ -172,9 +172,11 @@ func manifestObjects(mapper meta.RESTMapper, manifest, namespace string) ([]Targ
 				warnings = append(warnings, fmt.Sprintf("%s %s of the release is of a kind the cluster does not serve: skipped", gvk.Kind, it.GetName()))
 				continue
 			}
-			t := Target{Resource: kube.Resource{GroupVersionResource: m.Resource, Kind: m.GroupVersionKind.Kind, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, Name: it.GetName(),
-				// Helm reads the policy from the manifest, not from the live object.
-				keep: strings.ToLower(strings.TrimSpace(it.GetAnnotations()[helmResourcePolicy])) == "keep"}
+			t := Target{Resource: kube.Resource{GroupVersionResource: m.Resource, Kind: m.GroupVersionKind.Kind, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, Name: it.GetName()}
+			// Helm reads the policy from the manifest, not from the live object, and
+			// deletes only the objects without one: keep is kept, and any other value
+			// (prefer-existing, a typo) is left out of both its lists, so not deleted either.
+			t.policy, t.keep = it.GetAnnotations()[helmResourcePolicy]
 			if t.Resource.Namespaced {
 				t.Namespace = it.GetNamespace()
 				if t.Namespace == "" {

@@ -27,9 +27,10 @@ type Target struct {
 	Resource  kube.Resource
 	Namespace string
 	Name      string
-	// keep: the release's manifest annotates it helm.sh/resource-policy=keep, so Helm's
-	// uninstall does not delete it.
-	keep bool
+	// keep: the release's manifest annotates it helm.sh/resource-policy (policy), so
+	// Helm's uninstall does not delete it.
+	keep   bool
+	policy string
 }
 
 // ref is the target's reference without its uid.
@@ -141,7 +142,7 @@ func (r *run) resolveTargets(targets []Target, release bool) error {
 		seen[key] = true
 		fromRelease := release && i >= len(r.opts.Targets)
 		if fromRelease && t.keep {
-			r.warnf("%s is not deleted with the release: it is annotated %s=keep in the release's manifest", t.ref(), helmResourcePolicy)
+			r.warnf("%s is not deleted with the release: it is annotated %s=%s in the release's manifest", t.ref(), helmResourcePolicy, t.policy)
 			continue
 		}
 		res := r.p.Clients.Metadata.Resource(t.Resource.GroupVersionResource)

@@ -94,8 +94,9 @@ func TestReadReleaseFromConfigMapStorage(t *testing.T) {
 	}
 }
 
-// Helm keeps an object when its manifest says keep (trimmed, any case), whatever the
-// live object says: an annotation added by hand does not keep it.
+// Helm keeps an object when its manifest says keep (trimmed, any case), or any other
+// resource policy, whatever the live object says: an annotation added by hand does not
+// keep it.
 func TestManifestSaysWhatHelmKeeps(t *testing.T) {
 	manifest := `apiVersion: v1
 kind: ServiceAccount
@@ -108,12 +109,20 @@ apiVersion: v1
 kind: ServiceAccount
 metadata:
   name: deleted
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: prefer-existing
+  annotations:
+    helm.sh/resource-policy: prefer-existing
 `
 	got, _, err := manifestObjects(testMapper(), manifest, "ops")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || !got[0].keep || got[1].keep {
+	// Helm deletes only the objects without a policy: any other value is not deleted.
+	if len(got) != 3 || !got[0].keep || got[1].keep || !got[2].keep {
 		t.Errorf("keep: %+v", got)
 	}
 }
