@@ -105,6 +105,25 @@ func (r *run) survives(c doctor.Controller) bool {
 	return false
 }
 
+// unreadWorkloads makes the prediction incomplete for the workload kinds of c that could
+// not be read (once a type): whether the deletion removes c is not known.
+func (r *run) unreadWorkloads(c doctor.Controller) {
+	for _, kind := range c.Unread {
+		gr, ok := workloadKindGR[kind]
+		if !ok {
+			continue
+		}
+		gv := gr.WithVersion("v1").GroupVersion().String()
+		if slices.ContainsFunc(r.rep.Incomplete, func(in finalizev1alpha1.IncompleteResource) bool {
+			return in.GroupVersion == gv && (in.Resource == "" || in.Resource == gr.Resource)
+		}) {
+			continue
+		}
+		r.rep.Incomplete = append(r.rep.Incomplete, finalizev1alpha1.IncompleteResource{GroupVersion: gv, Resource: gr.Resource, Reason: finalizev1alpha1.ReasonListFailed,
+			Message: fmt.Sprintf("the %ss of %s, which removes finalizers, could not be read: whether the deletion removes it is not known", kind, c.Name)})
+	}
+}
+
 // survivorsElsewhere names the workloads of c that stay, when the deletion removes every
 // workload of c in namespace ns and at least one is there; "" otherwise.
 func (r *run) survivorsElsewhere(c doctor.Controller, ns string) string {
@@ -170,10 +189,18 @@ func (r *run) controllerHazards() {
 	for _, o := range r.kept.finalized {
 		for _, fin := range customFinalizers(o) {
 			c := r.controller(o, fin)
-			if len(c.Workloads) == 0 || len(c.Unread) > 0 {
+			ns := o.Meta.Namespace
+			if len(c.Unread) > 0 {
+				// A workload that stays proves the controller survives whatever could not
+				// be read; anything else is not known.
+				if proven := len(c.Workloads) > 0 && r.survives(c) && r.survivorsElsewhere(c, ns) == ""; !proven {
+					r.unreadWorkloads(c)
+				}
 				continue
 			}
-			ns := o.Meta.Namespace
+			if len(c.Workloads) == 0 {
+				continue
+			}
 			// A workload of the controller that survives elsewhere removes the finalizers
 			// of an object whose own namespace loses the controller's only workload there
 			// only if it watches that namespace: an operator installed once per namespace

@@ -20,7 +20,9 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 // record is a Helm record of release app's revision version with status, holding
@@ -196,5 +198,34 @@ func TestAnUnsetFailurePolicyAndALocalAPIService(t *testing.T) {
 	r.apiServiceHazards()
 	if len(r.rep.Hazards) != 1 || r.rep.Hazards[0].Reason != finalizev1alpha1.HazardWebhookServiceDeleted || len(r.rep.Incomplete) != 0 {
 		t.Errorf("hazards %+v, incomplete %+v: want the webhook's only", r.rep.Hazards, r.rep.Incomplete)
+	}
+}
+
+// A controller whose workloads cannot be read may be the one the deletion removes: the
+// prediction is incomplete (exit 3), not safe.
+func TestAControllerWhoseWorkloadsCannotBeReadMakesThePredictionIncomplete(t *testing.T) {
+	s := newDeletionSet()
+	s.addTarget(ref(schema.GroupResource{Group: "apps", Resource: "deployments"}, "Deployment", "ops", "op", "d1"))
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		{Group: "apps", Version: "v1", Resource: "deployments"}: "DeploymentList", {Group: "apps", Version: "v1", Resource: "statefulsets"}: "StatefulSetList",
+		{Group: "apps", Version: "v1", Resource: "daemonsets"}: "DaemonSetList"})
+	dyn.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(a.GetResource().GroupResource(), "", errors.New("no"))
+	})
+	kc := fake.NewClientset()
+	r := &run{ctx: t.Context(), p: &Preflight{Clients: &client.Clients{Kube: kc, Dynamic: dyn}}, set: s, kept: newListing(s),
+		rep: &finalizev1alpha1.PreflightReport{}, controllers: map[types.UID]map[string]doctor.Controller{}}
+	r.finder = doctor.NewControllerFinder(t.Context(), kc, dyn, &scan.Result{}, 0)
+	widgets := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, Kind: "Widget", Namespaced: true}
+	o := kube.NewObject(widgets, &metav1.ObjectMeta{Namespace: "team", Name: "w", UID: "w1", Finalizers: []string{"example.com/cleanup"}}, nil)
+	o.Finalizers[0].Owner, o.Finalizers[0].OwnerSource = "op", finalizev1alpha1.OwnerSourceManagedFields
+	r.kept.finalized = append(r.kept.finalized, o)
+
+	r.controllerHazards()
+	if len(r.rep.Hazards) != 0 || len(r.rep.Incomplete) != 3 {
+		t.Fatalf("hazards %+v, incomplete %+v: want deployments, statefulsets and daemonsets incomplete", r.rep.Hazards, r.rep.Incomplete)
+	}
+	if in := r.rep.Incomplete[0]; in.GroupVersion != "apps/v1" || in.Resource != "deployments" || !strings.Contains(in.Message, "of op, which removes finalizers") {
+		t.Errorf("incomplete %+v", in)
 	}
 }
