@@ -99,7 +99,7 @@ func NewCmdPreflight(f util.Factory, streams genericiooptions.IOStreams) *cobra.
 func (o *Options) AddFlags(cmd *cobra.Command) {
 	o.PrintFlags.AddFlags(cmd)
 	cmd.Flags().StringVar(&o.HelmRelease, flagHelmRelease, o.HelmRelease,
-		"Check the uninstall of this Helm release of the namespace (-n): the objects of its manifest, read from its record in the cluster (a Secret of type helm.sh/release.v1), except those annotated helm.sh/resource-policy=keep.")
+		"Check the uninstall of this Helm release of the namespace (-n): the objects of its latest revision's manifest, read from its record in the cluster (a Secret of type helm.sh/release.v1, or a ConfigMap with HELM_DRIVER=configmap), except those the manifest annotates helm.sh/resource-policy.")
 	o.ListFlags.AddFlags(cmd)
 }
 
