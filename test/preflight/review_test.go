@@ -257,3 +257,30 @@ func TestAnOperatorInstalledPerNamespace(t *testing.T) {
 	}
 	says(t, "message", h.Message, "its only workload in namespace "+a, "Deployment "+b+"/pf-perns-operator, which stays, removes them only if it watches namespace "+a)
 }
+
+// A CRD of a cluster-scoped type whose instances carry finalizers.
+func TestACRDOfClusterScopedInstances(t *testing.T) {
+	group := "cluster.preflight.example.com"
+	gvr := fixture.CRD(t, cp.Config, seed.CRD{Group: group, Kind: "Gadget", Plural: "gadgets", Singular: "gadget", Cluster: true, Versions: []string{"v1"}})
+	dyn := dynamic.NewForConfigOrDie(cp.Config)
+	fixture.Held(t, fixture.Dynamic{ResourceInterface: dyn.Resource(gvr), Manager: "pf-gadget-operator"}, fixture.Custom(gvr, "Gadget", "", "pf-g", group+"/cleanup"))
+
+	rep, _ := preflight(t, 5, "crd/gadgets."+group)
+	h := hazard(t, rep, finalizev1alpha1.HazardCRDInstancesWithFinalizers, "gadgets."+group)
+	strands(t, h, "/pf-g")
+}
+
+// A namespace already Terminating (nothing runs the namespace controller here) is
+// predicted as one that is not: its operator and the objects it finalizes.
+func TestANamespaceAlreadyTerminating(t *testing.T) {
+	group := "term.preflight.example.com"
+	gvr := widgets(t, group)
+	ns := cp.Namespace(t)
+	operator(t, ns, "pf-term-operator")
+	widget(t, gvr, ns, "t", group+"/cleanup", "pf-term-operator", nil)
+	if err := cp.Kube(t).CoreV1().Namespaces().Delete(t.Context(), ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := preflight(t, 5, "namespaces/"+ns)
+	strands(t, hazard(t, rep, finalizev1alpha1.HazardOperatorDeletedFirst, ns), ns+"/t")
+}
