@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"fmt"
+	neturl "net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -342,6 +343,7 @@ type admissionWebhook struct {
 	objectSelector    *metav1.LabelSelector
 	matchPolicy       *admissionregistrationv1.MatchPolicyType
 	service           *admissionregistrationv1.ServiceReference
+	url               *string
 }
 
 // webhookHazards: a failurePolicy Fail webhook whose service the deletion removes.
@@ -353,7 +355,7 @@ func (r *run) webhookHazards() {
 		c := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
 		var hooks []admissionWebhook
 		for _, w := range c.Webhooks {
-			hooks = append(hooks, admissionWebhook{w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig.Service})
+			hooks = append(hooks, admissionWebhook{w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig.Service, w.ClientConfig.URL})
 		}
 		r.webhookHazard(validatingResource.Ref("", c.Name, c.UID), hooks)
 	})
@@ -363,7 +365,7 @@ func (r *run) webhookHazards() {
 		c := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
 		var hooks []admissionWebhook
 		for _, w := range c.Webhooks {
-			hooks = append(hooks, admissionWebhook{w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig.Service})
+			hooks = append(hooks, admissionWebhook{w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig.Service, w.ClientConfig.URL})
 		}
 		r.webhookHazard(mutatingResource.Ref("", c.Name, c.UID), hooks)
 	})
@@ -377,10 +379,14 @@ func (r *run) webhookHazard(cfg finalizev1alpha1.ObjectReference, hooks []admiss
 	var h hazards
 	var said []string
 	for _, w := range hooks {
-		if (w.policy != nil && *w.policy != admissionregistrationv1.Fail) || w.service == nil {
+		if w.policy != nil && *w.policy != admissionregistrationv1.Fail {
 			continue
 		}
-		why := r.serviceGone(types.NamespacedName{Namespace: w.service.Namespace, Name: w.service.Name})
+		key, ok := clientConfigService(w.service, w.url)
+		if !ok {
+			continue
+		}
+		why := r.serviceGone(key)
 		if why == "" {
 			continue
 		}
@@ -405,6 +411,32 @@ func (r *run) webhookHazard(cfg finalizev1alpha1.ObjectReference, hooks []admiss
 			r.finalSteps()...)
 		r.rep.Hazards = append(r.rep.Hazards, *hz)
 	}
+}
+
+// clientConfigService is the service a webhook's client config calls: its service, or
+// the in-cluster service its URL names by DNS (https://NAME.NAMESPACE.svc[.cluster.local]
+// [:PORT]/...), which an API server that resolves cluster DNS reaches.
+func clientConfigService(svc *admissionregistrationv1.ServiceReference, url *string) (types.NamespacedName, bool) {
+	if svc != nil {
+		return types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, svc.Name != ""
+	}
+	if url == nil {
+		return types.NamespacedName{}, false
+	}
+	u, err := neturl.Parse(*url)
+	if err != nil {
+		return types.NamespacedName{}, false
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	host, ok := strings.CutSuffix(host, ".svc.cluster.local")
+	if !ok {
+		host, ok = strings.CutSuffix(host, ".svc")
+	}
+	name, ns, two := strings.Cut(host, ".")
+	if !ok || !two || name == "" || ns == "" || strings.Contains(ns, ".") {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, true
 }
 
 // describeRules is "UPDATE,DELETE widgets.example.com; CREATE *".
@@ -451,10 +483,20 @@ func (r *run) conversionHazards() {
 		}
 		ns, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "webhook", "clientConfig", "service", "namespace")
 		name, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "webhook", "clientConfig", "service", "name")
-		if name == "" {
+		url, hasURL, _ := unstructured.NestedString(u.Object, "spec", "conversion", "webhook", "clientConfig", "url")
+		var svc *admissionregistrationv1.ServiceReference
+		if name != "" {
+			svc = &admissionregistrationv1.ServiceReference{Namespace: ns, Name: name}
+		}
+		var urlp *string
+		if hasURL {
+			urlp = &url
+		}
+		key, ok := clientConfigService(svc, urlp)
+		if !ok {
 			return
 		}
-		why := r.serviceGone(types.NamespacedName{Namespace: ns, Name: name})
+		why := r.serviceGone(key)
 		if why == "" {
 			return
 		}

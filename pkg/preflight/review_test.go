@@ -229,3 +229,35 @@ func TestAControllerWhoseWorkloadsCannotBeReadMakesThePredictionIncomplete(t *te
 		t.Errorf("incomplete %+v", in)
 	}
 }
+
+// A webhook called by URL at an in-cluster service's DNS name calls that service.
+func TestAWebhookURLThatNamesAService(t *testing.T) {
+	for url, want := range map[string]string{
+		"https://hook.ops.svc/validate":                    "ops/hook",
+		"https://hook.ops.svc:8443/validate":               "ops/hook",
+		"https://Hook.Ops.svc.cluster.local./x":            "ops/hook",
+		"https://hook.ops.svc.cluster.local:443":           "ops/hook",
+		"https://127.0.0.1:9443/validate":                  "",
+		"https://hook.example.com/validate":                "",
+		"https://ops.svc/validate":                         "",
+		"https://a.b.c.svc/validate":                       "",
+		"https://hook.ops.svc.example.com/validate":        "",
+		"https://hook.ops.svc.cluster.local.example.com/x": "",
+	} {
+		key, ok := clientConfigService(nil, &url)
+		if got := map[bool]string{true: key.String()}[ok]; got != want {
+			t.Errorf("%s: %q, want %q", url, got, want)
+		}
+	}
+
+	s := newDeletionSet()
+	s.addTarget(ref(schema.GroupResource{Resource: "namespaces"}, "Namespace", "", "ops", "n1"))
+	r := &run{ctx: t.Context(), p: &Preflight{Clients: &client.Clients{Kube: fake.NewClientset()}}, set: s, kept: newListing(s),
+		rep: &finalizev1alpha1.PreflightReport{}}
+	r.kept.services[types.NamespacedName{Namespace: "ops", Name: "hook"}] = ref(schema.GroupResource{Resource: "services"}, "Service", "ops", "hook", "s1")
+	url := "https://hook.ops.svc:443/validate"
+	r.webhookHazard(validatingResource.Ref("", "hook", "v1"), []admissionWebhook{{name: "check.example.com", url: &url}})
+	if len(r.rep.Hazards) != 1 || !strings.Contains(r.rep.Hazards[0].Message, "its service ops/hook is deleted") {
+		t.Errorf("hazards %+v", r.rep.Hazards)
+	}
+}
