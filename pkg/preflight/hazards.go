@@ -583,10 +583,18 @@ func (r *run) claimHazards() {
 				return
 			}
 			for _, v := range pod.Spec.Volumes {
-				if v.PersistentVolumeClaim != nil {
-					if _, ok := claims[ns][v.PersistentVolumeClaim.ClaimName]; ok && !slices.Contains(users[v.PersistentVolumeClaim.ClaimName], pod.Name) {
-						users[v.PersistentVolumeClaim.ClaimName] = append(users[v.PersistentVolumeClaim.ClaimName], pod.Name)
-					}
+				var claim string
+				switch {
+				case v.PersistentVolumeClaim != nil:
+					claim = v.PersistentVolumeClaim.ClaimName
+				case v.Ephemeral != nil:
+					// A generic ephemeral volume's claim is named POD-VOLUME.
+					claim = pod.Name + "-" + v.Name
+				default:
+					continue
+				}
+				if _, ok := claims[ns][claim]; ok && !slices.Contains(users[claim], pod.Name) {
+					users[claim] = append(users[claim], pod.Name)
 				}
 			}
 		})

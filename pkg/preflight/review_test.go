@@ -261,3 +261,20 @@ func TestAWebhookURLThatNamesAService(t *testing.T) {
 		t.Errorf("hazards %+v", r.rep.Hazards)
 	}
 }
+
+// The claim of a pod's generic ephemeral volume (POD-VOLUME) deleted while the pod runs.
+func TestAnEphemeralVolumesClaimInUse(t *testing.T) {
+	claims := schema.GroupResource{Resource: "persistentvolumeclaims"}
+	s := newDeletionSet()
+	claim := ref(claims, "PersistentVolumeClaim", "app", "web-0-data", "c1")
+	s.addTarget(claim)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web-0", UID: "p1"}, Spec: corev1.PodSpec{NodeName: "n1",
+		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}}}}}
+	r := &run{ctx: t.Context(), p: &Preflight{Clients: &client.Clients{Kube: fake.NewClientset(pod)}}, set: s, kept: newListing(s),
+		rep: &finalizev1alpha1.PreflightReport{}}
+	r.kept.claims = append(r.kept.claims, claim)
+	r.claimHazards()
+	if len(r.rep.Hazards) != 1 || r.rep.Hazards[0].Reason != finalizev1alpha1.HazardClaimInUse || !strings.Contains(r.rep.Hazards[0].Message, "(web-0)") {
+		t.Errorf("hazards %+v", r.rep.Hazards)
+	}
+}
