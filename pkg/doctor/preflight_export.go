@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,18 @@ type WorkloadRef struct {
 	Kind, Namespace, Name string
 	// ServiceAccount is the one its pod template runs as.
 	ServiceAccount string
+	// Desired is how many pods it asks for (a DaemonSet: how many nodes it should run
+	// on, 1 when not known).
+	Desired int64
+	// Watches are the namespaces its pod template limits it to (WATCH_NAMESPACE, a
+	// --namespace flag ...); nil when it does not say, or says every namespace.
+	Watches []string
+}
+
+// WatchesNamespace says whether the workload reconciles objects of namespace ns as far
+// as its pod template says: every namespace unless it names some.
+func (w WorkloadRef) WatchesNamespace(ns string) bool {
+	return w.Watches == nil || ns == "" || slices.Contains(w.Watches, ns)
 }
 
 // ControllerFinder finds the controllers of finalizers the way the doctor does
@@ -64,7 +77,19 @@ func (c *ControllerFinder) Controller(o *kube.Object, fin finalizev1alpha1.Final
 	}
 	ws := c.d.f.workloadsOf(id.workloads...)
 	for _, w := range ws.found {
-		out.Workloads = append(out.Workloads, WorkloadRef{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, ServiceAccount: w.ServiceAccount})
+		ref := WorkloadRef{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, ServiceAccount: w.ServiceAccount, Desired: w.Desired}
+		for _, ws := range w.Watches {
+			if len(ws.Namespaces) == 0 {
+				ref.Watches = nil
+				break
+			}
+			for _, n := range ws.Namespaces {
+				if !slices.Contains(ref.Watches, n) {
+					ref.Watches = append(ref.Watches, n)
+				}
+			}
+		}
+		out.Workloads = append(out.Workloads, ref)
 	}
 	out.Unread = ws.unread
 	return out

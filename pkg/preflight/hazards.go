@@ -96,14 +96,53 @@ func (r *run) workloadRef(w doctor.WorkloadRef) finalizev1alpha1.ObjectReference
 	return kube.Resource{GroupVersionResource: gr.WithVersion("v1"), Kind: w.Kind, Namespaced: true}.Ref(w.Namespace, w.Name, "")
 }
 
-// survives says whether a workload of the controller is not deleted.
+// survives says whether a workload of the controller that runs (asks for pods) is not
+// deleted.
 func (r *run) survives(c doctor.Controller) bool {
 	for _, w := range c.Workloads {
-		if !r.set.has(r.workloadRef(w)) {
+		if !r.set.has(r.workloadRef(w)) && w.Desired > 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// servedAfter says whether a workload of the controller that stays runs and, as far as
+// its pod template says, watches namespace ns.
+func (r *run) servedAfter(c doctor.Controller, ns string) bool {
+	for _, w := range c.Workloads {
+		if !r.set.has(r.workloadRef(w)) && w.Desired > 0 && w.WatchesNamespace(ns) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyDeleted says whether the deletion removes a workload of the controller: if not,
+// it changes nothing to whether the controller runs.
+func (r *run) anyDeleted(c doctor.Controller) bool {
+	for _, w := range c.Workloads {
+		if r.set.has(r.workloadRef(w)) {
+			return true
+		}
+	}
+	return false
+}
+
+// idle describes the workloads of c that stay but do not remove finalizers of objects in
+// namespace ns: scaled to zero, or limited to other namespaces.
+func (r *run) idle(c doctor.Controller, ns string) string {
+	var out []string
+	for _, w := range c.Workloads {
+		switch {
+		case r.set.has(r.workloadRef(w)):
+		case w.Desired == 0:
+			out = append(out, fmt.Sprintf("%s %s/%s (scaled to 0)", w.Kind, w.Namespace, w.Name))
+		case !w.WatchesNamespace(ns):
+			out = append(out, fmt.Sprintf("%s %s/%s (watches only %s)", w.Kind, w.Namespace, w.Name, strings.Join(w.Watches, ", ")))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // unreadWorkloads makes the prediction incomplete for the workload kinds of c that could
@@ -134,12 +173,15 @@ func (r *run) survivorsElsewhere(c doctor.Controller, ns string) string {
 	var here, stay []doctor.WorkloadRef
 	for _, w := range c.Workloads {
 		deleted := r.set.has(r.workloadRef(w))
+		serves := !deleted && w.Desired > 0 && w.WatchesNamespace(ns)
 		switch {
-		case w.Namespace == ns && !deleted:
+		case w.Namespace == ns && serves:
 			return ""
-		case w.Namespace == ns:
+		case w.Namespace == ns && deleted:
 			here = append(here, w)
-		case !deleted:
+		case serves && w.Watches != nil:
+			return "" // it says it watches ns
+		case serves:
 			stay = append(stay, w)
 		}
 	}
@@ -147,6 +189,17 @@ func (r *run) survivorsElsewhere(c doctor.Controller, ns string) string {
 		return ""
 	}
 	return describeWorkloads(stay)
+}
+
+// deletedOf are the workloads of c the deletion removes.
+func (r *run) deletedOf(c doctor.Controller) []doctor.WorkloadRef {
+	var out []doctor.WorkloadRef
+	for _, w := range c.Workloads {
+		if r.set.has(r.workloadRef(w)) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // deletedIn are the workloads of c in namespace ns.
@@ -186,7 +239,7 @@ func describeWorkloads(ws []doctor.WorkloadRef) string {
 func (r *run) controllerHazards() {
 	var h hazards
 	fins := map[string][]string{}
-	survivors := map[string]string{}
+	survivors, idles := map[string]string{}, map[string]string{}
 	for _, o := range r.kept.finalized {
 		for _, fin := range customFinalizers(o) {
 			c := r.controller(o, fin)
@@ -194,12 +247,12 @@ func (r *run) controllerHazards() {
 			if len(c.Unread) > 0 {
 				// A workload that stays proves the controller survives whatever could not
 				// be read; anything else is not known.
-				if proven := len(c.Workloads) > 0 && r.survives(c) && r.survivorsElsewhere(c, ns) == ""; !proven {
+				if proven := r.servedAfter(c, ns) && r.survivorsElsewhere(c, ns) == ""; !proven {
 					r.unreadWorkloads(c)
 				}
 				continue
 			}
-			if len(c.Workloads) == 0 {
+			if len(c.Workloads) == 0 || !r.anyDeleted(c) {
 				continue
 			}
 			// A workload of the controller that survives elsewhere removes the finalizers
@@ -207,8 +260,12 @@ func (r *run) controllerHazards() {
 			// only if it watches that namespace: an operator installed once per namespace
 			// does not. The hazard is said, with the survivors named.
 			others := r.survivorsElsewhere(c, ns)
-			if r.survives(c) && others == "" {
+			if r.servedAfter(c, ns) && others == "" {
 				continue
+			}
+			idleHere := ""
+			if others == "" {
+				idleHere = r.idle(c, ns)
 			}
 			inside := ns != "" && r.set.namespaces[ns] && slices.ContainsFunc(c.Workloads, func(w doctor.WorkloadRef) bool { return w.Namespace == ns })
 			var key string
@@ -220,7 +277,7 @@ func (r *run) controllerHazards() {
 				}, o.Ref())
 			} else {
 				key = finalizev1alpha1.HazardControllerDeleted + "\x00" + c.Name
-				if others != "" {
+				if others != "" || idleHere != "" {
 					key += "\x00" + ns
 				}
 				hz = h.add(key, func() finalizev1alpha1.Hazard {
@@ -236,9 +293,13 @@ func (r *run) controllerHazards() {
 			}
 			if hz.Message == "" {
 				hz.Message = c.Name + "\x00" + describeWorkloads(c.Workloads)
-				if others != "" {
+				switch {
+				case others != "":
 					survivors[key] = others
 					hz.Message = c.Name + "\x00" + describeWorkloads(r.deletedIn(c, ns))
+				case idleHere != "":
+					idles[key] = idleHere
+					hz.Message = c.Name + "\x00" + describeWorkloads(r.deletedOf(c))
 				}
 			}
 		}
@@ -263,10 +324,16 @@ func (r *run) controllerHazards() {
 			if others := survivors[key]; others != "" {
 				hz.Message += fmt.Sprintf(" (unless %s, which stays, watches namespace %s: an operator installed per namespace does not)", others, hz.Cause.Name)
 			}
+			if idle := idles[key]; idle != "" {
+				hz.Message += fmt.Sprintf("; %s stays but does not remove them", idle)
+			}
 			hz.SafeOrder = append([]string{fmt.Sprintf("while %s runs, delete the objects that carry its finalizers; kubectl waits until they are gone: %s", name, strings.Join(deleteCommands(hz.Objects), "; "))},
 				r.finalSteps()...)
 		default:
 			msg := fmt.Sprintf("%s removes %s and runs only as %s, which the deletion removes", name, finalizers, workloads)
+			if idle := idles[key]; idle != "" {
+				msg = fmt.Sprintf("%s removes %s and runs as %s, which the deletion removes; %s stays but does not remove them", name, finalizers, workloads, idle)
+			}
 			if others := survivors[key]; others != "" {
 				msg = fmt.Sprintf("%s removes %s; the deletion removes %s, its only workload in namespace %s, and %s, which stays, removes them only if it watches namespace %s (an operator installed per namespace does not)",
 					name, finalizers, workloads, hz.Objects[0].Namespace, others, hz.Objects[0].Namespace)

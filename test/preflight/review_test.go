@@ -284,3 +284,43 @@ func TestANamespaceAlreadyTerminating(t *testing.T) {
 	rep, _ := preflight(t, 5, "namespaces/"+ns)
 	strands(t, hazard(t, rep, finalizev1alpha1.HazardOperatorDeletedFirst, ns), ns+"/t")
 }
+
+// Other workloads of the operator's name stay, but one is scaled to 0 and the other
+// watches only its own namespace (WATCH_NAMESPACE): the objects elsewhere are stranded,
+// those in the namespace it watches are not.
+func TestAnOperatorWhoseOtherWorkloadsDoNotRunForTheObjects(t *testing.T) {
+	group := "idle.preflight.example.com"
+	gvr := widgets(t, group)
+	ops, zero, own, team := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
+	kube := cp.Kube(t)
+	operator(t, ops, "pf-idle-operator")
+	for _, d := range []struct {
+		ns       string
+		replicas int32
+		env      []corev1.EnvVar
+	}{{zero, 0, nil}, {own, 1, []corev1.EnvVar{{Name: "WATCH_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}}} {
+		labels := map[string]string{"app": "pf-idle-operator"}
+		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "pf-idle-operator"}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To(d.replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "manager", Image: "example.com/pf-idle-operator:v1", Env: d.env}}}}}}
+		if _, err := kube.AppsV1().Deployments(d.ns).Create(t.Context(), dep, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ns := d.ns
+		t.Cleanup(func() {
+			_ = kube.AppsV1().Deployments(ns).Delete(context.Background(), "pf-idle-operator", metav1.DeleteOptions{})
+		})
+	}
+	widget(t, gvr, team, "w", group+"/cleanup", "pf-idle-operator", nil)
+	widget(t, gvr, own, "watched", group+"/cleanup", "pf-idle-operator", nil)
+
+	rep, _ := preflight(t, 5, "deployments.apps/pf-idle-operator", "-n", ops)
+	h := hazard(t, rep, finalizev1alpha1.HazardControllerDeleted, "pf-idle-operator")
+	strands(t, h, team+"/w")
+	says(t, "message", h.Message, "runs as Deployment "+ops+"/pf-idle-operator, which the deletion removes",
+		"Deployment "+zero+"/pf-idle-operator (scaled to 0)", "Deployment "+own+"/pf-idle-operator (watches only "+own+")", "stays but does not remove them")
+	if len(rep.Hazards) != 1 {
+		t.Errorf("hazards %+v: want one", rep.Hazards)
+	}
+}
