@@ -538,10 +538,17 @@ func (r *run) conversionHazards() {
 	}, func(obj runtime.Object) {
 		u := obj.(*unstructured.Unstructured)
 		ref := crdsResource.Ref("", u.GetName(), u.GetUID())
-		if r.set.has(ref) {
+		deleted := r.set.has(ref)
+		if strategy, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "strategy"); strategy != "Webhook" {
 			return
 		}
-		if strategy, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "strategy"); strategy != "Webhook" {
+		stored, _, _ := unstructured.NestedStringSlice(u.Object, "status", "storedVersions")
+		resource, group, _ := strings.Cut(u.GetName(), ".")
+		gr := schema.GroupResource{Group: group, Resource: resource}
+		// A CRD deleted with objects some of which may be stored at another version than
+		// its storage version: deleting them reads them at the storage version, through
+		// the webhook.
+		if deleted && (len(stored) < 2 || r.kept.ofType[gr] == 0) {
 			return
 		}
 		versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
@@ -567,8 +574,15 @@ func (r *run) conversionHazards() {
 		if why == "" {
 			return
 		}
-		resource, group, _ := strings.Cut(u.GetName(), ".")
-		gr := schema.GroupResource{Group: group, Resource: resource}
+		if deleted {
+			ref = r.crdRef(u.GetName())
+			r.rep.Hazards = append(r.rep.Hazards, finalizev1alpha1.Hazard{Reason: finalizev1alpha1.HazardWebhookServiceDeleted, Cause: ref, Objects: []finalizev1alpha1.ObjectReference{ref},
+				Message: fmt.Sprintf("CRD %s is deleted with %s of its objects, stored at versions %s, and its conversion webhook loses its service (%s): the CRD's cleanup deletes its objects by reading them at the storage version, which needs the webhook for those stored at another, so the CRD may stay Terminating (InstanceDeletionFailed) once the webhook is gone",
+					u.GetName(), plural(r.kept.ofType[gr], "object"), strings.Join(stored, ", "), why),
+				SafeOrder: append([]string{fmt.Sprintf("while the conversion webhook runs, delete the objects; kubectl waits until they are gone: kubectl delete %s --all --all-namespaces", gr)}, r.finalSteps()...),
+			})
+			return
+		}
 		hz := finalizev1alpha1.Hazard{Reason: finalizev1alpha1.HazardWebhookServiceDeleted, Cause: ref, Objects: []finalizev1alpha1.ObjectReference{}}
 		// When its objects could not be listed, which namespaces hold them is not known:
 		// every namespace of the deletion may.

@@ -322,6 +322,8 @@ type listing struct {
 	inSet int
 	// nsLabels are the labels of every namespace.
 	nsLabels map[string]map[string]string
+	// ofType counts the objects of each type the deletion deletes with its CRD.
+	ofType map[schema.GroupResource]int
 	// present are the namespaces that hold objects of each type of an API group (the
 	// types a conversion webhook may serve).
 	present map[schema.GroupResource]map[string]bool
@@ -330,7 +332,7 @@ type listing struct {
 func newListing(set *deletionSet) *listing {
 	return &listing{set: set, services: map[types.NamespacedName]finalizev1alpha1.ObjectReference{},
 		workloads: map[string]finalizev1alpha1.ObjectReference{}, nsLabels: map[string]map[string]string{},
-		present: map[schema.GroupResource]map[string]bool{}}
+		present: map[schema.GroupResource]map[string]bool{}, ofType: map[schema.GroupResource]int{}}
 }
 
 // observe sees every object listed; it is called from several goroutines at once.
@@ -343,6 +345,7 @@ func (l *listing) observe(r kube.Resource, m *metav1.ObjectMeta, ns *corev1.Name
 	}
 	if l.set.types[r.GroupResource()] != "" {
 		l.set.ofTypes[m.UID] = m.Namespace
+		l.ofType[r.GroupResource()]++
 	}
 	if len(m.Finalizers) > 0 {
 		l.finalized = append(l.finalized, kube.NewObject(r, m, nil))

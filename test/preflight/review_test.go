@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -323,4 +324,68 @@ func TestAnOperatorWhoseOtherWorkloadsDoNotRunForTheObjects(t *testing.T) {
 	if len(rep.Hazards) != 1 {
 		t.Errorf("hazards %+v: want one", rep.Hazards)
 	}
+}
+
+// A CRD deleted with its conversion webhook's service, while objects remain and the CRD
+// says some were stored at another version: its cleanup needs the webhook.
+func TestACRDDeletedWithItsConversionWebhook(t *testing.T) {
+	group := "conv3.preflight.example.com"
+	svcNS, holds := cp.Namespace(t), cp.Namespace(t)
+	ctx, kube := t.Context(), cp.Kube(t)
+	// Headless: nothing is ever sent to a cluster IP.
+	if _, err := kube.CoreV1().Services(svcNS).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "pf-conv3"},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 443}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(cp.Config)
+	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	version := func(name string, storage bool) map[string]any {
+		return map[string]any{"name": name, "served": true, "storage": storage,
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
+	}
+	name := "doodads." + group
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{"group": group, "scope": "Namespaced",
+			"names":    map[string]any{"kind": "Doodad", "listKind": "DoodadList", "plural": "doodads", "singular": "doodad"},
+			"versions": []any{version("v1", true), version("v1beta1", false)},
+			"conversion": map[string]any{"strategy": "Webhook", "webhook": map[string]any{"conversionReviewVersions": []any{"v1"},
+				"clientConfig": map[string]any{"service": map[string]any{"namespace": svcNS, "name": "pf-conv3", "path": "/convert"}}}},
+		}}}
+	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = crds.Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = fixture.WaitGone(context.Background(), 200*time.Millisecond, 30*time.Second, func(ctx context.Context) error {
+			_, err := crds.Get(ctx, name, metav1.GetOptions{})
+			return err
+		})
+	})
+	doodads := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "doodads"}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(doodads).Namespace(holds).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": group + "/v1", "kind": "Doodad", "metadata": map[string]any{"name": "one"}}}, metav1.CreateOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("creating a doodad: %v", err)
+	}
+	// A CRD migrated from v1beta1 whose storedVersions still names it, as storage
+	// migration leaves it until someone trims it.
+	patch := []byte(`{"status":{"storedVersions":["v1beta1","v1"]}}`)
+	if _, err := crds.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+
+	rep, _ := preflight(t, 5, "crd/"+name, "namespaces/"+svcNS)
+	h := hazard(t, rep, finalizev1alpha1.HazardWebhookServiceDeleted, name)
+	says(t, "message", h.Message, "is deleted with 1 object", "stored at versions v1beta1, v1", "its service "+svcNS+"/pf-conv3 is deleted")
+	says(t, "safe order", h.SafeOrder[0], "kubectl delete doodads."+group+" --all --all-namespaces")
+
+	// Without objects stored at another version, the same deletion is safe.
+	if _, err := crds.Patch(ctx, name, types.MergePatchType, []byte(`{"status":{"storedVersions":["v1"]}}`), metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	preflight(t, 0, "crd/"+name, "namespaces/"+svcNS)
 }
