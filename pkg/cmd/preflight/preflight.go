@@ -39,7 +39,9 @@ Hazards (the reason names are stable, for scripts):
   WebhookServiceDeleted       a failurePolicy Fail validating or mutating webhook, or a
                               CRD's conversion webhook, stays while its service (or the
                               workload behind it) is deleted: it then rejects writes
-                              elsewhere, finalizer removals included
+                              elsewhere, finalizer removals included (or a CRD goes
+                              with its conversion webhook while objects stored at
+                              another version remain)
   APIServiceServiceDeleted    an APIService stays while its service is deleted: no
                               namespace in the cluster can finish deleting then
   ClaimInUse                  a claim is deleted while pods that stay use it

@@ -22,7 +22,9 @@ const (
 	// HazardWebhookServiceDeleted: a validating or mutating webhook with failurePolicy
 	// Fail, or a CRD's conversion webhook, loses its service (or the workload behind
 	// it) while its configuration stays: it then rejects the writes it intercepts,
-	// finalizer removals included.
+	// finalizer removals included. Also a CRD deleted with its conversion webhook's
+	// service while objects remain that may be stored at another version: its cleanup
+	// reads them through the webhook.
 	HazardWebhookServiceDeleted = "WebhookServiceDeleted"
 	// HazardAPIServiceServiceDeleted: an APIService loses its service (or the workload
 	// behind it) while it stays registered: it becomes unavailable, and no namespace in
