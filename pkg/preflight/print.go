@@ -3,16 +3,13 @@ package preflight
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
 )
-
-// maxNamesPerLine bounds the objects named on one line; -o json lists them all.
-const maxNamesPerLine = 8
 
 // Deletion names the deletion a report is about, for people: "deleting namespaces/ops"
 // or "uninstalling Helm release ops/db-operator (revision 3)".
@@ -59,7 +56,7 @@ func Print(w io.Writer, rep *finalizev1alpha1.PreflightReport) error {
 		fmt.Fprintf(&b, "   %s\n", h.Message)
 		if len(h.Objects) > 0 {
 			fmt.Fprintf(&b, "   Strands %s:\n", plural(len(h.Objects), "object"))
-			for _, line := range byNamespace(h.Objects) {
+			for _, line := range printer.ByNamespace(h.Objects) {
 				fmt.Fprintf(&b, "     %s\n", line)
 			}
 		}
@@ -70,48 +67,6 @@ func Print(w io.Writer, rep *finalizev1alpha1.PreflightReport) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// byNamespace lists objects one type and namespace a line, cluster-scoped types last.
-func byNamespace(refs []finalizev1alpha1.ObjectReference) []string {
-	type group struct{ namespace, resource string }
-	names := map[group][]string{}
-	var order []group
-	for _, ref := range refs {
-		g := group{ref.Namespace, ref.GroupResource().String()}
-		if _, ok := names[g]; !ok {
-			order = append(order, g)
-		}
-		names[g] = append(names[g], ref.Name)
-	}
-	sort.SliceStable(order, func(i, j int) bool {
-		a, b := order[i], order[j]
-		if (a.namespace == "") != (b.namespace == "") {
-			return b.namespace == ""
-		}
-		if a.namespace != b.namespace {
-			return a.namespace < b.namespace
-		}
-		return a.resource < b.resource
-	})
-	lines := make([]string, 0, len(order))
-	for _, g := range order {
-		list := names[g]
-		shown := list
-		if len(shown) > maxNamesPerLine {
-			shown = shown[:maxNamesPerLine]
-		}
-		where := g.resource
-		if g.namespace != "" {
-			where += " -n " + g.namespace
-		}
-		line := fmt.Sprintf("%s (%d): %s", where, len(list), strings.Join(shown, ", "))
-		if more := len(list) - len(shown); more > 0 {
-			line += fmt.Sprintf(", and %d more (-o json lists them all)", more)
-		}
-		lines = append(lines, line)
-	}
-	return lines
 }
 
 // Names writes the stranded objects, each once, one a line as `kubectl get -o name`

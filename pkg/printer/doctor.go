@@ -119,7 +119,7 @@ func rootCauses(b *strings.Builder, d *finalizev1alpha1.Diagnosis) {
 			}
 		}
 		fmt.Fprintf(b, "   %s %s on it, the oldest terminating for %s:\n", Plural(len(r.Objects), "object"), verb, age(oldest))
-		for _, line := range byNamespace(r.Objects) {
+		for _, line := range ByNamespace(r.Objects) {
 			fmt.Fprintf(b, "     %s\n", line)
 		}
 		if example != nil {
@@ -129,10 +129,10 @@ func rootCauses(b *strings.Builder, d *finalizev1alpha1.Diagnosis) {
 	}
 }
 
-// byNamespace lists objects one type and namespace a line, the way kubectl is typed
+// ByNamespace lists objects one type and namespace a line, the way kubectl is typed
 // ("databases.db.example.com -n team-a (3): orders, users, billing"), cluster-scoped
 // types last, at most maxNamesPerLine names a line.
-func byNamespace(refs []finalizev1alpha1.ObjectReference) []string {
+func ByNamespace(refs []finalizev1alpha1.ObjectReference) []string {
 	type group struct{ namespace, resource string }
 	names := map[group][]string{}
 	var order []group
