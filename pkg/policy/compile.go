@@ -21,15 +21,17 @@ import (
 
 // Defaults of a policy.
 const (
-	defaultMaxRemovals   = 20
-	defaultMinAge        = 15 * time.Minute
-	defaultControls      = 3
-	defaultQPS           = 50
-	defaultBurst         = 100
-	maxControls          = 20
-	maxProviderTimeout   = 5 * time.Minute
-	maxRuleNameLength    = 63
-	credentialHeaderHint = "credentials come from valueFrom (an environment variable or a file), never from the policy text"
+	defaultMaxRemovals = 20
+	// defaultMaxForceDeletions is lower: a wrongful force deletion leaves two writers.
+	defaultMaxForceDeletions = 5
+	defaultMinAge            = 15 * time.Minute
+	defaultControls          = 3
+	defaultQPS               = 50
+	defaultBurst             = 100
+	maxControls              = 20
+	maxProviderTimeout       = 5 * time.Minute
+	maxRuleNameLength        = 63
+	credentialHeaderHint     = "credentials come from valueFrom (an environment variable or a file), never from the policy text"
 )
 
 // Policy is a validated policy, ready to match objects.
@@ -39,7 +41,9 @@ type Policy struct {
 	File        string
 	Rules       []*Rule
 	MaxRemovals int
-	MinAge      time.Duration
+	// MaxForceDeletions is the most force deletions of pods a pass may make.
+	MaxForceDeletions int
+	MinAge            time.Duration
 	// Warnings are what is allowed but worth knowing.
 	Warnings []string
 
@@ -71,7 +75,7 @@ type Rule struct {
 // Compile validates spec and compiles it. Every problem is reported, each with its rule
 // and field path; warnings say what is allowed but costly or risky.
 func Compile(spec *finalizev1alpha1.Policy) (*Policy, field.ErrorList, []string) {
-	c := &compiler{p: &Policy{Spec: spec, MaxRemovals: defaultMaxRemovals, MinAge: defaultMinAge}}
+	c := &compiler{p: &Policy{Spec: spec, MaxRemovals: defaultMaxRemovals, MaxForceDeletions: defaultMaxForceDeletions, MinAge: defaultMinAge}}
 	c.policy(spec)
 	return c.p, c.errs, c.warnings
 }
@@ -96,6 +100,12 @@ func (c *compiler) policy(spec *finalizev1alpha1.Policy) {
 			c.add(field.Invalid(field.NewPath("maxRemovals"), *spec.MaxRemovals, "must be at least 1; a pass that may remove nothing is a --dry-run"))
 		}
 		c.p.MaxRemovals = int(*spec.MaxRemovals)
+	}
+	if spec.MaxForceDeletions != nil {
+		if *spec.MaxForceDeletions < 1 {
+			c.add(field.Invalid(field.NewPath("maxForceDeletions"), *spec.MaxForceDeletions, "must be at least 1; to force-delete no pod, give no waitsForNode rule"))
+		}
+		c.p.MaxForceDeletions = int(*spec.MaxForceDeletions)
 	}
 	if spec.MinAge != nil {
 		c.p.MinAge = c.duration(field.NewPath("minAge"), spec.MinAge.Duration)

@@ -75,8 +75,8 @@ func TestAValidPolicy(t *testing.T) {
 		t.Errorf("warnings %q", warnings)
 	}
 	defaults, _ := compile(t, header+"rules:\n- name: x\n  finalizers: [a.example.com/x]\n  resources: [configmaps]\n  verify: {exec: {command: [x]}}\n")
-	if defaults.MaxRemovals != 20 || defaults.MinAge.String() != "15m0s" {
-		t.Errorf("default maxRemovals %d, minAge %s", defaults.MaxRemovals, defaults.MinAge)
+	if defaults.MaxRemovals != 20 || defaults.MaxForceDeletions != 5 || defaults.MinAge.String() != "15m0s" {
+		t.Errorf("default maxRemovals %d, maxForceDeletions %d, minAge %s", defaults.MaxRemovals, defaults.MaxForceDeletions, defaults.MinAge)
 	}
 }
 
@@ -95,6 +95,8 @@ func TestInvalidPolicies(t *testing.T) {
 		{"unknown field", rule("    exec: {command: [x], comand: [y]}\n"), []string{"rules[0].verify.exec.comand: Invalid value: unknown field"}},
 		{"duplicate key", rule("    exec: {command: [x]}\n    exec: {command: [y]}\n"), []string{"not YAML"}},
 		{"wrong type", header + "maxRemovals: many\nrules: []", []string{"<document>: Invalid value"}},
+		{"no force deletions", header + "maxForceDeletions: 0\nrules:\n- {name: r, finalizers: [a.example.com/x], resources: [configmaps], verify: {exec: {command: [x]}}}\n",
+			[]string{"maxForceDeletions: Invalid value: 0: must be at least 1; to force-delete no pod, give no waitsForNode rule"}},
 		{"no rules", header + "rules: []", []string{"rules: Required value: a policy needs at least one rule"}},
 		{"no name, no finalizers", header + "rules:\n- verify: {exec: {command: [x]}}\n", []string{"rules[0].name: Required value", "rules[0].finalizers: Required value"}},
 		{"duplicate names", header + "rules:\n- {name: a, finalizers: [x], resources: [configmaps], verify: {exec: {command: [x]}}}\n- {name: a, finalizers: [yy.example.com], resources: [configmaps], verify: {exec: {command: [x]}}}\n",

@@ -26,6 +26,9 @@ const (
 // OutcomeOf is the outcome of a pass and the reason for it, empty when all is well.
 func OutcomeOf(rep *finalizev1alpha1.ReconcileReport) (Outcome, string) {
 	if b := rep.Breaker; b != nil {
+		if b.Planned <= b.MaxRemovals {
+			return OutcomeBreaker, fmt.Sprintf("the breaker tripped: the pass planned %d force deletions of pods, more than the %d allowed (maxForceDeletions); nothing was removed", b.PlannedForceDeletions, b.MaxForceDeletions)
+		}
 		return OutcomeBreaker, fmt.Sprintf("the breaker tripped: the pass planned %d removals, more than the %d allowed; nothing was removed", b.Planned, b.MaxRemovals)
 	}
 	var broken, cannot []string

@@ -31,6 +31,8 @@ func TestARuleThatCannotVerifyFailsThePass(t *testing.T) {
 			"rule dbs cannot verify: header Authorization: environment variable DB_TOKEN is empty"},
 		{"below the breaker", finalizev1alpha1.ReconcileReport{Rules: []finalizev1alpha1.RuleStatus{cannot}, Breaker: &finalizev1alpha1.Breaker{Planned: 30, MaxRemovals: 20}}, OutcomeBreaker,
 			"the breaker tripped: the pass planned 30 removals, more than the 20 allowed; nothing was removed"},
+		{"the breaker of force deletions", finalizev1alpha1.ReconcileReport{Breaker: &finalizev1alpha1.Breaker{Planned: 7, MaxRemovals: 20, PlannedForceDeletions: 6, MaxForceDeletions: 5}}, OutcomeBreaker,
+			"the breaker tripped: the pass planned 6 force deletions of pods, more than the 5 allowed (maxForceDeletions); nothing was removed"},
 		{"a rule that was merely not trusted", finalizev1alpha1.ReconcileReport{Rules: []finalizev1alpha1.RuleStatus{{Rule: "young", Distrust: "no live object carries ..."}}}, OutcomeOK, ""},
 	}
 	for _, tt := range tests {

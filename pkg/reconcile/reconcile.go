@@ -134,12 +134,13 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 	// Each failed removal is in its action's result, and the report carries them; an
 	// error without an outcome (no audit log) means nothing could be written: the pass
 	// fails rather than report its actions kept.
-	out, err := runner.Act(ctx, p, remove.Gates{Breaker: true, MaxRemovals: limit, CheckPermissions: true})
+	out, err := runner.Act(ctx, p, remove.Gates{Breaker: true, MaxRemovals: limit, MaxForceDeletions: r.Policy.MaxForceDeletions, CheckPermissions: true})
 	if out == nil {
 		return nil, fmt.Errorf("the pass verified and planned, and removed nothing: %w", err)
 	}
 	if out.Stopped == remove.Breaker {
-		rep.Breaker = &finalizev1alpha1.Breaker{Planned: len(p.Actions), MaxRemovals: limit}
+		rep.Breaker = &finalizev1alpha1.Breaker{Planned: len(p.Actions), MaxRemovals: limit,
+			PlannedForceDeletions: remove.ForceDeletions(p), MaxForceDeletions: r.Policy.MaxForceDeletions}
 	}
 	rep.Actions = append(rep.Actions, out.Plan.Actions...)
 	rep.Actions = append(rep.Actions, refusals(p)...)

@@ -74,6 +74,9 @@ type Gates struct {
 	// is kept, saying why. A MaxRemovals of 0 allows none: the breaker fails closed.
 	Breaker     bool
 	MaxRemovals int
+	// MaxForceDeletions, with Breaker: a plan with more force deletions of pods than this
+	// writes nothing either. 0 allows none.
+	MaxForceDeletions int
 	// Confirm, if set, is asked before anything is written; false writes nothing.
 	Confirm func(*plan.Plan) (bool, error)
 	// CheckPermissions asks the API server for every permission the actions need before
@@ -189,6 +192,12 @@ func (g *Gates) stop(p *plan.Plan, rows []finalizev1alpha1.Removal) (Stop, error
 			rows[i].Message = fmt.Sprintf("not removed: the pass planned %d removals, more than the %d allowed (maxRemovals); nothing was written", len(p.Actions), g.MaxRemovals)
 		}
 		return Breaker, nil
+	case g.Breaker && ForceDeletions(p) > g.MaxForceDeletions:
+		for i := range rows {
+			rows[i].Result = finalizev1alpha1.ResultKept
+			rows[i].Message = fmt.Sprintf("not removed: the pass planned %d force deletions of pods, more than the %d allowed (maxForceDeletions); nothing was written", ForceDeletions(p), g.MaxForceDeletions)
+		}
+		return Breaker, nil
 	case g.Confirm != nil:
 		ok, err := g.Confirm(p)
 		if err != nil || ok {
@@ -267,4 +276,15 @@ func merge(rows []finalizev1alpha1.Removal, index []int, records []*write.Record
 		}
 	}
 	return skipped
+}
+
+// ForceDeletions counts the force deletions of pods among a plan's actions.
+func ForceDeletions(p *plan.Plan) int {
+	n := 0
+	for _, a := range p.Actions {
+		if a.ForceDelete {
+			n++
+		}
+	}
+	return n
 }

@@ -49,6 +49,35 @@ func forced(ns string, names ...string) *plan.Plan {
 	return p
 }
 
+// podsForced is forced's plan with each action turned into the force deletion of the
+// configmap's namesake pod, whose finalizers stay.
+func podsForced(names ...string) *plan.Plan {
+	p := forced("a", names...)
+	for i := range p.Actions {
+		p.Actions[i].ForceDelete, p.Actions[i].Finalizer, p.Actions[i].Target.Finalizer = true, finalizev1alpha1.Finalizer{}, ""
+	}
+	return p
+}
+
+// TestForceDeletionsHaveABreakerOfTheirOwn: a pass within maxRemovals that plans more
+// force deletions than maxForceDeletions writes nothing; at the limit, it passes the gate.
+func TestForceDeletionsHaveABreakerOfTheirOwn(t *testing.T) {
+	g := Gates{Breaker: true, MaxRemovals: 20, MaxForceDeletions: 2}
+	p := podsForced("one", "two")
+	p.Actions = append(p.Actions, forced("a", "three").Actions...)
+	rows := make([]finalizev1alpha1.Removal, len(p.Actions))
+	if stop, err := g.stop(p, rows); stop != "" || err != nil {
+		t.Errorf("two force deletions of two allowed: stopped by %q, %v", stop, err)
+	}
+	if n := ForceDeletions(p); n != 2 {
+		t.Errorf("ForceDeletions: %d, want 2", n)
+	}
+	g.MaxForceDeletions = 1
+	if stop, _ := g.stop(p, rows); stop != Breaker || rows[2].Result != finalizev1alpha1.ResultKept {
+		t.Errorf("two force deletions of one allowed: stopped by %q, rows %+v", stop, rows)
+	}
+}
+
 func runner(kc *kubefake.Clientset, objs ...runtime.Object) (*Runner, *metadatafake.FakeMetadataClient) {
 	scheme := runtime.NewScheme()
 	_ = metav1.AddMetaToScheme(scheme)
@@ -73,6 +102,8 @@ func TestAGateStopsTheRunBeforeAnyWrite(t *testing.T) {
 			Breaker, "not removed: the pass planned 2 removals, more than the 1 allowed (maxRemovals); nothing was written"},
 		{"a breaker that allows none", forced("a", "one"), Gates{Breaker: true},
 			Breaker, "not removed: the pass planned 1 removals, more than the 0 allowed (maxRemovals); nothing was written"},
+		{"too many force deletions", podsForced("one", "two"), Gates{Breaker: true, MaxRemovals: 20, MaxForceDeletions: 1},
+			Breaker, "not removed: the pass planned 2 force deletions of pods, more than the 1 allowed (maxForceDeletions); nothing was written"},
 		{"declined", forced("a", "one"), Gates{Confirm: func(*plan.Plan) (bool, error) { return false, nil }}, Declined, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,10 @@ type Policy struct {
 	// MaxRemovals aborts a reconcile pass, before its first write, when it plans more
 	// removals than this. Default 20.
 	MaxRemovals *int32 `json:"maxRemovals,omitempty"`
+	// MaxForceDeletions aborts a reconcile pass, before its first write, when it plans
+	// more force deletions of pods than this, however few removals it plans in all.
+	// Default 5: many machines gone at once (a zone, a rack) is when a person decides.
+	MaxForceDeletions *int32 `json:"maxForceDeletions,omitempty"`
 	// MinAge leaves objects terminating for less to their controller. Default 15m.
 	MinAge *metav1.Duration `json:"minAge,omitempty"`
 	// Exclude wins over every rule.

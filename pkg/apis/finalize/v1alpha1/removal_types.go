@@ -214,4 +214,8 @@ type ControlResult struct {
 type Breaker struct {
 	Planned     int `json:"planned"`
 	MaxRemovals int `json:"maxRemovals"`
+	// PlannedForceDeletions and MaxForceDeletions: of the planned removals, the force
+	// deletions of pods, and how many a pass may make.
+	PlannedForceDeletions int `json:"plannedForceDeletions"`
+	MaxForceDeletions     int `json:"maxForceDeletions"`
 }

@@ -476,6 +476,11 @@ func (in *Policy) DeepCopyInto(out *Policy) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.MaxForceDeletions != nil {
+		in, out := &in.MaxForceDeletions, &out.MaxForceDeletions
+		*out = new(int32)
+		**out = **in
+	}
 	if in.MinAge != nil {
 		in, out := &in.MinAge, &out.MinAge
 		*out = new(v1.Duration)
