@@ -9,6 +9,15 @@ import (
 // deleted them, then was uninstalled before it removed its finalizer. They are what a
 // provider may verify gone; the demo's cloud (CloudInstances) no longer knows them.
 func (s *Seeder) RetiredDatabases(ctx context.Context) (Scenario, error) {
+	sc, err := s.retiredDatabases(ctx)
+	if err != nil {
+		return Scenario{}, err
+	}
+	return sc, s.terminate(ctx, sc.Stuck...)
+}
+
+// retiredDatabases writes what RetiredDatabases deletes, and deletes nothing.
+func (s *Seeder) retiredDatabases(ctx context.Context) (Scenario, error) {
 	ns := s.Name("reporting")
 	if err := s.Namespace(ctx, ns); err != nil {
 		return Scenario{}, err
@@ -20,9 +29,6 @@ func (s *Seeder) RetiredDatabases(ctx context.Context) (Scenario, error) {
 			return Scenario{}, err
 		}
 		stuck = append(stuck, o)
-	}
-	if err := s.terminate(ctx, stuck...); err != nil {
-		return Scenario{}, err
 	}
 	return Scenario{
 		Name:        "retired-databases",

@@ -243,6 +243,15 @@ func (s *Seeder) databaseAs(ctx context.Context, ns, name, operator string) (Obj
 // its namespace is deleted. The database waits forever for a controller that is gone, and
 // the namespace waits for the database.
 func (s *Seeder) OrphanedOperator(ctx context.Context) (Scenario, error) {
+	sc, err := s.orphanedOperator(ctx)
+	if err != nil {
+		return Scenario{}, err
+	}
+	return sc, s.terminate(ctx, sc.Stuck...)
+}
+
+// orphanedOperator writes what OrphanedOperator deletes, and deletes nothing.
+func (s *Seeder) orphanedOperator(ctx context.Context) (Scenario, error) {
 	ns := s.Name("orphaned-operator")
 	if err := s.Namespace(ctx, ns); err != nil {
 		return Scenario{}, err
@@ -251,12 +260,9 @@ func (s *Seeder) OrphanedOperator(ctx context.Context) (Scenario, error) {
 	if err != nil {
 		return Scenario{}, err
 	}
+	// The namespace controller would delete the database; deleting it too (the database
+	// first) makes the end state the same with or without kube-controller-manager.
 	nsObj := Object{Resource: gvrNamespaces, Name: ns, Finalizers: []string{"kubernetes"}}
-	// The namespace controller would delete the database; deleting it here makes the end
-	// state the same with or without kube-controller-manager.
-	if err := s.terminate(ctx, w, nsObj); err != nil {
-		return Scenario{}, err
-	}
 	return Scenario{
 		Name:        "orphaned-operator",
 		Description: fmt.Sprintf("namespace %s waits for database orders-db, whose operator was uninstalled", ns),
@@ -529,10 +535,30 @@ func (s *Seeder) Healthy(ctx context.Context) (Scenario, error) {
 
 // All runs every scenario, in the order the demo shows them.
 func (s *Seeder) All(ctx context.Context) ([]Scenario, error) {
+	// The database operator writes every database of its two scenarios before any is
+	// deleted, as an operator that ran and was then uninstalled did: its write after a
+	// deletion began, in a later second, would be the operator alive (writing elsewhere),
+	// and the causes would depend on the clock.
+	healthy, err := s.Healthy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []Scenario{healthy}
+	var gone []Object
+	for _, step := range []func(context.Context) (Scenario, error){s.orphanedOperator, s.retiredDatabases} {
+		sc, err := step(ctx)
+		if err != nil {
+			return out, err
+		}
+		out, gone = append(out, sc), append(gone, sc.Stuck...)
+	}
+	if err := s.terminate(ctx, gone...); err != nil {
+		return out, err
+	}
+	for _, sc := range out {
+		s.logf("seeded %s: %s", sc.Name, sc.Description)
+	}
 	steps := []func(context.Context) (Scenario, error){
-		s.Healthy,
-		s.OrphanedOperator,
-		s.RetiredDatabases,
 		s.PVCInUse,
 		s.ForegroundDeletion,
 		s.CRDWaitingOnInstances,
@@ -544,7 +570,6 @@ func (s *Seeder) All(ctx context.Context) ([]Scenario, error) {
 		s.UnownedFinalizer,
 		s.UnavailableAPIService,
 	}
-	var out []Scenario
 	for _, step := range steps {
 		sc, err := step(ctx)
 		if err != nil {
