@@ -39,12 +39,16 @@ func TestABusyOrFailingAPIServerIsWaitedFor(t *testing.T) {
 		code       int
 		retryAfter string
 	}{{429, "1"}, {500, ""}, {503, ""}, {504, ""}}
+	// Every object is written before any is deleted: a create after an earlier object's
+	// deletion, in a later second, would be its writer active since that deletion began,
+	// and that object's cause would differ from the others'.
 	for _, f := range failures {
-		name := fmt.Sprintf("db-%d", f.code)
-		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{fin}}}, metav1.CreateOptions{}); err != nil {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("db-%d", f.code), Finalizers: []string{fin}}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+	}
+	for _, f := range failures {
+		if err := cms.Delete(ctx, fmt.Sprintf("db-%d", f.code), metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
