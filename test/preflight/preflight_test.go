@@ -195,49 +195,7 @@ func TestAWebhookThatLosesItsService(t *testing.T) {
 func TestAConversionWebhookThatLosesItsService(t *testing.T) {
 	group := "conv.preflight.example.com"
 	ns := cp.Namespace(t)
-	ctx, kube := t.Context(), cp.Kube(t)
-	// Headless: the API server's service resolver finds no address, so a conversion
-	// attempted while the test runs sends nothing anywhere.
-	if _, err := kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "pf-conv"},
-		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 443}}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(cp.Config)
-	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	version := func(name string, storage bool) map[string]any {
-		return map[string]any{"name": name, "served": true, "storage": storage,
-			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
-	}
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "gadgets." + group},
-		"spec": map[string]any{"group": group, "scope": "Namespaced",
-			"names":    map[string]any{"kind": "Gadget", "listKind": "GadgetList", "plural": "gadgets", "singular": "gadget"},
-			"versions": []any{version("v1", true), version("v2", false)},
-			"conversion": map[string]any{"strategy": "Webhook", "webhook": map[string]any{"conversionReviewVersions": []any{"v1"},
-				"clientConfig": map[string]any{"service": map[string]any{"namespace": ns, "name": "pf-conv", "path": "/convert"}}}},
-		}}}
-	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// Later tests expect complete listings: the type goes, with its object.
-		_ = crds.Delete(context.Background(), "gadgets."+group, metav1.DeleteOptions{})
-		_ = fixture.WaitGone(context.Background(), 200*time.Millisecond, 30*time.Second, func(ctx context.Context) error {
-			_, err := crds.Get(ctx, "gadgets."+group, metav1.GetOptions{})
-			return err
-		})
-	})
-	gadgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		// Written at v1, its storage version: no conversion.
-		_, err := dyn.Resource(gadgets).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": group + "/v1", "kind": "Gadget", "metadata": map[string]any{"name": "one"}}}, metav1.CreateOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("creating a gadget: %v", err)
-	}
+	conversionCRD(t, group, "Gadget", "v2", ns, "pf-conv", ns)
 
 	rep, _ := preflight(t, 5, "namespaces/"+ns)
 	h := hazard(t, rep, finalizev1alpha1.HazardWebhookServiceDeleted, "gadgets."+group)
@@ -522,4 +480,55 @@ func TestExitCodes(t *testing.T) {
 	if len(rep.Incomplete) != 1 || rep.Incomplete[0].Resource != "secrets" || rep.Incomplete[0].Reason != finalizev1alpha1.ReasonForbidden {
 		t.Errorf("incomplete %+v: want secrets Forbidden", rep.Incomplete)
 	}
+}
+
+// conversionCRD makes CRD KINDs.group, stored at v1 and serving other too, whose
+// conversion webhook is service svc in svcNS, and one object "one" of it in ns, written
+// at v1, its storage version: no conversion. The service is headless: the API server's
+// service resolver finds no address, so a conversion attempted while the test runs sends
+// nothing anywhere. The CRD goes with the test; its client is returned.
+func conversionCRD(t *testing.T, group, kind, other, svcNS, svc, ns string) dynamic.NamespaceableResourceInterface {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := cp.Kube(t).CoreV1().Services(svcNS).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svc},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 443}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(cp.Config)
+	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	version := func(name string, storage bool) map[string]any {
+		return map[string]any{"name": name, "served": true, "storage": storage,
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
+	}
+	plural := strings.ToLower(kind) + "s"
+	name := plural + "." + group
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{"group": group, "scope": "Namespaced",
+			"names":    map[string]any{"kind": kind, "listKind": kind + "List", "plural": plural, "singular": strings.ToLower(kind)},
+			"versions": []any{version("v1", true), version(other, false)},
+			"conversion": map[string]any{"strategy": "Webhook", "webhook": map[string]any{"conversionReviewVersions": []any{"v1"},
+				"clientConfig": map[string]any{"service": map[string]any{"namespace": svcNS, "name": svc, "path": "/convert"}}}},
+		}}}
+	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Later tests expect complete listings: the type goes, with its object.
+		_ = crds.Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = fixture.WaitGone(context.Background(), 200*time.Millisecond, 30*time.Second, func(ctx context.Context) error {
+			_, err := crds.Get(ctx, name, metav1.GetOptions{})
+			return err
+		})
+	})
+	instances := schema.GroupVersionResource{Group: group, Version: "v1", Resource: plural}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(instances).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": group + "/v1", "kind": kind, "metadata": map[string]any{"name": "one"}}}, metav1.CreateOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("creating a %s: %v", kind, err)
+	}
+	return crds
 }

@@ -148,47 +148,8 @@ func TestAnAPIServiceWhoseWorkloadIsDeleted(t *testing.T) {
 func TestAConversionWebhookWhoseObjectsCanBeListed(t *testing.T) {
 	group := "conv2.preflight.example.com"
 	svcNS, holds, empty := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
-	ctx, kube := t.Context(), cp.Kube(t)
-	// Headless: the API server's service resolver finds no address, so a conversion
-	// attempted while the test runs sends nothing anywhere.
-	if _, err := kube.CoreV1().Services(svcNS).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "pf-conv2"},
-		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 443}}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(cp.Config)
-	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	version := func(name string, storage bool) map[string]any {
-		return map[string]any{"name": name, "served": true, "storage": storage,
-			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
-	}
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "gizmos." + group},
-		"spec": map[string]any{"group": group, "scope": "Namespaced",
-			"names": map[string]any{"kind": "Gizmo", "listKind": "GizmoList", "plural": "gizmos", "singular": "gizmo"},
-			// v1 is stored and preferred (it outranks v1beta1): the scan lists it as stored.
-			"versions": []any{version("v1", true), version("v1beta1", false)},
-			"conversion": map[string]any{"strategy": "Webhook", "webhook": map[string]any{"conversionReviewVersions": []any{"v1"},
-				"clientConfig": map[string]any{"service": map[string]any{"namespace": svcNS, "name": "pf-conv2", "path": "/convert"}}}},
-		}}}
-	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = crds.Delete(context.Background(), "gizmos."+group, metav1.DeleteOptions{})
-		_ = fixture.WaitGone(context.Background(), 200*time.Millisecond, 30*time.Second, func(ctx context.Context) error {
-			_, err := crds.Get(ctx, "gizmos."+group, metav1.GetOptions{})
-			return err
-		})
-	})
-	gizmos := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gizmos"}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(gizmos).Namespace(holds).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": group + "/v1", "kind": "Gizmo", "metadata": map[string]any{"name": "one"}}}, metav1.CreateOptions{})
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("creating a gizmo: %v", err)
-	}
+	// v1 is stored and preferred (it outranks v1beta1): the scan lists it as stored.
+	conversionCRD(t, group, "Gizmo", "v1beta1", svcNS, "pf-conv2", holds)
 
 	rep, _ := preflight(t, 5, "namespaces/"+svcNS, "namespaces/"+holds, "namespaces/"+empty)
 	if len(rep.Incomplete) != 0 {
@@ -331,46 +292,9 @@ func TestAnOperatorWhoseOtherWorkloadsDoNotRunForTheObjects(t *testing.T) {
 func TestACRDDeletedWithItsConversionWebhook(t *testing.T) {
 	group := "conv3.preflight.example.com"
 	svcNS, holds := cp.Namespace(t), cp.Namespace(t)
-	ctx, kube := t.Context(), cp.Kube(t)
-	// Headless: nothing is ever sent to a cluster IP.
-	if _, err := kube.CoreV1().Services(svcNS).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "pf-conv3"},
-		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 443}}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(cp.Config)
-	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	version := func(name string, storage bool) map[string]any {
-		return map[string]any{"name": name, "served": true, "storage": storage,
-			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
-	}
+	ctx := t.Context()
 	name := "doodads." + group
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": name},
-		"spec": map[string]any{"group": group, "scope": "Namespaced",
-			"names":    map[string]any{"kind": "Doodad", "listKind": "DoodadList", "plural": "doodads", "singular": "doodad"},
-			"versions": []any{version("v1", true), version("v1beta1", false)},
-			"conversion": map[string]any{"strategy": "Webhook", "webhook": map[string]any{"conversionReviewVersions": []any{"v1"},
-				"clientConfig": map[string]any{"service": map[string]any{"namespace": svcNS, "name": "pf-conv3", "path": "/convert"}}}},
-		}}}
-	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = crds.Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = fixture.WaitGone(context.Background(), 200*time.Millisecond, 30*time.Second, func(ctx context.Context) error {
-			_, err := crds.Get(ctx, name, metav1.GetOptions{})
-			return err
-		})
-	})
-	doodads := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "doodads"}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(doodads).Namespace(holds).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": group + "/v1", "kind": "Doodad", "metadata": map[string]any{"name": "one"}}}, metav1.CreateOptions{})
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("creating a doodad: %v", err)
-	}
+	crds := conversionCRD(t, group, "Doodad", "v1beta1", svcNS, "pf-conv3", holds)
 	// A CRD migrated from v1beta1 whose storedVersions still names it, as storage
 	// migration leaves it until someone trims it.
 	patch := []byte(`{"status":{"storedVersions":["v1beta1","v1"]}}`)
