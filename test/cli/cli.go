@@ -3,8 +3,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -45,6 +47,23 @@ func RunWithInput(t testing.TB, kubeconfig, stdin string, args ...string) Result
 	err := root.ExecuteContext(ctx)
 	util.PrintError(errOut, err)
 	return Result{Stdout: out.String(), Stderr: errOut.String(), Code: util.ExitCode(err)}
+}
+
+// RunBinary runs the kubectl-finalize binary as a process of its own against the cluster
+// of kubeconfig, with env added to the test's environment: what only main does (the
+// streams and klog's output it sets up) runs too.
+func RunBinary(t testing.TB, binary, kubeconfig string, env []string, args ...string) Result {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("running %s: %v", binary, err)
+	}
+	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()}
 }
 
 // Build builds kubectl-finalize into dir, for the tests that run it as a process of its

@@ -34,7 +34,9 @@ import (
 // /private/instances/ID answers the same to a caller with "Authorization: Bearer
 // TOKEN" (Token); to anyone else it answers like many APIs answer an anonymous caller:
 // 200 for public* IDs and 404 for every other, as if it did not exist. Every
-// Authorization header it got is remembered.
+// Authorization header it got is remembered. To the caller with the token, echo* IDs
+// answer 500 with a body that repeats the Authorization header it got: a server may echo
+// a credential in an error.
 //
 // /keyed/instances/ID wants the query parameter api_key=APIKey (401 without it), then
 // answers as /instances/ID, except that echo* IDs answer {"state": "THE QUERY"} and
@@ -130,8 +132,14 @@ func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasPrefix(path, "/private/"):
 		id := strings.TrimPrefix(path, "/private/instances/")
+		authorized := c.Token != "" && r.Header.Get("Authorization") == "Bearer "+c.Token
 		switch {
-		case c.Token != "" && r.Header.Get("Authorization") == "Bearer "+c.Token:
+		case authorized && strings.HasPrefix(id, "echo"):
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			b, _ := json.Marshal(map[string]string{"error": "internal error serving the request with Authorization: " + r.Header.Get("Authorization")})
+			_, _ = w.Write(b)
+		case authorized:
 			c.instance(w, r, id)
 		case strings.HasPrefix(id, "public"):
 			_, _ = w.Write([]byte(`{"state":"available"}`))

@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 )
 
 // kept checks that a remove run left the finalizer and said why.
@@ -227,11 +229,138 @@ func TestAQueryCredentialIsNeverShown(t *testing.T) {
 	if !strings.Contains(logs.String(), "api_key=REDACTED") {
 		t.Errorf("-v=6 logged no evidence:\n%s", logs.String())
 	}
-	for _, s := range shown {
-		if strings.Contains(s, "7f3a9c") {
-			t.Errorf("the key is shown:\n%s", s)
+	neverShown(t, shown, c.APIKey)
+}
+
+// neverShown checks that no output holds any of secrets: as it is, base64-encoded (as a
+// Secret's data holds it), or its last eight bytes (a secret cut short, or the end of it
+// where the start was replaced).
+func neverShown(t *testing.T, outputs []string, secrets ...string) {
+	t.Helper()
+	for _, out := range outputs {
+		for _, secret := range secrets {
+			for _, form := range []string{secret, base64.StdEncoding.EncodeToString([]byte(secret)), secret[len(secret)-8:]} {
+				if i := strings.Index(out, form); i >= 0 {
+					t.Errorf("%q is shown: ...%s...", form, out[max(0, i-300):min(len(out), i+len(form)+100)])
+				}
+			}
 		}
 	}
+}
+
+// TestACredentialInAnExecEnvIsRefused: an exec provider's env is policy text, shown to
+// whoever reads the policy: a credential-like variable with an inline value is refused,
+// as a header's is, and the message points to valueFrom.
+func TestACredentialInAnExecEnvIsRefused(t *testing.T) {
+	policy := writePolicy(t, `- name: exec
+  finalizers: [`+finalizer+`]
+  resources: [configmaps]
+  verify:
+    exec:
+      command: [/bin/true]
+      env: [{name: API_TOKEN, value: s3cr3t}]
+`)
+	r := cli.Run(t, cp.AdminKubeconfig, "policy", "check", policy)
+	if r.Code != 2 || !strings.Contains(r.Stderr, "rules[0].verify.exec.env[0].value: Forbidden: environment variable API_TOKEN carries credentials: credentials come from valueFrom") ||
+		strings.Contains(r.Stderr+r.Stdout, "s3cr3t") {
+		t.Errorf("code %d, stdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// TestAnEchoedCredentialIsShownNowhere: the credentials providers are given come back to
+// kubectl-finalize in every way they can (an exec program that prints its whole
+// environment and its token on stderr and fails, one that puts its token in its
+// evidence, an API that echoes the Authorization header in a 500, a stuck object that
+// holds the token), and the real binary shows them nowhere: not on stdout (-o json),
+// stderr (warnings, errors, klog at -v=10 with request and response bodies), the audit
+// log, the Events, the backups or the metrics textfile. Each source is registered with
+// the redactor where it is read: the exec env's valueFrom, a credential-like variable
+// the program inherits, the http header's valueFrom.
+func TestAnEchoedCredentialIsShownNowhere(t *testing.T) {
+	ns := cp.Namespace(t)
+	c := fakecloud.New(t)
+	execCred, inherited := "exec-Cred-9f1c27ab4d", "inherited-Token-5c8a01e3"
+	c.Token = "header-Token-3e6f29b7"
+	env := []string{"KF_TEST_EXEC_CRED=" + execCred, "SERVICE_API_TOKEN=" + inherited, "KF_TEST_HTTP_TOKEN=" + c.Token}
+	const httpFinalizer = "api.example.com/finalizer"
+	httpRule := strings.Replace(strings.Replace(c.Rule("echo-http", httpFinalizer, "  namespaces: ["+ns+"]\n"), "/instances/", "/private/instances/", 1),
+		"      timeout: 3s\n", "      timeout: 3s\n      headers: [{name: Authorization, valueFrom: {env: KF_TEST_HTTP_TOKEN, prefix: \"Bearer \"}}]\n", 1)
+	policy := writePolicy(t, `- name: echo-exec
+  finalizers: [`+finalizer+`]
+  resources: [configmaps]
+  namespaces: [`+ns+`]
+  verify:
+    exec:
+      command: [`+os.Args[0]+`, "{.metadata.annotations.mode}"]
+      env:
+      - {name: KF_TEST_PROVIDER, value: "1"}
+      - {name: API_TOKEN, valueFrom: {env: KF_TEST_EXEC_CRED}}
+      timeout: 10s
+`+httpRule)
+	configMap(t, ns, "control", map[string]string{"mode": "echo"})
+	fixture.HeldConfigMap(t, cp.Kube(t), ns, "http-control", map[string]string{"instance": "public-1"}, httpFinalizer)
+	holding := fixture.ConfigMap("echo", map[string]string{"mode": "echo"}, finalizer)
+	holding.Data = map[string]string{"api-token": execCred}
+	fixture.Stuck(t, cp.Kube(t).CoreV1().ConfigMaps(ns), holding)
+	stuckConfigMap(t, ns, "evidence", map[string]string{"mode": "evidence"})
+	fixture.StuckConfigMap(t, cp.Kube(t), ns, "http-echo", map[string]string{"instance": "echo-1"}, httpFinalizer)
+
+	dir := t.TempDir()
+	passAudit, removeAudit := filepath.Join(dir, "pass.jsonl"), filepath.Join(dir, "remove.jsonl")
+	backups, textfile := filepath.Join(dir, "backups"), filepath.Join(dir, "metrics.prom")
+	pass := cli.RunBinary(t, binary, cp.AdminKubeconfig, env, "reconcile", "--once", "--policy", policy, "-o", "json",
+		"--audit-log", passAudit, "--metrics-textfile", textfile, "-v=10")
+	for _, says := range []string{"exit status 3; stderr: ", "the API refused the token", "500 Internal Server Error"} {
+		if !strings.Contains(pass.Stdout, says) {
+			t.Errorf("the pass's report does not say %q: code %d, stdout:\n%s\nstderr:\n%s", says, pass.Code, pass.Stdout, pass.Stderr)
+		}
+	}
+	forced := cli.RunBinary(t, binary, cp.AdminKubeconfig, env, "remove", "configmap/echo", "configmap/evidence", "configmap/http-echo", "-n", ns,
+		"--all-finalizers", "--policy", policy, "--force-unverified", "--reason", "INC-1: the provider cannot tell",
+		"--backup-dir", backups, "--audit-log", removeAudit, "--yes", "-o", "json", "-v=10")
+	for _, name := range []string{"echo", "evidence", "http-echo"} {
+		if fins := finalizers(t, ns, name); fins != nil {
+			t.Errorf("%s kept %v: code %d, stderr:\n%s", name, fins, forced.Code, forced.Stderr)
+		}
+	}
+	if !strings.Contains(forced.Stderr, "Response Body:") {
+		t.Errorf("-v=10 logged no bodies:\n%s", forced.Stderr)
+	}
+
+	shown := []string{pass.Stdout, pass.Stderr, forced.Stdout, forced.Stderr}
+	for _, f := range []string{passAudit, removeAudit, textfile} {
+		b, err := os.ReadFile(f)
+		if err != nil && f != passAudit {
+			t.Error(err)
+		}
+		shown = append(shown, string(b))
+	}
+	files, err := filepath.Glob(filepath.Join(backups, "*.yaml"))
+	if err != nil || len(files) != 3 {
+		t.Errorf("backups %v (%v)", files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown = append(shown, string(b))
+	}
+	events, err := cp.Kube(t).EventsV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := 0
+	for _, ev := range events.Items {
+		if ev.ReportingController == "kubectl-finalize" {
+			notes++
+			shown = append(shown, ev.Note)
+		}
+	}
+	if notes != 3 {
+		t.Errorf("%d Events of the removals, want 3", notes)
+	}
+	neverShown(t, shown, execCred, inherited, c.Token)
 }
 
 // TestAnExecProviderSeesNoSecretValue: a Secret reaches an exec provider with the values

@@ -25,6 +25,9 @@ var (
 	cp *controlplane.ControlPlane
 	// exampleProvider is docs/examples/exec-provider, built.
 	exampleProvider string
+	// binary is kubectl-finalize, built for the tests that run it as a process of its
+	// own: what main sets up (its streams, klog's output) is tested only there.
+	binary string
 )
 
 // finalizer is the finalizer the policies of these tests remove.
@@ -35,7 +38,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("KF_TEST_PROVIDER") == "1" {
 		os.Exit(testProvider(os.Args[1:]))
 	}
-	controlplane.Main(m, controlplane.Options{}, &cp, buildExampleProvider)
+	controlplane.Main(m, controlplane.Options{}, &cp, buildExampleProvider, cli.BuildInto(&binary))
 }
 
 // buildExampleProvider builds docs/examples/exec-provider.
@@ -81,6 +84,25 @@ func testProvider(args []string) int {
 			TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "VerifyResponse"},
 			UID:      req.UID, ResourceVersion: req.ResourceVersion, Finalizer: req.Finalizer, Verdict: finalizev1alpha1.VerdictUnknown,
 			Evidence: fmt.Sprintf("data %v, last-applied %s", obj.Data, obj.Metadata.Annotations["kubectl.kubernetes.io/last-applied-configuration"]),
+		})
+	case "echo":
+		// A cloud CLI that fails having printed its whole environment, then the token it
+		// was given in two writes, as a program that flushes part of a line does.
+		for _, kv := range os.Environ() {
+			fmt.Fprintln(os.Stderr, kv)
+		}
+		fmt.Fprintln(os.Stderr, "SERVICE_API_TOKEN="+os.Getenv("SERVICE_API_TOKEN"))
+		token := os.Getenv("API_TOKEN")
+		fmt.Fprint(os.Stderr, "403 Forbidden for the token "+token[:len(token)/2])
+		time.Sleep(50 * time.Millisecond)
+		fmt.Fprintln(os.Stderr, token[len(token)/2:])
+		return 3
+	case "evidence":
+		// A program that answers with the token it was given in its evidence.
+		_ = json.NewEncoder(os.Stdout).Encode(finalizev1alpha1.VerifyResponse{
+			TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "VerifyResponse"},
+			UID:      req.UID, ResourceVersion: req.ResourceVersion, Finalizer: req.Finalizer, Verdict: finalizev1alpha1.VerdictUnknown,
+			Evidence: fmt.Sprintf("the API refused the token %s (and %s)", os.Getenv("API_TOKEN"), os.Getenv("SERVICE_API_TOKEN")),
 		})
 	case "garbage":
 		fmt.Println("it's gone, trust me")
