@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -188,7 +189,7 @@ func TestAQueryCredentialIsNeverShown(t *testing.T) {
 		klog.InitFlags(fs)
 		_ = fs.Set("v", "0")
 	})
-	var shown []string
+	shown := map[string]string{}
 	for _, tt := range []struct {
 		name, instance string
 		gone           bool
@@ -205,25 +206,14 @@ func TestAQueryCredentialIsNeverShown(t *testing.T) {
 		} else {
 			kept(t, r, ns, tt.name, tt.says)
 		}
-		shown = append(shown, r.Stdout, r.Stderr)
+		shown[tt.name+" stdout"], shown[tt.name+" stderr"] = r.Stdout, r.Stderr
 	}
 	b, err := os.ReadFile(audit)
 	if err != nil || !strings.Contains(string(b), "api_key=REDACTED") {
 		t.Errorf("the audit log (%v):\n%s", err, b)
 	}
-	shown = append(shown, string(b), logs.String())
-	events, err := cp.Kube(t).EventsV1().Events(ns).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	notes := 0
-	for _, ev := range events.Items {
-		if ev.ReportingController == "kubectl-finalize" {
-			notes++
-			shown = append(shown, ev.Note)
-		}
-	}
-	if notes == 0 {
+	shown["the audit log"], shown["klog"] = string(b), logs.String()
+	if eventNotes(t, ns, shown) == 0 {
 		t.Error("no Event of the removal")
 	}
 	if !strings.Contains(logs.String(), "api_key=REDACTED") {
@@ -232,16 +222,35 @@ func TestAQueryCredentialIsNeverShown(t *testing.T) {
 	neverShown(t, shown, c.APIKey)
 }
 
-// neverShown checks that no output holds any of secrets: as it is, base64-encoded (as a
-// Secret's data holds it), or its last eight bytes (a secret cut short, or the end of it
-// where the start was replaced).
-func neverShown(t *testing.T, outputs []string, secrets ...string) {
+// eventNotes adds the note of every Event kubectl-finalize recorded in ns to shown, and
+// counts them.
+func eventNotes(t *testing.T, ns string, shown map[string]string) int {
 	t.Helper()
-	for _, out := range outputs {
+	events, err := cp.Kube(t).EventsV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := 0
+	for _, ev := range events.Items {
+		if ev.ReportingController == "kubectl-finalize" {
+			notes++
+			shown["the Event "+ev.Name] = ev.Note
+		}
+	}
+	return notes
+}
+
+// neverShown checks that no output (named by where it went) holds any of secrets: as it
+// is, base64-encoded (as a Secret's data holds it), or its last eight bytes (a secret cut
+// short, or the end of one whose start was replaced).
+func neverShown(t *testing.T, outputs map[string]string, secrets ...string) {
+	t.Helper()
+	for _, where := range slices.Sorted(maps.Keys(outputs)) {
+		out := outputs[where]
 		for _, secret := range secrets {
 			for _, form := range []string{secret, base64.StdEncoding.EncodeToString([]byte(secret)), secret[len(secret)-8:]} {
 				if i := strings.Index(out, form); i >= 0 {
-					t.Errorf("%q is shown: ...%s...", form, out[max(0, i-300):min(len(out), i+len(form)+100)])
+					t.Errorf("%s shows %q: ...%s...", where, form, out[max(0, i-200):min(len(out), i+len(form)+100)])
 				}
 			}
 		}
@@ -323,17 +332,17 @@ func TestAnEchoedCredentialIsShownNowhere(t *testing.T) {
 			t.Errorf("%s kept %v: code %d, stderr:\n%s", name, fins, forced.Code, forced.Stderr)
 		}
 	}
-	if !strings.Contains(forced.Stderr, "Response Body:") {
+	if !strings.Contains(forced.Stderr, `"Response Body"`) {
 		t.Errorf("-v=10 logged no bodies:\n%s", forced.Stderr)
 	}
 
-	shown := []string{pass.Stdout, pass.Stderr, forced.Stdout, forced.Stderr}
+	shown := map[string]string{"the pass's stdout": pass.Stdout, "the pass's stderr": pass.Stderr, "remove's stdout": forced.Stdout, "remove's stderr": forced.Stderr}
 	for _, f := range []string{passAudit, removeAudit, textfile} {
 		b, err := os.ReadFile(f)
-		if err != nil && f != passAudit {
+		if err != nil && f != passAudit { // a pass that removes nothing writes no audit line
 			t.Error(err)
 		}
-		shown = append(shown, string(b))
+		shown[filepath.Base(f)] = string(b)
 	}
 	files, err := filepath.Glob(filepath.Join(backups, "*.yaml"))
 	if err != nil || len(files) != 3 {
@@ -344,20 +353,9 @@ func TestAnEchoedCredentialIsShownNowhere(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		shown = append(shown, string(b))
+		shown["the backup "+filepath.Base(f)] = string(b)
 	}
-	events, err := cp.Kube(t).EventsV1().Events(ns).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	notes := 0
-	for _, ev := range events.Items {
-		if ev.ReportingController == "kubectl-finalize" {
-			notes++
-			shown = append(shown, ev.Note)
-		}
-	}
-	if notes != 3 {
+	if notes := eventNotes(t, ns, shown); notes != 3 {
 		t.Errorf("%d Events of the removals, want 3", notes)
 	}
 	neverShown(t, shown, execCred, inherited, c.Token)
