@@ -294,13 +294,6 @@ func (c *compiler) verify(path *field.Path, v *finalizev1alpha1.Verify, p *prese
 	}
 }
 
-// credentialHeaderRE matches headers that carry credentials: their value never comes
-// from the policy text. Besides the standard ones: tokens (X-Auth-Token, Private-Token,
-// X-Vault-Token), API keys (X-Api-Key, and any name ending in -key or _key:
-// Ocp-Apim-Subscription-Key, X-Functions-Key, DD-Application-Key), signatures, sessions
-// and JWTs.
-var credentialHeaderRE = regexp.MustCompile(`(?i)^(authorization|proxy-authorization|cookie)$|token|secret|passw(or)?d|passphrase|api[-_]?key|[-_]key$|^key$|auth|credential|signature|(^|[-_])sig$|session|jwt`)
-
 var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
@@ -356,7 +349,7 @@ func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 		if !headerNameRE.MatchString(hd.Name) {
 			c.add(field.Invalid(hp.Child("name"), hd.Name, "not an HTTP header name"))
 		}
-		c.secretOrValue(hp, "header", hd.Name, hd.Value, hd.ValueFrom, credentialHeaderRE.MatchString(hd.Name))
+		c.secretOrValue(hp, "header", hd.Name, hd.Value, hd.ValueFrom, provider.CredentialHeader(hd.Name))
 	}
 	c.statuses(path.Child("gone"), h.Gone)
 	c.statuses(path.Child("present"), h.Present)
@@ -432,8 +425,20 @@ func (c *compiler) exec(path *field.Path, e *finalizev1alpha1.ExecProvider) {
 		c.template(path.Child("command").Index(i), e.Command[i])
 	}
 	for i, v := range e.Env {
+		ep := path.Child("env").Index(i)
 		if !envNameRE.MatchString(v.Name) {
-			c.add(field.Invalid(path.Child("env").Index(i).Child("name"), v.Name, "not an environment variable name"))
+			c.add(field.Invalid(ep.Child("name"), v.Name, "not an environment variable name"))
+		}
+		// A value is not templated, and may be empty (a variable set to nothing); one
+		// whose name says it holds a credential is refused, as a header's is: the policy
+		// is read by whoever may read the CronJob.
+		switch {
+		case v.ValueFrom != nil && v.Value != "":
+			c.add(field.Invalid(ep, v.Name, "set value or valueFrom, not both"))
+		case v.ValueFrom != nil:
+			c.valueFrom(ep.Child("valueFrom"), v.ValueFrom)
+		case v.Value != "" && provider.CredentialEnv(v.Name):
+			c.add(field.Forbidden(ep.Child("value"), fmt.Sprintf("environment variable %s carries credentials: %s", v.Name, credentialHeaderHint)))
 		}
 	}
 	if e.SecretData {

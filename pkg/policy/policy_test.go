@@ -123,6 +123,11 @@ func TestInvalidPolicies(t *testing.T) {
 		{"a credential in query with a value", rule("    http: {url: \"https://x/y\", query: [{name: api_key, value: abc}]}\n"), []string{"query[0].value: Forbidden: query parameter api_key carries credentials"}},
 		{"query without a value", rule("    http: {url: \"https://x/y\", query: [{name: region}, {name: \"\", value: a}, {name: \"a&b\", value: c}, {name: t, value: a, valueFrom: {env: T}}, {name: t, valueFrom: {}}]}\n"),
 			[]string{"query[0].value: Required value: set value or valueFrom", "query[1].name: Required value", `query[2].name: Invalid value: "a&b"`, "query[3]: Invalid value: \"t\": set value or valueFrom, not both", "query[4].valueFrom: Invalid value: set exactly one of env and file"}},
+		{"credentials in an exec env", rule("    exec: {command: [x], env: [{name: API_TOKEN, value: s3cr3t}, {name: AWS_SECRET_ACCESS_KEY, value: a}, {name: PGPASSWORD, value: b}, {name: GITHUB_TOKEN, value: c}]}\n"),
+			[]string{"rules[0].verify.exec.env[0].value: Forbidden: environment variable API_TOKEN carries credentials: credentials come from valueFrom (an environment variable or a file), never from the policy text",
+				"env[1].value: Forbidden", "env[2].value: Forbidden", "env[3].value: Forbidden"}},
+		{"an exec env's value and valueFrom", rule("    exec: {command: [x], env: [{name: A, value: a, valueFrom: {env: B}}, {name: C, valueFrom: {env: D, file: /e}}]}\n"),
+			[]string{`exec.env[0]: Invalid value: "A": set value or valueFrom, not both`, "exec.env[1].valueFrom: Invalid value: set exactly one of env and file"}},
 		{"redirects", rule("    http: {url: \"https://x/y\", redirects: Follow}\n"), []string{`verify.http.redirects: Unsupported value: "Follow": supported values: "Refuse", "SameHost"`}},
 		{"a redirect as a verdict", rule("    http: {url: \"https://x/y\", gone: [404, 302], present: [301]}\n"), []string{"gone[1]: Invalid value: 302: a 3xx is a redirect, which is never a verdict", "present[0]: Invalid value: 301: a 3xx is a redirect"}},
 		{"value and valueFrom", rule("    http: {url: \"https://x/y\", headers: [{name: X-A, value: a, valueFrom: {env: B}}]}\n"), []string{"set value or valueFrom, not both"}},
@@ -176,7 +181,7 @@ func TestWhatIsNotACredential(t *testing.T) {
   finalizers: [b.example.com/x]
   resources: [secrets]
   verify:
-    exec: {command: [x], secretData: true}
+    exec: {command: [x], secretData: true, env: [{name: REGION, value: eu}, {name: API_TOKEN, valueFrom: {env: T}}, {name: TOKEN_TTL, value: ""}]}
 `)
 	if len(p.Rules) != 2 || len(warnings) != 1 || !strings.Contains(warnings[0], "rules[1].verify.exec.secretData: secretData is true: the program reads the values of every Secret the rule matches") {
 		t.Errorf("warnings %q", warnings)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
 )
 
 // Limits of the exec provider.
@@ -43,19 +45,27 @@ const (
 )
 
 type execProvider struct {
-	path    string
-	args    []*Template
-	env     []string
+	path string
+	args []*Template
+	// env are the variables the rule adds to the inherited environment.
+	env     []execEnv
 	timeout time.Duration
 	// secretData sends a Secret's values; without it they are REDACTED.
 	secretData bool
+	opts       Options
 }
 
-func newExec(spec *finalizev1alpha1.ExecProvider) (*execProvider, error) {
+// execEnv is one variable the rule adds: a value of the policy, or a secret.
+type execEnv struct {
+	name, value string
+	secret      *secretSource
+}
+
+func newExec(spec *finalizev1alpha1.ExecProvider, opts Options) (*execProvider, error) {
 	if len(spec.Command) == 0 {
 		return nil, errors.New("command: the program to run is missing")
 	}
-	p := &execProvider{path: spec.Command[0], timeout: defaultExecTimeout, secretData: spec.SecretData}
+	p := &execProvider{path: spec.Command[0], timeout: defaultExecTimeout, secretData: spec.SecretData, opts: opts}
 	if spec.Timeout != nil {
 		p.timeout = spec.Timeout.Duration
 	}
@@ -67,9 +77,29 @@ func newExec(spec *finalizev1alpha1.ExecProvider) (*execProvider, error) {
 		p.args = append(p.args, t)
 	}
 	for _, e := range spec.Env {
-		p.env = append(p.env, e.Name+"="+e.Value)
+		v := execEnv{name: e.Name, value: e.Value}
+		if e.ValueFrom != nil {
+			var err error
+			if v.secret, err = newSecretSource("environment variable "+e.Name, e.ValueFrom, opts); err != nil {
+				return nil, err
+			}
+		}
+		p.env = append(p.env, v)
 	}
+	registerInherited(opts)
 	return p, nil
+}
+
+// registerInherited registers with the redactor the value of every variable of the
+// environment the program inherits whose name says it holds a credential (CredentialEnv):
+// the program may print its environment. A value shorter than redact.MinLength is no
+// credential, and is not registered.
+func registerInherited(opts Options) {
+	for _, kv := range opts.environ() {
+		if name, value, ok := strings.Cut(kv, "="); ok && CredentialEnv(name) && redact.Long(value) {
+			_ = redact.Register(value) // long enough: it cannot fail
+		}
+	}
 }
 
 func (p *execProvider) String() string { return "exec " + p.path }
@@ -97,7 +127,12 @@ func (p *execProvider) Prepare(req *Request) (Call, error) {
 		}
 	}
 	obj := req.Object.Object
-	if !p.secretData && isSecret(req.Object) {
+	switch {
+	case !isSecret(req.Object):
+	case p.secretData:
+		// The program holds the values now, and may print them.
+		registerSecret(obj)
+	default:
 		obj = redactSecret(obj)
 	}
 	raw, err := json.Marshal(obj)
@@ -156,6 +191,28 @@ func redactSecret(obj map[string]any) map[string]any {
 	return out
 }
 
+// registerSecret registers with the redactor each value of a Secret's data (decoded) and
+// stringData. A value shorter than redact.MinLength (a port, "true") is no credential,
+// and is not registered.
+func registerSecret(obj map[string]any) {
+	for _, field := range []string{"data", "stringData"} {
+		m, _ := obj[field].(map[string]any)
+		for _, v := range m {
+			s, _ := v.(string)
+			if field == "data" {
+				b, err := base64.StdEncoding.DecodeString(s)
+				if err != nil {
+					continue
+				}
+				s = string(b)
+			}
+			if redact.Long(s) {
+				_ = redact.Register(s) // long enough: it cannot fail
+			}
+		}
+	}
+}
+
 // missingInterpreter explains a "no such file or directory" about a program that is
 // there: a script whose interpreter (its #! line) is not, such as a shell script in the
 // release image, which has no shell. Empty otherwise.
@@ -185,33 +242,65 @@ func missingInterpreter(path string, err error) string {
 	return fmt.Sprintf(" (it is a script for %s, which does not exist here; the release image has no shell: docs/providers.md, \"Where the program runs\")", fields[0])
 }
 
-// Key is the program, its arguments and environment, and the object version asked
-// about: every answer echoes the object, so it is asked for each one.
+// Key is the program, its arguments and environment (without its secrets, the same for
+// every call), and the object version asked about: every answer echoes the object, so it
+// is asked for each one.
 func (c *execCall) Key() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "exec\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s", strings.Join(c.argv, "\x00"), strings.Join(c.p.env, "\x00"),
+	env := make([]string, 0, len(c.p.env))
+	for _, e := range c.p.env {
+		env = append(env, e.name+"="+e.value)
+	}
+	fmt.Fprintf(h, "exec\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s", strings.Join(c.argv, "\x00"), strings.Join(env, "\x00"),
 		c.request.Rule, c.request.Finalizer, c.request.UID, c.request.ResourceVersion)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// environ is the environment of the program: what kubectl-finalize inherited, then the
+// rule's variables, each secret read now (a file at every run). A secret that cannot be
+// read is an error: the program does not run.
+func (c *execCall) environ() ([]string, error) {
+	env := c.p.opts.environ()
+	for _, e := range c.p.env {
+		v := e.value
+		if e.secret != nil {
+			s, err := e.secret.read()
+			if err != nil {
+				return nil, err
+			}
+			v = e.secret.src.Prefix + s
+		}
+		env = append(env, e.name+"="+v)
+	}
+	return env, nil
+}
+
 func (c *execCall) Do(ctx context.Context) Answer {
+	name := c.argv[0]
+	env, err := c.environ()
+	if err != nil {
+		return Answer{Verdict: finalizev1alpha1.VerdictUnknown, CannotRun: true, Evidence: fmt.Sprintf("exec %s: not run: %v", name, err)}
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.p.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.argv[0], c.argv[1:]...) //nolint:gosec // the program is the policy's; its arguments are never read by a shell
-	cmd.Env = append(os.Environ(), c.p.env...)
+	cmd.Env = env
 	cmd.Stdin = bytes.NewReader(c.stdin)
 	// A provider that writes more than one response's worth is stopped at once, not
 	// read until its timeout: its answer is Unknown whatever else it writes.
 	stdout := &cappedBuffer{max: MaxStdoutBytes, onOverflow: func() { killProcessGroup(cmd) }}
-	stderr := &tailBuffer{max: StderrTailBytes}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// What the program prints on stderr is redacted before its tail is kept: a secret it
+	// was given and prints is never kept, not even cut in two by the tail's start.
+	tail := &tailBuffer{max: StderrTailBytes}
+	redacting := redact.NewWriter(tail)
+	cmd.Stdout, cmd.Stderr = stdout, redacting
 	cmd.WaitDelay = waitDelay
 	inOwnProcessGroup(cmd)
 	started := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	// Children that outlived the provider go with its process group.
 	killProcessGroup(cmd)
-	name := c.argv[0]
+	_ = redacting.Flush() // a tailBuffer's Write never fails
 	switch {
 	case err != nil && cmd.Process == nil:
 		// The program never started (not found, not executable): every call under the
@@ -220,17 +309,18 @@ func (c *execCall) Do(ctx context.Context) Answer {
 	case stdout.overflow:
 		return Unknown("exec %s: more than %d bytes on stdout; the process group was killed", name, MaxStdoutBytes)
 	case ctx.Err() != nil:
-		return Unknown("exec %s: no answer within %s; the process group was killed%s", name, c.p.timeout, stderr.evidence())
+		return Unknown("exec %s: no answer within %s; the process group was killed%s", name, c.p.timeout, tail.evidence())
 	case errors.Is(err, exec.ErrWaitDelay):
-		return Unknown("exec %s: it exited, but processes it started kept its output open; they were killed%s", name, stderr.evidence())
+		return Unknown("exec %s: it exited, but processes it started kept its output open; they were killed%s", name, tail.evidence())
 	case err != nil:
-		return Unknown("exec %s: %v%s", name, err, stderr.evidence())
+		return Unknown("exec %s: %v%s", name, err, tail.evidence())
 	}
 	resp, err := c.decode(stdout.Bytes())
 	if err != nil {
-		return Unknown("exec %s: %v%s", name, err, stderr.evidence())
+		return Unknown("exec %s: %v%s", name, err, tail.evidence())
 	}
-	evidence := strings.TrimSpace(resp.Evidence)
+	// Redacted before it is cut short, or the start of a secret would show.
+	evidence := strings.TrimSpace(redact.String(resp.Evidence))
 	if evidence == "" {
 		evidence = fmt.Sprintf("exec %s answered %s in %s", name, resp.Verdict, time.Since(started).Round(time.Millisecond))
 	}

@@ -47,6 +47,19 @@ func fakeProvider(mode string) int {
 	switch mode {
 	case "gone", "present", "unknown":
 		respond(map[string]finalizev1alpha1.Verdict{"gone": "Gone", "present": "Present", "unknown": "Unknown"}[mode], "checked "+strings.Join(os.Args[1:], "|")+" env="+os.Getenv("RULE_ENV"))
+	case "secrets":
+		// A program that prints its environment's secrets on stderr, one of them in two
+		// writes, and in its evidence, then fails.
+		token := os.Getenv("API_TOKEN")
+		fmt.Fprintln(os.Stderr, "SERVICE_PASSWORD="+os.Getenv("SERVICE_PASSWORD"), "PLAIN="+os.Getenv("PLAIN"))
+		fmt.Fprint(os.Stderr, "403 for "+token[:4])
+		time.Sleep(20 * time.Millisecond)
+		fmt.Fprintln(os.Stderr, token[4:])
+		respond("Unknown", "asked with "+token)
+		if os.Getenv("SUCCEED") != "" {
+			return 0
+		}
+		return 3
 	case "fail":
 		fmt.Fprintln(os.Stderr, "aws: error: AccessDenied")
 		respond("Gone", "a failing process is not believed")
@@ -195,7 +208,10 @@ func secret() *unstructured.Unstructured {
 // TestExecSecretValuesAreRedacted: a Secret reaches an exec provider with its values
 // REDACTED (data, stringData, kubectl's last-applied-configuration), unless the rule
 // sets secretData; the object asked about is left as it was. The program inherits the
-// environment of kubectl-finalize, as docs/security.md says.
+// environment of kubectl-finalize, as docs/security.md says. With secretData, the
+// program gets the values, and each one long enough to be a credential is registered
+// with the redactor: the program's evidence that repeats it shows REDACTED
+// ("admin-hunter"), a shorter one is no credential and shows ("hunter2").
 func TestExecSecretValuesAreRedacted(t *testing.T) {
 	t.Setenv("PROVIDER_MODE", "object")
 	t.Setenv("KF_INHERITED", "from-the-parent")
@@ -221,7 +237,7 @@ func TestExecSecretValuesAreRedacted(t *testing.T) {
 		t.Errorf("by default\n got %s\nwant %s", got, want)
 	}
 	got = run(true)
-	want = `data=map[password:aHVudGVyMg==] stringData=map[user:admin-hunter] last-applied="{\"stringData\":{\"password\":\"hunter2\"}}"`
+	want = `data=map[password:aHVudGVyMg==] stringData=map[user:REDACTED] last-applied="{\"stringData\":{\"password\":\"hunter2\"}}"`
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("with secretData\n got %s\nwant %s", got, want)
 	}
@@ -266,5 +282,61 @@ func TestExecAProgramThatCannotStartCannotRun(t *testing.T) {
 	// A program that starts and fails is an answer about the object, not a broken rule.
 	if a := execAsk(t, "fail", 10*time.Second); a.CannotRun {
 		t.Errorf("a failing program: %+v", a)
+	}
+}
+
+// TestExecSecretEnvironmentIsShownNowhere: a credential the rule gives the program
+// (valueFrom: an environment variable, or a file read at every run) and one it inherits
+// under a credential-like name are registered with the redactor: the program that prints
+// them on stderr or in its evidence has them REDACTED. A variable whose name says nothing
+// of a credential is left as it is.
+func TestExecSecretEnvironmentIsShownNowhere(t *testing.T) {
+	t.Setenv("PROVIDER_MODE", "secrets")
+	t.Setenv("SERVICE_PASSWORD", "inherited-pa55word")
+	t.Setenv("PLAIN", "plain-value-shown")
+	file := filepath.Join(t.TempDir(), "token")
+	for _, src := range []*finalizev1alpha1.ValueSource{{Env: "KF_UNIT_EXEC_TOKEN"}, {File: file}} {
+		token := "unit-exec-token-" + filepath.Base(src.Env+src.File)
+		t.Setenv("KF_UNIT_EXEC_TOKEN", token)
+		if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env := []finalizev1alpha1.EnvVar{{Name: "API_TOKEN", ValueFrom: src}}
+		for _, succeed := range []string{"", "1"} {
+			t.Setenv("SUCCEED", succeed)
+			a := askVia(t, &finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{os.Args[0]}, Env: env}}, Options{})
+			want := "exit status 3; stderr: SERVICE_PASSWORD=REDACTED PLAIN=plain-value-shown\n403 for REDACTED"
+			if succeed != "" {
+				want = "asked with REDACTED"
+			}
+			if !strings.Contains(a.Evidence, want) || strings.Contains(a.Evidence, "unit-exec") || strings.Contains(a.Evidence, "pa55") {
+				t.Errorf("%+v: got %q, want it saying %q", src, a.Evidence, want)
+			}
+		}
+	}
+	// A source that is unset, too short to be a credential or, at run time, unreadable:
+	// the provider cannot be built, or the program does not run.
+	t.Setenv("KF_UNIT_SHORT", "s3cr3t")
+	for src, says := range map[string]string{"KF_UNIT_UNSET": "environment variable API_TOKEN: environment variable KF_UNIT_UNSET is not set",
+		"KF_UNIT_SHORT": "environment variable API_TOKEN: environment variable KF_UNIT_SHORT is shorter than 8 bytes"} {
+		spec := &finalizev1alpha1.ExecProvider{Command: []string{os.Args[0]}, Env: []finalizev1alpha1.EnvVar{{Name: "API_TOKEN", ValueFrom: &finalizev1alpha1.ValueSource{Env: src}}}}
+		if _, err := New(&finalizev1alpha1.Verify{Exec: spec}, Options{}); err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("%s: got %v", src, err)
+		}
+	}
+	spec := &finalizev1alpha1.ExecProvider{Command: []string{os.Args[0]}, Env: []finalizev1alpha1.EnvVar{{Name: "API_TOKEN", ValueFrom: &finalizev1alpha1.ValueSource{File: file}}}}
+	p, err := New(&finalizev1alpha1.Verify{Exec: spec}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call, err := p.Prepare(&Request{Rule: "dbs", Finalizer: "db.example.com/finalizer", Object: &unstructured.Unstructured{Object: object}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if a := call.Do(context.Background()); !a.CannotRun || !strings.Contains(a.Evidence, ": not run: environment variable API_TOKEN: file "+file+" is empty") {
+		t.Errorf("an emptied file: %+v", a)
 	}
 }

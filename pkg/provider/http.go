@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/client-go/util/jsonpath"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
 )
 
 // Limits of the http provider.
@@ -183,8 +183,10 @@ func (s *secretSource) read() (string, error) {
 	return v, nil
 }
 
-// checkSecret refuses a credential that cannot be one: an empty value would send
-// "Authorization: Bearer ", which some APIs answer like an anonymous caller, with 404.
+// checkSecret refuses a credential that cannot be one, and registers the one that can
+// with the redactor, so that it is shown nowhere. An empty value would send
+// "Authorization: Bearer ", which some APIs answer like an anonymous caller, with 404; a
+// value shorter than redact.MinLength is no credential, and could not be redacted.
 func checkSecret(v string) error {
 	switch {
 	case strings.TrimSpace(v) == "":
@@ -192,7 +194,7 @@ func checkSecret(v string) error {
 	case strings.ContainsAny(v, "\r\n\x00"):
 		return errors.New("holds a line break or a NUL byte")
 	}
-	return nil
+	return redact.Register(v)
 }
 
 type httpProvider struct {
@@ -430,17 +432,6 @@ func appendQuery(u, param string) string {
 	return u + "&" + param
 }
 
-// credentialQueryRE matches the names of query parameters that carry credentials: API
-// keys, tokens, passwords, the signatures of presigned URLs (X-Amz-Signature,
-// X-Goog-Signature, Azure's sig). "code" is left out: it names a region, a country or an
-// error as often as an OAuth code, and an OAuth code is not how a lookup authenticates.
-var credentialQueryRE = regexp.MustCompile(`(?i)^(key|sig|auth|jwt|pwd|pass|session|sessionid|session_id)$|token|secret|passw(or)?d|passphrase|credential|signature|authorization|api[-_]?key|(access|secret|private|subscription|auth|app|application|client|master|account|signing|functions?)[-_]?key`)
-
-// CredentialQueryParameter reports whether a query parameter's name says it carries a
-// credential. Such a parameter is never written in a policy's URL (policy check refuses
-// it), and its value is REDACTED wherever a URL is shown.
-func CredentialQueryParameter(name string) bool { return credentialQueryRE.MatchString(name) }
-
 // RedactURL is a URL written in a policy, fit to show in a message: the value of every
 // credential-like query parameter, a password and a fragment are REDACTED.
 func RedactURL(raw string) string { return redactURL(raw, nil, nil) }
@@ -495,7 +486,8 @@ func redactURL(raw string, secretNames map[string]bool, secrets []string) string
 const minScrubbed = 4
 
 // scrub replaces each secret in s, as it is and escaped as in a URL, by REDACTED: a
-// server may echo a credential in a Location or a body.
+// server may echo a credential in a Location or a body. So is every value registered
+// with the redactor, this request's credentials among them (checkSecret), in every form.
 func scrub(s string, secrets []string) string {
 	for _, v := range secrets {
 		if len(v) < minScrubbed {
@@ -505,7 +497,7 @@ func scrub(s string, secrets []string) string {
 			s = strings.ReplaceAll(s, form, redacted)
 		}
 	}
-	return s
+	return redact.String(s)
 }
 
 // Key is the request without its secrets: the secrets are the same for every call.
@@ -702,7 +694,8 @@ func (p *httpProvider) readResponse(body io.Reader, shown string) Answer {
 		return Unknown("%s: %s does not select one value of the body", shown, p.response.JSONPath)
 	}
 	value := fmt.Sprint(results[0][0].Interface())
-	shown = fmt.Sprintf("%s, %s = %q", shown, p.response.JSONPath, truncate(value, 64))
+	// Redacted before it is cut short, or the start of a secret would show.
+	shown = fmt.Sprintf("%s, %s = %q", shown, p.response.JSONPath, truncate(redact.String(value), 64))
 	switch {
 	case slices.Contains(p.response.Gone, value):
 		return Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: shown}

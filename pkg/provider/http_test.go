@@ -498,17 +498,22 @@ func TestHTTPCallKeysHoldNoSecret(t *testing.T) {
 }
 
 // TestHTTPASecretParameterIsRedactedByName: a parameter from valueFrom is redacted by its
-// name in a Location the server sends back, however short its value and whatever its
-// name.
+// name in a Location the server sends back, whatever its value (here one the rule never
+// sent) and whatever its name. A value shorter than redact.MinLength is no credential:
+// the provider is not built.
 func TestHTTPASecretParameterIsRedactedByName(t *testing.T) {
 	c := newCloud(t, func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/login?"+r.URL.RawQuery, http.StatusFound)
+		http.Redirect(w, r, "/login?tenant=t7-of-another", http.StatusFound)
 	})
 	spec := c.spec("/v1/{.status.instanceID}")
 	spec.Query = []finalizev1alpha1.QueryParameter{{Name: "tenant", ValueFrom: &finalizev1alpha1.ValueSource{Env: "TENANT"}}}
-	a := ask(t, spec, Options{LookupEnv: func(string) (string, bool) { return "t7", true }})
+	a := ask(t, spec, Options{LookupEnv: func(string) (string, bool) { return "tenant-7a", true }})
 	if want := "a redirect to " + c.URL + "/login?tenant=REDACTED: "; !strings.Contains(a.Evidence, want) || strings.Contains(a.Evidence, "t7") {
 		t.Errorf("got %s, want it saying %q", a.Evidence, want)
+	}
+	if _, err := New(&finalizev1alpha1.Verify{HTTP: spec}, Options{LookupEnv: func(string) (string, bool) { return "t7", true }}); err == nil ||
+		err.Error() != "query parameter tenant: environment variable TENANT is shorter than 8 bytes: no credential is that short, and a value that short cannot be told apart from the rest of the output" {
+		t.Errorf("a value too short: %v", err)
 	}
 }
 

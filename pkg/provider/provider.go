@@ -68,6 +68,8 @@ type Options struct {
 	Mapper  meta.RESTMapper
 	// LookupEnv reads environment variables; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// Environ is the environment an exec program inherits; nil means os.Environ.
+	Environ func() []string
 }
 
 func (o *Options) lookupEnv(name string) (string, bool) {
@@ -75,6 +77,13 @@ func (o *Options) lookupEnv(name string) (string, bool) {
 		return o.LookupEnv(name)
 	}
 	return os.LookupEnv(name)
+}
+
+func (o *Options) environ() []string {
+	if o.Environ != nil {
+		return o.Environ()
+	}
+	return os.Environ()
 }
 
 // New builds the provider a rule names. Its specification must have been validated
@@ -85,7 +94,7 @@ func New(v *finalizev1alpha1.Verify, opts Options) (Provider, error) {
 	case v.HTTP != nil:
 		return newHTTP(v.HTTP, opts)
 	case v.Exec != nil:
-		return newExec(v.Exec)
+		return newExec(v.Exec, opts)
 	case v.Kubernetes != nil:
 		return newKubernetes(v.Kubernetes, opts)
 	}

@@ -226,8 +226,9 @@ type ExecProvider struct {
 	// the first may be templated and stays one argument.
 	Command []string `json:"command"`
 	// Env is added to the environment the process inherits: the whole environment of
-	// kubectl-finalize, the variables other rules read credentials from included. Its
-	// values are policy text, never credentials.
+	// kubectl-finalize, the variables other rules read credentials from included. A
+	// value is policy text, never a credential: a variable whose name says it holds one
+	// (API_TOKEN, AWS_SECRET_ACCESS_KEY, ...) takes its value from valueFrom.
 	Env []EnvVar `json:"env,omitempty"`
 	// Timeout bounds one run; at the timeout the whole process group is killed. Default
 	// 30s.
@@ -240,10 +241,17 @@ type ExecProvider struct {
 	SecretData bool `json:"secretData,omitempty"`
 }
 
-// EnvVar is one environment variable of an exec provider.
+// EnvVar is one environment variable of an exec provider: a value, or a secret from the
+// environment or a file.
 type EnvVar struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
+	Name string `json:"name"`
+	// Value is policy text, sent as it is (no template). Credentials never go here: use
+	// ValueFrom.
+	Value string `json:"value,omitempty"`
+	// ValueFrom reads the value from the environment of the process or a file (read at
+	// every run, so a rotated token is picked up), as a header's. It is registered with
+	// the redactor: shown nowhere, whatever the program prints.
+	ValueFrom *ValueSource `json:"valueFrom,omitempty"`
 }
 
 // KubernetesProvider looks for the objects the finalizer's work would delete: gone when
