@@ -21,10 +21,18 @@ func main() {
 	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, msg string, kv ...any) {
 		klog.V(1).ErrorS(err, msg, kv...)
 	}}
+	// Everything the process writes passes the redactor: a secret it has read (a
+	// credential, a Secret's values) is shown nowhere, whatever repeats it.
+	streams, flush := util.RedactStreams(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	util.LogTo(streams.ErrOut)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
-	err := cmd.NewCmdFinalize(streams).ExecuteContext(ctx)
+	root := cmd.NewCmdFinalize(streams)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	err := root.ExecuteContext(ctx)
 	stop()
 	util.PrintError(streams.ErrOut, err)
+	klog.Flush()
+	flush()
 	os.Exit(util.ExitCode(err))
 }

@@ -23,6 +23,7 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
 )
 
 // Metrics are what continuous mode exposes on /metrics. Labels stay few: rule names and
@@ -118,7 +119,7 @@ func (m *Metrics) Observe(rep *finalizev1alpha1.ReconcileReport, err error) {
 // Serve serves /metrics and /healthz on addr until ctx is done.
 func (m *Metrics) Serve(ctx context.Context, addr string) (net.Addr, error) {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(redacted(m.Registry), promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !m.healthy.Load() {
 			http.Error(w, "not healthy", http.StatusServiceUnavailable)
@@ -176,6 +177,12 @@ func (m *Metrics) Push(ctx context.Context, o PushOptions) error {
 	}
 	user := u.User
 	u.User = nil
+	if password, ok := user.Password(); ok && redact.Long(password) {
+		// The Pushgateway's password is registered with the redactor, should an error
+		// repeat it. It comes from a flag, not a secret source: a shorter one is not
+		// refused, and is shown nowhere by this code (u.Redacted()).
+		_ = redact.Register(password) // long enough: it cannot fail
+	}
 	timeout := o.Timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
@@ -252,11 +259,29 @@ func (m *Metrics) WriteTextfile(path string) error {
 	return nil
 }
 
+// redacted is g with every label value REDACTED of the values registered with the
+// redactor: the one way metrics leave the process (/metrics, a push, a textfile).
+func redacted(g prometheus.Gatherer) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := g.Gather()
+		for _, mf := range mfs {
+			for _, metric := range mf.GetMetric() {
+				for _, l := range metric.GetLabel() {
+					if v := redact.String(l.GetValue()); v != l.GetValue() {
+						l.Value = &v
+					}
+				}
+			}
+		}
+		return mfs, err
+	})
+}
+
 // batch gathers the metrics of a pass for a receiver that keeps them after the process
 // exits. The last-success timestamp is there only when a pass succeeded; otherwise it is
 // carried when carried is set, and left out when not.
 func (m *Metrics) batch(carried *float64) prometheus.Gatherer {
-	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+	return redacted(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		mfs, err := m.Registry.Gather()
 		if err != nil || m.succeeded.Load() {
 			return mfs, err
@@ -273,7 +298,7 @@ func (m *Metrics) batch(carried *float64) prometheus.Gatherer {
 			}
 		}
 		return out, nil
-	})
+	}))
 }
 
 // lastSuccessIn reads the last-success timestamp of a textfile an earlier pass wrote; nil

@@ -19,6 +19,7 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
 )
 
 func batchMetrics(t *testing.T) *Metrics {
@@ -213,5 +214,40 @@ func TestPushReplacesOnlyWhatItSends(t *testing.T) {
 	err := m.Push(t.Context(), PushOptions{URL: withAuth, Job: "refuse"})
 	if err == nil || !strings.Contains(err.Error(), "pushing the metrics to "+srv.URL) || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("a refused push: %v", err)
+	}
+}
+
+// TestMetricsShowNoRegisteredValue: metrics leave the process through one gatherer, which
+// REDACTs every label value registered with the redactor: the textfile, a push and
+// /metrics alike.
+func TestMetricsShowNoRegisteredValue(t *testing.T) {
+	const secret = "unit-metrics-rule-t0ken"
+	if err := redact.Register(secret); err != nil {
+		t.Fatal(err)
+	}
+	p, errs, _ := policy.Compile(&finalizev1alpha1.Policy{Rules: []finalizev1alpha1.Rule{{Name: secret, Finalizers: []string{"db.example.com/finalizer"},
+		Verify: finalizev1alpha1.Verify{HTTP: &finalizev1alpha1.HTTPProvider{URL: "https://db.example.com/{.metadata.name}"}}}}})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	m := NewMetrics(p)
+	rep := okPass()
+	rep.Actions[0].Rule = secret
+	m.Observe(rep, nil)
+	path := filepath.Join(t.TempDir(), "kubectl-finalize.prom")
+	if err := m.WriteTextfile(path); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		b = append(b, body...)
+	}))
+	defer srv.Close()
+	if err := m.Push(t.Context(), PushOptions{URL: srv.URL}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "t0ken") || !strings.Contains(string(b), `kubectl_finalize_rule_broken{rule="REDACTED"} 0`) {
+		t.Errorf("the metrics:\n%s", b)
 	}
 }

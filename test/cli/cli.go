@@ -36,8 +36,10 @@ func Run(t testing.TB, kubeconfig string, args ...string) Result {
 // RunWithInput is Run with text on stdin.
 func RunWithInput(t testing.TB, kubeconfig, stdin string, args ...string) Result {
 	t.Helper()
-	streams, in, out, errOut := genericiooptions.NewTestIOStreams()
+	test, in, out, errOut := genericiooptions.NewTestIOStreams()
 	in.WriteString(stdin)
+	// The streams pass the redactor, as main's do; klog's output is main's alone.
+	streams, flush := util.RedactStreams(test)
 	root := cmd.NewCmdFinalize(streams)
 	root.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
 	ctx := context.Background()
@@ -45,7 +47,8 @@ func RunWithInput(t testing.TB, kubeconfig, stdin string, args ...string) Result
 		ctx = tt.Context()
 	}
 	err := root.ExecuteContext(ctx)
-	util.PrintError(errOut, err)
+	util.PrintError(streams.ErrOut, err)
+	flush()
 	return Result{Stdout: out.String(), Stderr: errOut.String(), Code: util.ExitCode(err)}
 }
 

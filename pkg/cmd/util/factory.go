@@ -114,6 +114,9 @@ func (f *ConfigFactory) RESTConfig() (*rest.Config, error) {
 	cfg.Burst = f.Burst
 	cfg.UserAgent = version.UserAgent()
 	cfg.Wrap(client.RetryServerErrors)
+	if err := client.RegisterCredentials(cfg); err != nil {
+		return nil, err
+	}
 	f.config = cfg
 	return rest.CopyConfig(cfg), nil
 }

@@ -10,9 +10,9 @@ import (
 	"golang.org/x/term"
 )
 
-// IsTerminal reports whether w is a terminal.
+// IsTerminal reports whether w is a terminal, or writes to one (the redactor's writers).
 func IsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := unwrapWriter(w).(*os.File)
 	return ok && term.IsTerminal(int(f.Fd())) //nolint:gosec // a file descriptor fits an int
 }
 

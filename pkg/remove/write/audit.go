@@ -23,6 +23,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/version"
 )
@@ -251,6 +252,9 @@ func (a *Auditor) line(v any, intent bool) error {
 	if err != nil {
 		return err
 	}
+	// Evidence may repeat what a provider was told, a credential among it: every value
+	// registered with the redactor is REDACTED, and the line stays JSON.
+	b = redact.JSON(b)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if intent && a.failed != nil {
@@ -326,6 +330,8 @@ func (a *Auditor) Event(ctx context.Context, t plan.Target, rec *Record) (string
 		note += fmt.Sprintf(", unverified, forced with reason: %s", rec.Reason)
 	}
 	note += fmt.Sprintf("; by %s", rec.User)
+	// Redacted before it is cut short, or the start of a secret would show.
+	note = redact.String(note)
 	if len(note) > maxNote {
 		note = note[:maxNote-3] + "..."
 	}

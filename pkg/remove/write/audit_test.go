@@ -14,13 +14,16 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
@@ -255,5 +258,59 @@ func TestTheAuditLinesKeepTheirShape(t *testing.T) {
 		`{"id":"0a1b","stage":"Complete",` + head + `,"result":"Removed","resourceVersion":"7","attempts":1,"deleted":false,"remaining":[],"event":"a/cfg.1"}` + "\n"
 	if log.String() != want {
 		t.Errorf("audit lines\n got %s\nwant %s", log.String(), want)
+	}
+}
+
+// TestARegisteredSecretIsInNoRecord: a value registered with the redactor (a credential a
+// provider was given, which its evidence repeats) is REDACTED from the audit line, which
+// stays JSON, from the Event's note, before it is cut to the API server's limit, and from
+// the backup of an object that holds it.
+func TestARegisteredSecretIsInNoRecord(t *testing.T) {
+	const secret = `unit-audit-t0ken"<&>`
+	if err := redact.Register(secret); err != nil {
+		t.Fatal(err)
+	}
+	entry := Entry{User: "admin", Action: ReasonForceRemoved, Target: finalizev1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "cfg"},
+		Finalizer: "db.example.com/finalizer", Rule: "dbs", Verdict: finalizev1alpha1.VerdictUnknown,
+		Evidence: "exit status 3; stderr: " + strings.Repeat("x", maxNote-100) + " token " + secret, Reason: "INC-1"}
+	var log strings.Builder
+	kube := kubefake.NewClientset()
+	a := &Auditor{Log: &log, Kube: kube, User: "admin"}
+	if err := a.Line(&Record{Entry: entry, Result: Removed}); err != nil {
+		t.Fatal(err)
+	}
+	var line map[string]any
+	if err := json.Unmarshal([]byte(log.String()), &line); err != nil || strings.Contains(log.String(), "t0ken") || !strings.HasSuffix(line["evidence"].(string), " token REDACTED") {
+		t.Errorf("the audit line (%v): %s", err, log.String())
+	}
+	ref, err := a.Event(context.Background(), plan.Target{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1", Finalizer: "db.example.com/finalizer"}, &Record{Entry: entry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, name, _ := strings.Cut(ref, "/")
+	ev, err := kube.EventsV1().Events(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The note is cut within the secret's place: only a whole REDACTED, or a part of it,
+	// may show there.
+	if strings.Contains(ev.Note, "t0k") || strings.Contains(ev.Note, "unit-au") || len(ev.Note) > maxNote {
+		t.Errorf("the Event's note: %s", ev.Note)
+	}
+
+	scheme := runtime.NewScheme()
+	_ = corev1.AddToScheme(scheme)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "cfg", UID: "uid-1", Annotations: map[string]string{"note": "the token is " + secret}},
+		Data: map[string]string{"token": secret}}
+	path, err := Backup(context.Background(), dynamicfake.NewSimpleDynamicClient(scheme, cm), filepath.Join(t.TempDir(), "backups"), plan.Target{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "t0ken") || !strings.Contains(string(b), "token: REDACTED") || !strings.Contains(string(b), "note: the token is REDACTED") {
+		t.Errorf("the backup:\n%s", b)
 	}
 }

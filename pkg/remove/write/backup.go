@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
@@ -37,8 +38,11 @@ func Backup(ctx context.Context, dyn dynamic.Interface, dir string, t plan.Targe
 		return "", fmt.Errorf("backing up %s: %w", t.String(), ErrUIDChanged)
 	}
 	if t.Resource.Group == "" && t.Resource.Resource == "secrets" {
-		redact(u.Object)
+		leaveOutValues(u.Object)
 	}
+	// Any other object may hold a value registered with the redactor (a token in a
+	// ConfigMap): it is REDACTED before the object is written.
+	redact.Object(u.Object)
 	b, err := yaml.Marshal(u.Object)
 	if err != nil {
 		return "", err
@@ -80,8 +84,9 @@ func Backup(ctx context.Context, dyn dynamic.Interface, dir string, t plan.Targe
 	return path, nil
 }
 
-// redact leaves a Secret's values out of obj, and lists its keys in RedactedAnnotation.
-func redact(obj map[string]any) {
+// leaveOutValues leaves a Secret's values out of obj, and lists its keys in
+// RedactedAnnotation.
+func leaveOutValues(obj map[string]any) {
 	var keys []string
 	for _, field := range []string{"data", "stringData"} {
 		if m, ok := obj[field].(map[string]any); ok {
