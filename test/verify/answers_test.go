@@ -319,7 +319,7 @@ func TestAnEchoedCredentialIsShownNowhere(t *testing.T) {
 	backups, textfile := filepath.Join(dir, "backups"), filepath.Join(dir, "metrics.prom")
 	pass := cli.RunBinary(t, binary, cp.AdminKubeconfig, env, "reconcile", "--once", "--policy", policy, "-o", "json",
 		"--audit-log", passAudit, "--metrics-textfile", textfile, "-v=10")
-	for _, says := range []string{"exit status 3; stderr: ", "the API refused the token", "500 Internal Server Error"} {
+	for _, says := range []string{"exit status 3; stderr: ", "403 Forbidden for the token REDACTED", "the API refused the token REDACTED (and REDACTED)", "500 Internal Server Error"} {
 		if !strings.Contains(pass.Stdout, says) {
 			t.Errorf("the pass's report does not say %q: code %d, stdout:\n%s\nstderr:\n%s", says, pass.Code, pass.Stdout, pass.Stderr)
 		}
@@ -354,6 +354,9 @@ func TestAnEchoedCredentialIsShownNowhere(t *testing.T) {
 			t.Fatal(err)
 		}
 		shown["the backup "+filepath.Base(f)] = string(b)
+		if strings.HasSuffix(f, "_echo.yaml") && !strings.Contains(string(b), "api-token: REDACTED") {
+			t.Errorf("the backup of the object that holds the token:\n%s", b)
+		}
 	}
 	if notes := eventNotes(t, ns, shown); notes != 3 {
 		t.Errorf("%d Events of the removals, want 3", notes)
