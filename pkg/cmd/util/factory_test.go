@@ -53,7 +53,7 @@ func TestContexts(t *testing.T) {
 	cfg := clientcmdapi.NewConfig()
 	for i, name := range []string{"a", "b", "prod-x"} {
 		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://127.0.0.%d:6443", i+1)}
-		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "t"}
+		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "unit-contexts-token"} // a credential: at least redact.MinLength bytes
 		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	}
 	cfg.CurrentContext = "a"
