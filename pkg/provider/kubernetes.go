@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
+	kfclient "github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
@@ -90,7 +90,7 @@ func newKubernetes(spec *finalizev1alpha1.KubernetesProvider, opts Options) (*ku
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 50, 100
-	if err := client.RegisterCredentials(cfg); err != nil {
+	if err := kfclient.RegisterCredentials(cfg); err != nil {
 		return nil, fmt.Errorf("the kubeconfig %s: %w", p.where, err)
 	}
 	if p.dyn, err = dynamic.NewForConfig(cfg); err != nil {

@@ -57,16 +57,16 @@ func RunWithInput(t testing.TB, kubeconfig, stdin string, args ...string) Result
 // streams and klog's output it sets up) runs too.
 func RunBinary(t testing.TB, binary, kubeconfig string, env []string, args ...string) Result {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"--kubeconfig", kubeconfig}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
+	proc := exec.Command(binary, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	proc.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	proc.Stdout, proc.Stderr = &stdout, &stderr
+	err := proc.Run()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatalf("running %s: %v", binary, err)
 	}
-	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()}
+	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: proc.ProcessState.ExitCode()}
 }
 
 // Build builds kubectl-finalize into dir, for the tests that run it as a process of its
