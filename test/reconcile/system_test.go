@@ -1,0 +1,100 @@
+package reconcile
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
+)
+
+// TestAGlobRuleLeavesFinalizersKubernetesReservesWithoutAllowSystem: a glob rule
+// ("*cleanup") matches two finalizers the catalogue does not know, one in a domain
+// Kubernetes reserves (example.kubernetes.io/cleanup) and one with no domain at all
+// (cleanup), and its provider answers Gone about both. They are system finalizers: a
+// pass keeps them, saying so, until the rule sets allowSystem.
+func TestAGlobRuleLeavesFinalizersKubernetesReservesWithoutAllowSystem(t *testing.T) {
+	ns, c := cp.Namespace(t), fakecloud.New(t)
+	kube := cp.Kube(t)
+	const reserved, bare = "example.kubernetes.io/cleanup", "cleanup"
+	fixture.HeldConfigMap(t, kube, ns, "control", map[string]string{"instance": "live"}, reserved, bare)
+	fixture.StuckConfigMap(t, kube, ns, "reserved", map[string]string{"instance": "deleted-reserved"}, reserved)
+	fixture.StuckConfigMap(t, kube, ns, "bare", map[string]string{"instance": "deleted-bare"}, bare)
+	rule := func(extra string) string {
+		return cli.WritePolicy(t, "", c.Rule("cleanups", `"*cleanup"`, "  namespaces: ["+ns+"]\n"+extra))
+	}
+
+	rep, r := pass(t, cp.AdminKubeconfig, rule(""))
+	for _, o := range []struct{ name, finalizer string }{{"reserved", reserved}, {"bare", bare}} {
+		if a := action(t, rep, o.name); a.Result != finalizev1alpha1.ResultKept || a.Verdict != finalizev1alpha1.VerdictGone || !strings.Contains(a.Message, "it is a system finalizer") {
+			t.Errorf("without allowSystem, %s: %+v (code %d, %s)", o.name, a, r.Code, r.Stderr)
+		}
+		cm, err := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), o.name, metav1.GetOptions{})
+		if err != nil || !slices.Equal(cm.Finalizers, []string{o.finalizer}) {
+			t.Errorf("%s: the system finalizer must stay: %v %v", o.name, cm.Finalizers, err)
+		}
+	}
+
+	rep, r = pass(t, cp.AdminKubeconfig, rule("  allowSystem: true\n"))
+	for _, name := range []string{"reserved", "bare"} {
+		if a := action(t, rep, name); a.Result != finalizev1alpha1.ResultRemoved || a.Verdict != finalizev1alpha1.VerdictGone {
+			t.Errorf("with allowSystem, %s: %+v (code %d, %s)", name, a, r.Code, r.Stderr)
+		}
+		if got := resourceVersion(t, ns, name); got != "gone" {
+			t.Errorf("%s is still there", name)
+		}
+	}
+}
+
+// TestAPolicyThatCanNeverMatchFailsAtLoad: a rule whose selector contradicts itself, an
+// exclude selector that selects every object or none, and an exclude that covers every
+// type a rule may match leave a pass with nothing it could ever do: reconcile, remove and
+// policy check refuse the policy (exit 2), naming the field, instead of a green pass that
+// removes nothing, forever.
+func TestAPolicyThatCanNeverMatchFailsAtLoad(t *testing.T) {
+	ns, fin, c := world(t)
+	object(t, ns, "gone", fin, "deleted-1", true)
+	rule := func(name, extra string) string {
+		return c.Rule(name, fin, "  namespaces: ["+ns+"]\n"+extra)
+	}
+	tests := []struct {
+		name, head, rules, says string
+	}{
+		{"a selector that contradicts itself", "", rule("dbs", `  selector: "team=data,team=web"`+"\n"),
+			`rules[0].selector: Invalid value: "team=data,team=web": can never match`},
+		{"a set selector that contradicts itself", "", rule("dbs", `  selector: "tier in (db),tier notin (db)"`+"\n"),
+			`rules[0].selector: Invalid value: "tier in (db),tier notin (db)": can never match`},
+		{"an empty exclude selector", `exclude: {selectors: [""]}` + "\n", rule("dbs", ""),
+			`exclude.selectors[0]: Invalid value: "": selects every object`},
+		{"an exclude selector that can never match", `exclude: {selectors: ["skip,!skip"]}` + "\n", rule("dbs", ""),
+			`exclude.selectors[0]: Invalid value: "skip,!skip": can never match`},
+		{"an exclude of every type", `exclude: {resources: ["*"]}` + "\n",
+			strings.Replace(rule("dbs", ""), "  resources: [configmaps]\n", "", 1),
+			`rules[0]: Invalid value: "dbs": can never match: exclude.resources excludes every type`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			policy := cli.WritePolicy(t, tt.head, tt.rules)
+			r := cli.Run(t, cp.AdminKubeconfig, "reconcile", "--once", "--policy", policy, "-o", "json")
+			if r.Code != 2 || r.Stdout != "" || !strings.Contains(r.Stderr, tt.says) {
+				t.Errorf("reconcile: code %d (want 2), stdout %q, stderr:\n%s\nwant it to contain %q", r.Code, r.Stdout, r.Stderr, tt.says)
+			}
+			r = cli.Run(t, cp.AdminKubeconfig, "remove", "configmap/gone", "-n", ns, "--finalizer", fin, "--policy", policy, "--yes")
+			if r.Code != 2 || r.Stdout != "" || !strings.Contains(r.Stderr, tt.says) {
+				t.Errorf("remove: code %d (want 2), stdout %q, stderr:\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+			r = cli.Run(t, cp.AdminKubeconfig, "policy", "check", policy)
+			if r.Code != 2 || !strings.Contains(r.Stderr, tt.says) {
+				t.Errorf("policy check: code %d (want 2), stdout %q, stderr:\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+		})
+	}
+	if got := resourceVersion(t, ns, "gone"); got == "gone" {
+		t.Error("a policy that was refused removed a finalizer")
+	}
+}
