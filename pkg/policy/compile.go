@@ -172,6 +172,9 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 		c.add(field.Required(path.Child("finalizers"), "name the finalizers the rule removes, exactly or with globs, a preset, or waitsForNode: true for pods whose node is gone"))
 	}
 	r.finalizers = c.globs(path.Child("finalizers"), finalizers)
+	if w := systemOnly(spec, finalizers); w != "" {
+		c.warnings = append(c.warnings, w)
+	}
 	r.resources = c.globs(path.Child("resources"), spec.Resources)
 	r.namespaces = c.globs(path.Child("namespaces"), spec.Namespaces)
 	if spec.Selector != "" {

@@ -94,3 +94,37 @@ func TestAnExcludeSelectorThatCoversARule(t *testing.T) {
 		}
 	}
 }
+
+// TestARuleOfSystemFinalizersOnlyIsWarnedAbout: without allowSystem, reconcile keeps
+// every finalizer such a rule matches; policy check says so.
+func TestARuleOfSystemFinalizersOnlyIsWarnedAbout(t *testing.T) {
+	rule := func(fields string) string {
+		return header + "rules:\n- name: r\n  resources: [persistentvolumes]\n  verify: {exec: {command: [x]}}\n" + fields
+	}
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"a preset's reserved finalizer", rule("  preset: csi-volume\n"),
+			"rule r matches only system finalizers, external-provisioner.volume.kubernetes.io/finalizer (its domain external-provisioner.volume.kubernetes.io is under kubernetes.io), and does not set allowSystem"},
+		{"a glob of a fixed prefix without a domain", rule("  finalizers: [\"external-attacher/*\"]\n"),
+			`external-attacher/* (its prefix "external-attacher" names no domain)`},
+		{"a glob of a reserved domain", rule("  finalizers: [\"snapshot.storage.kubernetes.io/*\", kubernetes.io/pv-protection]\n"), "matches only system finalizers"},
+		{"allowed", rule("  finalizers: [\"external-attacher/*\"]\n  allowSystem: true\n"), ""},
+		{"one that is not system", rule("  finalizers: [\"external-attacher/*\", db.example.com/x]\n"), ""},
+		{"a glob whose domain is open", rule("  finalizers: [\"*.k8s.io/x\"]\n"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, warnings := compile(t, tt.doc)
+			var got string
+			for _, w := range warnings {
+				if strings.Contains(w, "system finalizers") {
+					got = w
+				}
+			}
+			if (got == "") != (tt.want == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("warning %q, want one saying %q", got, tt.want)
+			}
+		})
+	}
+}
