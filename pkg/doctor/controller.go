@@ -69,7 +69,7 @@ func (d *diagnoser) identify(o *kube.Object, fin finalizev1alpha1.Finalizer) con
 	// When the catalogue names the owner (Kubernetes itself, or the owner's field managers
 	// or workloads), a writer it does not name is not the owner: velero restoring a
 	// Service with the cloud service controller's finalizer only added it (addedBy).
-	named := id.entry != nil && (id.entry.System || len(id.entry.Managers) > 0 || len(id.entry.Workloads) > 0)
+	named := id.entry != nil && (id.entry.ControlPlane || len(id.entry.Managers) > 0 || len(id.entry.Workloads) > 0)
 	for _, w := range writers {
 		if id.manager == "" && !owner.IsGenericManager(w) && (!named || catalogueNames(id.entry, w)) {
 			id.manager = w
@@ -102,13 +102,13 @@ func (d *diagnoser) identify(o *kube.Object, fin finalizev1alpha1.Finalizer) con
 
 // catalogueNames says whether the catalogue entry e names field manager w as its owner:
 // one of its Managers, a workload name of it (or one followed by a dash), or for a
-// system finalizer a Kubernetes controller manager.
+// finalizer of the control plane's a Kubernetes controller manager.
 func catalogueNames(e *owner.Entry, w string) bool {
 	if slices.Contains(e.Managers, w) {
 		return true
 	}
 	names := e.WorkloadNames()
-	if e.System {
+	if e.ControlPlane {
 		names = append(append(names, "kube-controller-manager", "cloud-controller-manager"), systemReporters[e.Finalizer]...)
 	}
 	for _, n := range names {
@@ -153,11 +153,12 @@ var systemReporters = map[string][]string{
 	"batch.kubernetes.io/job-tracking":            {"job-controller"},
 	"resource.kubernetes.io/delete-protection":    {"resource-claim-controller", "resourceclaim-controller"},
 	"networking.k8s.io/service-cidr-finalizer":    {"service-cidrs-controller", "servicecidrs-controller"},
-	"kubernetes":                     {"namespace-controller"},
-	metav1.FinalizerOrphanDependents: {"garbage-collector-controller"},
-	metav1.FinalizerDeleteDependents: {"garbage-collector-controller"},
-	finalizerPVC:                     {"pvc-protection-controller"},
-	finalizerPV:                      {"pv-protection-controller"},
+	"kubernetes.io/pv-controller":                 {"persistentvolume-controller"},
+	"kubernetes":                                  {"namespace-controller"},
+	metav1.FinalizerOrphanDependents:              {"garbage-collector-controller"},
+	metav1.FinalizerDeleteDependents:              {"garbage-collector-controller"},
+	finalizerPVC:                                  {"pvc-protection-controller"},
+	finalizerPV:                                   {"pv-protection-controller"},
 }
 
 // kubernetesReporters are the reporters of Kubernetes' own components: the kubelet, the
@@ -218,6 +219,10 @@ func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) f
 	deleted := o.Meta.DeletionTimestamp.Time
 	id := d.identify(o, fin)
 	removeCmd := fmt.Sprintf("kubectl finalize remove %s --finalizer %s", o.Ref(), fin.Name)
+	if owner.IsSystem(fin.Name) {
+		// remove refuses a system finalizer without it: the command shown is the one that works.
+		removeCmd += " --allow-system"
+	}
 	guards := "what the finalizer guards is really gone"
 	if id.entry != nil && id.entry.Purpose != "" {
 		guards = id.entry.Purpose

@@ -15,8 +15,12 @@ type Entry struct {
 	Owner string
 	// Project is who ships that controller.
 	Project string
-	// System finalizers belong to Kubernetes itself.
-	System bool
+	// ControlPlane: the owner is part of Kubernetes' control plane (kube-controller-manager,
+	// kube-apiserver, cloud-controller-manager), which runs as no workload of the cluster.
+	// It says who removes the finalizer (the doctor, preflight), not whether the finalizer
+	// is system: that is IsSystem's, by name, and every such entry's name is system
+	// (TestEveryControlPlaneEntryIsSystemByName).
+	ControlPlane bool
 	// Purpose is what must happen before the finalizer may go.
 	Purpose string
 	// Source is where upstream defines the finalizer.

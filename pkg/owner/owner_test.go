@@ -13,7 +13,7 @@ func TestCatalogCoversTheLandscape(t *testing.T) {
 	// owns each finalizer"), expanded where an entry is a family of names.
 	tests := []struct {
 		finalizer, owner string
-		system           bool
+		controlPlane     bool
 	}{
 		{"kubernetes", "namespace controller (kube-controller-manager)", true},
 		{"orphan", "garbage collector (kube-controller-manager)", true},
@@ -25,6 +25,9 @@ func TestCatalogCoversTheLandscape(t *testing.T) {
 		{"batch.kubernetes.io/job-tracking", "job controller (kube-controller-manager)", true},
 		{"resource.kubernetes.io/delete-protection", "resourceclaim controller (kube-controller-manager)", true},
 		{"networking.k8s.io/service-cidr-finalizer", "servicecidrs controller (kube-controller-manager)", true},
+		{"kubernetes.io/vac-protection", "volumeattributesclass-protection controller (kube-controller-manager)", true},
+		{"kubernetes.io/pv-controller", "persistentvolume-binder controller (kube-controller-manager)", true},
+		{"scheduling.k8s.io/podgroup-protection", "podgroup-protection controller (kube-controller-manager)", true},
 		{"external-provisioner.volume.kubernetes.io/finalizer", "CSI external-provisioner", false},
 		{"provisioner.storage.kubernetes.io/cloning-protection", "CSI external-provisioner", false},
 		{"provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection", "CSI external-provisioner", false},
@@ -86,15 +89,15 @@ func TestCatalogCoversTheLandscape(t *testing.T) {
 			t.Errorf("%s: not in the catalogue", tt.finalizer)
 			continue
 		}
-		if e.Owner != tt.owner || e.System != tt.system {
-			t.Errorf("%s: owner %q system %v, want %q %v", tt.finalizer, e.Owner, e.System, tt.owner, tt.system)
+		if e.Owner != tt.owner || e.ControlPlane != tt.controlPlane {
+			t.Errorf("%s: owner %q controlPlane %v, want %q %v", tt.finalizer, e.Owner, e.ControlPlane, tt.owner, tt.controlPlane)
 		}
 		if e.Purpose == "" || e.Source == "" || e.Project == "" {
 			t.Errorf("%s: every entry says its purpose, project and source", tt.finalizer)
 		}
 	}
-	if c.Len() < 65 {
-		t.Errorf("the catalogue has %d entries, want at least 65", c.Len())
+	if c.Len() < 68 {
+		t.Errorf("the catalogue has %d entries, want at least 68", c.Len())
 	}
 	if _, ok := c.Lookup("db.example.com/finalizer"); ok {
 		t.Error("an unknown finalizer must not be in the catalogue")
@@ -163,7 +166,14 @@ func TestResolve(t *testing.T) {
 			Owner: "sql.cnrm.cloud.google.com", OwnerSource: "apiGroup"}},
 		{"nothing known, GitOps applier added it", "unknown.io/x", finalizev1alpha1.Finalizer{
 			OwnerSource: "unknown", AddedBy: "argocd-controller"}},
-		{"no domain", "my-finalizer", finalizev1alpha1.Finalizer{OwnerSource: "unknown"}},
+		// System by name, whatever the catalogue knows (IsSystem).
+		{"no domain: system", "my-finalizer", finalizev1alpha1.Finalizer{OwnerSource: "unknown", System: true}},
+		{"a domain Kubernetes reserves that the catalogue does not know: system", "example.kubernetes.io/cleanup", finalizev1alpha1.Finalizer{
+			OwnerSource: "unknown", System: true}},
+		{"a catalogued finalizer of a sub-project in a reserved domain: system", "external-provisioner.volume.kubernetes.io/finalizer", finalizev1alpha1.Finalizer{
+			Owner: "CSI external-provisioner", OwnerSource: "catalog", System: true}},
+		{"a catalogued finalizer outside the reserved domains: not system", "finalizer.managedresource.crossplane.io", finalizev1alpha1.Finalizer{
+			Owner: "the Crossplane provider of this managed resource", OwnerSource: "catalog"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

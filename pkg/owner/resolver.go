@@ -31,7 +31,7 @@ func NewResolver(catalog *Catalog, groups []string) *Resolver {
 
 // Resolve describes finalizer name, found in field of obj.
 func (r *Resolver) Resolve(obj *metav1.ObjectMeta, field, name string) finalizev1alpha1.Finalizer {
-	f := finalizev1alpha1.Finalizer{Name: name, Field: field, OwnerSource: finalizev1alpha1.OwnerSourceUnknown}
+	f := finalizev1alpha1.Finalizer{Name: name, Field: field, OwnerSource: finalizev1alpha1.OwnerSourceUnknown, System: IsSystem(name)}
 	writers := Writers(obj.ManagedFields, field, name)
 	controller := ""
 	for _, w := range writers {
@@ -48,7 +48,7 @@ func (r *Resolver) Resolve(obj *metav1.ObjectMeta, field, name string) finalizev
 	}
 
 	if e, ok := r.catalog.Lookup(name); ok {
-		f.Owner, f.OwnerSource, f.System = e.Owner, finalizev1alpha1.OwnerSourceCatalog, e.System
+		f.Owner, f.OwnerSource = e.Owner, finalizev1alpha1.OwnerSourceCatalog
 		return f
 	}
 	if controller != "" {

@@ -115,7 +115,7 @@ func (c *compiler) policy(spec *finalizev1alpha1.Policy) {
 		c.p.exclude.namespaces = c.globs(path.Child("namespaces"), ex.Namespaces)
 		c.p.exclude.resources = c.globs(path.Child("resources"), ex.Resources)
 		for i, s := range ex.Selectors {
-			if sel := c.selector(path.Child("selectors").Index(i), s); sel != nil {
+			if sel := c.excludeSelector(path.Child("selectors").Index(i), s, spec.Rules); sel != nil {
 				c.p.exclude.selectors = append(c.p.exclude.selectors, sel)
 			}
 		}
@@ -172,10 +172,18 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 		c.add(field.Required(path.Child("finalizers"), "name the finalizers the rule removes, exactly or with globs, a preset, or waitsForNode: true for pods whose node is gone"))
 	}
 	r.finalizers = c.globs(path.Child("finalizers"), finalizers)
+	if w := systemOnly(spec, finalizers); w != "" {
+		c.warnings = append(c.warnings, w)
+	}
 	r.resources = c.globs(path.Child("resources"), spec.Resources)
 	r.namespaces = c.globs(path.Child("namespaces"), spec.Namespaces)
 	if spec.Selector != "" {
 		r.selector = c.selector(path.Child("selector"), spec.Selector)
+		if r.selector != nil {
+			if why := contradiction(r.selector); why != "" {
+				c.add(field.Invalid(path.Child("selector"), spec.Selector, "can never match: "+why))
+			}
+		}
 	}
 	if spec.WaitsForNode {
 		c.waitsForNode(path, spec, r)
@@ -546,6 +554,29 @@ func (c *compiler) selector(path *field.Path, s string) labels.Selector {
 	return sel
 }
 
+// excludeSelector compiles an exclude selector. One that selects every object (empty, or
+// only spaces) would keep every rule away from everything, and one that can never match
+// excludes nothing: neither can be meant, and both are errors.
+func (c *compiler) excludeSelector(path *field.Path, s string, rules []finalizev1alpha1.Rule) labels.Selector {
+	sel := c.selector(path, s)
+	switch {
+	case sel == nil:
+		return nil
+	case sel.Empty():
+		var names []string
+		for _, r := range rules {
+			names = append(names, r.Name)
+		}
+		c.add(field.Invalid(path, s, fmt.Sprintf("selects every object, so no rule could ever match (%s): give the labels of the objects to exclude", strings.Join(names, ", "))))
+		return nil
+	}
+	if why := contradiction(sel); why != "" {
+		c.add(field.Invalid(path, s, "can never match, so it excludes nothing: "+why))
+		return nil
+	}
+	return sel
+}
+
 // shadowed reports rules that can never match: an earlier rule matches every finalizer
 // of every object they would, and the first rule wins.
 func (c *compiler) shadowed() {
@@ -558,12 +589,32 @@ func (c *compiler) shadowed() {
 			}
 		}
 	}
+	ex := &c.p.exclude
 	for j, r := range c.p.Rules {
-		if len(c.p.exclude.namespaces) > 0 && len(r.namespaces) > 0 && coversSet(c.p.exclude.namespaces, r.namespaces) {
-			c.add(field.Invalid(field.NewPath("rules").Index(j).Child("namespaces"), r.Spec.Namespaces, "can never match: exclude.namespaces excludes them all"))
+		path := field.NewPath("rules").Index(j)
+		switch {
+		case len(ex.namespaces) > 0 && len(r.namespaces) > 0 && coversSet(ex.namespaces, r.namespaces):
+			c.add(field.Invalid(path.Child("namespaces"), r.Spec.Namespaces, "can never match: exclude.namespaces excludes them all"))
+		case everything(ex.namespaces) && r.Spec.WaitsForNode:
+			// Pods are namespaced. A rule of other objects that names no namespaces may
+			// still match cluster-scoped ones, which no namespace excludes.
+			c.add(field.Invalid(path, r.Name, "can never match: exclude.namespaces excludes every namespace, and the rule matches pods"))
 		}
-		if len(c.p.exclude.resources) > 0 && len(r.resources) > 0 && coversSet(c.p.exclude.resources, r.resources) {
-			c.add(field.Invalid(field.NewPath("rules").Index(j).Child("resources"), r.Spec.Resources, "can never match: exclude.resources excludes them all"))
+		switch {
+		case len(ex.resources) > 0 && len(r.resources) > 0 && coversSet(ex.resources, r.resources):
+			c.add(field.Invalid(path.Child("resources"), r.Spec.Resources, "can never match: exclude.resources excludes them all"))
+		case len(r.resources) == 0 && everything(ex.resources):
+			c.add(field.Invalid(path, r.Name, "can never match: exclude.resources excludes every type"))
+		}
+		if r.selector == nil {
+			continue
+		}
+		for _, sel := range ex.selectors {
+			if implies(r.selector, sel) {
+				c.add(field.Invalid(path.Child("selector"), r.Spec.Selector,
+					fmt.Sprintf("can never match: the exclude selector %q excludes every object it selects", sel)))
+				break
+			}
 		}
 	}
 }

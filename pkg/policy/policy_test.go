@@ -142,6 +142,20 @@ func TestInvalidPolicies(t *testing.T) {
 			[]string{`rules[1]: Invalid value: "db": can never match: rule all before it matches every finalizer of every object it would`}},
 		{"excluded entirely", header + "exclude: {namespaces: [\"prod-*\"]}\nrules:\n- {name: a, finalizers: [x], resources: [configmaps], namespaces: [prod-a], verify: {exec: {command: [x]}}}\n",
 			[]string{"rules[0].namespaces: Invalid value", "can never match: exclude.namespaces excludes them all"}},
+		{"a selector that contradicts itself", header + "rules:\n- {name: a, finalizers: [x], resources: [configmaps], selector: \"team=data,team=web\", verify: {exec: {command: [x]}}}\n",
+			[]string{`rules[0].selector: Invalid value: "team=data,team=web": can never match: no value of label team meets team=data and team=web at once (rule a)`}},
+		{"an empty exclude selector", header + "exclude: {selectors: [\"\", \"  \"]}\nrules:\n- {name: a, finalizers: [x], resources: [configmaps], verify: {exec: {command: [x]}}}\n",
+			[]string{`exclude.selectors[0]: Invalid value: "": selects every object, so no rule could ever match (a)`, `exclude.selectors[1]: Invalid value: "  ": selects every object`}},
+		{"an exclude selector that can never match", header + "exclude: {selectors: [\"keep,!keep\"]}\nrules:\n- {name: a, finalizers: [x], resources: [configmaps], verify: {exec: {command: [x]}}}\n",
+			[]string{`exclude.selectors[0]: Invalid value: "keep,!keep": can never match, so it excludes nothing: no value of label keep meets keep and !keep at once`}},
+		{"an exclude selector that excludes every object a rule selects", header + "exclude: {selectors: [\"tier=db\"]}\nrules:\n- {name: a, finalizers: [x], resources: [configmaps], selector: \"team=data,tier=db\", verify: {exec: {command: [x]}}}\n",
+			[]string{`rules[0].selector: Invalid value: "team=data,tier=db": can never match: the exclude selector "tier=db" excludes every object it selects`}},
+		{"an exclude of every type", header + "exclude: {resources: [\"*\"]}\nrules:\n- {name: a, finalizers: [x], verify: {exec: {command: [x]}}}\n- {name: b, finalizers: [yy.example.com], resources: [configmaps], verify: {exec: {command: [x]}}}\n",
+			[]string{`rules[0]: Invalid value: "a": can never match: exclude.resources excludes every type`, `rules[1].resources: Invalid value: ["configmaps"]: can never match: exclude.resources excludes them all`}},
+		{"an exclude of every namespace, and a rule of pods", header + "exclude: {namespaces: [\"*\"]}\nrules:\n- {name: a, waitsForNode: true}\n",
+			[]string{`rules[0]: Invalid value: "a": can never match: exclude.namespaces excludes every namespace, and the rule matches pods`}},
+		{"an exclude of pods, and a rule of pods", header + "exclude: {resources: [pods]}\nrules:\n- {name: a, waitsForNode: true}\n",
+			[]string{`rules[0].resources: Invalid value: ["pods"]: can never match: exclude.resources excludes them all`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

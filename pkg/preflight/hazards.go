@@ -21,6 +21,7 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 )
 
 // The types the hazards name.
@@ -75,13 +76,22 @@ func (r *run) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) doctor.
 	return c
 }
 
-// customFinalizers are o's metadata finalizers that are not Kubernetes' own.
+// customFinalizers are o's metadata finalizers that Kubernetes' control plane does not
+// remove: those of controllers that run in the cluster, and may be deleted with it. A
+// system finalizer (owner.IsSystem) may be one: the CSI sidecars' and a Gateway API
+// implementation's names are in domains Kubernetes reserves, and their controllers run
+// as workloads. Only the catalogue's control-plane entries are left out; a name it does
+// not know is kept, since nothing shows that the control plane removes it.
 func customFinalizers(o *kube.Object) []finalizev1alpha1.Finalizer {
 	var out []finalizev1alpha1.Finalizer
 	for _, f := range o.Finalizers {
-		if f.Field == finalizev1alpha1.FieldMetadataFinalizers && !f.System {
-			out = append(out, f)
+		if f.Field != finalizev1alpha1.FieldMetadataFinalizers {
+			continue
 		}
+		if e, ok := owner.Builtin().Lookup(f.Name); ok && e.ControlPlane {
+			continue
+		}
+		out = append(out, f)
 	}
 	return out
 }

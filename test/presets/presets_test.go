@@ -289,7 +289,13 @@ func TestCSIVolume(t *testing.T) {
 	pv("presets-gone", "deleted-vol-1", corev1.PersistentVolumeReclaimDelete, false)
 	pv("presets-present", "vol-2", corev1.PersistentVolumeReclaimDelete, false)
 	pv("presets-retain", "deleted-vol-3", corev1.PersistentVolumeReclaimRetain, false)
+	// The external-provisioner's finalizer is in a domain Kubernetes reserves
+	// (volume.kubernetes.io): a system finalizer, which the rule must allow.
 	actions, _, _ := pass(t, rule(c, "volumes", "csi-volume", "persistentvolumes", "volumeHandle", ""))
+	if a := actions["presets-gone"]; a.Result != finalizev1alpha1.ResultKept || a.Verdict != finalizev1alpha1.VerdictGone || !strings.Contains(a.Message, "it is a system finalizer") {
+		t.Errorf("without allowSystem: %+v", a)
+	}
+	actions, _, _ = pass(t, rule(c, "volumes", "csi-volume", "persistentvolumes", "volumeHandle", "  allowSystem: true\n"))
 	want(t, actions, "presets-gone", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-vol-1: 404")
 	want(t, actions, "presets-present", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "/instances/vol-2: 200")
 	want(t, actions, "presets-retain", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictRetained, "spec.persistentVolumeReclaimPolicy: Retain")

@@ -48,10 +48,12 @@ volume still attached. Removing it by hand skips that cleanup. So remove:
     provider's evidence;
   * refuses removals nobody verified, unless --force-unverified and --reason say why (the
     audit then records the provider's verdict next to the reason);
-  * refuses finalizers of Kubernetes itself (kubernetes, orphan, foregroundDeletion,
-    kubernetes.io/pvc-protection, ...) unless --allow-system, and refuses the kubernetes
-    finalizer of a namespace that may still hold objects unless --allow-stranding: those
-    objects would stay in etcd;
+  * refuses system finalizers unless --allow-system: by name, whether or not they are
+    known, those with no domain (kubernetes, orphan, foregroundDeletion) and those in a
+    domain Kubernetes reserves (kubernetes.io, k8s.io and their subdomains:
+    kubernetes.io/pvc-protection, ...); and refuses the kubernetes finalizer of a
+    namespace that may still hold objects unless --allow-stranding: those objects would
+    stay in etcd;
   * guards every write: a JSON patch that tests the object's uid and the finalizer's
     position before removing it, or the namespace /finalize subresource with the
     resourceVersion just read; if the object changed, it is read and decided again, and a
@@ -183,7 +185,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.BoolVar(&o.Yes, flagYes, o.Yes, "If true, do not ask for confirmation. Required when stdin is not a terminal.")
 	fs.BoolVar(&o.ForceUnverified, flagForceUnverified, o.ForceUnverified, "If true, remove finalizers that no provider verified. Requires --reason.")
 	fs.StringVar(&o.Reason, flagReason, o.Reason, "Why the unverified removal is safe, for the audit (Event and audit line).")
-	fs.BoolVar(&o.AllowSystem, flagAllowSystem, o.AllowSystem, "If true, allow removing finalizers that belong to Kubernetes itself (kubernetes, orphan, foregroundDeletion, kubernetes.io/pvc-protection, ...).")
+	fs.BoolVar(&o.AllowSystem, flagAllowSystem, o.AllowSystem, "If true, allow removing system finalizers: those with no domain (kubernetes, orphan, foregroundDeletion, ...) or in a domain Kubernetes reserves (kubernetes.io, k8s.io and their subdomains).")
 	fs.BoolVar(&o.AllowStranding, flagAllowStranding, o.AllowStranding, "If true, allow removing a namespace's kubernetes finalizer while it may still hold objects; they stay in etcd.")
 	fs.StringVar(&o.DryRun, flagDryRun, o.DryRun, `Must be "none", "server", or "client". If client strategy, only print what would be removed, without sending it. If server strategy, submit server-side request without persisting the resource.`)
 	fs.Lookup(flagDryRun).NoOptDefVal = "unchanged"

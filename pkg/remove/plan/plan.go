@@ -277,9 +277,10 @@ func (p *Planner) refuse(ctx context.Context, a *Action, o *kube.Object, opts Op
 	}
 	v := &a.Verification
 	ruleAllowsSystem := opts.SystemByRule && a.Verified && v.AllowSystem
-	if a.Finalizer.System && !opts.AllowSystem && !ruleAllowsSystem {
-		return &Refusal{Kind: finalizev1alpha1.RefusalSystem,
-			Why: fmt.Sprintf("it is a system finalizer of %s, which removes it once %s; removing it by hand breaks that guarantee%s", a.Finalizer.Owner, guards, cause)}
+	// Whether a finalizer is system is decided by its name (owner.IsSystem), whatever the
+	// catalogue knows of it; the field of the scan's answer is the same rule's.
+	if (a.Finalizer.System || owner.IsSystem(a.Finalizer.Name)) && !opts.AllowSystem && !ruleAllowsSystem {
+		return &Refusal{Kind: finalizev1alpha1.RefusalSystem, Why: systemWhy(catalog, a.Finalizer, guards, cause)}
 	}
 	if a.Field == finalizev1alpha1.FieldSpecFinalizers && a.Finalizer.Name == "kubernetes" && !opts.AllowStranding {
 		if why := p.stranding(ctx, o); why != "" {
@@ -305,6 +306,24 @@ func (p *Planner) refuse(ctx context.Context, a *Action, o *kube.Object, opts Op
 	}
 	return &Refusal{Kind: finalizev1alpha1.RefusalUnverified,
 		Why: fmt.Sprintf("rule %s: the provider answered %s: %s", v.Rule, v.Verdict, v.Evidence)}
+}
+
+// systemWhy says why the system finalizer fin is refused: the catalogue's owner of it and
+// what it guards when the catalogue knows it, else why its name makes it system (a domain
+// Kubernetes reserves, or none) and who is known to own it.
+func systemWhy(catalog *owner.Catalog, fin finalizev1alpha1.Finalizer, guards, cause string) string {
+	if _, known := catalog.Lookup(fin.Name); known && fin.Owner != "" {
+		return fmt.Sprintf("it is a system finalizer of %s, which removes it once %s; removing it by hand breaks that guarantee%s", fin.Owner, guards, cause)
+	}
+	why := owner.SystemReason(fin.Name)
+	if why == "" {
+		why = "the scan marked it system"
+	}
+	who := "no known owner"
+	if fin.Owner != "" {
+		who = fmt.Sprintf("owner %s, from %s", fin.Owner, fin.OwnerSource)
+	}
+	return fmt.Sprintf("it is a system finalizer: %s, and Kubernetes reserves such names for its own components (%s); removing one by hand skips whatever it guards%s", why, who, cause)
 }
 
 // stranding says why a namespace may still hold objects, or "". The scan's index

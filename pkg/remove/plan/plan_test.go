@@ -27,7 +27,9 @@ func (f verifierFunc) Verify(_ context.Context, req VerifyRequest) Verification 
 func TestPlanWithAVerifier(t *testing.T) {
 	ts := metav1.NewTime(time.Now().Add(-time.Hour))
 	db := &kube.Object{Resource: configmaps, Meta: metav1.ObjectMeta{Namespace: "a", Name: "db", UID: types.UID("uid-db"), DeletionTimestamp: &ts},
-		Finalizers: []finalizev1alpha1.Finalizer{{Name: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers, Owner: "db-operator"}, {Name: "orphan", Field: finalizev1alpha1.FieldMetadataFinalizers, System: true}}}
+		Finalizers: []finalizev1alpha1.Finalizer{{Name: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers, Owner: "db-operator"}, {Name: "orphan", Field: finalizev1alpha1.FieldMetadataFinalizers, System: true},
+			// Marked by nothing: a name Kubernetes reserves is system all the same.
+			{Name: "example.kubernetes.io/cleanup", Field: finalizev1alpha1.FieldMetadataFinalizers, Owner: "cleaner", OwnerSource: finalizev1alpha1.OwnerSourceManagedFields}}}
 	res := &scan.Result{Objects: []*kube.Object{db}, Index: &scan.Index{}}
 	gone := Verification{Rule: "dbs", Verdict: finalizev1alpha1.VerdictGone, Evidence: "GET /v1/i-1: 404 Not Found", ResourceVersion: "7"}
 	tests := []struct {
@@ -53,6 +55,10 @@ func TestPlanWithAVerifier(t *testing.T) {
 		{"retained with allowRetained", Verification{Rule: "dbs", Verdict: finalizev1alpha1.VerdictRetained, AllowRetained: true}, "db.example.com/finalizer", Options{}, "", "", false},
 		{"a system finalizer stays protected whatever the provider says", gone, "orphan", Options{}, finalizev1alpha1.RefusalSystem, "system finalizer", false},
 		{"a rule may allow a system finalizer in reconcile", func() Verification { v := gone; v.AllowSystem = true; return v }(), "orphan", Options{SystemByRule: true}, "", "", false},
+		{"a name Kubernetes reserves is system, whatever marked it", gone, "example.kubernetes.io/cleanup", Options{}, finalizev1alpha1.RefusalSystem,
+			"it is a system finalizer: its domain example.kubernetes.io is under kubernetes.io, and Kubernetes reserves such names for its own components (owner cleaner, from managedFields)", false},
+		{"a rule may allow it in reconcile", func() Verification { v := gone; v.AllowSystem = true; return v }(), "example.kubernetes.io/cleanup", Options{SystemByRule: true}, "", "", false},
+		{"--allow-system allows it", gone, "example.kubernetes.io/cleanup", Options{AllowSystem: true}, "", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -70,8 +70,9 @@ type Rule struct {
 	Selector string `json:"selector,omitempty"`
 	// MinAge overrides the policy's minAge for this rule.
 	MinAge *metav1.Duration `json:"minAge,omitempty"`
-	// AllowSystem lets the rule remove a finalizer of Kubernetes itself, when its
-	// provider said Gone. Only in reconcile; remove still asks for --allow-system.
+	// AllowSystem lets the rule remove a system finalizer (Finalizer.System: a name with
+	// no domain, or one Kubernetes reserves), when its provider said Gone. Only in
+	// reconcile; remove still asks for --allow-system.
 	AllowSystem bool `json:"allowSystem,omitempty"`
 	// AllowRetained lets the rule remove a finalizer whose external resource is meant to
 	// outlive the object (verdict Retained).

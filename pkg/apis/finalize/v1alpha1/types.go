@@ -112,7 +112,10 @@ type Finalizer struct {
 	// AddedBy is the field manager that wrote the finalizer, when managedFields tell.
 	AddedBy string `json:"addedBy,omitempty"`
 	// System finalizers belong to Kubernetes itself; removing them by hand breaks its
-	// guarantees (a claim still mounted, content stranded in etcd).
+	// guarantees (a claim still mounted, content stranded in etcd). A finalizer is system
+	// by its name, whether or not the catalogue knows it: no domain ("kubernetes",
+	// "orphan", "cleanup"), or a domain Kubernetes reserves (kubernetes.io, k8s.io and
+	// their subdomains; pkg/owner IsSystem).
 	System bool `json:"system"`
 }
 

@@ -1,0 +1,151 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
+)
+
+// contradiction says why no object's labels can meet every requirement of sel ("no value
+// of label team meets team=data and team=web at once"), or "" when some labels meet
+// them all. It is decided from the parsed requirements, one label key at a time (each
+// requirement names one key): a key's requirements hold together exactly when one of a
+// few candidate values of that label does meet them all, each asked of the requirement
+// itself (labels.Requirement.Matches). The candidates are the label absent, every value
+// a requirement names, one value none names, and the least number Gt and Lt leave, in a
+// spelling none names ("07" for 7): any other value behaves as one of them.
+func contradiction(sel labels.Selector) string {
+	reqs, selectable := sel.Requirements()
+	if !selectable {
+		return "it selects nothing"
+	}
+	byKey := map[string][]labels.Requirement{}
+	var keys []string
+	for _, r := range reqs {
+		if _, seen := byKey[r.Key()]; !seen {
+			keys = append(keys, r.Key())
+		}
+		byKey[r.Key()] = append(byKey[r.Key()], r)
+	}
+	for _, k := range keys {
+		if satisfiable(k, byKey[k]) {
+			continue
+		}
+		var said []string
+		for _, r := range byKey[k] {
+			said = append(said, r.String())
+		}
+		if len(said) == 1 {
+			return fmt.Sprintf("no value of label %s meets %s", k, said[0])
+		}
+		return fmt.Sprintf("no value of label %s meets %s at once", k, strings.Join(said, " and "))
+	}
+	return ""
+}
+
+// satisfiable reports whether some value of label key, or its absence, meets every
+// requirement of reqs, all of which are about key.
+func satisfiable(key string, reqs []labels.Requirement) bool {
+	named := map[string]bool{}
+	candidates := []*string{nil} // nil: the label is absent
+	for _, r := range reqs {
+		for _, v := range r.ValuesUnsorted() {
+			if !named[v] {
+				named[v] = true
+				candidates = append(candidates, &v)
+			}
+		}
+	}
+	unnamed := func(base string) *string {
+		for s := base; len(s) <= 63; s = "0" + s {
+			if !named[s] {
+				return &s
+			}
+		}
+		return nil
+	}
+	// A value no requirement names (not a number), and the least number the bounds leave.
+	candidates = append(candidates, unnamed("x"))
+	if least, ok := leastNumber(reqs); ok {
+		candidates = append(candidates, unnamed(strconv.FormatInt(least, 10)))
+	}
+	for _, v := range candidates {
+		set := labels.Set{}
+		if v != nil {
+			set[key] = *v
+		}
+		met := true
+		for i := range reqs {
+			if !reqs[i].Matches(set) {
+				met = false
+				break
+			}
+		}
+		if met {
+			return true
+		}
+	}
+	return false
+}
+
+// leastNumber is the least value at or above 0 (a label value cannot start with "-")
+// above every Gt bound of reqs, if there is one.
+func leastNumber(reqs []labels.Requirement) (int64, bool) {
+	var least int64
+	for _, r := range reqs {
+		if r.Operator() != selection.GreaterThan {
+			continue
+		}
+		for _, v := range r.ValuesUnsorted() {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n == math.MaxInt64 {
+				return 0, false
+			}
+			least = max(least, n+1)
+		}
+	}
+	return least, true
+}
+
+// everything reports whether set matches every name: one of its patterns is all stars.
+func everything(set glob.Set) bool {
+	for _, p := range set {
+		if s := p.String(); s != "" && strings.Trim(s, "*") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// implies reports whether every object sel selects is selected by ex too: each
+// requirement of ex is one of sel's. Other implications exist ("team in (a)" is implied
+// by "team=a"); this one is never wrong.
+func implies(sel, ex labels.Selector) bool {
+	exReqs, ok := ex.Requirements()
+	if !ok || len(exReqs) == 0 {
+		return false
+	}
+	selReqs, ok := sel.Requirements()
+	if !ok {
+		return false
+	}
+	for _, e := range exReqs {
+		found := false
+		for _, s := range selReqs {
+			if s.Equal(e) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,117 @@
+package reconcile
+
+import (
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
+	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
+)
+
+// TestAGlobRuleLeavesFinalizersKubernetesReservesWithoutAllowSystem: a glob rule
+// ("*cleanup*") matches three finalizers the catalogue does not know: one in a domain
+// Kubernetes reserves on a configmap (example.kubernetes.io/cleanup), and on widgets (the
+// API server accepts names without a "/" only on custom resources) one whose whole name
+// is such a domain (cleanup.example.k8s.io) and one with no domain at all (cleanup). Its
+// provider answers Gone about each. They are system finalizers: a pass keeps them, saying
+// so, until the rule sets allowSystem.
+func TestAGlobRuleLeavesFinalizersKubernetesReservesWithoutAllowSystem(t *testing.T) {
+	ns, c := cp.Namespace(t), fakecloud.New(t)
+	kube := cp.Kube(t)
+	const reserved, dotted, bare = "example.kubernetes.io/cleanup", "cleanup.example.k8s.io", "cleanup"
+	widgets := fixture.CRD(t, cp.Config, seed.CRD{Group: "system.reconcile.example", Kind: "Widget", Plural: "widgets", Singular: "widget", Versions: []string{"v1"}})
+	// Live controls whose instances exist: the rule's provider is seen to work.
+	fixture.HeldConfigMap(t, kube, ns, "control", map[string]string{"instance": "live"}, reserved)
+	fixture.Instance(t, cp.Config, widgets, "Widget", ns, "live-control", []string{dotted, bare}, nil, false)
+	fixture.StuckConfigMap(t, kube, ns, "deleted-reserved", map[string]string{"instance": "deleted-reserved"}, reserved)
+	fixture.Instance(t, cp.Config, widgets, "Widget", ns, "deleted-dotted", []string{dotted}, nil, true)
+	fixture.Instance(t, cp.Config, widgets, "Widget", ns, "deleted-bare", []string{bare}, nil, true)
+	policy := func(extra string) string {
+		return cli.WritePolicy(t, "", strings.Replace(c.Rule("cleanups", `"*cleanup*"`, "  namespaces: ["+ns+"]\n"+extra),
+			"resources: [configmaps]", "resources: [configmaps, widgets.system.reconcile.example]", 1))
+	}
+	stuck := []string{"deleted-reserved", "deleted-dotted", "deleted-bare"}
+	exists := func(name string) bool {
+		if name == "deleted-reserved" {
+			_, err := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
+			return !apierrors.IsNotFound(err)
+		}
+		_, err := dynamic.NewForConfigOrDie(cp.Config).Resource(widgets).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+		return !apierrors.IsNotFound(err)
+	}
+
+	rep, r := pass(t, cp.AdminKubeconfig, policy(""))
+	for _, name := range stuck {
+		if a := action(t, rep, name); a.Result != finalizev1alpha1.ResultKept || a.Verdict != finalizev1alpha1.VerdictGone || !strings.Contains(a.Message, "it is a system finalizer") {
+			t.Errorf("without allowSystem, %s: %+v (code %d, %s)", name, a, r.Code, r.Stderr)
+		}
+		if !exists(name) {
+			t.Errorf("%s: the system finalizer must stay, and the object is gone", name)
+		}
+	}
+
+	rep, r = pass(t, cp.AdminKubeconfig, policy("  allowSystem: true\n"))
+	for _, name := range stuck {
+		if a := action(t, rep, name); a.Result != finalizev1alpha1.ResultRemoved || a.Verdict != finalizev1alpha1.VerdictGone {
+			t.Errorf("with allowSystem, %s: %+v (code %d, %s)", name, a, r.Code, r.Stderr)
+		}
+		if exists(name) {
+			t.Errorf("%s is still there", name)
+		}
+	}
+}
+
+// TestAPolicyThatCanNeverMatchFailsAtLoad: a rule whose selector contradicts itself, an
+// exclude selector that selects every object or none, and an exclude that covers every
+// type a rule may match leave a pass with nothing it could ever do: reconcile, remove and
+// policy check refuse the policy (exit 2), naming the field, instead of a green pass that
+// removes nothing, forever.
+func TestAPolicyThatCanNeverMatchFailsAtLoad(t *testing.T) {
+	ns, fin, c := world(t)
+	object(t, ns, "gone", fin, "deleted-1", true)
+	rule := func(name, extra string) string {
+		return c.Rule(name, fin, "  namespaces: ["+ns+"]\n"+extra)
+	}
+	tests := []struct {
+		name, head, rules, says string
+	}{
+		{"a selector that contradicts itself", "", rule("dbs", `  selector: "team=data,team=web"`+"\n"),
+			`rules[0].selector: Invalid value: "team=data,team=web": can never match`},
+		{"a set selector that contradicts itself", "", rule("dbs", `  selector: "tier in (db),tier notin (db)"`+"\n"),
+			`rules[0].selector: Invalid value: "tier in (db),tier notin (db)": can never match`},
+		{"an empty exclude selector", `exclude: {selectors: [""]}` + "\n", rule("dbs", ""),
+			`exclude.selectors[0]: Invalid value: "": selects every object`},
+		{"an exclude selector that can never match", `exclude: {selectors: ["skip,!skip"]}` + "\n", rule("dbs", ""),
+			`exclude.selectors[0]: Invalid value: "skip,!skip": can never match`},
+		{"an exclude of every type", `exclude: {resources: ["*"]}` + "\n",
+			strings.Replace(rule("dbs", ""), "  resources: [configmaps]\n", "", 1),
+			`rules[0]: Invalid value: "dbs": can never match: exclude.resources excludes every type`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			policy := cli.WritePolicy(t, tt.head, tt.rules)
+			r := cli.Run(t, cp.AdminKubeconfig, "reconcile", "--once", "--policy", policy, "-o", "json")
+			if r.Code != 2 || r.Stdout != "" || !strings.Contains(r.Stderr, tt.says) {
+				t.Errorf("reconcile: code %d (want 2), stdout %q, stderr:\n%s\nwant it to contain %q", r.Code, r.Stdout, r.Stderr, tt.says)
+			}
+			r = cli.Run(t, cp.AdminKubeconfig, "remove", "configmap/gone", "-n", ns, "--finalizer", fin, "--policy", policy, "--yes")
+			if r.Code != 2 || r.Stdout != "" || !strings.Contains(r.Stderr, tt.says) {
+				t.Errorf("remove: code %d (want 2), stdout %q, stderr:\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+			r = cli.Run(t, cp.AdminKubeconfig, "policy", "check", policy)
+			if r.Code != 2 || !strings.Contains(r.Stderr, tt.says) {
+				t.Errorf("policy check: code %d (want 2), stdout %q, stderr:\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+		})
+	}
+	if got := resourceVersion(t, ns, "gone"); got == "gone" {
+		t.Error("a policy that was refused removed a finalizer")
+	}
+}
