@@ -3,6 +3,7 @@
 package presets
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -444,4 +445,48 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 	if !strings.Contains(r.Stderr, "trustIdentityFromAnyWriter") {
 		t.Errorf("no warning about trustIdentityFromAnyWriter: %s", r.Stderr)
 	}
+}
+
+// TestAScriptThatWroteStatusIsNotTheOperator: the finalizer came from a manifest
+// (kubectl create), and a script that calls itself ops-script wrote the external name
+// and the status, through a patch and the status subresource. Whoever wrote status is
+// not thereby the operator: only the field managers the preset names for its operator
+// are, so the identity is Unknown, naming ops-script and those names, and no request
+// is made about it.
+func TestAScriptThatWroteStatusIsNotTheOperator(t *testing.T) {
+	w := newWorld(t)
+	w.manager = "provider" // an upjet provider's binary, as its client names itself
+	c := fakecloud.New(t)
+	kinds["queues"] = "Queue"
+	gvr := w.crd("script.presets.example", "Queue", "queues", true)
+	const fin = "finalizer.managedresource.crossplane.io"
+	w.object(gvr, "", "control", fin, map[string]string{"crossplane.io/external-name": "live-queue"}, nil, nil, true)
+
+	manifest := fmt.Sprintf("apiVersion: %s\nkind: Queue\nmetadata:\n  name: scripted\n  finalizers: [%s]\n", gvr.GroupVersion(), fin)
+	create := exec.Command(filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "create", "-f", "-")
+	create.Stdin = strings.NewReader(manifest)
+	if out, err := create.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl create: %v\n%s", err, out)
+	}
+	queues := w.dyn.Resource(gvr)
+	t.Cleanup(func() {
+		// t's context is done by now.
+		_, _ = queues.Patch(context.Background(), "scripted", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = queues.Delete(context.Background(), "scripted", metav1.DeleteOptions{})
+	})
+	if _, err := queues.Patch(t.Context(), "scripted", types.MergePatchType, []byte(`{"metadata":{"annotations":{"crossplane.io/external-name":"deleted-queue-1"}}}`),
+		metav1.PatchOptions{FieldManager: "ops-script"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := queues.Patch(t.Context(), "scripted", types.MergePatchType, []byte(`{"status":{"atProvider":{"id":"deleted-queue-1"}}}`),
+		metav1.PatchOptions{FieldManager: "ops-script"}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Delete(t, fixture.Resource(w.dyn, gvr, ""), "scripted")
+
+	actions, _, r := pass(t, rule(c, "queues", "crossplane-managed", "queues.script.presets.example", "externalName", ""))
+	want(t, actions, "scripted", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
+		"annotation crossplane.io/external-name was last written by ops-script, not by the operator, whose field managers are provider, crossplane-*-provider or crossplane-provider-*")
+	notAsked(t, c, "deleted-queue-1")
+	exits(t, r, 0, "")
 }
