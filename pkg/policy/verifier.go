@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/flowcontrol"
@@ -418,9 +419,10 @@ func (v *Verifier) check(ctx context.Context, rule *Rule, r kube.Resource) *chec
 }
 
 // runCheck draws controls of one type until the rule's count of them were answered by
-// its provider: every answer must be Present or Unknown, and at least one Present. A
-// control the object decides alone (retained, held, shared, an identity that is not the
-// operator's) proves nothing about the provider: it is skipped, and the next drawn.
+// its provider: every answer must be Present or Unknown, and at least one Present. The
+// count is of distinct objects, each asked once (Observe collects one finalizer of each).
+// A control the object decides alone (retained, held, shared, an identity that is not
+// the operator's) proves nothing about the provider: it is skipped, and the next drawn.
 func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c *check) {
 	if rule.Controls == 0 {
 		return
@@ -441,6 +443,9 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 	}
 	asked := 0
 	var skipped []string
+	// seen are the objects drawn so far: rule.Controls counts distinct objects, so an
+	// object seen twice (listed again, or under another finalizer) is not drawn again.
+	seen := map[types.UID]bool{}
 	for _, ctl := range candidates {
 		if asked == rule.Controls {
 			break
@@ -455,6 +460,10 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 		if full == nil || full.GetDeletionTimestamp() != nil {
 			continue // it changed since the scan: not a control any more
 		}
+		if seen[full.GetUID()] {
+			continue
+		}
+		seen[full.GetUID()] = true
 		field := finalizev1alpha1.FieldMetadataFinalizers
 		if ctl.resource.IsNamespaces() && !slices.Contains(full.GetFinalizers(), ctl.finalizer) {
 			field = finalizev1alpha1.FieldSpecFinalizers
@@ -475,7 +484,7 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 			continue
 		}
 		asked++
-		c.results = append(c.results, finalizev1alpha1.ControlResult{Target: ref, Verdict: a.Verdict, Evidence: a.Evidence})
+		c.results = append(c.results, finalizev1alpha1.ControlResult{Target: ref, Finalizer: ctl.finalizer, Verdict: a.Verdict, Evidence: a.Evidence})
 		if a.CannotRun && c.cannotRun == "" {
 			c.cannotRun = a.Evidence
 		}
@@ -646,12 +655,18 @@ func (c *Controls) Observe(r kube.Resource, meta *metav1.ObjectMeta, ns *corev1.
 		}
 	}
 	s := SubjectOf(r, meta.Namespace, meta.Name, meta.Labels)
+	// A control is an object: one object is asked about once per rule, under the first
+	// of its finalizers the rule would ask about, however many the rule matches. Asked
+	// once per finalizer, an object with two would fill two of the rule's controls, and a
+	// second live object, the one that could show the provider broken, would never be
+	// asked.
+	var taken []string
 	for _, f := range finalizers {
 		if !c.policy.MatchesFinalizer(f) {
 			continue
 		}
 		rule := c.policy.Match(s, f)
-		if rule == nil {
+		if rule == nil || slices.Contains(taken, rule.Name) {
 			continue
 		}
 		p := rule.Preset
@@ -664,6 +679,7 @@ func (c *Controls) Observe(r kube.Resource, meta *metav1.ObjectMeta, ns *corev1.
 		if rule.Controls == 0 || c.full(key, rule) || (p != nil && p.Matches(f) && decidedByMetadata(p, meta, f)) {
 			continue
 		}
+		taken = append(taken, rule.Name)
 		c.mu.Lock()
 		if n := len(c.byRule[key]); n < rule.Controls*candidatesPerControl {
 			if n == 0 {

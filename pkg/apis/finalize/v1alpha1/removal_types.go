@@ -203,11 +203,16 @@ type RuleStatus struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// ControlResult is a provider's answer about one live object.
+// ControlResult is a provider's answer about one live object. Each object is asked
+// once per rule, under one of its finalizers the rule matches, however many it carries:
+// a rule's controls count distinct objects.
 type ControlResult struct {
-	Target   ObjectReference `json:"target"`
-	Verdict  Verdict         `json:"verdict"`
-	Evidence string          `json:"evidence"`
+	Target ObjectReference `json:"target"`
+	// Finalizer is the finalizer the provider was asked about (the object's first that
+	// the rule matches and would ask about).
+	Finalizer string  `json:"finalizer,omitempty"`
+	Verdict   Verdict `json:"verdict"`
+	Evidence  string  `json:"evidence"`
 }
 
 // Breaker says that a pass planned more removals than it may make, and made none.
