@@ -132,6 +132,26 @@ func TestABrokenProviderRemovesNothing(t *testing.T) {
 	}
 }
 
+// TestAControlIsAnObjectNotAFinalizer: the first live object carries two finalizers the
+// rule matches; it is one of the rule's two controls, asked once, so the second is the
+// other live object, which the broken provider calls gone.
+func TestAControlIsAnObjectNotAFinalizer(t *testing.T) {
+	doc := strings.Replace(dbAPI(t, func(id string) bool { return id != "i-live" }),
+		"finalizers: [db.example.com/finalizer]", "finalizers: [db.example.com/finalizer, db.example.com/other]", 1)
+	twice := database("a-live", "i-live", 0)
+	twice.SetFinalizers([]string{dbFin.Name, "db.example.com/other"})
+	v, objs := verifier(t, doc, twice, database("b-live", "i-called-gone", 0), database("orders", "i-gone", time.Hour))
+	got := v.Verify(context.Background(), plan.VerifyRequest{Object: objs["orders"], Finalizer: dbFin})
+	if got.Gone() || !strings.Contains(distrust(got), "the provider is broken: it called databases.db.example.com/b-live -n prod gone") {
+		t.Errorf("orders: %+v", got)
+	}
+	st := v.RuleStatuses()
+	if len(st) != 1 || !st[0].Broken || len(st[0].Controls) != 2 || st[0].Controls[0].Target.Name != "a-live" || st[0].Controls[0].Finalizer != dbFin.Name ||
+		st[0].Controls[1].Target.Name != "b-live" {
+		t.Errorf("statuses %+v", st)
+	}
+}
+
 func TestWithoutALiveControlTheRuleWaits(t *testing.T) {
 	doc := dbAPI(t, func(string) bool { return true })
 	v, objs := verifier(t, doc, database("orders", "i-gone", time.Hour))
