@@ -60,6 +60,8 @@ type Verifier struct {
 type answer struct {
 	once sync.Once
 	provider.Answer
+	// at is when the provider answered.
+	at time.Time
 }
 
 // NewVerifier builds each rule's provider. A provider that cannot be built (a missing
@@ -141,6 +143,7 @@ func (v *Verifier) Verify(ctx context.Context, req plan.VerifyRequest) plan.Veri
 	out.ResourceVersion, out.Finalizers = full.GetResourceVersion(), full.GetFinalizers()
 	a := v.ask(ctx, rule, full, req.Finalizer.Name, req.Fresh)
 	out.Verdict, out.Evidence = a.Verdict, a.Evidence
+	out.VerifiedAt = a.answeredAt()
 	if a.readError {
 		// Verifying needed a read that failed (the namespace a preset reads): not a
 		// verdict of the object, and the pass did not do its job.
@@ -268,6 +271,17 @@ type reply struct {
 	// reads: Forbidden, a timeout). The Unknown is not the object's: the target's
 	// verification failed, and a control it was asked about leaves its check unread.
 	readError bool
+	// at is when the provider answered; zero for a verdict the object decided.
+	at time.Time
+}
+
+// answeredAt is when the verdict was given: by the provider, or, for a verdict the
+// object decided, now, from the object just read.
+func (r *reply) answeredAt() time.Time {
+	if r.at.IsZero() {
+		return time.Now()
+	}
+	return r.at
 }
 
 // decided is a verdict the object decided alone.
@@ -323,11 +337,12 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 		return a
 	}
 	if fresh {
-		return reply{Answer: do()}
+		a := do()
+		return reply{Answer: a, at: time.Now()}
 	}
 	a := entry(&v.mu, v.cache, rule.Name+"\x00"+call.Key())
-	a.once.Do(func() { a.Answer = do() })
-	return reply{Answer: a.Answer}
+	a.once.Do(func() { a.Answer, a.at = do(), time.Now() })
+	return reply{Answer: a.Answer, at: a.at}
 }
 
 // namespace reads a namespace, once per pass.
