@@ -317,9 +317,9 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 			}
 		}
 		if !rule.Spec.TrustIdentityFromAnyWriter {
-			if why := p.UntrustedIdentity(full, finalizer, v.identityUsed[rule.Name]); len(why) > 0 {
+			if why := p.UntrustedIdentity(full, finalizer, v.identityUsed[rule.Name], rule.OperatorManagers); len(why) > 0 {
 				return decided(provider.Unknown("not verified: %s; an identity that anyone who may edit the object can change is trusted only when the operator wrote it "+
-					"(trustIdentityFromAnyWriter in the rule trusts any writer)", strings.Join(why, "; ")))
+					"(operatorManagers in the rule names the operator's field managers where they differ; trustIdentityFromAnyWriter trusts any writer)", strings.Join(why, "; ")))
 			}
 		}
 		identity = p.IdentityOf(full, finalizer)

@@ -184,9 +184,10 @@ const crossplaneFin = "finalizer.managedresource.crossplane.io"
 
 var caches = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "caches"}, Kind: "Cache", Namespaced: true}
 
-// operator is the field manager of the Crossplane provider in these tests: it wrote the
-// finalizer of every managed resource.
-const operator = "provider-aws"
+// operator is the field manager of the Crossplane provider in these tests, an upjet
+// provider's binary as its client names itself: it wrote the finalizer of every managed
+// resource.
+const operator = "provider"
 
 // managed is a Crossplane managed resource of r: its finalizer written by operator, its
 // external name by manager (none when empty), deleted unless live, with spec.
@@ -367,17 +368,23 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 		verdict              finalizev1alpha1.Verdict
 		says                 string
 	}{
-		{name: "the operator", manager: "provider-aws", verdict: finalizev1alpha1.VerdictGone, says: "404"},
+		{name: "the operator", manager: operator, verdict: finalizev1alpha1.VerdictGone, says: "404"},
 		{name: "kubectl annotate", manager: "kubectl-annotate", verdict: finalizev1alpha1.VerdictUnknown,
 			says: "annotation crossplane.io/external-name was last written by kubectl-annotate, not by the operator"},
 		{name: "helm", manager: "helm", verdict: finalizev1alpha1.VerdictUnknown, says: "was last written by helm"},
 		// Clients no list of generic clients names: none of them wrote the finalizer.
 		{name: "curl through kubectl proxy", manager: "curl", verdict: finalizev1alpha1.VerdictUnknown,
-			says: "annotation crossplane.io/external-name was last written by curl, not by the operator (identity externalName; the operator is taken to be provider-aws, who wrote finalizer " + crossplaneFin + ")"},
+			says: "annotation crossplane.io/external-name was last written by curl, not by the operator, whose field managers are provider, crossplane-*-provider or crossplane-provider-* (as preset crossplane-managed names them; identity externalName)"},
 		{name: "the Python client", manager: "OpenAPI-Generator", verdict: finalizev1alpha1.VerdictUnknown, says: "was last written by OpenAPI-Generator, not by the operator"},
 		{name: "kubectl --field-manager", manager: "crossplane-helper", verdict: finalizev1alpha1.VerdictUnknown, says: "was last written by crossplane-helper, not by the operator"},
 		{name: "nobody known", manager: "", verdict: finalizev1alpha1.VerdictUnknown, says: "no managedFields entry says who wrote annotation crossplane.io/external-name"},
 		{name: "any writer trusted", manager: "kubectl-annotate", extra: "\n  trustIdentityFromAnyWriter: true", verdict: finalizev1alpha1.VerdictGone, says: "404"},
+		// The rule names the operator's field managers in place of the preset's: its
+		// provider writes as provider-aws, and the preset's names are not the operator's
+		// any more.
+		{name: "the rule's operator", manager: "provider-aws", extra: "\n  operatorManagers: [provider-aws, provider]", verdict: finalizev1alpha1.VerdictGone, says: "404"},
+		{name: "not the rule's operator", manager: operator, extra: "\n  operatorManagers: [provider-aws]", verdict: finalizev1alpha1.VerdictUnknown,
+			says: "was last written by provider, not by the operator, whose field managers are provider-aws (as rule dbs's operatorManagers names them; identity externalName)"},
 		{name: "not used by the request", manager: "kubectl-annotate", url: "{.metadata.name}", verdict: finalizev1alpha1.VerdictGone, says: "404"},
 	}
 	for _, tt := range tests {
@@ -388,7 +395,7 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 				doc = strings.Replace(doc, "{identity.externalName}", tt.url, 1)
 			}
 			name := "deleted-stuck"
-			v, objs := verifier(t, doc, managed(databases, "live-control", "live-1", "provider-aws", true, nil), managed(databases, name, name, tt.manager, false, nil))
+			v, objs := verifier(t, doc, managed(databases, "live-control", "live-1", operator, true, nil), managed(databases, name, name, tt.manager, false, nil))
 			got := verifyPreset(v, objs[name])
 			if got.Verdict != tt.verdict || !strings.Contains(got.Evidence, tt.says) {
 				t.Errorf("got %s %q; want %s saying %q", got.Verdict, got.Evidence, tt.verdict, tt.says)
@@ -574,9 +581,9 @@ func TestAnUnreadableNamespaceIsAReadError(t *testing.T) {
 		u.SetFinalizers([]string{ackFin})
 		_ = unstructured.SetNestedField(u.Object, arn, "status", "ackResourceMetadata", "arn")
 		u.SetManagedFields([]metav1.ManagedFieldsEntry{
-			{Manager: "ack-rds-controller", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+			{Manager: "controller", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
 				FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{".":{},"v:\"` + ackFin + `\"":{}}}}`)},
-			{Manager: "ack-rds-controller", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
+			{Manager: "controller", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
 				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:ackResourceMetadata":{"f:arn":{}}}}`)}})
 		return u
 	}

@@ -803,6 +803,11 @@ func (in *Rule) DeepCopyInto(out *Rule) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.OperatorManagers != nil {
+		in, out := &in.OperatorManagers, &out.OperatorManagers
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	in.Verify.DeepCopyInto(&out.Verify)
 	if in.Controls != nil {
 		in, out := &in.Controls, &out.Controls
