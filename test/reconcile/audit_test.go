@@ -193,7 +193,7 @@ func TestTheRecordNamesTheVerificationTheWriteWasMadeOn(t *testing.T) {
 	firstRow, _ := row["firstVerification"].(map[string]any)
 	at, _ := row["verifiedAt"].(string)
 	if row["result"] != "Removed" || !strings.Contains(fmt.Sprint(row["evidence"]), second) || at == "" || row["verifications"] != 2.0 ||
-		firstRow == nil || !strings.Contains(fmt.Sprint(firstRow["evidence"]), first) || !(fmt.Sprint(firstRow["verifiedAt"]) < at) {
+		firstRow == nil || !strings.Contains(fmt.Sprint(firstRow["evidence"]), first) || fmt.Sprint(firstRow["verifiedAt"]) >= at {
 		t.Errorf("the report's row does not name the second verification as the one acted on: %v", row)
 	}
 
