@@ -681,13 +681,17 @@ func (c *Controls) Observe(r kube.Resource, meta *metav1.ObjectMeta, ns *corev1.
 			continue
 		}
 		rule := c.policy.Match(s, f)
-		if rule == nil || slices.Contains(taken, rule.Name) {
+		if rule == nil {
 			continue
 		}
 		p := rule.Preset
 		if p != nil && p.Matches(f) && p.Shared != nil && p.Shared(f) {
-			// Its live holders decide its verdict, never the provider: not a control.
+			// Its live holders decide its verdict, never the provider: not a control. Every
+			// live holder counts, whatever else the object carries.
 			c.hold(f, r.Ref(meta.Namespace, meta.Name, "").String())
+			continue
+		}
+		if slices.Contains(taken, rule.Name) {
 			continue
 		}
 		key := checkKey{rule: rule.Name, gr: r.GroupResource()}

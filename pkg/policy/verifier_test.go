@@ -152,6 +152,27 @@ func TestAControlIsAnObjectNotAFinalizer(t *testing.T) {
 	}
 }
 
+// TestEveryHolderOfASharedFinalizerCounts: an ingress with a load balancer of its own
+// that also belongs to a group is the rule's control under its own finalizer, and a live
+// holder of the group's.
+func TestEveryHolderOfASharedFinalizerCounts(t *testing.T) {
+	p, _ := compile(t, header+`rules:
+- name: lb
+  preset: aws-load-balancer
+  resources: [ingresses.networking.k8s.io]
+  verify: {exec: {command: [/bin/check, "{identity.stack}"]}}
+`)
+	ingresses := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}, Kind: "Ingress", Namespaced: true}
+	c := newControls(p)
+	c.Observe(ingresses, &metav1.ObjectMeta{Namespace: "web", Name: "front", Finalizers: []string{"ingress.k8s.aws/resources", "group.ingress.k8s.aws/shop"}}, nil)
+	if n, names := c.liveHolders("group.ingress.k8s.aws/shop"); n != 1 || len(names) != 1 {
+		t.Errorf("live holders of the group's finalizer: %d %v, want the ingress", n, names)
+	}
+	if got := c.For(p.Rules[0], ingresses.GroupResource()); len(got) != 1 || got[0].finalizer != "ingress.k8s.aws/resources" {
+		t.Errorf("controls %+v, want the ingress once, under its own load balancer's finalizer", got)
+	}
+}
+
 func TestWithoutALiveControlTheRuleWaits(t *testing.T) {
 	doc := dbAPI(t, func(string) bool { return true })
 	v, objs := verifier(t, doc, database("orders", "i-gone", time.Hour))
