@@ -67,6 +67,9 @@ type Rule struct {
 
 	// Preset, if set, is the rule's preset.
 	Preset *preset.Preset
+	// OperatorManagers, if set, are the field managers of the preset's operator the rule
+	// names in place of the preset's.
+	OperatorManagers *preset.Managers
 
 	finalizers, resources, namespaces glob.Set
 	selector                          labels.Selector
@@ -228,10 +231,41 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 				"(`kubectl annotate` with a typo), and its finalizer is removed", spec.Name, strings.Join(r.Preset.WriterCheckedFields(), ", ")))
 		}
 	}
+	if len(spec.OperatorManagers) > 0 {
+		c.operatorManagers(path.Child("operatorManagers"), spec, r)
+	}
 	c.node = spec.WaitsForNode
 	c.verify(path.Child("verify"), &spec.Verify, r.Preset)
 	c.node = false
 	return r
+}
+
+// operatorManagers checks the field managers a rule names for its preset's operator.
+func (c *compiler) operatorManagers(path *field.Path, spec *finalizev1alpha1.Rule, r *Rule) {
+	switch {
+	case spec.Preset == "":
+		c.add(field.Invalid(path, spec.OperatorManagers, "names the field managers of the operator of a preset, and the rule names none"))
+		return
+	case spec.TrustIdentityFromAnyWriter:
+		c.add(field.Forbidden(path, "has no effect with trustIdentityFromAnyWriter, which trusts any writer: set one or the other"))
+		return
+	}
+	ok := true
+	for i, m := range spec.OperatorManagers {
+		if err := preset.CheckManager(m); err != nil {
+			c.add(field.Invalid(path.Index(i), m, err.Error()))
+			ok = false
+		}
+	}
+	if !ok {
+		return
+	}
+	m, err := preset.NewManagers(spec.OperatorManagers, fmt.Sprintf("rule %s's operatorManagers", spec.Name))
+	if err != nil {
+		c.add(field.Invalid(path, spec.OperatorManagers, err.Error()))
+		return
+	}
+	r.OperatorManagers = m
 }
 
 // nodeIdentity are the identity values of a waitsForNode rule's templates.
@@ -264,6 +298,9 @@ func (c *compiler) waitsForNode(path *field.Path, spec *finalizev1alpha1.Rule, r
 	}
 	if spec.TrustIdentityFromAnyWriter {
 		c.add(field.Forbidden(path.Child("trustIdentityFromAnyWriter"), why))
+	}
+	if len(spec.OperatorManagers) > 0 {
+		c.add(field.Forbidden(path.Child("operatorManagers"), why))
 	}
 	switch {
 	case len(spec.Resources) == 0:

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/flowcontrol"
@@ -59,6 +60,8 @@ type Verifier struct {
 type answer struct {
 	once sync.Once
 	provider.Answer
+	// at is when the provider answered.
+	at time.Time
 }
 
 // NewVerifier builds each rule's provider. A provider that cannot be built (a missing
@@ -140,6 +143,7 @@ func (v *Verifier) Verify(ctx context.Context, req plan.VerifyRequest) plan.Veri
 	out.ResourceVersion, out.Finalizers = full.GetResourceVersion(), full.GetFinalizers()
 	a := v.ask(ctx, rule, full, req.Finalizer.Name, req.Fresh)
 	out.Verdict, out.Evidence = a.Verdict, a.Evidence
+	out.VerifiedAt = a.answeredAt()
 	if a.readError {
 		// Verifying needed a read that failed (the namespace a preset reads): not a
 		// verdict of the object, and the pass did not do its job.
@@ -267,6 +271,17 @@ type reply struct {
 	// reads: Forbidden, a timeout). The Unknown is not the object's: the target's
 	// verification failed, and a control it was asked about leaves its check unread.
 	readError bool
+	// at is when the provider answered; zero for a verdict the object decided.
+	at time.Time
+}
+
+// answeredAt is when the verdict was given: by the provider, or, for a verdict the
+// object decided, now, from the object just read.
+func (r *reply) answeredAt() time.Time {
+	if r.at.IsZero() {
+		return time.Now()
+	}
+	return r.at
 }
 
 // decided is a verdict the object decided alone.
@@ -302,9 +317,9 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 			}
 		}
 		if !rule.Spec.TrustIdentityFromAnyWriter {
-			if why := p.UntrustedIdentity(full, finalizer, v.identityUsed[rule.Name]); len(why) > 0 {
+			if why := p.UntrustedIdentity(full, finalizer, v.identityUsed[rule.Name], rule.OperatorManagers); len(why) > 0 {
 				return decided(provider.Unknown("not verified: %s; an identity that anyone who may edit the object can change is trusted only when the operator wrote it "+
-					"(trustIdentityFromAnyWriter in the rule trusts any writer)", strings.Join(why, "; ")))
+					"(operatorManagers in the rule names the operator's field managers where they differ; trustIdentityFromAnyWriter trusts any writer)", strings.Join(why, "; ")))
 			}
 		}
 		identity = p.IdentityOf(full, finalizer)
@@ -322,11 +337,12 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 		return a
 	}
 	if fresh {
-		return reply{Answer: do()}
+		a := do()
+		return reply{Answer: a, at: time.Now()}
 	}
 	a := entry(&v.mu, v.cache, rule.Name+"\x00"+call.Key())
-	a.once.Do(func() { a.Answer = do() })
-	return reply{Answer: a.Answer}
+	a.once.Do(func() { a.Answer, a.at = do(), time.Now() })
+	return reply{Answer: a.Answer, at: a.at}
 }
 
 // namespace reads a namespace, once per pass.
@@ -418,9 +434,10 @@ func (v *Verifier) check(ctx context.Context, rule *Rule, r kube.Resource) *chec
 }
 
 // runCheck draws controls of one type until the rule's count of them were answered by
-// its provider: every answer must be Present or Unknown, and at least one Present. A
-// control the object decides alone (retained, held, shared, an identity that is not the
-// operator's) proves nothing about the provider: it is skipped, and the next drawn.
+// its provider: every answer must be Present or Unknown, and at least one Present. The
+// count is of distinct objects, each asked once (Observe collects one finalizer of each).
+// A control the object decides alone (retained, held, shared, an identity that is not
+// the operator's) proves nothing about the provider: it is skipped, and the next drawn.
 func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c *check) {
 	if rule.Controls == 0 {
 		return
@@ -441,6 +458,9 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 	}
 	asked := 0
 	var skipped []string
+	// seen are the objects drawn so far: rule.Controls counts distinct objects, so an
+	// object seen twice (listed again, or under another finalizer) is not drawn again.
+	seen := map[types.UID]bool{}
 	for _, ctl := range candidates {
 		if asked == rule.Controls {
 			break
@@ -455,6 +475,10 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 		if full == nil || full.GetDeletionTimestamp() != nil {
 			continue // it changed since the scan: not a control any more
 		}
+		if seen[full.GetUID()] {
+			continue
+		}
+		seen[full.GetUID()] = true
 		field := finalizev1alpha1.FieldMetadataFinalizers
 		if ctl.resource.IsNamespaces() && !slices.Contains(full.GetFinalizers(), ctl.finalizer) {
 			field = finalizev1alpha1.FieldSpecFinalizers
@@ -475,7 +499,7 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 			continue
 		}
 		asked++
-		c.results = append(c.results, finalizev1alpha1.ControlResult{Target: ref, Verdict: a.Verdict, Evidence: a.Evidence})
+		c.results = append(c.results, finalizev1alpha1.ControlResult{Target: ref, Finalizer: ctl.finalizer, Verdict: a.Verdict, Evidence: a.Evidence})
 		if a.CannotRun && c.cannotRun == "" {
 			c.cannotRun = a.Evidence
 		}
@@ -646,6 +670,12 @@ func (c *Controls) Observe(r kube.Resource, meta *metav1.ObjectMeta, ns *corev1.
 		}
 	}
 	s := SubjectOf(r, meta.Namespace, meta.Name, meta.Labels)
+	// A control is an object: one object is asked about once per rule, under the first
+	// of its finalizers the rule would ask about, however many the rule matches. Asked
+	// once per finalizer, an object with two would fill two of the rule's controls, and a
+	// second live object, the one that could show the provider broken, would never be
+	// asked.
+	var taken []string
 	for _, f := range finalizers {
 		if !c.policy.MatchesFinalizer(f) {
 			continue
@@ -656,14 +686,19 @@ func (c *Controls) Observe(r kube.Resource, meta *metav1.ObjectMeta, ns *corev1.
 		}
 		p := rule.Preset
 		if p != nil && p.Matches(f) && p.Shared != nil && p.Shared(f) {
-			// Its live holders decide its verdict, never the provider: not a control.
+			// Its live holders decide its verdict, never the provider: not a control. Every
+			// live holder counts, whatever else the object carries.
 			c.hold(f, r.Ref(meta.Namespace, meta.Name, "").String())
+			continue
+		}
+		if slices.Contains(taken, rule.Name) {
 			continue
 		}
 		key := checkKey{rule: rule.Name, gr: r.GroupResource()}
 		if rule.Controls == 0 || c.full(key, rule) || (p != nil && p.Matches(f) && decidedByMetadata(p, meta, f)) {
 			continue
 		}
+		taken = append(taken, rule.Name)
 		c.mu.Lock()
 		if n := len(c.byRule[key]); n < rule.Controls*candidatesPerControl {
 			if n == 0 {

@@ -132,6 +132,47 @@ func TestABrokenProviderRemovesNothing(t *testing.T) {
 	}
 }
 
+// TestAControlIsAnObjectNotAFinalizer: the first live object carries two finalizers the
+// rule matches; it is one of the rule's two controls, asked once, so the second is the
+// other live object, which the broken provider calls gone.
+func TestAControlIsAnObjectNotAFinalizer(t *testing.T) {
+	doc := strings.Replace(dbAPI(t, func(id string) bool { return id != "i-live" }),
+		"finalizers: [db.example.com/finalizer]", "finalizers: [db.example.com/finalizer, db.example.com/other]", 1)
+	twice := database("a-live", "i-live", 0)
+	twice.SetFinalizers([]string{dbFin.Name, "db.example.com/other"})
+	v, objs := verifier(t, doc, twice, database("b-live", "i-called-gone", 0), database("orders", "i-gone", time.Hour))
+	got := v.Verify(context.Background(), plan.VerifyRequest{Object: objs["orders"], Finalizer: dbFin})
+	if got.Gone() || !strings.Contains(distrust(got), "the provider is broken: it called databases.db.example.com/b-live -n prod gone") {
+		t.Errorf("orders: %+v", got)
+	}
+	st := v.RuleStatuses()
+	if len(st) != 1 || !st[0].Broken || len(st[0].Controls) != 2 || st[0].Controls[0].Target.Name != "a-live" || st[0].Controls[0].Finalizer != dbFin.Name ||
+		st[0].Controls[1].Target.Name != "b-live" {
+		t.Errorf("statuses %+v", st)
+	}
+}
+
+// TestEveryHolderOfASharedFinalizerCounts: an ingress with a load balancer of its own
+// that also belongs to a group is the rule's control under its own finalizer, and a live
+// holder of the group's.
+func TestEveryHolderOfASharedFinalizerCounts(t *testing.T) {
+	p, _ := compile(t, header+`rules:
+- name: lb
+  preset: aws-load-balancer
+  resources: [ingresses.networking.k8s.io]
+  verify: {exec: {command: [/bin/check, "{identity.stack}"]}}
+`)
+	ingresses := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}, Kind: "Ingress", Namespaced: true}
+	c := newControls(p)
+	c.Observe(ingresses, &metav1.ObjectMeta{Namespace: "web", Name: "front", Finalizers: []string{"ingress.k8s.aws/resources", "group.ingress.k8s.aws/shop"}}, nil)
+	if n, names := c.liveHolders("group.ingress.k8s.aws/shop"); n != 1 || len(names) != 1 {
+		t.Errorf("live holders of the group's finalizer: %d %v, want the ingress", n, names)
+	}
+	if got := c.For(p.Rules[0], ingresses.GroupResource()); len(got) != 1 || got[0].finalizer != "ingress.k8s.aws/resources" {
+		t.Errorf("controls %+v, want the ingress once, under its own load balancer's finalizer", got)
+	}
+}
+
 func TestWithoutALiveControlTheRuleWaits(t *testing.T) {
 	doc := dbAPI(t, func(string) bool { return true })
 	v, objs := verifier(t, doc, database("orders", "i-gone", time.Hour))
@@ -164,9 +205,10 @@ const crossplaneFin = "finalizer.managedresource.crossplane.io"
 
 var caches = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "caches"}, Kind: "Cache", Namespaced: true}
 
-// operator is the field manager of the Crossplane provider in these tests: it wrote the
-// finalizer of every managed resource.
-const operator = "provider-aws"
+// operator is the field manager of the Crossplane provider in these tests, an upjet
+// provider's binary as its client names itself: it wrote the finalizer of every managed
+// resource.
+const operator = "provider"
 
 // managed is a Crossplane managed resource of r: its finalizer written by operator, its
 // external name by manager (none when empty), deleted unless live, with spec.
@@ -347,17 +389,23 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 		verdict              finalizev1alpha1.Verdict
 		says                 string
 	}{
-		{name: "the operator", manager: "provider-aws", verdict: finalizev1alpha1.VerdictGone, says: "404"},
+		{name: "the operator", manager: operator, verdict: finalizev1alpha1.VerdictGone, says: "404"},
 		{name: "kubectl annotate", manager: "kubectl-annotate", verdict: finalizev1alpha1.VerdictUnknown,
 			says: "annotation crossplane.io/external-name was last written by kubectl-annotate, not by the operator"},
 		{name: "helm", manager: "helm", verdict: finalizev1alpha1.VerdictUnknown, says: "was last written by helm"},
 		// Clients no list of generic clients names: none of them wrote the finalizer.
 		{name: "curl through kubectl proxy", manager: "curl", verdict: finalizev1alpha1.VerdictUnknown,
-			says: "annotation crossplane.io/external-name was last written by curl, not by the operator (identity externalName; the operator is taken to be provider-aws, who wrote finalizer " + crossplaneFin + ")"},
+			says: "annotation crossplane.io/external-name was last written by curl, not by the operator, whose field managers are provider, crossplane-*-provider or crossplane-provider-* (as preset crossplane-managed names them; identity externalName)"},
 		{name: "the Python client", manager: "OpenAPI-Generator", verdict: finalizev1alpha1.VerdictUnknown, says: "was last written by OpenAPI-Generator, not by the operator"},
 		{name: "kubectl --field-manager", manager: "crossplane-helper", verdict: finalizev1alpha1.VerdictUnknown, says: "was last written by crossplane-helper, not by the operator"},
 		{name: "nobody known", manager: "", verdict: finalizev1alpha1.VerdictUnknown, says: "no managedFields entry says who wrote annotation crossplane.io/external-name"},
 		{name: "any writer trusted", manager: "kubectl-annotate", extra: "\n  trustIdentityFromAnyWriter: true", verdict: finalizev1alpha1.VerdictGone, says: "404"},
+		// The rule names the operator's field managers in place of the preset's: its
+		// provider writes as provider-aws, and the preset's names are not the operator's
+		// any more.
+		{name: "the rule's operator", manager: "provider-aws", extra: "\n  operatorManagers: [provider-aws, provider]", verdict: finalizev1alpha1.VerdictGone, says: "404"},
+		{name: "not the rule's operator", manager: operator, extra: "\n  operatorManagers: [provider-aws]", verdict: finalizev1alpha1.VerdictUnknown,
+			says: "was last written by provider, not by the operator, whose field managers are provider-aws (as rule dbs's operatorManagers names them; identity externalName)"},
 		{name: "not used by the request", manager: "kubectl-annotate", url: "{.metadata.name}", verdict: finalizev1alpha1.VerdictGone, says: "404"},
 	}
 	for _, tt := range tests {
@@ -368,7 +416,7 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 				doc = strings.Replace(doc, "{identity.externalName}", tt.url, 1)
 			}
 			name := "deleted-stuck"
-			v, objs := verifier(t, doc, managed(databases, "live-control", "live-1", "provider-aws", true, nil), managed(databases, name, name, tt.manager, false, nil))
+			v, objs := verifier(t, doc, managed(databases, "live-control", "live-1", operator, true, nil), managed(databases, name, name, tt.manager, false, nil))
 			got := verifyPreset(v, objs[name])
 			if got.Verdict != tt.verdict || !strings.Contains(got.Evidence, tt.says) {
 				t.Errorf("got %s %q; want %s saying %q", got.Verdict, got.Evidence, tt.verdict, tt.says)
@@ -554,9 +602,9 @@ func TestAnUnreadableNamespaceIsAReadError(t *testing.T) {
 		u.SetFinalizers([]string{ackFin})
 		_ = unstructured.SetNestedField(u.Object, arn, "status", "ackResourceMetadata", "arn")
 		u.SetManagedFields([]metav1.ManagedFieldsEntry{
-			{Manager: "ack-rds-controller", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+			{Manager: "controller", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
 				FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{".":{},"v:\"` + ackFin + `\"":{}}}}`)},
-			{Manager: "ack-rds-controller", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
+			{Manager: "controller", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
 				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:ackResourceMetadata":{"f:arn":{}}}}`)}})
 		return u
 	}

@@ -13,6 +13,13 @@ import (
 // aws-controllers-k8s/runtime pkg/runtime (deletion policy, read-only); Config Connector
 // pkg/k8s/constants.go; aws-load-balancer-controller pkg/deploy/tracking; the Kubernetes
 // PersistentVolume API. docs/presets.md lists the fields each preset reads.
+//
+// Managers are the field managers each operator's writes are recorded under. A client
+// that names no field manager is recorded under the start of its user agent, up to the
+// first "/" (k8s.io/apiserver pkg/endpoints/handlers/create.go: managerOrUserAgent,
+// prefixFromUserAgent), which client-go and controller-runtime make the base name of the
+// binary (k8s.io/client-go rest.DefaultKubernetesUserAgent, os.Args[0];
+// sigs.k8s.io/controller-runtime pkg/client/client.go): the name its image runs it as.
 var builtin = []*Preset{
 	{
 		Name:       "crossplane-managed",
@@ -32,6 +39,27 @@ var builtin = []*Preset{
 			{Description: "annotation crossplane.io/paused: true", check: annotationIs("crossplane.io/paused", "true")},
 		},
 		Warnings: []string{"a fresh 404 may be eventual consistency: Crossplane itself ignores 'not found' for 30 s after a create; keep minAge well above that"},
+		// The provider that reconciles the managed resource writes its external name and
+		// status. crossplane-runtime's managed reconciler names no field manager for them
+		// (v1 and v2 pkg/reconciler/managed/api.go: NameAsExternalName and
+		// RetryingCriticalAnnotationUpdater call client.Update; reconciler.go calls
+		// Status().Update), so they are recorded under the provider's binary, which its
+		// image names:
+		Managers: []string{
+			// upjet providers, every family provider of provider-upjet-aws, -gcp, -azure ...
+			// (crossplane-contrib/provider-upjet-aws cluster/images/provider-aws/Dockerfile:
+			// ADD bin/.../${APIGROUP} /usr/local/bin/provider, ENTRYPOINT ["provider"]).
+			"provider",
+			// crossplane-contrib/provider-kubernetes (cluster/images/provider-kubernetes/
+			// Dockerfile: ENTRYPOINT ["crossplane-kubernetes-provider"]), provider-helm
+			// (crossplane-helm-provider), provider-sql (crossplane-sql-provider), the
+			// classic provider-aws (crossplane-aws-provider), crossplane/provider-template.
+			"crossplane-*-provider",
+			// Providers scaffolded by Crossplane's kubebuilder plugin (its
+			// cluster/images/PROVIDER/Dockerfile template: ENTRYPOINT
+			// ["crossplane-{{ .ProviderName }}"], ProviderName provider-NAME).
+			"crossplane-provider-*",
+		},
 	},
 	{
 		Name:       "ack",
@@ -52,6 +80,14 @@ var builtin = []*Preset{
 		},
 		Warnings:       []string{"the controller's own --deletion-policy flag can also retain resources, and cannot be read from the cluster"},
 		NeedsNamespace: true,
+		// Every ACK service controller writes status.ackResourceMetadata through
+		// controller-runtime's client with no field manager
+		// (aws-controllers-k8s/runtime pkg/runtime/reconciler.go: patchResourceStatus,
+		// kc.Status().Patch), so under its binary's name: the code generator builds every
+		// controller as bin/controller and its image runs /bin/controller
+		// (aws-controllers-k8s/code-generator Dockerfile; the Helm chart runs
+		// ./bin/controller).
+		Managers: []string{"controller"},
 	},
 	{
 		Name:       "config-connector",
@@ -71,6 +107,12 @@ var builtin = []*Preset{
 		Retain: []Signal{
 			{Description: "annotation cnrm.cloud.google.com/deletion-policy: abandon", check: annotationIs("cnrm.cloud.google.com/deletion-policy", "abandon")},
 		},
+		// Config Connector names its field manager: its lifecycle handler updates objects
+		// and their status with client.FieldOwner(k8s.ControllerManagedFieldManager)
+		// (GoogleCloudPlatform/k8s-config-connector pkg/k8s/constants.go:
+		// ControllerManagedFieldManager = "cnrm-controller-manager";
+		// pkg/controller/lifecyclehandler/handler.go: updateStatus, updateAPIServer).
+		Managers: []string{"cnrm-controller-manager"},
 	},
 	{
 		Name:     "aws-load-balancer",
@@ -87,6 +129,12 @@ var builtin = []*Preset{
 			"the controller re-adopts a load balancer by its tags (elbv2.k8s.aws/cluster and the stack tag): remove the tags of a load balancer that stays",
 			"an ingress group shares one load balancer: a group.ingress.k8s.aws finalizer is verified gone only when the whole group's load balancer is",
 		},
+		// The controller writes status.loadBalancer through controller-runtime's client with
+		// no field manager and no user agent of its own (kubernetes-sigs/
+		// aws-load-balancer-controller pkg/config/runtime_config.go: BuildRestConfig), so
+		// under its binary's name: its image runs /controller (Dockerfile: go build -o
+		// /out/controller, ENTRYPOINT ["/controller"]).
+		Managers: []string{"controller"},
 	},
 	{
 		Name:       "csi-volume",
@@ -99,6 +147,12 @@ var builtin = []*Preset{
 		Retain: []Signal{
 			{Description: "spec.persistentVolumeReclaimPolicy: Retain", check: fieldIs([]string{"Retain"}, "spec", "persistentVolumeReclaimPolicy")},
 		},
+		// The external-provisioner creates the volume with client-go, which names no field
+		// manager (cmd/csi-provisioner/csi-provisioner.go sets no user agent), so under its
+		// binary's name: its image runs /csi-provisioner (kubernetes-csi/
+		// external-provisioner Dockerfile). Its identity values are in the volume's
+		// immutable spec, whose writer is not checked.
+		Managers: []string{"csi-provisioner"},
 	},
 }
 

@@ -8,6 +8,7 @@ package preset
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -43,8 +44,80 @@ type Preset struct {
 	// that carries them (an ingress group's load balancer): it is gone only when no live
 	// object carries the finalizer any more.
 	Shared func(finalizer string) bool
+	// Managers are the field managers the operator's clients write as (names or globs,
+	// pkg/glob), each from the operator's source: an identity value is the operator's
+	// only when every manager that owns its field is one of them. A rule may name others
+	// (operatorManagers) where a deployment's differ.
+	Managers []string
 
 	finalizers glob.Set
+	managers   *Managers
+}
+
+// Managers are an operator's field managers, names or globs, and who named them.
+type Managers struct {
+	Patterns []string
+	// By names who named them, for people: "preset ack", "rule rds's operatorManagers".
+	By  string
+	set glob.Set
+}
+
+// NewManagers compiles an operator's field managers; each must pass CheckManager.
+func NewManagers(patterns []string, by string) (*Managers, error) {
+	for _, p := range patterns {
+		if err := CheckManager(p); err != nil {
+			return nil, fmt.Errorf("field manager %q: %w", p, err)
+		}
+	}
+	set, err := glob.CompileSet(patterns)
+	if err != nil {
+		return nil, err
+	}
+	return &Managers{Patterns: slices.Clone(patterns), By: by, set: set}, nil
+}
+
+// Match reports whether manager is one of the operator's.
+func (m *Managers) Match(manager string) bool {
+	return m != nil && len(m.set) > 0 && m.set.Match(manager)
+}
+
+// String lists the names, for people: "provider, crossplane-*-provider or ...".
+func (m *Managers) String() string {
+	switch n := len(m.Patterns); n {
+	case 0:
+		return ""
+	case 1:
+		return m.Patterns[0]
+	default:
+		return strings.Join(m.Patterns[:n-1], ", ") + " or " + m.Patterns[n-1]
+	}
+}
+
+// genericClients are names of clients that apply what people and pipelines write: an
+// operator's field managers may match none of them, or whoever edits the object with
+// kubectl would pass for the operator.
+var genericClients = []string{"kubectl", "kubectl-client-side-apply", "kubectl-edit", "kubectl-patch", "kubectl-annotate", "kubectl-label",
+	"kubectl-create", "kubectl-replace", "kubectl-finalize", "helm", "argocd-controller", "kustomize-controller", "Go-http-client", "curl"}
+
+// CheckManager says why pattern cannot name an operator's field manager: it is not a
+// name or glob, or it names a generic client (kubectl and its subcommands, helm, a
+// GitOps applier, a Go client that did not name itself, curl).
+func CheckManager(pattern string) error {
+	g, err := glob.Compile(pattern)
+	switch {
+	case strings.TrimSpace(pattern) == "":
+		return errors.New("must not be empty")
+	case err != nil:
+		return err
+	case owner.IsGenericManager(pattern):
+		return errors.New("is a generic client, which writes what people and pipelines apply: not an operator")
+	}
+	for _, c := range genericClients {
+		if g.Match(c) {
+			return fmt.Errorf("matches %s, a generic client, which writes what people and pipelines apply: not an operator", c)
+		}
+	}
+	return nil
 }
 
 // Identity is one value that names the external resource.
@@ -97,18 +170,20 @@ func (p *Preset) IdentityOf(o *unstructured.Unstructured, finalizer string) map[
 }
 
 // UntrustedIdentity says, for each identity value of o that is set, that used selects
-// (nil selects every one) and whose writer is checked, why it is not the operator's.
-// The operator is known by name only from managedFields (operatorManagers): a value is
-// the operator's when at least one manager owns its field and every manager that owns
-// it is the operator's. Any other writer (curl through kubectl proxy, a Python client,
-// kubectl with --field-manager, a GitOps applier, a person) is not, whatever it calls
-// itself, and neither is any writer when the operator cannot be identified. Empty when
-// every such value is the operator's.
-func (p *Preset) UntrustedIdentity(o *unstructured.Unstructured, finalizer string, used func(name string) bool) []string {
+// (nil selects every one) and whose writer is checked, why it is not the operator's. The
+// operator is known by name: operator, else the preset's Managers. A value is the
+// operator's when at least one manager owns its field (managedFields) and every manager
+// that owns it is one of those names. Any other writer (curl through kubectl proxy, a
+// Python client, kubectl with --field-manager, a GitOps applier, a script that wrote
+// status through the status subresource, a person) is not, whatever it wrote, and
+// neither is any writer when the operator's names are not known. Empty when every such
+// value is the operator's.
+func (p *Preset) UntrustedIdentity(o *unstructured.Unstructured, finalizer string, used func(name string) bool, operator *Managers) []string {
+	if operator == nil {
+		operator = p.managers
+	}
 	var out []string
 	var managed []metav1.ManagedFieldsEntry
-	var operators []string
-	var operatorIs string
 	read := false
 	for i := range p.Identity {
 		id := &p.Identity[i]
@@ -117,59 +192,26 @@ func (p *Preset) UntrustedIdentity(o *unstructured.Unstructured, finalizer strin
 		}
 		if !read {
 			managed, read = o.GetManagedFields(), true
-			operators, operatorIs = operatorManagers(managed, finalizer)
 		}
 		writers := fieldWriters(managed, id.Field)
 		var others []string
 		for _, w := range writers {
-			if !slices.Contains(operators, w) {
+			if !operator.Match(w) {
 				others = append(others, w)
 			}
 		}
 		switch {
 		case len(writers) == 0:
 			out = append(out, fmt.Sprintf("no managedFields entry says who wrote %s (identity %s), so it is not known to be the operator's", id.From, id.Name))
-		case len(operators) == 0:
-			out = append(out, fmt.Sprintf("%s was last written by %s, and the operator could not be identified from managedFields "+
-				"(no manager but a generic client wrote finalizer %s, and none wrote the status subresource), so it is not known to be the operator's (identity %s)",
-				id.From, strings.Join(writers, ", "), finalizer, id.Name))
+		case operator == nil || len(operator.Patterns) == 0:
+			out = append(out, fmt.Sprintf("%s was last written by %s, and the field managers of the operator of preset %s are not known: name them in the rule's operatorManagers (identity %s)",
+				id.From, strings.Join(writers, ", "), p.Name, id.Name))
 		case len(others) > 0:
-			out = append(out, fmt.Sprintf("%s was last written by %s, not by the operator (identity %s; the operator is taken to be %s, %s)",
-				id.From, strings.Join(others, ", "), id.Name, strings.Join(operators, ", "), operatorIs))
+			out = append(out, fmt.Sprintf("%s was last written by %s, not by the operator, whose field managers are %s (as %s names them; identity %s)",
+				id.From, strings.Join(others, ", "), operator, operator.By, id.Name))
 		}
 	}
 	return out
-}
-
-// operatorManagers are the field managers of o's managedFields taken to be the
-// operator's, and why, for people: the managers that wrote finalizer into
-// metadata.finalizers, except generic clients (kubectl, helm, Argo CD, ...: a finalizer
-// they wrote came from a manifest). When no such manager wrote it (the finalizer came
-// from a manifest), the managers that wrote the status subresource, except generic
-// clients: the operator writes status. Status writers are not added to a finalizer
-// writer: a client that patched status by hand (curl through kubectl proxy on /status)
-// would pass for the operator. Empty when neither names anyone: nothing is the
-// operator's.
-func operatorManagers(managed []metav1.ManagedFieldsEntry, finalizer string) ([]string, string) {
-	var out []string
-	for _, w := range owner.Writers(managed, "metadata.finalizers", finalizer) {
-		if !owner.IsGenericManager(w) {
-			out = append(out, w)
-		}
-	}
-	if len(out) > 0 {
-		return out, "who wrote finalizer " + finalizer
-	}
-	for i := range managed {
-		e := &managed[i]
-		if e.Subresource == "status" && e.Manager != "" && !owner.IsGenericManager(e.Manager) && !slices.Contains(out, e.Manager) {
-			out = append(out, e.Manager)
-		}
-	}
-	if len(out) > 0 {
-		return out, "who wrote the status subresource (no manager but a generic client wrote finalizer " + finalizer + ")"
-	}
-	return nil, ""
 }
 
 // WriterCheckedFields say, for people, where the identity values whose writer is
@@ -335,5 +377,8 @@ func init() {
 			panic(fmt.Sprintf("preset %s: %v", p.Name, err))
 		}
 		p.finalizers = set
+		if p.managers, err = NewManagers(p.Managers, "preset "+p.Name); err != nil {
+			panic(fmt.Sprintf("preset %s: %v", p.Name, err))
+		}
 	}
 }

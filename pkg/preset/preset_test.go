@@ -107,50 +107,73 @@ func TestUntrustedIdentity(t *testing.T) {
 		o.SetManagedFields(entries)
 		return o
 	}
-	const byFinalizer = "the operator is taken to be provider-aws, who wrote finalizer " + fin
+	// provider is an upjet provider's binary, as its client names itself.
+	const provider = "provider"
+	const names = "provider, crossplane-*-provider or crossplane-provider-* (as preset crossplane-managed names them; "
 	p, _ := Lookup("crossplane-managed")
+	renamed, err := NewManagers([]string{"my-provider"}, "rule s3's operatorManagers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unnamed := *p
+	unnamed.managers = nil
 	tests := []struct {
-		name string
-		o    *unstructured.Unstructured
-		used func(string) bool
-		want []string
+		name     string
+		p        *Preset
+		o        *unstructured.Unstructured
+		used     func(string) bool
+		operator *Managers
+		want     []string
 	}{
-		{name: "all the operator's", o: crossplane(entry("provider-aws", "", bothBy), entry("provider-aws", "status", arnBy), entry("kubectl-client-side-apply", "", regionBy))},
-		{name: "the operator known by its status, the finalizer from a manifest",
-			o: crossplane(entry("kubectl-client-side-apply", "", finalizerBy), entry("provider-aws", "", annotationBy), entry("provider-aws", "status", arnBy))},
-		{name: "an annotation kubectl wrote", o: crossplane(entry("provider-aws", "", finalizerBy), entry("kubectl-annotate", "", annotationBy), entry("provider-aws", "status", arnBy)),
-			want: []string{"annotation crossplane.io/external-name was last written by kubectl-annotate, not by the operator (identity externalName; " + byFinalizer + ")"}},
+		{name: "all the operator's", o: crossplane(entry(provider, "", bothBy), entry(provider, "status", arnBy), entry("kubectl-client-side-apply", "", regionBy))},
+		{name: "the finalizer from a manifest, the identity the operator's",
+			o: crossplane(entry("kubectl-client-side-apply", "", finalizerBy), entry(provider, "", annotationBy), entry(provider, "status", arnBy))},
+		{name: "another provider's binary name", o: crossplane(entry("crossplane-kubernetes-provider", "", bothBy), entry("crossplane-kubernetes-provider", "status", arnBy))},
+		{name: "an annotation kubectl wrote", o: crossplane(entry(provider, "", finalizerBy), entry("kubectl-annotate", "", annotationBy), entry(provider, "status", arnBy)),
+			want: []string{"annotation crossplane.io/external-name was last written by kubectl-annotate, not by the operator, whose field managers are " + names + "identity externalName)"}},
 		// Clients no blocklist knows: every one is someone other than the operator.
-		{name: "curl through kubectl proxy", o: crossplane(entry("provider-aws", "", finalizerBy), entry("curl", "", annotationBy), entry("provider-aws", "status", arnBy)),
-			want: []string{"annotation crossplane.io/external-name was last written by curl, not by the operator (identity externalName; " + byFinalizer + ")"}},
-		{name: "the Python client", o: crossplane(entry("provider-aws", "", finalizerBy), entry("OpenAPI-Generator", "", annotationBy), entry("provider-aws", "status", arnBy)),
-			want: []string{"annotation crossplane.io/external-name was last written by OpenAPI-Generator, not by the operator (identity externalName; " + byFinalizer + ")"}},
-		{name: "kubectl annotate --field-manager", o: crossplane(entry("provider-aws", "", finalizerBy), entry("crossplane-helper", "", annotationBy), entry("provider-aws", "status", arnBy)),
-			want: []string{"annotation crossplane.io/external-name was last written by crossplane-helper, not by the operator (identity externalName; " + byFinalizer + ")"}},
-		{name: "shared with another writer", o: crossplane(entry("provider-aws", "", bothBy), entry("my-script", "", annotationBy), entry("provider-aws", "status", arnBy)),
-			want: []string{"annotation crossplane.io/external-name was last written by my-script, not by the operator (identity externalName; " + byFinalizer + ")"}},
-		{name: "status patched by hand", o: crossplane(entry("provider-aws", "", bothBy), entry("kubectl-patch", "status", arnBy)),
-			want: []string{"status.atProvider.arn was last written by kubectl-patch, not by the operator (identity arn; " + byFinalizer + ")"}},
-		// A status writer does not join a finalizer writer: curl on /status is not the
-		// operator because it wrote status.
-		{name: "status patched with curl", o: crossplane(entry("provider-aws", "", bothBy), entry("curl", "status", arnBy)),
-			want: []string{"status.atProvider.arn was last written by curl, not by the operator (identity arn; " + byFinalizer + ")"}},
-		{name: "no operator identifiable", o: crossplane(entry("argocd-controller", "", bothBy), entry("kubectl-patch", "status", arnBy)),
+		{name: "curl through kubectl proxy", o: crossplane(entry(provider, "", finalizerBy), entry("curl", "", annotationBy), entry(provider, "status", arnBy)),
+			want: []string{"annotation crossplane.io/external-name was last written by curl, not by the operator, whose field managers are " + names + "identity externalName)"}},
+		{name: "the Python client", o: crossplane(entry(provider, "", finalizerBy), entry("OpenAPI-Generator", "", annotationBy), entry(provider, "status", arnBy)),
+			want: []string{"annotation crossplane.io/external-name was last written by OpenAPI-Generator, not by the operator, whose field managers are " + names + "identity externalName)"}},
+		{name: "kubectl annotate --field-manager", o: crossplane(entry(provider, "", finalizerBy), entry("crossplane-helper", "", annotationBy), entry(provider, "status", arnBy)),
+			want: []string{"annotation crossplane.io/external-name was last written by crossplane-helper, not by the operator, whose field managers are " + names + "identity externalName)"}},
+		{name: "shared with another writer", o: crossplane(entry(provider, "", bothBy), entry("my-script", "", annotationBy), entry(provider, "status", arnBy)),
+			want: []string{"annotation crossplane.io/external-name was last written by my-script, not by the operator, whose field managers are " + names + "identity externalName)"}},
+		{name: "status patched by hand", o: crossplane(entry(provider, "", bothBy), entry("kubectl-patch", "status", arnBy)),
+			want: []string{"status.atProvider.arn was last written by kubectl-patch, not by the operator, whose field managers are " + names + "identity arn)"}},
+		// Whoever wrote status is not the operator for it: a script that wrote the status
+		// subresource and the annotation of an object whose finalizer came from a manifest.
+		{name: "a script that wrote status", o: crossplane(entry("kubectl-create", "", finalizerBy), entry("ops-script", "", annotationBy), entry("ops-script", "status", arnBy)),
 			want: []string{
-				"annotation crossplane.io/external-name was last written by argocd-controller, and the operator could not be identified from managedFields (no manager but a generic client wrote finalizer " + fin + ", and none wrote the status subresource), so it is not known to be the operator's (identity externalName)",
-				"status.atProvider.arn was last written by kubectl-patch, and the operator could not be identified from managedFields (no manager but a generic client wrote finalizer " + fin + ", and none wrote the status subresource), so it is not known to be the operator's (identity arn)"}},
+				"annotation crossplane.io/external-name was last written by ops-script, not by the operator, whose field managers are " + names + "identity externalName)",
+				"status.atProvider.arn was last written by ops-script, not by the operator, whose field managers are " + names + "identity arn)"}},
+		{name: "a GitOps tool wrote it all", o: crossplane(entry("argocd-controller", "", bothBy), entry("kubectl-patch", "status", arnBy)),
+			want: []string{
+				"annotation crossplane.io/external-name was last written by argocd-controller, not by the operator, whose field managers are " + names + "identity externalName)",
+				"status.atProvider.arn was last written by kubectl-patch, not by the operator, whose field managers are " + names + "identity arn)"}},
 		{name: "no managedFields at all", o: crossplane(),
 			want: []string{
 				"no managedFields entry says who wrote annotation crossplane.io/external-name (identity externalName), so it is not known to be the operator's",
 				"no managedFields entry says who wrote status.atProvider.arn (identity arn), so it is not known to be the operator's"}},
-		{name: "no entry", o: crossplane(entry("provider-aws", "", finalizerBy), entry("provider-aws", "status", arnBy)),
+		{name: "no entry", o: crossplane(entry(provider, "", finalizerBy), entry(provider, "status", arnBy)),
 			want: []string{"no managedFields entry says who wrote annotation crossplane.io/external-name (identity externalName), so it is not known to be the operator's"}},
-		{name: "only what the request uses", o: crossplane(entry("provider-aws", "", finalizerBy), entry("kubectl-annotate", "", annotationBy), entry("provider-aws", "status", arnBy)),
+		{name: "only what the request uses", o: crossplane(entry(provider, "", finalizerBy), entry("kubectl-annotate", "", annotationBy), entry(provider, "status", arnBy)),
 			used: func(name string) bool { return name == "arn" }},
+		// The rule names the operator's field managers in place of the preset's.
+		{name: "the rule's names", o: crossplane(entry("my-provider", "", bothBy), entry("my-provider", "status", arnBy)), operator: renamed},
+		{name: "the preset's names, not the rule's", o: crossplane(entry(provider, "", bothBy), entry("my-provider", "status", arnBy)), operator: renamed,
+			want: []string{"annotation crossplane.io/external-name was last written by provider, not by the operator, whose field managers are my-provider (as rule s3's operatorManagers names them; identity externalName)"}},
+		{name: "no names known", p: &unnamed, o: crossplane(entry(provider, "", bothBy)), used: func(name string) bool { return name == "externalName" },
+			want: []string{"annotation crossplane.io/external-name was last written by provider, and the field managers of the operator of preset crossplane-managed are not known: name them in the rule's operatorManagers (identity externalName)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := p.UntrustedIdentity(tt.o, fin, tt.used); !slices.Equal(got, tt.want) {
+			preset := p
+			if tt.p != nil {
+				preset = tt.p
+			}
+			if got := preset.UntrustedIdentity(tt.o, fin, tt.used, tt.operator); !slices.Equal(got, tt.want) {
 				t.Errorf("got %q\nwant %q", got, tt.want)
 			}
 		})
@@ -160,38 +183,43 @@ func TestUntrustedIdentity(t *testing.T) {
 	lb, _ := Lookup("aws-load-balancer")
 	svc := obj("web", "front", nil, map[string]any{"status": map[string]any{"loadBalancer": map[string]any{"ingress": []any{map[string]any{"hostname": "lb.example.com"}}}}})
 	svc.SetManagedFields([]metav1.ManagedFieldsEntry{
-		entry("aws-load-balancer-controller", "", `{"f:metadata":{"f:finalizers":{".":{},"v:\"service.k8s.aws/resources\"":{}}}}`),
+		entry("controller", "", `{"f:metadata":{"f:finalizers":{".":{},"v:\"service.k8s.aws/resources\"":{}}}}`),
 		entry("kubectl-edit", "status", `{"f:status":{"f:loadBalancer":{"f:ingress":{}}}}`)})
-	if got := lb.UntrustedIdentity(svc, "service.k8s.aws/resources", nil); len(got) != 1 || !strings.HasPrefix(got[0], "status.loadBalancer.ingress[0].hostname was last written by kubectl-edit, not by the operator") {
+	if got := lb.UntrustedIdentity(svc, "service.k8s.aws/resources", nil, nil); len(got) != 1 || !strings.HasPrefix(got[0], "status.loadBalancer.ingress[0].hostname was last written by kubectl-edit, not by the operator, whose field managers are controller") {
 		t.Errorf("load balancer: %q", got)
+	}
+	svc.SetManagedFields([]metav1.ManagedFieldsEntry{entry("controller", "status", `{"f:status":{"f:loadBalancer":{"f:ingress":{}}}}`)})
+	if got := lb.UntrustedIdentity(svc, "service.k8s.aws/resources", nil, nil); len(got) != 0 {
+		t.Errorf("load balancer, written by the controller: %q", got)
 	}
 }
 
-func TestOperatorManagers(t *testing.T) {
-	entry := func(manager, subresource, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource,
-			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
+// TestAnOperatorIsNoGenericClient: the names of an operator's field managers are names
+// or globs, and none may be, or match, a client that writes what people and pipelines
+// apply. Every preset's names pass.
+func TestAnOperatorIsNoGenericClient(t *testing.T) {
+	for _, m := range []string{"provider", "crossplane-*-provider", "controller", "cnrm-controller-manager", "my-operator"} {
+		if err := CheckManager(m); err != nil {
+			t.Errorf("%s: %v", m, err)
+		}
 	}
-	const fin = "finalizers.s3.services.k8s.aws/Bucket"
-	finalizerBy := `{"f:metadata":{"f:finalizers":{".":{},"v:\"` + fin + `\"":{}}}}`
-	otherFinalizer := `{"f:metadata":{"f:finalizers":{".":{},"v:\"example.com/other\"":{}}}}`
-	const status = `{"f:status":{".":{}}}`
-	tests := []struct {
-		name    string
-		managed []metav1.ManagedFieldsEntry
-		want    []string
-	}{
-		{"the finalizer's writer", []metav1.ManagedFieldsEntry{entry("ack-s3-controller", "", finalizerBy), entry("other-controller", "status", status)}, []string{"ack-s3-controller"}},
-		{"a generic writer of the finalizer is not", []metav1.ManagedFieldsEntry{entry("kubectl-client-side-apply", "", finalizerBy), entry("ack-s3-controller", "status", status)}, []string{"ack-s3-controller"}},
-		{"another finalizer's writer is not", []metav1.ManagedFieldsEntry{entry("other-controller", "", otherFinalizer)}, nil},
-		{"a generic status writer is not", []metav1.ManagedFieldsEntry{entry("helm", "", finalizerBy), entry("kubectl-patch", "status", status)}, nil},
-		{"nothing", nil, nil},
+	for m, says := range map[string]string{
+		"":               "must not be empty",
+		" ":              "must not be empty",
+		"*":              "matches kubectl, a generic client",
+		"kubectl-*":      "is a generic client",
+		"kube*":          "matches kubectl, a generic client",
+		"helm":           "is a generic client",
+		"Go-http-client": "is a generic client",
+		"cur?":           "matches curl, a generic client",
+	} {
+		if err := CheckManager(m); err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("%q: %v, want %q", m, err, says)
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got, _ := operatorManagers(tt.managed, fin); !slices.Equal(got, tt.want) {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
+	for _, p := range All() {
+		if len(p.Managers) == 0 || p.managers == nil {
+			t.Errorf("preset %s names no field manager of its operator", p.Name)
+		}
 	}
 }

@@ -274,6 +274,15 @@ func merge(rows []finalizev1alpha1.Removal, index []int, records []*write.Record
 		if rec.Error != "" {
 			rows[i].Result, rows[i].Error = finalizev1alpha1.ResultFailed, rec.Error
 		}
+		// The verification the write was made on: the object's, verified again, when it
+		// changed after the plan's.
+		if rec.Verifications > 1 {
+			rows[i].Rule, rows[i].Verdict, rows[i].Evidence, rows[i].VerifiedAt = rec.Rule, rec.Verdict, rec.Evidence, rec.VerifiedAt
+			rows[i].Verifications, rows[i].FirstVerification = rec.Verifications, rec.FirstVerification
+			if rec.ResourceVersion != "" {
+				rows[i].ResourceVersion = rec.ResourceVersion
+			}
+		}
 	}
 	return skipped
 }

@@ -3,6 +3,7 @@
 package presets
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -31,13 +32,28 @@ var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp) }
 
+// The field managers the simulated operators write as: the names the real operators'
+// clients send (pkg/preset/builtin.go cites where each comes from). A preset trusts an
+// identity only from these, so a simulation under any other name would test nothing.
+const (
+	// upjetProvider is a Crossplane upjet provider's binary, /usr/local/bin/provider.
+	upjetProvider = "provider"
+	// ackController is an ACK service controller's binary, /bin/controller.
+	ackController = "controller"
+	// configConnector is the field manager Config Connector names.
+	configConnector = "cnrm-controller-manager"
+	// loadBalancerController is the AWS Load Balancer Controller's binary, /controller.
+	loadBalancerController = "controller"
+)
+
 // world creates objects and lets them go when the test ends.
 type world struct {
 	t   *testing.T
 	dyn dynamic.Interface
 	s   *seed.Seeder
-	// manager is the field manager objects are created and their status set with; empty
-	// means the test binary's name, as client-go derives it from the user agent.
+	// manager is the field manager objects are created and their status set with, as
+	// their operator; empty means the test binary's name, as client-go derives it from
+	// the user agent.
 	manager string
 }
 
@@ -150,6 +166,7 @@ func want(t *testing.T, actions map[string]finalizev1alpha1.Removal, name string
 
 func TestCrossplaneManaged(t *testing.T) {
 	w := newWorld(t)
+	w.manager = upjetProvider
 	c := fakecloud.New(t)
 	kinds["buckets"] = "Bucket"
 	gvr := w.crd("s3.presets.example", "Bucket", "buckets", true)
@@ -178,6 +195,7 @@ func TestCrossplaneManaged(t *testing.T) {
 
 func TestACK(t *testing.T) {
 	w := newWorld(t)
+	w.manager = ackController
 	c := fakecloud.New(t)
 	kinds["dbinstances"] = "DBInstance"
 	gvr := w.crd("rds.services.k8s.aws", "DBInstance", "dbinstances", false)
@@ -206,6 +224,7 @@ func TestACK(t *testing.T) {
 
 func TestConfigConnector(t *testing.T) {
 	w := newWorld(t)
+	w.manager = configConnector
 	c := fakecloud.New(t)
 	kinds["sqlinstances"] = "SQLInstance"
 	gvr := w.crd("sql.cnrm.cloud.google.com", "SQLInstance", "sqlinstances", false)
@@ -230,7 +249,7 @@ func TestAWSLoadBalancer(t *testing.T) {
 		created := fixture.Held(t, svcs, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"service.k8s.aws/resources"}},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}}})
 		created.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: hostname}}
-		if _, err := svcs.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+		if _, err := svcs.UpdateStatus(t.Context(), created, metav1.UpdateOptions{FieldManager: loadBalancerController}); err != nil {
 			t.Fatal(err)
 		}
 		if !live {
@@ -333,6 +352,7 @@ func ruleStatus(rep *finalizev1alpha1.ReconcileReport, name string) finalizev1al
 // control drawn in its place, the typo shows: the rule is broken, and the pass fails.
 func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 	w := newWorld(t)
+	w.manager = upjetProvider
 	c := fakecloud.New(t)
 	kinds["topics"] = "Topic"
 	gvr := w.crd("earned.presets.example", "Topic", "topics", true)
@@ -375,6 +395,7 @@ func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 // type, and says so: the pass fails.
 func TestControlsArePerType(t *testing.T) {
 	w := newWorld(t)
+	w.manager = upjetProvider
 	c := fakecloud.New(t)
 	kinds["tables"], kinds["streams"] = "Table", "Stream"
 	tables := w.crd("pertype.presets.example", "Table", "tables", true)
@@ -400,7 +421,7 @@ func TestControlsArePerType(t *testing.T) {
 // trusts any writer.
 func TestTheIdentityIsTheOperators(t *testing.T) {
 	w := newWorld(t)
-	w.manager = "provider-aws-sns"
+	w.manager = upjetProvider
 	c := fakecloud.New(t)
 	kinds["subscriptions"] = "Subscription"
 	gvr := w.crd("identity.presets.example", "Subscription", "subscriptions", true)
@@ -437,7 +458,7 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 	want(t, actions, "annotated", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation crossplane.io/external-name was last written by kubectl-annotate")
 	want(t, actions, "applied", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation crossplane.io/external-name was last written by argocd-controller")
 	want(t, actions, "helped", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
-		"annotation crossplane.io/external-name was last written by crossplane-helper, not by the operator (identity externalName; the operator is taken to be provider-aws-sns")
+		"annotation crossplane.io/external-name was last written by crossplane-helper, not by the operator, whose field managers are provider, crossplane-*-provider or crossplane-provider-*")
 	want(t, actions, "curled", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation crossplane.io/external-name was last written by curl, not by the operator")
 	notAsked(t, c, "deleted-typo", "deleted-sub-3", "deleted-helper-typo", "deleted-curl-typo")
 	exits(t, r, 0, "")
@@ -450,4 +471,48 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 	if !strings.Contains(r.Stderr, "trustIdentityFromAnyWriter") {
 		t.Errorf("no warning about trustIdentityFromAnyWriter: %s", r.Stderr)
 	}
+}
+
+// TestAScriptThatWroteStatusIsNotTheOperator: the finalizer came from a manifest
+// (kubectl create), and a script that calls itself ops-script wrote the external name
+// and the status, through a patch and the status subresource. Whoever wrote status is
+// not thereby the operator: only the field managers the preset names for its operator
+// are, so the identity is Unknown, naming ops-script and those names, and no request
+// is made about it.
+func TestAScriptThatWroteStatusIsNotTheOperator(t *testing.T) {
+	w := newWorld(t)
+	w.manager = upjetProvider
+	c := fakecloud.New(t)
+	kinds["queues"] = "Queue"
+	gvr := w.crd("script.presets.example", "Queue", "queues", true)
+	const fin = "finalizer.managedresource.crossplane.io"
+	w.object(gvr, "", "control", fin, map[string]string{"crossplane.io/external-name": "live-queue"}, nil, nil, true)
+
+	manifest := fmt.Sprintf("apiVersion: %s\nkind: Queue\nmetadata:\n  name: scripted\n  finalizers: [%s]\n", gvr.GroupVersion(), fin)
+	create := exec.Command(filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "create", "-f", "-")
+	create.Stdin = strings.NewReader(manifest)
+	if out, err := create.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl create: %v\n%s", err, out)
+	}
+	queues := w.dyn.Resource(gvr)
+	t.Cleanup(func() {
+		// t's context is done by now.
+		_, _ = queues.Patch(context.Background(), "scripted", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = queues.Delete(context.Background(), "scripted", metav1.DeleteOptions{})
+	})
+	if _, err := queues.Patch(t.Context(), "scripted", types.MergePatchType, []byte(`{"metadata":{"annotations":{"crossplane.io/external-name":"deleted-queue-1"}}}`),
+		metav1.PatchOptions{FieldManager: "ops-script"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := queues.Patch(t.Context(), "scripted", types.MergePatchType, []byte(`{"status":{"atProvider":{"id":"deleted-queue-1"}}}`),
+		metav1.PatchOptions{FieldManager: "ops-script"}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Delete(t, fixture.Resource(w.dyn, gvr, ""), "scripted")
+
+	actions, _, r := pass(t, rule(c, "queues", "crossplane-managed", "queues.script.presets.example", "externalName", ""))
+	want(t, actions, "scripted", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
+		"annotation crossplane.io/external-name was last written by ops-script, not by the operator, whose field managers are provider, crossplane-*-provider or crossplane-provider-*")
+	notAsked(t, c, "deleted-queue-1")
+	exits(t, r, 0, "")
 }

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -147,5 +150,87 @@ func TestAContinuousRunNeverGoesQuietAfterTheAuditLogFails(t *testing.T) {
 	})
 	if complete != 2 {
 		t.Errorf("%d records of a removal in the audit log, want 2: %v", complete, lines)
+	}
+}
+
+// TestTheRecordNamesTheVerificationTheWriteWasMadeOn: the stuck object's instance
+// annotation changes while its first verification is being answered, so the write pinned
+// to the version verified fails; the object is verified again, about the new instance,
+// which is gone too, and the finalizer is removed on that second answer. The report's row,
+// the audit log's record and the Event name the second request and when it was answered,
+// and keep the first beside it as the first; an intent line naming the second was
+// written before the write.
+func TestTheRecordNamesTheVerificationTheWriteWasMadeOn(t *testing.T) {
+	ns, fin, c := world(t)
+	kube := cp.Kube(t)
+	object(t, ns, "moved", fin, "deleted-first", true)
+	c.OnRequest(func(id string) {
+		if id == "deleted-first" && c.Hits(id) == 1 {
+			_, _ = kube.CoreV1().ConfigMaps(ns).Patch(context.Background(), "moved", types.MergePatchType,
+				[]byte(`{"metadata":{"annotations":{"instance":"deleted-second"}}}`), metav1.PatchOptions{})
+		}
+	})
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	_, r := pass(t, cp.AdminKubeconfig, cli.WritePolicy(t, "", c.Rule("dbs", fin, "")), "--audit-log", audit)
+	if r.Code != 0 || c.Hits("deleted-first") != 1 || c.Hits("deleted-second") != 1 || resourceVersion(t, ns, "moved") != "gone" {
+		t.Fatalf("code %d, asked %v: %s", r.Code, c.Asked(), r.Stderr)
+	}
+	second, first := "/instances/deleted-second: 404", "/instances/deleted-first: 404"
+
+	// The report's row, read as JSON: the verification acted on, and the first beside it.
+	var rep struct {
+		Actions []map[string]any `json:"actions"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var row map[string]any
+	for _, a := range rep.Actions {
+		if a["target"].(map[string]any)["name"] == "moved" {
+			row = a
+		}
+	}
+	firstRow, _ := row["firstVerification"].(map[string]any)
+	at, _ := row["verifiedAt"].(string)
+	if row["result"] != "Removed" || !strings.Contains(fmt.Sprint(row["evidence"]), second) || at == "" || row["verifications"] != 2.0 ||
+		firstRow == nil || !strings.Contains(fmt.Sprint(firstRow["evidence"]), first) || fmt.Sprint(firstRow["verifiedAt"]) >= at {
+		t.Errorf("the report's row does not name the second verification as the one acted on: %v", row)
+	}
+
+	// The audit log: an intent naming the second verification before the write, and the
+	// record naming it.
+	var intent, record map[string]any
+	for _, l := range auditLines(t, audit) {
+		if l["target"].(map[string]any)["name"] != "moved" {
+			continue
+		}
+		switch l["stage"] {
+		case "Intent":
+			intent = l
+		case "Complete":
+			record = l
+		}
+	}
+	if intent == nil || record == nil || intent["id"] != record["id"] ||
+		!strings.Contains(fmt.Sprint(intent["evidence"]), second) || intent["resourceVersion"] != record["resourceVersion"] || intent["verifiedAt"] == nil {
+		t.Errorf("the last intent line does not name the verification the write was made on:\nintent %v\nrecord %v", intent, record)
+	}
+	recordAt, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(record["verifiedAt"]))
+	rowAt, _ := time.Parse(time.RFC3339Nano, at)
+	firstRecord, _ := record["firstVerification"].(map[string]any)
+	if record == nil || !strings.Contains(fmt.Sprint(record["evidence"]), second) || recordAt.IsZero() || !recordAt.Truncate(time.Microsecond).Equal(rowAt) ||
+		record["verifications"] != 2.0 || firstRecord == nil || !strings.Contains(fmt.Sprint(firstRecord["evidence"]), first) {
+		t.Errorf("the audit record does not name the second verification as the one acted on: %v", record)
+	}
+
+	// The Event names it too, with the time it was answered.
+	event, _ := record["event"].(string)
+	evNS, evName, _ := strings.Cut(event, "/")
+	ev, err := kube.EventsV1().Events(evNS).Get(t.Context(), evName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the Event %q: %v", event, err)
+	}
+	if !strings.Contains(ev.Note, "verified by rule dbs at "+at+": GET "+c.URL+second) {
+		t.Errorf("the Event's note does not name the second verification and its time (%s): %s", at, ev.Note)
 	}
 }

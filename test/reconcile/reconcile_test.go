@@ -25,6 +25,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 )
 
 // TestAPassRemovesOnlyWhatWasVerified: one pass over objects whose instances are deleted,
@@ -151,6 +152,38 @@ func TestABrokenRuleFailsThePass(t *testing.T) {
 	if r.Code != 1 || len(rep.Rules) != 1 || !rep.Rules[0].Broken || action(t, rep, "target").Result != finalizev1alpha1.ResultKept ||
 		!strings.Contains(r.Stderr, "rule typo is broken") {
 		t.Errorf("code %d, rules %+v, stderr:\n%s", r.Code, rep.Rules, r.Stderr)
+	}
+}
+
+// TestControlsAreDistinctObjects: a rule checks its provider against two live objects.
+// The first live object carries two finalizers the rule matches: it is one control, not
+// two, so the second control is the other live object, whose instance the broken
+// provider calls gone. The rule is broken, the stuck object's Gone is not acted on, and
+// the pass exits 1.
+func TestControlsAreDistinctObjects(t *testing.T) {
+	ns := cp.Namespace(t)
+	fin := controlplane.FinalizerOf(t)
+	again := fin + "-again"
+	c := fakecloud.New(t)
+	fixture.Create(t, cp.Kube(t).CoreV1().ConfigMaps(ns), fixture.ConfigMap("a-two-finalizers", map[string]string{"instance": "live-a"}, fin, again), false)
+	object(t, ns, "b-live", fin, "deleted-b", false) // live, yet the provider calls it gone
+	object(t, ns, "target", fin, "deleted-1", true)
+	rep, r := pass(t, cp.AdminKubeconfig, cli.WritePolicy(t, "", c.Rule("pair", fin+", "+again, "  controls: {count: 2}\n")))
+	if a := action(t, rep, "target"); a.Result != finalizev1alpha1.ResultKept || !strings.Contains(a.Message, "b-live") {
+		t.Errorf("target: %s: %s", a.Result, a.Message)
+	}
+	if r.Code != 1 || len(rep.Rules) != 1 || !rep.Rules[0].Broken || !strings.Contains(r.Stderr, "rule pair is broken") {
+		t.Errorf("code %d, rules %+v, stderr:\n%s", r.Code, rep.Rules, r.Stderr)
+	}
+	var asked []string
+	for _, ctl := range rep.Rules[0].Controls {
+		asked = append(asked, ctl.Target.Name)
+	}
+	if strings.Join(asked, " ") != "a-two-finalizers b-live" || c.Hits("live-a") != 1 || c.Hits("deleted-b") != 1 {
+		t.Errorf("controls asked %v (live-a %d times, deleted-b %d times), want each live object once", asked, c.Hits("live-a"), c.Hits("deleted-b"))
+	}
+	if resourceVersion(t, ns, "target") == "gone" {
+		t.Error("the target's finalizer was removed under a broken rule")
 	}
 }
 

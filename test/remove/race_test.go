@@ -130,16 +130,16 @@ func raceTwoHundred(t *testing.T, pinned bool) {
 			}
 			tg.ResourceVersion, tg.Finalizers = verified.ResourceVersion, slices.Clone(verified.Finalizers)
 			// The provider still says gone: verifying again pins the version as it is now.
-			r.Reverify = func(_ context.Context, tg plan.Target) (string, error) {
+			r.Reverify = func(_ context.Context, tg plan.Target) (plan.Verification, error) {
 				reverified++
 				cur, err := cms.Get(ctx, tg.Name, metav1.GetOptions{})
 				if err != nil {
-					return "", err
+					return plan.Verification{}, err
 				}
 				if cur.UID != tg.UID {
-					return "", write.ErrUIDChanged
+					return plan.Verification{}, write.ErrUIDChanged
 				}
-				return cur.ResourceVersion, nil
+				return plan.Verification{Rule: "race", Verdict: finalizev1alpha1.VerdictGone, ResourceVersion: cur.ResourceVersion}, nil
 			}
 		}
 		r.BeforeWrite = func(attempt int) {

@@ -349,7 +349,12 @@ func TestVerifiedRemovalsAreAudited(t *testing.T) {
 	}
 	evNS, evName, _ := strings.Cut(v.Event, "/")
 	ev, err := cp.Kube(t).EventsV1().Events(evNS).Get(t.Context(), evName, metav1.GetOptions{})
-	if err != nil || ev.Reason != "FinalizerRemoved" || ev.Type != corev1.EventTypeNormal || !strings.Contains(ev.Note, "verified by rule dbs: GET "+c.URL+"/instances/deleted: 404 Not Found") {
+	// The note names when the verification was answered, as the record does.
+	if v.VerifiedAt == nil || v.Verifications != 1 {
+		t.Fatalf("verified record %+v: no time of its verification", v)
+	}
+	at := v.VerifiedAt.UTC().Format(metav1.RFC3339Micro)
+	if err != nil || ev.Reason != "FinalizerRemoved" || ev.Type != corev1.EventTypeNormal || !strings.Contains(ev.Note, "verified by rule dbs at "+at+": GET "+c.URL+"/instances/deleted: 404 Not Found") {
 		t.Errorf("event %+v %v", ev, err)
 	}
 }

@@ -111,8 +111,10 @@ const presetsLong = `List the built-in presets: for each, the finalizers it hand
 the identity of the external resource (usable as {identity.NAME} in a rule's templates
 and passed to exec providers), the settings that retain the resource (verdict Retained,
 which removes only where the rule sets allowRetained: true) or hold its operator (paused,
-read-only: never verified), and what a person must know. docs/presets.md has a complete
-policy for each.`
+read-only: never verified), the field managers of its operator (an identity value in an
+annotation or status is trusted only when they alone wrote it; a rule names others with
+operatorManagers), and what a person must know. docs/presets.md has a complete policy for
+each.`
 
 // PresetsOptions are the options of `policy presets`.
 type PresetsOptions struct {
@@ -148,14 +150,17 @@ type presetInfo struct {
 	Identity   map[string]string `json:"identity"`
 	Retained   []string          `json:"retainedWhen,omitempty"`
 	Held       []string          `json:"heldWhen,omitempty"`
-	Warnings   []string          `json:"warnings,omitempty"`
+	// OperatorManagers are the field managers an identity value must have been written
+	// by to be trusted.
+	OperatorManagers []string `json:"operatorManagers,omitempty"`
+	Warnings         []string `json:"warnings,omitempty"`
 }
 
 // Run lists the presets.
 func (o *PresetsOptions) Run(context.Context) error {
 	var infos []presetInfo
 	for _, p := range preset.All() {
-		info := presetInfo{Name: p.Name, Operator: p.Operator, Finalizers: p.Finalizers, Identity: map[string]string{}, Warnings: p.Warnings}
+		info := presetInfo{Name: p.Name, Operator: p.Operator, Finalizers: p.Finalizers, Identity: map[string]string{}, OperatorManagers: p.Managers, Warnings: p.Warnings}
 		for _, id := range p.Identity {
 			info.Identity[id.Name] = id.From
 		}
@@ -200,6 +205,7 @@ func (o *PresetsOptions) Run(context.Context) error {
 		for _, h := range info.Held {
 			fmt.Fprintf(o.Out, "  held when     %s\n", h)
 		}
+		fmt.Fprintf(o.Out, "  operator:     field managers %s\n", strings.Join(info.OperatorManagers, ", "))
 		for _, w := range info.Warnings {
 			fmt.Fprintf(o.Out, "  warning:      %s\n", w)
 		}

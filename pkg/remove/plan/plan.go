@@ -81,6 +81,9 @@ func (a *Action) API() finalizev1alpha1.Removal {
 	if !a.Verified {
 		r.Reason = a.Reason
 	}
+	if v := a.Verification.Record(); a.Verification.Rule != "" {
+		r.VerifiedAt, r.ResourceVersion, r.Verifications = v.VerifiedAt, v.ResourceVersion, 1
+	}
 	return r
 }
 

@@ -2,6 +2,9 @@ package plan
 
 import (
 	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
@@ -56,6 +59,10 @@ type Verification struct {
 	// Status says whether the verdict can be acted on; Detail says why not.
 	Status Status
 	Detail string
+	// VerifiedAt is when the verdict was answered: by the provider (an answer shared by
+	// requests alike in one pass keeps the time it was first given), or by the object
+	// read then. Zero when nothing was answered (no rule, too young, unread).
+	VerifiedAt time.Time
 	// ResourceVersion is the version of the object the provider's request was built
 	// from. A verified removal is pinned to it: if the object changed, it is verified
 	// again before anything is written.
@@ -79,6 +86,16 @@ func (v *Verification) Gone() bool {
 // without a decision about it.
 func (v *Verification) Unread() bool {
 	return v.Status == Unread || v.Status == ControlsUnread
+}
+
+// Record is the verification as the audit log, the report and Events record it.
+func (v *Verification) Record() *finalizev1alpha1.VerificationRecord {
+	r := &finalizev1alpha1.VerificationRecord{Rule: v.Rule, Verdict: v.Verdict, Evidence: v.Evidence, ResourceVersion: v.ResourceVersion}
+	if !v.VerifiedAt.IsZero() {
+		at := metav1.NewMicroTime(v.VerifiedAt.Truncate(time.Microsecond)) // as it is shown
+		r.VerifiedAt = &at
+	}
+	return r
 }
 
 // Distrusted reports whether the rule's Gone cannot be trusted.

@@ -89,14 +89,40 @@ type Entry struct {
 	Rule      string                   `json:"rule,omitempty"`
 	Verdict   finalizev1alpha1.Verdict `json:"verdict,omitempty"`
 	Evidence  string                   `json:"evidence,omitempty"`
-	Reason    string                   `json:"reason,omitempty"`
+	// VerifiedAt is when the verification (Rule, Verdict, Evidence) was answered. Rule,
+	// Verdict, Evidence and VerifiedAt are those of the verification the removal is made
+	// on: an intent line written after the object was verified again, and the record,
+	// name that verification, not the first.
+	VerifiedAt *metav1.MicroTime `json:"verifiedAt,omitempty"`
+	// Verifications counts the verifications so far: one, and one more each time the
+	// object changed and was verified again.
+	Verifications int `json:"verifications,omitempty"`
+	// FirstVerification is the first verification, when the one the removal is made on
+	// answered otherwise (another rule, verdict or request).
+	FirstVerification *finalizev1alpha1.VerificationRecord `json:"firstVerification,omitempty"`
+	Reason            string                               `json:"reason,omitempty"`
+}
+
+// verification sets the verification the removal is made on.
+func (e *Entry) verification(v *finalizev1alpha1.VerificationRecord) {
+	e.Rule, e.Verdict, e.Evidence, e.VerifiedAt = v.Rule, v.Verdict, v.Evidence, v.VerifiedAt
+}
+
+// sameAnswer reports whether two verifications gave the same answer: the same rule,
+// verdict and evidence (which names the request), whenever and on whichever version.
+func sameAnswer(a, b *finalizev1alpha1.VerificationRecord) bool {
+	return a.Rule == b.Rule && a.Verdict == b.Verdict && a.Evidence == b.Evidence
 }
 
 // Intent is the audit line written before a removal (StageIntent), which always has an
-// ID and a Stage.
+// ID and a Stage. A removal whose object changed after it was verified, and was verified
+// again, has one more intent line, with the same ID, for each verification made again:
+// written after it and before the write made on it, naming it. The last intent line
+// before the record names what the write was made on.
 type Intent struct {
 	Entry
-	// ResourceVersion is the version a verified removal is pinned to, as planned.
+	// ResourceVersion is the version a verified removal is pinned to: as planned, or as
+	// verified again.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
@@ -321,13 +347,25 @@ func (a *Auditor) Event(ctx context.Context, t plan.Target, rec *Record) (string
 		note = fmt.Sprintf("Force-deleted (gracePeriodSeconds 0) a pod whose deletion waited for the kubelet of %s", node)
 		action = "ForceDeletePod"
 	}
+	at := ""
+	if rec.VerifiedAt != nil {
+		at = " at " + rec.VerifiedAt.UTC().Format(metav1.RFC3339Micro)
+	}
 	switch {
 	case rec.Verified:
-		note += fmt.Sprintf(", verified by rule %s: %s", rec.Rule, rec.Evidence)
+		note += fmt.Sprintf(", verified by rule %s%s: %s", rec.Rule, at, rec.Evidence)
 	case rec.Rule != "":
-		note += fmt.Sprintf(", unverified (rule %s: %s: %s), forced with reason: %s", rec.Rule, rec.Verdict, rec.Evidence, rec.Reason)
+		note += fmt.Sprintf(", unverified (rule %s%s: %s: %s), forced with reason: %s", rec.Rule, at, rec.Verdict, rec.Evidence, rec.Reason)
 	default:
 		note += fmt.Sprintf(", unverified, forced with reason: %s", rec.Reason)
+	}
+	if first := rec.FirstVerification; first != nil {
+		firstAt := ""
+		if first.VerifiedAt != nil {
+			firstAt = " at " + first.VerifiedAt.UTC().Format(metav1.RFC3339Micro)
+		}
+		note += fmt.Sprintf(" (the object changed after its first verification, rule %s%s: %s: %s; %d verifications)",
+			first.Rule, firstAt, first.Verdict, first.Evidence, rec.Verifications)
 	}
 	note += fmt.Sprintf("; by %s", rec.User)
 	// Redacted before it is cut short, or the start of a secret would show.

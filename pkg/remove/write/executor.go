@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -140,17 +141,43 @@ func (e *Executor) warn(err error) {
 // written; if an earlier line failed, the action is not attempted: nil, and the error.
 func (e *Executor) one(ctx context.Context, remover *Remover, a *plan.Action) (*Record, error) {
 	rec := &Record{Entry: Entry{
-		Action: ReasonForceRemoved, Target: a.Ref(), Finalizer: a.Finalizer.Name, Field: a.Field,
-		Verified: a.Verified, Rule: a.Verification.Rule, Verdict: a.Verification.Verdict, Evidence: a.Verification.Evidence,
+		Action: ReasonForceRemoved, Target: a.Ref(), Finalizer: a.Finalizer.Name, Field: a.Field, Verified: a.Verified,
 	}}
+	first := a.Verification.Record()
+	rec.verification(first)
+	if a.Verification.Rule != "" {
+		rec.Verifications = 1
+	}
 	if a.Verified {
 		rec.Action = ReasonRemoved
 	} else {
 		rec.Reason = a.Reason
 	}
-	act := remover.Remove
+	// The remover of this action records each verification made again on it, before the
+	// write made on that verification.
+	r := *remover
+	r.Reverified = func(v *plan.Verification) error {
+		again := v.Record()
+		rec.verification(again)
+		rec.Verifications++
+		rec.FirstVerification = nil
+		if !sameAnswer(first, again) {
+			rec.FirstVerification = first
+		}
+		if e.DryRun != DryRunNone {
+			return nil
+		}
+		intent := &Intent{Entry: rec.Entry, ResourceVersion: v.ResourceVersion}
+		intent.Time = metav1.Now().UTC()
+		if err := e.Auditor.Intent(intent); err != nil {
+			return fmt.Errorf("%s: not removed: it changed and was verified again, and the intent of the write made on that verification could not be recorded: %w; "+
+				"free the disk of the audit log, or choose another --audit-log, and run again", a.String(), err)
+		}
+		return nil
+	}
+	act := r.Remove
 	if a.ForceDelete {
-		rec.Node, rec.Action, act = a.Node, ReasonPodForceDeletedUnverified, remover.ForceDelete
+		rec.Node, rec.Action, act = a.Node, ReasonPodForceDeletedUnverified, r.ForceDelete
 		if a.Verified {
 			rec.Action = ReasonPodForceDeleted
 		}
@@ -215,7 +242,7 @@ func (e *Executor) one(ctx context.Context, remover *Remover, a *plan.Action) (*
 			rec.Deleted, rec.Remaining = out.Deleted, out.Remaining
 		} else {
 			var oerr error
-			if rec.Deleted, rec.Remaining, oerr = remover.Observe(ctx, a.Target); oerr != nil {
+			if rec.Deleted, rec.Remaining, oerr = r.Observe(ctx, a.Target); oerr != nil {
 				e.warn(fmt.Errorf("could not read %s after the removal: %w", a.Ref(), oerr))
 			}
 		}
@@ -230,18 +257,21 @@ func (e *Executor) one(ctx context.Context, remover *Remover, a *plan.Action) (*
 }
 
 // reverify verifies a pinned target again, from the object as it is now.
-func (e *Executor) reverify(ctx context.Context, t plan.Target) (string, error) {
+func (e *Executor) reverify(ctx context.Context, t plan.Target) (plan.Verification, error) {
 	obj, err := e.Remover.Read(ctx, t)
 	if err != nil {
-		return "", err
+		return plan.Verification{}, err
 	}
 	if obj.Meta.UID != t.UID {
-		return "", ErrUIDChanged
+		return plan.Verification{}, ErrUIDChanged
 	}
 	if obj.Meta.DeletionTimestamp == nil {
-		return "", errors.New("it is no longer being deleted")
+		return plan.Verification{}, errors.New("it is no longer being deleted")
 	}
 	v := e.Verifier.Verify(ctx, plan.VerifyRequest{Object: obj, Finalizer: finalizev1alpha1.Finalizer{Name: t.Finalizer, Field: t.Field}, Fresh: true})
+	if v.VerifiedAt.IsZero() {
+		v.VerifiedAt = time.Now() // asked afresh: answered by now
+	}
 	if !v.Gone() {
 		why := fmt.Sprintf("%s: %s", v.Verdict, v.Evidence)
 		switch {
@@ -250,9 +280,9 @@ func (e *Executor) reverify(ctx context.Context, t plan.Target) (string, error) 
 		case v.Distrusted():
 			why = v.Detail
 		}
-		return "", errors.New(why)
+		return plan.Verification{}, errors.New(why)
 	}
-	return v.ResourceVersion, nil
+	return v, nil
 }
 
 // Read returns the object a target names, as it is now.

@@ -2,12 +2,14 @@ package write
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -213,5 +215,75 @@ func TestWorkersKeepEachObjectTogetherAndStopBetweenObjects(t *testing.T) {
 		if attempted := rec != nil; attempted != (i == 0) {
 			t.Errorf("record %d attempted: %v", i, attempted)
 		}
+	}
+}
+
+// TestTheWriteIsRecordedOnTheVerificationItWasMadeOn: the object changed after it was
+// verified, and was verified again about another request. An intent line naming the
+// second verification is on the log before the write, the record and the Event name it
+// (with its time) and keep the first beside it; a log that cannot take that intent line
+// keeps the finalizer.
+func TestTheWriteIsRecordedOnTheVerificationItWasMadeOn(t *testing.T) {
+	firstAt, secondAt := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC), time.Date(2026, 11, 24, 2, 0, 1, 500, time.UTC)
+	for _, tt := range []struct {
+		name    string
+		ok      int
+		patches int
+		err     string
+	}{
+		{"recorded", 10, 1, ""},
+		{"the second intent fails", 1, 0, "the intent of the write made on that verification could not be recorded"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			_ = metav1.AddMetaToScheme(scheme)
+			obj := fakeObject("1", "db.example.com/finalizer")
+			obj.ResourceVersion = "8"
+			client := metadatafake.NewSimpleMetadataClient(scheme, obj)
+			log := &failingLog{ok: tt.ok}
+			atWrite := -1
+			kube := kubefake.NewClientset()
+			ex := &Executor{Remover: &Remover{Metadata: client, BeforeWrite: func(int) { atWrite = len(log.lines) }},
+				Auditor: &Auditor{Kube: kube, Log: log, User: "tester"},
+				Verifier: verifierFunc(func(plan.VerifyRequest) plan.Verification {
+					return plan.Verification{Rule: "dbs", Verdict: finalizev1alpha1.VerdictGone, Evidence: "GET /second: 404", ResourceVersion: "8", VerifiedAt: secondAt}
+				})}
+			a := pinnedAction("7")
+			a.Verification.Evidence, a.Verification.VerifiedAt = "GET /first: 404", firstAt
+			records, err := ex.Execute(context.Background(), []plan.Action{a})
+			if p := patchesOf(client); len(p) != tt.patches {
+				t.Fatalf("patches %q, want %d", p, tt.patches)
+			}
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, ErrAuditLog) {
+					t.Errorf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var intents []Intent
+			for _, l := range log.lines[:atWrite] {
+				var in Intent
+				if json.Unmarshal([]byte(l), &in) == nil && in.Stage == StageIntent {
+					intents = append(intents, in)
+				}
+			}
+			if len(intents) != 2 || intents[0].Evidence != "GET /first: 404" || intents[0].ResourceVersion != "7" ||
+				intents[1].ID != intents[0].ID || intents[1].Evidence != "GET /second: 404" || intents[1].ResourceVersion != "8" ||
+				!intents[1].VerifiedAt.Equal(&metav1.MicroTime{Time: secondAt.Truncate(time.Microsecond)}) || intents[1].Verifications != 2 {
+				t.Errorf("intent lines before the write: %q", log.lines[:atWrite])
+			}
+			rec := records[0]
+			if rec.Evidence != "GET /second: 404" || rec.ResourceVersion != "8" || rec.Verifications != 2 || rec.VerifiedAt == nil || !rec.VerifiedAt.Time.Equal(secondAt.Truncate(time.Microsecond)) ||
+				rec.FirstVerification == nil || rec.FirstVerification.Evidence != "GET /first: 404" || rec.FirstVerification.ResourceVersion != "7" {
+				t.Errorf("record %+v", rec)
+			}
+			evs, _ := kube.EventsV1().Events("a").List(context.Background(), metav1.ListOptions{})
+			if len(evs.Items) != 1 || !strings.Contains(evs.Items[0].Note, "verified by rule dbs at 2026-11-24T02:00:01.000000Z: GET /second: 404 (the object changed after its first verification, rule dbs at 2026-11-24T02:00:00.000000Z: Gone: GET /first: 404; 2 verifications)") {
+				t.Errorf("events %+v", evs.Items)
+			}
+		})
 	}
 }

@@ -73,6 +73,9 @@ type Outcome struct {
 	// Pinned is the resourceVersion the last write was guarded by: the version the
 	// provider verified. Empty for a removal that was not pinned (forced).
 	Pinned string
+	// Verification is the last verification made again after the object changed: the
+	// one the write was made on. Nil when the object was not verified again.
+	Verification *plan.Verification
 }
 
 // ErrUIDChanged means the object was deleted and a namesake created: the decision was
@@ -93,9 +96,14 @@ type Remover struct {
 	// use it to race a removal exactly where a race matters.
 	BeforeWrite func(attempt int)
 	// Reverify verifies a pinned target again after the object changed, and returns the
-	// resourceVersion it verified. Without it, a pinned target that changed is not
-	// removed.
-	Reverify func(ctx context.Context, t plan.Target) (string, error)
+	// verification, whose ResourceVersion the write is then pinned to. An error (the
+	// verification is not a Gone any more) keeps the finalizer. Without it, a pinned
+	// target that changed is not removed.
+	Reverify func(ctx context.Context, t plan.Target) (plan.Verification, error)
+	// Reverified, if set, is told of each verification made again, after it and before
+	// the write made on it: the executor records it there. An error stops the removal
+	// before that write, and is the removal's.
+	Reverified func(v *plan.Verification) error
 }
 
 // Remove removes one finalizer. With DryRunClient it only reads; with DryRunServer the
@@ -111,6 +119,7 @@ func (r *Remover) Remove(ctx context.Context, t plan.Target, dry DryRun) (Outcom
 	var lastErr error
 	var unanswered *unansweredError
 	reverified := 0
+	var verification *plan.Verification
 	pause := client.ServerErrorBackoff
 	for attempt := 1; attempt <= attempts; attempt++ {
 		var (
@@ -124,12 +133,13 @@ func (r *Remover) Remove(ctx context.Context, t plan.Target, dry DryRun) (Outcom
 			out, again, err = r.removeMetadata(ctx, &t, dry, attempt)
 		}
 		if errors.Is(err, errChangedSinceVerified) {
-			if rerr := r.reverify(ctx, &t); rerr != nil {
-				return Outcome{Attempts: attempt, Reverified: reverified}, rerr
+			v, rerr := r.reverify(ctx, &t)
+			if rerr != nil {
+				return Outcome{Attempts: attempt, Reverified: reverified, Verification: verification}, rerr
 			}
-			reverified++
+			reverified, verification = reverified+1, v
 		}
-		out.Attempts, out.Reverified, out.Pinned = attempt, reverified, t.ResourceVersion
+		out.Attempts, out.Reverified, out.Pinned, out.Verification = attempt, reverified, t.ResourceVersion, verification
 		if !again {
 			if err != nil && unanswered != nil {
 				err = fmt.Errorf("%s: the API server did not answer the write (%w), then %w: %s", t.String(), unanswered.err, err, unknownOutcome)
@@ -140,7 +150,7 @@ func (r *Remover) Remove(ctx context.Context, t plan.Target, dry DryRun) (Outcom
 			// The write may or may not have been applied: wait, then read and decide anew.
 			select {
 			case <-ctx.Done():
-				return Outcome{Attempts: attempt, Reverified: reverified}, fmt.Errorf("%s: %w; %s", t.String(), err, unknownOutcome)
+				return Outcome{Attempts: attempt, Reverified: reverified, Verification: verification}, fmt.Errorf("%s: %w; %s", t.String(), err, unknownOutcome)
 			case <-time.After(pause.Step()):
 			}
 		}
@@ -148,9 +158,9 @@ func (r *Remover) Remove(ctx context.Context, t plan.Target, dry DryRun) (Outcom
 		lastErr = err
 	}
 	if errors.As(lastErr, &unanswered) {
-		return Outcome{Attempts: attempts, Reverified: reverified}, fmt.Errorf("%s: gave up after %d attempts, the API server kept failing: %w; %s", t.String(), attempts, lastErr, unknownOutcome)
+		return Outcome{Attempts: attempts, Reverified: reverified, Verification: verification}, fmt.Errorf("%s: gave up after %d attempts, the API server kept failing: %w; %s", t.String(), attempts, lastErr, unknownOutcome)
 	}
-	return Outcome{Attempts: attempts, Reverified: reverified}, fmt.Errorf("%s: gave up after %d attempts, the object kept changing: %w", t.String(), attempts, lastErr)
+	return Outcome{Attempts: attempts, Reverified: reverified, Verification: verification}, fmt.Errorf("%s: gave up after %d attempts, the object kept changing: %w", t.String(), attempts, lastErr)
 }
 
 // unknownOutcome ends the error of a write whose answer never came.
@@ -175,19 +185,28 @@ func unanswered(err error) bool {
 // errChangedSinceVerified means the object's resourceVersion is not the one verified.
 var errChangedSinceVerified = errors.New("the object changed since it was verified")
 
-// reverify verifies t again and pins it to the version verified.
-func (r *Remover) reverify(ctx context.Context, t *plan.Target) error {
+// reverify verifies t again and pins it to the version verified, after Reverified
+// recorded the verification.
+func (r *Remover) reverify(ctx context.Context, t *plan.Target) (*plan.Verification, error) {
 	if r.Reverify == nil {
-		return fmt.Errorf("%s: %w; nothing was removed", t.String(), ErrNotReverified)
+		return nil, fmt.Errorf("%s: %w; nothing was removed", t.String(), ErrNotReverified)
 	}
-	rv, err := r.Reverify(ctx, *t)
+	v, err := r.Reverify(ctx, *t)
+	if err == nil && v.ResourceVersion == "" {
+		err = errors.New("the verification names no version of the object to pin the write to")
+	}
 	if err != nil {
-		return fmt.Errorf("%s: %w: %w; nothing was removed", t.String(), ErrNotReverified, err)
+		return nil, fmt.Errorf("%s: %w: %w; nothing was removed", t.String(), ErrNotReverified, err)
 	}
-	klog.V(2).InfoS("Verified again after the object changed", "target", t.String(), "resourceVersion", rv)
-	t.ResourceVersion = rv
+	klog.V(2).InfoS("Verified again after the object changed", "target", t.String(), "resourceVersion", v.ResourceVersion, "evidence", v.Evidence)
+	if r.Reverified != nil {
+		if err := r.Reverified(&v); err != nil {
+			return nil, err
+		}
+	}
+	t.ResourceVersion = v.ResourceVersion
 	t.Finalizers = nil // the verified version's finalizers are unknown here: read them
-	return nil
+	return &v, nil
 }
 
 func (r *Remover) metadataResource(t *plan.Target) metadata.ResourceInterface {

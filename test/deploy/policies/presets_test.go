@@ -163,7 +163,9 @@ func crossplane(t *testing.T, w *world) (string, string) {
 	gvr := fixture.CRD(t, cp.Config, bucketCRD)
 	for _, o := range threeOf("bucket", "orders-archive", "orders-archive-2019", "orders-exports") {
 		arn := "arn:aws:s3:::" + o.id
-		operated(t, gvr, bucketCRD.Kind, "", o.name, "finalizer.managedresource.crossplane.io", "provider-aws",
+		// An upjet provider (provider-aws-s3) runs as /usr/local/bin/provider, and its
+		// client names no field manager: "provider" (pkg/preset/builtin.go).
+		operated(t, gvr, bucketCRD.Kind, "", o.name, "finalizer.managedresource.crossplane.io", "provider",
 			map[string]string{"crossplane.io/external-name": o.id},
 			map[string]any{"deletionPolicy": "Delete", "forProvider": map[string]any{"region": "eu-west-1"}},
 			map[string]any{"atProvider": map[string]any{"arn": arn, "id": o.id}}, o.stuck)
@@ -189,7 +191,9 @@ func ack(t *testing.T, w *world) (string, string) {
 	const fin = "finalizers.rds.services.k8s.aws/DBInstance"
 	instance := func(ns string, o external) {
 		arn := "arn:aws:rds:eu-west-1:123456789012:db:" + o.id
-		operated(t, gvr, dbInstance.Kind, ns, o.name, fin, "ack-rds-controller", nil,
+		// An ACK service controller runs as /bin/controller, and its client names no
+		// field manager: "controller" (pkg/preset/builtin.go).
+		operated(t, gvr, dbInstance.Kind, ns, o.name, fin, "controller", nil,
 			map[string]any{"dbInstanceIdentifier": o.id, "engine": "postgres"},
 			map[string]any{"ackResourceMetadata": map[string]any{"arn": arn, "ownerAccountID": "123456789012", "region": "eu-west-1"}}, o.stuck)
 		if ns == deleting {
@@ -235,7 +239,9 @@ func configConnector(t *testing.T, w *world) (string, string) {
 func awsLoadBalancer(t *testing.T, w *world) (string, string) {
 	ns := cp.Namespace(t)
 	services := cp.Kube(t).CoreV1().Services(ns)
-	const controller = "aws-load-balancer-controller"
+	// The controller runs as /controller, and its client names no field manager:
+	// "controller" (pkg/preset/builtin.go).
+	const controller = "controller"
 	for _, o := range threeOf("lb", "k8s-shop-web-0a1b2c3d4e.elb.eu-west-1.amazonaws.com", "k8s-shop-old-5f6a7b8c9d.elb.eu-west-1.amazonaws.com", "k8s-shop-api-1e2d3c4b5a.elb.eu-west-1.amazonaws.com") {
 		fixture.Held(t, services, &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: o.name},

@@ -84,6 +84,13 @@ type Rule struct {
 	// edit the object can change such a value, and a wrong one answers 404, which reads
 	// as Gone. Setting it lets `kubectl annotate` with a typo remove a finalizer.
 	TrustIdentityFromAnyWriter bool `json:"trustIdentityFromAnyWriter,omitempty"`
+	// OperatorManagers name the field managers of the operator of the rule's preset,
+	// exact names or globs, in place of the ones the preset names: an identity value is
+	// trusted only when every manager that owns its field (managedFields) is one of them.
+	// For a deployment whose operator writes under another name (a binary renamed, a
+	// client that sets its own field manager). None may name a generic client (kubectl,
+	// helm, a GitOps applier, curl). Needs a preset; not with trustIdentityFromAnyWriter.
+	OperatorManagers []string `json:"operatorManagers,omitempty"`
 	// Verify says which provider answers, and how.
 	Verify Verify `json:"verify"`
 	// Controls guard against a broken provider.

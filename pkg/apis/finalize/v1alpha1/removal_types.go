@@ -124,15 +124,40 @@ type Removal struct {
 	Cause string `json:"cause,omitempty"`
 	// Rule is the policy rule that matched the finalizer.
 	Rule string `json:"rule,omitempty"`
-	// Verdict and Evidence are the provider's answer.
+	// Verdict and Evidence are the provider's answer. The evidence names the request
+	// (method and URL, credentials redacted; the exec program; the Kubernetes object).
+	// Once a removal was attempted, Rule, Verdict, Evidence, VerifiedAt and
+	// ResourceVersion are those of the verification the write was made on: the object's
+	// second verification when it changed after its first (Verifications says how many).
 	Verdict  Verdict `json:"verdict,omitempty"`
 	Evidence string  `json:"evidence,omitempty"`
+	// VerifiedAt is when the verification was answered.
+	VerifiedAt *metav1.MicroTime `json:"verifiedAt,omitempty"`
+	// ResourceVersion is the version of the object the verification was made from: a
+	// verified removal's write is pinned to it.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// Verifications counts the verifications the removal took: one, and one more each
+	// time the object changed after it was verified and was verified again.
+	Verifications int `json:"verifications,omitempty"`
+	// FirstVerification is the first verification, when the one the write was made on
+	// answered otherwise (another rule, verdict or request).
+	FirstVerification *VerificationRecord `json:"firstVerification,omitempty"`
 	// Reason is why a person forced the removal without verification.
 	Reason string        `json:"reason,omitempty"`
 	Result RemovalResult `json:"result,omitempty"`
 	// Message says why the finalizer was kept.
 	Message string `json:"message,omitempty"`
 	Error   string `json:"error,omitempty"`
+}
+
+// VerificationRecord is one verification of a removal, as recorded: which rule, what
+// it answered about which request, when, and the version of the object it was made from.
+type VerificationRecord struct {
+	Rule            string            `json:"rule,omitempty"`
+	Verdict         Verdict           `json:"verdict,omitempty"`
+	Evidence        string            `json:"evidence,omitempty"`
+	VerifiedAt      *metav1.MicroTime `json:"verifiedAt,omitempty"`
+	ResourceVersion string            `json:"resourceVersion,omitempty"`
 }
 
 // Forced reports whether a person forced the removal without a provider's Gone.
@@ -203,11 +228,16 @@ type RuleStatus struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// ControlResult is a provider's answer about one live object.
+// ControlResult is a provider's answer about one live object. Each object is asked
+// once per rule, under one of its finalizers the rule matches, however many it carries:
+// a rule's controls count distinct objects.
 type ControlResult struct {
-	Target   ObjectReference `json:"target"`
-	Verdict  Verdict         `json:"verdict"`
-	Evidence string          `json:"evidence"`
+	Target ObjectReference `json:"target"`
+	// Finalizer is the finalizer the provider was asked about (the object's first that
+	// the rule matches and would ask about).
+	Finalizer string  `json:"finalizer,omitempty"`
+	Verdict   Verdict `json:"verdict"`
+	Evidence  string  `json:"evidence"`
 }
 
 // Breaker says that a pass planned more removals than it may make, and made none.
