@@ -41,6 +41,8 @@ import (
 //   - undead*: a JSON 404 whose body says the instance is live: {"state":"available"}
 //   - anything else: 200 {"state":"available"}
 //
+// An ARN (arn:aws:rds:REGION:ACCOUNT:db:ID) names the instance its last part names.
+//
 // /private/instances/ID answers the same to a caller with "Authorization: Bearer
 // TOKEN" (Token); to anyone else it answers like many APIs answer an anonymous caller:
 // 200 for public* IDs and a JSON 404 for every other, as if it did not exist. Every
@@ -203,6 +205,9 @@ func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
 
 // instance answers about one instance.
 func (c *Cloud) instance(w http.ResponseWriter, r *http.Request, id string) {
+	if arn, err := url.PathUnescape(id); err == nil && strings.HasPrefix(arn, "arn:") {
+		id = arn[strings.LastIndex(arn, ":")+1:]
+	}
 	c.mu.Lock()
 	c.hits[id]++
 	n, on, gone := c.hits[id], c.on, c.gone[id]
