@@ -95,22 +95,25 @@ func NameRuleFor(gr schema.GroupResource) NameRule {
 	return DNS1123Subdomain
 }
 
-// checkName says why name cannot be the name of an object of gr, or "".
+// checkName says why name cannot be the name of an object of gr, naming the rule it
+// breaks, or "".
 func checkName(gr schema.GroupResource, name string) string {
-	msgs := content.IsPathSegmentName(name)
+	rule := PathSegmentName
+	msgs := rule.Check(name)
 	if len(msgs) == 0 {
-		msgs = NameRuleFor(gr).Check(name)
+		rule = NameRuleFor(gr)
+		msgs = rule.Check(name)
 	}
 	if len(msgs) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%q is not a name any %s object can have: %s", name, gr, strings.Join(msgs, "; "))
+	return fmt.Sprintf("%q is not a name any %s object can have: it must be %s: %s", name, gr, rule.Name, strings.Join(msgs, "; "))
 }
 
 // checkNamespace says why ns cannot be a namespace's name, or "".
 func checkNamespace(ns string) string {
 	if msgs := DNS1123Label.Check(ns); len(msgs) > 0 {
-		return fmt.Sprintf("%q is not a name any namespace can have: %s", ns, strings.Join(msgs, "; "))
+		return fmt.Sprintf("%q is not a name any namespace can have: it must be %s: %s", ns, DNS1123Label.Name, strings.Join(msgs, "; "))
 	}
 	return ""
 }

@@ -43,6 +43,9 @@ import (
 //
 // An ARN (arn:aws:rds:REGION:ACCOUNT:db:ID) names the instance its last part names.
 //
+// /load-balancers?stack=STACK finds a load balancer by its stack tag (NAMESPACE/NAME, or
+// an ingress group's name): it answers as /instances/ID about the stack's last part.
+//
 // /private/instances/ID answers the same to a caller with "Authorization: Bearer
 // TOKEN" (Token); to anyone else it answers like many APIs answer an anonymous caller:
 // 200 for public* IDs and a JSON 404 for every other, as if it did not exist. Every
@@ -194,6 +197,9 @@ func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
 		default:
 			c.instance(w, r, id)
 		}
+	case path == "/load-balancers":
+		stack := r.URL.Query().Get("stack")
+		c.instance(w, r, url.PathEscape(stack[strings.LastIndex(stack, "/")+1:]))
 	case path == "/login":
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(http.StatusNotFound)

@@ -266,13 +266,15 @@ func TestAWSLoadBalancer(t *testing.T) {
 	// provider, decide their verdict. An ingress with a load balancer of its own checks the
 	// provider for the rule's ingresses.
 	ingress("ingress-control", "", true)
+	// A stack (NAMESPACE/NAME) is no path segment: the load balancer is found by its tag,
+	// in the query.
 	rules := rule(c, "services", "aws-load-balancer", "services", "hostname", "") +
-		rule(c, "ingress-groups", "aws-load-balancer", "ingresses.networking.k8s.io", "stack", "")
+		strings.Replace(rule(c, "ingress-groups", "aws-load-balancer", "ingresses.networking.k8s.io", "stack", ""), "/instances/{identity.stack}", "/load-balancers?stack={identity.stack}", 1)
 	actions, rep, _ := pass(t, rules)
 	want(t, actions, "gone", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-lb-1.elb.amazonaws.com: 404")
 	want(t, actions, "present", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "200")
 	want(t, actions, "shop-admin", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "is shared, and 1 live objects still carry it (ingresses.networking.k8s.io/shop-front -n "+ns+")")
-	want(t, actions, "blog", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-blog: 404")
+	want(t, actions, "blog", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/load-balancers?stack=deleted-blog: 404")
 	warned := false
 	for _, st := range rep.Rules {
 		for _, w := range st.Warnings {

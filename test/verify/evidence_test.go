@@ -37,7 +37,7 @@ func TestAKubernetesNameNoObjectCanHaveIsNotAsked(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			stuckConfigMap(t, ns, name, map[string]string{"backing": value})
 			r := removeWith(t, policy, ns, name)
-			kept(t, r, ns, name, `"`+value+`" is not a name any secrets object can have: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters`)
+			kept(t, r, ns, name, `name: "`+value+`" is not a name any secrets object can have: it must be an RFC 1123 subdomain: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters`)
 		})
 	}
 	// The name as the secret has it still verifies: Present.
