@@ -15,7 +15,9 @@ import (
 // TestNameRules: a name is checked as it is against the rules of the type it names; a
 // type whose rules are not known gets the strictest common rule.
 func TestNameRules(t *testing.T) {
-	rbac := func(r string) schema.GroupResource { return schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: r} }
+	rbac := func(r string) schema.GroupResource {
+		return schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: r}
+	}
 	for _, tt := range []struct {
 		gr   schema.GroupResource
 		name string
