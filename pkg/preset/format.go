@@ -26,9 +26,9 @@ var (
 	// managed policies); the resource is not empty and holds no white space or control
 	// character (it may hold ':' and '/').
 	arnFormat = format{"an ARN (arn:PARTITION:SERVICE:REGION:ACCOUNT:RESOURCE)",
-		regexp.MustCompile(`^arn:aws(-[a-z]+)*:[a-z0-9-]+:[a-z0-9-]*:([0-9]{12}|aws)?:[^\s\x00-\x1f\x7f]+$`)}
+		regexp.MustCompile(`^arn:aws(-[a-z]+)*:[a-z0-9-]+:[a-z0-9-]*:(\d{12}|aws)?:[^\p{Z}\p{Cc}]+$`)}
 	// accountIDFormat is an AWS account ID: 12 digits.
-	accountIDFormat = format{"an AWS account ID (12 digits)", regexp.MustCompile(`^[0-9]{12}$`)}
+	accountIDFormat = format{"an AWS account ID (12 digits)", regexp.MustCompile(`^\d{12}$`)}
 )
 
 // formats are, by preset and identity value, the forms its values must have.

@@ -271,10 +271,10 @@ var (
 	// or holds "//".
 	PathValue Escape = func(v string) (string, error) {
 		for _, seg := range strings.Split(v, "/") {
-			switch {
-			case seg == "":
+			switch seg {
+			case "":
 				return "", fmt.Errorf("%q cannot be a URL path as it is: it has an empty segment (a '/' at its start or end, or \"//\")", v)
-			case seg == "." || seg == "..":
+			case ".", "..":
 				return "", fmt.Errorf("%q cannot be a URL path as it is: segment %q climbs the path", v, seg)
 			}
 			if bad, ok := needsEscaping(seg); ok {

@@ -153,7 +153,6 @@ func TestURLTemplates(t *testing.T) {
 	}
 	u, _ = ParseURLTemplate("https://api.example.com/v1/{.metadata.annotations.path}/x-{.status.instanceID}?id={.metadata.annotations.unicode}&p={.metadata.annotations.path}")
 	got, err := u.Render(object, nil)
-	want := "https://api.example.com/v1/projects%2Fp-1%2Finstances%2Fdb-1/x-i-123?id=caf%C3%A9&p=projects%2Fp-1%2Finstances%2Fdb-1"
 	if err == nil || !strings.Contains(err.Error(), "it holds '/'") {
 		t.Errorf("an undeclared path: got %q, %v", got, err)
 	}
@@ -165,7 +164,7 @@ func TestURLTemplates(t *testing.T) {
 	if err := u.DeclarePaths([]string{"{.metadata.annotations.path}"}); err != nil {
 		t.Fatal(err)
 	}
-	want = "https://api.example.com/v1/projects/p-1/instances/db-1/x-i-123?id=caf%C3%A9&p=projects%2Fp-1%2Finstances%2Fdb-1"
+	want := "https://api.example.com/v1/projects/p-1/instances/db-1/x-i-123?id=caf%C3%A9&p=projects%2Fp-1%2Finstances%2Fdb-1"
 	if got, err = u.Render(object, nil); err != nil || got != want {
 		t.Errorf("render\n got %s %v\nwant %s", got, err, want)
 	}
