@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"mime"
 	"net/http"
 	"regexp"
 	"slices"
@@ -354,6 +355,11 @@ func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 		if strings.HasPrefix(u.String(), "http://") {
 			c.warnings = append(c.warnings, fmt.Sprintf("%s: %s is plain http: its answers and headers travel unencrypted", path.Child("url"), provider.RedactURL(h.URL)))
 		}
+		for i, e := range h.PathValues {
+			if err := u.DeclarePaths([]string{e}); err != nil {
+				c.add(field.Invalid(path.Child("pathValues").Index(i), e, err.Error()+": pathValues name expressions of the url's path, as written there"))
+			}
+		}
 		for _, name := range u.QueryNames() {
 			if provider.CredentialQueryParameter(name) {
 				// The URL is shown in evidence, reports, Events and audit lines: the value
@@ -412,6 +418,17 @@ func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 		}
 		if len(r.Gone) == 0 {
 			c.add(field.Required(rp.Child("gone"), "the values that mean the resource is gone"))
+		}
+	}
+	if g := h.GoneResponse; g != nil {
+		gp := path.Child("goneResponse")
+		if g.MediaType == "" && !g.EmptyBody {
+			c.add(field.Required(gp, "say what the API's Gone answers look like: mediaType, emptyBody: true, or both"))
+		}
+		if g.MediaType != "" {
+			if mt, params, err := mime.ParseMediaType(g.MediaType); err != nil || len(params) > 0 || !strings.Contains(mt, "/") {
+				c.add(field.Invalid(gp.Child("mediaType"), g.MediaType, "a media type without parameters, like text/plain or application/problem+json"))
+			}
 		}
 	}
 	if t := h.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
@@ -488,6 +505,10 @@ func (c *compiler) exec(path *field.Path, e *finalizev1alpha1.ExecProvider) {
 	}
 	if e.SecretData {
 		c.warnings = append(c.warnings, fmt.Sprintf("%s: secretData is true: the program reads the values of every Secret the rule matches", path.Child("secretData")))
+	}
+	if e.AllowLeadingDash {
+		c.warnings = append(c.warnings, fmt.Sprintf("%s: allowLeadingDash is true: a value an object holds (\"--rm\") can become an option of the program; "+
+			"prefer the option and the value in one argument (\"--id={.status.id}\")", path.Child("allowLeadingDash")))
 	}
 	c.timeout(path.Child("timeout"), e.Timeout)
 }

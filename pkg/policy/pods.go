@@ -85,7 +85,12 @@ func (v *Verifier) VerifyPod(ctx context.Context, req plan.PodRequest) plan.Veri
 		v.mu.Unlock()
 	}
 	if a.Verdict == finalizev1alpha1.VerdictGone {
-		if c := v.checkNodes(ctx, rule, node); c.distrust != "" {
+		c := v.checkNodes(ctx, rule, node)
+		if why := notTheAPIsOwn(a, c); why != "" {
+			out.Verdict, out.Evidence = finalizev1alpha1.VerdictUnknown, fmt.Sprintf("node %s exists (%s); %s", name, state, why)
+			return out
+		}
+		if c.distrust != "" {
 			out.Status, out.Detail = plan.Distrusted, c.distrust
 			if c.unread {
 				out.Status = plan.ControlsUnread
@@ -200,6 +205,9 @@ func (v *Verifier) runNodeCheck(ctx context.Context, rule *Rule, kind string, c 
 				return
 			case finalizev1alpha1.VerdictPresent:
 				c.present++
+				if a.Shape != nil {
+					c.shapes = append(c.shapes, *a.Shape)
+				}
 			default:
 				c.unknown = append(c.unknown, fmt.Sprintf("node %s: %s: %s", n.Name, a.Verdict, a.Evidence))
 			}

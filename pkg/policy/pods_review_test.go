@@ -24,10 +24,15 @@ import (
 func TestNodeControlsAreOfTheSameKind(t *testing.T) {
 	var asked []string
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked = append(asked, r.URL.Path)
-		if !strings.Contains(r.URL.Path, "aws") || strings.Contains(r.URL.Path, "gone") {
+		id := r.URL.Query().Get("providerID")
+		asked = append(asked, r.URL.Path+" "+id)
+		w.Header().Set("Content-Type", "application/json")
+		if !strings.Contains(id, "aws") || strings.Contains(r.URL.Path, "gone") {
 			w.WriteHeader(http.StatusNotFound) // it knows its own instances only
+			_, _ = w.Write([]byte(`{"error":"no such instance"}`))
+			return
 		}
+		_, _ = w.Write([]byte(`{"state":"running"}`))
 	}))
 	t.Cleanup(srv.Close)
 	ca := filepath.Join(t.TempDir(), "ca.pem")
@@ -37,7 +42,7 @@ func TestNodeControlsAreOfTheSameKind(t *testing.T) {
   waitsForNode: true
   verify:
     http:
-      url: "` + srv.URL + `/instances/{identity.nodeName}/{identity.providerID}"
+      url: "` + srv.URL + `/instances/{identity.nodeName}?providerID={identity.providerID}"
       tls: {caFile: "` + ca + `"}
 `
 	var cloud []*corev1.Node

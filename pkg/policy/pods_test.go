@@ -123,10 +123,16 @@ func podOn(node string, deletedAgo time.Duration) (*kube.Object, *corev1.Pod) {
 }
 
 func TestVerifyPod(t *testing.T) {
+	// A machine API: JSON answers, a JSON 404 for a machine it does not have.
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.Contains(r.URL.Path, "gone") || (strings.Contains(r.URL.Path, "liar") && strings.Contains(r.URL.Path, "live")) {
+		asked := r.URL.Path + " " + r.URL.Query().Get("id")
+		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(asked, "gone") || (strings.Contains(asked, "liar") && strings.Contains(asked, "live")) {
 			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":"no such machine"}`))
+			return
 		}
+		_, _ = w.Write([]byte(`{"state":"running"}`))
 	}))
 	t.Cleanup(srv.Close)
 	ca := filepath.Join(t.TempDir(), "ca.pem")
@@ -158,15 +164,20 @@ func TestVerifyPod(t *testing.T) {
 		{"too young for the rule", bare, nil, nil, time.Minute, "", plan.TooYoung, "the rule waits 5m"},
 		{"the node exists and nothing can be asked", bare, nodeObject("worker-3", "", corev1.ConditionUnknown), nil, time.Hour, finalizev1alpha1.VerdictUnknown, plan.Answered,
 			"the rule names no provider"},
-		{"the provider says the machine is gone, and the Ready control is present", withProvider("/machines/{identity.providerID}"),
-			nodeObject("worker-3", "cloud://gone-3", corev1.ConditionUnknown), []*corev1.Node{live}, time.Hour, finalizev1alpha1.VerdictGone, plan.Answered, "/machines/cloud:%2F%2Fgone-3"},
-		{"the provider says the machine runs", withProvider("/machines/{identity.providerID}"),
+		// A providerID is a URI: it goes in the query, where it is escaped, not in a path
+		// segment, which refuses it.
+		{"the provider says the machine is gone, and the Ready control is present", withProvider("/machines?id={identity.providerID}"),
+			nodeObject("worker-3", "cloud://gone-3", corev1.ConditionUnknown), []*corev1.Node{live}, time.Hour, finalizev1alpha1.VerdictGone, plan.Answered, "/machines?id=cloud%3A%2F%2Fgone-3"},
+		{"the provider says the machine runs", withProvider("/machines?id={identity.providerID}"),
 			nodeObject("worker-3", "cloud://up-3", corev1.ConditionFalse), []*corev1.Node{live}, time.Hour, finalizev1alpha1.VerdictPresent, plan.Answered, "200"},
-		{"no providerID: not asked", withProvider("/machines/{identity.providerID}"),
+		{"a providerID in a path segment: not asked", withProvider("/machines/{identity.providerID}"),
+			nodeObject("worker-3", "cloud://gone-3", corev1.ConditionUnknown), []*corev1.Node{live}, time.Hour, finalizev1alpha1.VerdictUnknown, plan.Answered,
+			`"cloud://gone-3" cannot be a URL path segment as it is: it holds '/'`},
+		{"no providerID: not asked", withProvider("/machines?id={identity.providerID}"),
 			nodeObject("worker-3", "", corev1.ConditionFalse), []*corev1.Node{live}, time.Hour, finalizev1alpha1.VerdictUnknown, plan.Answered, "the request cannot be made"},
 		{"no Ready node to check the provider with", withProvider("/machines/{identity.nodeName}-gone"),
 			nodeObject("worker-3", "", corev1.ConditionUnknown), nil, time.Hour, finalizev1alpha1.VerdictGone, plan.Distrusted, ""},
-		{"a provider that calls a Ready node's machine gone is broken", withProvider("/liar/{identity.providerID}-gone"),
+		{"a provider that calls a Ready node's machine gone is broken", withProvider("/liar?id={identity.providerID}-gone"),
 			nodeObject("worker-3", "cloud://x", corev1.ConditionUnknown), []*corev1.Node{live}, time.Hour, finalizev1alpha1.VerdictGone, plan.Distrusted, ""},
 	}
 	for _, tt := range tests {

@@ -165,6 +165,12 @@ func (v *Verifier) Verify(ctx context.Context, req plan.VerifyRequest) plan.Veri
 	// The controls are checked whatever the answer: a rule whose provider answers
 	// Unknown for everything fails the pass rather than keep it green.
 	distrust, unread, own := v.trust(ctx, rule, o.Resource)
+	// A Gone counts only in the shape of the API's own answers, which the controls'
+	// Present answers of this type established.
+	if why := notTheAPIsOwn(a.Answer, own); why != "" {
+		a.Verdict, a.Evidence = finalizev1alpha1.VerdictUnknown, why
+		out.Verdict, out.Evidence = a.Verdict, a.Evidence
+	}
 	if distrust != "" && (a.Verdict == finalizev1alpha1.VerdictGone || a.Verdict == finalizev1alpha1.VerdictRetained) {
 		out.Status, out.Detail = plan.Distrusted, distrust
 		if unread {
@@ -323,6 +329,9 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 			}
 		}
 		identity = p.IdentityOf(full, finalizer)
+		if why := p.MalformedIdentity(identity, v.identityUsed[rule.Name]); len(why) > 0 {
+			return decided(provider.Unknown("not verified: %s; an identity is used as it is, and one of another form names no resource", strings.Join(why, "; ")))
+		}
 	}
 	call, err := prov.Prepare(&provider.Request{Rule: rule.Name, Finalizer: finalizer, Object: full, Identity: identity})
 	if err != nil {
@@ -400,6 +409,9 @@ type check struct {
 	// it answered for those it answered Unknown for.
 	present int
 	unknown []string
+	// shapes are what the http responses of the Present answers looked like: the shape
+	// a Gone of the type must have (provider.GoneShapeMismatch).
+	shapes []provider.Shape
 	// cannotRun is the first answer that said the provider cannot run.
 	cannotRun string
 	results   []finalizev1alpha1.ControlResult
@@ -510,6 +522,9 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 			return
 		case finalizev1alpha1.VerdictPresent:
 			c.present++
+			if a.Shape != nil {
+				c.shapes = append(c.shapes, *a.Shape)
+			}
 		default:
 			// Retained from a provider is not Present: it says nothing of whether the
 			// provider tells present from gone.
@@ -530,6 +545,24 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 		c.distrust = fmt.Sprintf("the live objects among %s that this rule matches changed before they could be checked; its provider could not be checked", typ)
 		c.unchecked = true
 	}
+}
+
+// notTheAPIsOwn says why a Gone from an http response is not the API's own answer, given
+// what the rule's controls of the same type answered Present in (their media type and
+// Server: a proxy's HTML 404, an empty 404 where the API answers JSON, a 404 from another
+// server), or "". The evidence keeps the answer and names both shapes.
+func notTheAPIsOwn(a provider.Answer, c *check) string {
+	if a.Verdict != finalizev1alpha1.VerdictGone || a.Shape == nil {
+		return ""
+	}
+	var present []provider.Shape
+	if c != nil {
+		present = c.shapes
+	}
+	if why := provider.GoneShapeMismatch(*a.Shape, present); why != "" {
+		return a.Evidence + ": not the API's own answer: " + why
+	}
+	return ""
 }
 
 // RuleStatuses say, for each rule whose controls were checked in this pass or that

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,8 +74,12 @@ func codeAPI(t *testing.T, code func(id string) int) string {
 // says, and a policy whose rule dbs asks it; tail ends the rule.
 func apiPolicy(t *testing.T, code func(id string) int, tail string) string {
 	t.Helper()
+	// It answers like a cloud API: a JSON body, an error's included.
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(code(strings.TrimPrefix(r.URL.Path, "/v1/instances/")))
+		w.Header().Set("Content-Type", "application/json")
+		c := code(strings.TrimPrefix(r.URL.Path, "/v1/instances/"))
+		w.WriteHeader(c)
+		_, _ = w.Write([]byte(`{"status":` + strconv.Itoa(c) + `}`))
 	}))
 	t.Cleanup(srv.Close)
 	ca := filepath.Join(t.TempDir(), "ca.pem")
@@ -591,7 +596,7 @@ func TestCannotVerifyIsPerType(t *testing.T) {
 // the object decided.
 func TestAnUnreadableNamespaceIsAReadError(t *testing.T) {
 	const ackFin = "finalizers.rds.services.k8s.aws/DBInstance"
-	doc := strings.Replace(strings.Replace(dbAPI(t, func(id string) bool { return strings.HasPrefix(id, "deleted") }),
+	doc := strings.Replace(strings.Replace(dbAPI(t, func(id string) bool { return strings.Contains(id, ":db:deleted") }),
 		"  finalizers: [db.example.com/finalizer]\n", "  preset: ack\n", 1), "{.status.instanceID}", "{identity.arn}", 1)
 	ackDB := func(ns, name, arn string, live bool) *unstructured.Unstructured {
 		u := database(name, "", time.Hour)
@@ -643,18 +648,19 @@ func TestAnUnreadableNamespaceIsAReadError(t *testing.T) {
 		return v.Verify(context.Background(), plan.VerifyRequest{Object: o, Finalizer: finalizev1alpha1.Finalizer{Name: ackFin, Field: finalizev1alpha1.FieldMetadataFinalizers}})
 	}
 
-	v, objs := run(ackDB("prod", "control", "live-1", true), ackDB("prod", "stuck", "deleted-1", false))
+	arnOf := func(id string) string { return "arn:aws:rds:eu-west-1:123456789012:db:" + id }
+	v, objs := run(ackDB("prod", "control", arnOf("live-1"), true), ackDB("prod", "stuck", arnOf("deleted-1"), false))
 	if got := verify(v, objs["stuck"]); !got.Gone() {
 		t.Errorf("readable namespaces: %+v", got)
 	}
 
-	v, objs = run(ackDB("prod", "control", "live-1", true), ackDB("locked", "stuck", "deleted-1", false))
+	v, objs = run(ackDB("prod", "control", arnOf("live-1"), true), ackDB("locked", "stuck", arnOf("deleted-1"), false))
 	got := verify(v, objs["stuck"])
 	if got.Gone() || !strings.Contains(readError(got), "reading namespace locked for preset ack") || !strings.Contains(readError(got), "forbidden") {
 		t.Errorf("the target's namespace unreadable: %+v", got)
 	}
 
-	v, objs = run(ackDB("locked", "control", "live-1", true), ackDB("prod", "stuck", "deleted-1", false))
+	v, objs = run(ackDB("locked", "control", arnOf("live-1"), true), ackDB("prod", "stuck", arnOf("deleted-1"), false))
 	got = verify(v, objs["stuck"])
 	if got.Gone() || !strings.Contains(readError(got), "what its live objects need to check its provider could not be read: databases.db.example.com/control -n locked") ||
 		!strings.Contains(readError(got), "reading namespace locked for preset ack") {

@@ -24,7 +24,7 @@ func BenchmarkRender(b *testing.B) {
 	b.Run("exec-argument", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := arg.RenderAll(object, nil, Argument); err != nil {
+			if _, err := arg.RenderAll(object, nil, Argument(false, false, false)); err != nil {
 				b.Fatal(err)
 			}
 		}

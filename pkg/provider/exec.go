@@ -53,6 +53,8 @@ type execProvider struct {
 	// secretData sends a Secret's values; without it they are REDACTED.
 	secretData bool
 	opts       Options
+	// allowLeadingDash and allowControl relax what a templated value may be.
+	allowLeadingDash, allowControl bool
 }
 
 // execEnv is one variable the rule adds: a value of the policy, or a secret.
@@ -65,7 +67,8 @@ func newExec(spec *finalizev1alpha1.ExecProvider, opts Options) (*execProvider, 
 	if len(spec.Command) == 0 {
 		return nil, errors.New("command: the program to run is missing")
 	}
-	p := &execProvider{path: spec.Command[0], timeout: defaultExecTimeout, secretData: spec.SecretData, opts: opts}
+	p := &execProvider{path: spec.Command[0], timeout: defaultExecTimeout, secretData: spec.SecretData, opts: opts,
+		allowLeadingDash: spec.AllowLeadingDash, allowControl: spec.AllowControlCharacters}
 	if spec.Timeout != nil {
 		p.timeout = spec.Timeout.Duration
 	}
@@ -114,7 +117,9 @@ type execCall struct {
 func (p *execProvider) Prepare(req *Request) (Call, error) {
 	c := &execCall{p: p, argv: []string{p.path}}
 	for i, t := range p.args {
-		a, err := t.RenderAll(req.Object.Object, req.Identity, Argument)
+		a, err := t.Render(req.Object.Object, req.Identity, func(offset int) Escape {
+			return Argument(offset == 0, p.allowLeadingDash, p.allowControl)
+		})
 		if err != nil {
 			return nil, fmt.Errorf("command[%d]: %w", i+1, err)
 		}

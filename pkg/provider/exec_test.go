@@ -119,8 +119,10 @@ func (zeros) Read(p []byte) (int, error) {
 func execAsk(t *testing.T, mode string, timeout time.Duration, env ...finalizev1alpha1.EnvVar) Answer {
 	t.Helper()
 	t.Setenv("PROVIDER_MODE", mode)
+	// The hostile value holds a line break: allowed here, to show it stays one argument
+	// (TestExecRefusesOptionsAndControlCharacters shows the default).
 	spec := &finalizev1alpha1.ExecProvider{Command: []string{os.Args[0], "--id", "{.status.instanceID}", "{.metadata.annotations.hostile}"},
-		Env: env, Timeout: &metav1.Duration{Duration: timeout}}
+		Env: env, Timeout: &metav1.Duration{Duration: timeout}, AllowControlCharacters: true}
 	p, err := New(&finalizev1alpha1.Verify{Exec: spec}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -338,5 +340,36 @@ func TestExecSecretEnvironmentIsShownNowhere(t *testing.T) {
 	}
 	if a := call.Do(context.Background()); !a.CannotRun || !strings.Contains(a.Evidence, ": not run: environment variable API_TOKEN: file "+file+" is empty") {
 		t.Errorf("an emptied file: %+v", a)
+	}
+}
+
+// TestExecRefusesOptionsAndControlCharacters: a value that starts an argument and begins
+// with '-' would be an option of the program ("--rm"), and a control character is
+// nothing an identity holds: both are refused before the program runs, unless the rule
+// allows them. After literal text ("--id=") a leading '-' is only part of the value.
+func TestExecRefusesOptionsAndControlCharacters(t *testing.T) {
+	t.Setenv("PROVIDER_MODE", "gone")
+	marker := filepath.Join(t.TempDir(), "ran")
+	t.Setenv("MARKER", marker)
+	for _, tt := range []struct {
+		name     string
+		arg      string
+		dash, cc bool
+		wantErr  string
+	}{
+		{"an option", "{.metadata.annotations.dash}", false, false, `command[1]: {.metadata.annotations.dash}: "--rm" starts an argument with "-"`},
+		{"an option, allowed", "{.metadata.annotations.dash}", true, false, ""},
+		{"after literal text", "--id={.metadata.annotations.dash}", false, false, ""},
+		{"a tab", "x{.metadata.annotations.tab}", false, false, `"a\tb" holds a control character (U+0009)`},
+		{"a tab, allowed", "{.metadata.annotations.tab}", false, true, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newProvider(t, &finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{os.Args[0], tt.arg},
+				AllowLeadingDash: tt.dash, AllowControlCharacters: tt.cc}}, Options{})
+			_, err := p.Prepare(request())
+			if (tt.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("got %v, want %q", err, tt.wantErr)
+			}
+		})
 	}
 }

@@ -9,38 +9,66 @@ import (
 )
 
 // FuzzURLTemplate renders hostile annotation values into a URL's path and query: the
-// host never changes, the value stays one path segment, and the query value reads back
-// as exactly the value.
+// host never changes; a value in the path is sent as it is or refused, never escaped (an
+// escaped value names something else: "i-123 " is not i-123), and stays one segment,
+// not "." or ".."; a value declared a path (pathValues) spans segments as it is, none
+// empty, "." or ".."; the query value reads back as exactly the value.
 func FuzzURLTemplate(f *testing.F) {
-	for _, v := range []string{"orders-prod", "a/../b?c=d#e%2Fx\nSet-Cookie: y", "..", ".", "", "@evil.example.com", "%2e%2e", "a b+c", "\x00"} {
+	for _, v := range []string{"orders-prod", "a/../b?c=d#e%2Fx\nSet-Cookie: y", "..", ".", "", "@evil.example.com", "%2e%2e", "a b+c", "\x00",
+		"i-123 ", "arn:aws:rds:eu-west-1:123456789012:db:orders", "projects/p-1/instances/db-1", "a//b", "/a", "a/./b", "café", "a;b"} {
 		f.Add(v)
 	}
 	u, err := ParseURLTemplate("https://api.example.com/v1/instances/{.metadata.annotations.x}?name={.metadata.annotations.x}")
 	if err != nil {
 		f.Fatal(err)
 	}
+	paths, err := ParseURLTemplate("https://api.example.com/v1/{.metadata.annotations.x}/status?name={.metadata.annotations.x}")
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := paths.DeclarePaths([]string{"{.metadata.annotations.x}"}); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, value string) {
 		obj := map[string]any{"metadata": map[string]any{"annotations": map[string]any{"x": value}}}
-		out, err := u.Render(obj, nil)
-		if err != nil {
-			return // refused, which is safe
+		check := func(u *URLTemplate) *url.URL {
+			out, err := u.Render(obj, nil)
+			if err != nil {
+				return nil // refused, which is safe
+			}
+			parsed, err := url.Parse(out)
+			if err != nil {
+				t.Fatalf("%q rendered %q, which does not parse: %v", value, out, err)
+			}
+			if parsed.Scheme != "https" || parsed.Host != "api.example.com" || parsed.User != nil || parsed.Fragment != "" {
+				t.Fatalf("%q moved the request: %q", value, out)
+			}
+			if got := parsed.Query()["name"]; len(got) != 1 || got[0] != value {
+				t.Fatalf("%q became query %q", value, got)
+			}
+			return parsed
 		}
-		parsed, err := url.Parse(out)
-		if err != nil {
-			t.Fatalf("%q rendered %q, which does not parse: %v", value, out, err)
+		if parsed := check(u); parsed != nil {
+			segments := strings.Split(parsed.EscapedPath(), "/")
+			if len(segments) != 4 || segments[1] != "v1" || segments[2] != "instances" {
+				t.Fatalf("%q changed the path's shape: %q", value, parsed.EscapedPath())
+			}
+			if segments[3] != value || value == "." || value == ".." {
+				t.Fatalf("%q became path segment %q: a value is sent as it is, or refused", value, segments[3])
+			}
 		}
-		if parsed.Scheme != "https" || parsed.Host != "api.example.com" || parsed.User != nil || parsed.Fragment != "" {
-			t.Fatalf("%q moved the request: %q", value, out)
-		}
-		segments := strings.Split(parsed.EscapedPath(), "/")
-		if len(segments) != 4 || segments[1] != "v1" || segments[2] != "instances" {
-			t.Fatalf("%q changed the path's shape: %q", value, parsed.EscapedPath())
-		}
-		if seg, err := url.PathUnescape(segments[3]); err != nil || seg != value {
-			t.Fatalf("%q became path segment %q (%v)", value, seg, err)
-		}
-		if got := parsed.Query()["name"]; len(got) != 1 || got[0] != value {
-			t.Fatalf("%q became query %q", value, got)
+		if parsed := check(paths); parsed != nil {
+			p := parsed.EscapedPath()
+			inner, okPrefix := strings.CutPrefix(p, "/v1/")
+			inner, okSuffix := strings.CutSuffix(inner, "/status")
+			if !okPrefix || !okSuffix || inner != value {
+				t.Fatalf("%q became path %q: a declared path is sent as it is, or refused", value, p)
+			}
+			for _, seg := range strings.Split(inner, "/") {
+				if seg == "" || seg == "." || seg == ".." {
+					t.Fatalf("%q became path %q, with segment %q", value, p, seg)
+				}
+			}
 		}
 	})
 }

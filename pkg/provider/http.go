@@ -45,6 +45,8 @@ type URLTemplate struct {
 	*Template
 	// queryAt is the offset of the "?" that starts the query, or len(raw).
 	queryAt int
+	// paths are the offsets of the expressions whose values are paths (DeclarePaths).
+	paths map[int]bool
 }
 
 // ParseURLTemplate parses and checks a URL template: http or https, no credentials, no
@@ -118,13 +120,46 @@ func (u *URLTemplate) QueryNames() []string {
 	return names
 }
 
-// Render fills the URL in, each value escaped for the path or the query.
+// DeclarePaths lets the values of expressions (as written in the URL: "{.status.path}")
+// span path segments: each must be an expression of the URL's path. Every other value in
+// the path stays within one segment.
+func (u *URLTemplate) DeclarePaths(expressions []string) error {
+	for _, e := range expressions {
+		inPath, inQuery := false, false
+		for _, p := range u.parts {
+			switch {
+			case p.source == "" || p.source != e:
+			case p.offset > u.queryAt:
+				inQuery = true
+			default:
+				if u.paths == nil {
+					u.paths = map[int]bool{}
+				}
+				u.paths[p.offset], inPath = true, true
+			}
+		}
+		switch {
+		case inPath:
+		case inQuery:
+			return fmt.Errorf("%s is in the URL's query, not its path", e)
+		default:
+			return fmt.Errorf("%s is not an expression of the URL", e)
+		}
+	}
+	return nil
+}
+
+// Render fills the URL in: a value in the path is checked, as it is, to be a segment (or
+// a path, where DeclarePaths declared it); one in the query is escaped.
 func (u *URLTemplate) Render(obj map[string]any, identity map[string]string) (string, error) {
 	return u.Template.Render(obj, identity, func(offset int) Escape {
-		if offset < u.queryAt {
-			return PathSegment
+		switch {
+		case offset > u.queryAt:
+			return QueryValue
+		case u.paths[offset]:
+			return PathValue
 		}
-		return QueryValue
+		return PathSegment
 	})
 }
 
@@ -209,7 +244,9 @@ type httpProvider struct {
 	present     []int32
 	response    *finalizev1alpha1.HTTPResponse
 	jsonPath    *jsonpath.JSONPath
-	client      *http.Client
+	// goneResponse, if set, is what the API's own Gone answers look like.
+	goneResponse *finalizev1alpha1.HTTPGoneResponse
+	client       *http.Client
 	// sameHost: the rule follows redirects on the same host.
 	sameHost bool
 	timeout  time.Duration
@@ -222,7 +259,10 @@ func newHTTP(spec *finalizev1alpha1.HTTPProvider, opts Options) (*httpProvider, 
 	if err != nil {
 		return nil, fmt.Errorf("url: %w", err)
 	}
-	p := &httpProvider{url: u, method: http.MethodGet, gone: defaultGone, present: spec.Present, response: spec.Response,
+	if err := u.DeclarePaths(spec.PathValues); err != nil {
+		return nil, fmt.Errorf("pathValues: %w", err)
+	}
+	p := &httpProvider{url: u, method: http.MethodGet, gone: defaultGone, present: spec.Present, response: spec.Response, goneResponse: spec.GoneResponse,
 		timeout: defaultHTTPTimeout, backoff: wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 4, Cap: 2 * time.Second}}
 	if spec.Method != "" {
 		p.method = strings.ToUpper(spec.Method)
@@ -619,6 +659,7 @@ func (c *httpCall) once(ctx context.Context, secrets *[]string) (string, *Answer
 	}
 	code := resp.StatusCode
 	status := fmt.Sprintf("%d %s", code, http.StatusText(code))
+	shape := shapeOf(resp, c.p.method)
 	switch {
 	case code >= 300 && code < 400:
 		a := Unknown("%s: %s, %s", shown, status, c.redirect(resp, trail))
@@ -626,14 +667,15 @@ func (c *httpCall) once(ctx context.Context, secrets *[]string) (string, *Answer
 	case code == http.StatusTooManyRequests || code >= 500:
 		return status, nil, retryAfter(resp.Header.Get("Retry-After"))
 	case slices.Contains(c.p.gone, int32(code)):
-		return "", &Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: fmt.Sprintf("%s: %s", shown, status)}, 0
+		a := c.p.readGone(resp.Body, shown+": "+status, shape)
+		return "", &a, 0
 	case !c.p.isPresent(code):
 		a := Unknown("%s: %s, which means neither gone nor present", shown, status)
 		return "", &a, 0
 	case c.p.response == nil:
-		return "", &Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s: %s", shown, status)}, 0
+		return "", &Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s: %s", shown, status), Shape: &shape}, 0
 	}
-	a := c.p.readResponse(resp.Body, shown+": "+status)
+	a := c.p.readResponse(resp.Body, shown+": "+status, shape)
 	return "", &a, 0
 }
 
@@ -671,24 +713,85 @@ func (p *httpProvider) isPresent(code int) bool {
 	return slices.Contains(p.present, int32(code))
 }
 
-// readResponse reads a value of a JSON body, at most MaxResponseBytes of it.
-func (p *httpProvider) readResponse(body io.Reader, shown string) Answer {
+// readBody reads a body, at most MaxResponseBytes of it; what cannot be read in full is
+// an Unknown.
+func (p *httpProvider) readBody(body io.Reader, shown string) ([]byte, *Answer) {
 	b, err := io.ReadAll(io.LimitReader(body, MaxResponseBytes+1))
+	var a Answer
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return Unknown("%s: the body did not arrive in full within %s", shown, p.timeout)
+		a = Unknown("%s: the body did not arrive in full within %s", shown, p.timeout)
 	case err != nil:
-		return Unknown("%s: reading the body: %v", shown, err)
+		a = Unknown("%s: reading the body: %v", shown, err)
+	case len(b) > MaxResponseBytes:
+		a = Unknown("%s: the body is larger than %d bytes", shown, MaxResponseBytes)
+	default:
+		return b, nil
 	}
-	if len(b) > MaxResponseBytes {
-		return Unknown("%s: the body is larger than %d bytes", shown, MaxResponseBytes)
-	}
+	return nil, &a
+}
+
+// decodeJSON decodes a body, numbers kept as they were written.
+func decodeJSON(b []byte) (any, error) {
 	var doc any
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
+	err := dec.Decode(&doc)
+	return doc, err
+}
+
+// readGone checks that an answer with a status in gone is the API's own: what the rule's
+// goneResponse declares, or, where the rule reads a field of a JSON body, JSON; and a
+// JSON body whose field the rule reads must not say the resource is anything but gone.
+// The shape it returns is compared with the controls' Present answers by the verifier
+// (GoneShapeMismatch).
+func (p *httpProvider) readGone(body io.Reader, shown string, shape Shape) Answer {
+	var b []byte
+	if shape.Body != BodyNone {
+		var fail *Answer
+		if b, fail = p.readBody(body, shown); fail != nil {
+			return *fail
+		}
+		shape.Body = classify(b)
+	}
+	notOwn := func(why string) Answer { return Unknown("%s: not the API's own answer: %s", shown, why) }
+	switch {
+	case p.goneResponse != nil:
+		if why := goneResponseMismatch(p.goneResponse, shape); why != "" {
+			return notOwn(why)
+		}
+		shape.Declared = true
+	case p.jsonPath != nil && (!IsJSONMediaType(shape.MediaType) || shape.Body != BodyJSON):
+		return notOwn(fmt.Sprintf("the rule reads %s of a JSON body, and this answer is %s", p.response.JSONPath, shape))
+	}
+	if p.jsonPath != nil && shape.Body == BodyJSON {
+		// The field the rule reads, where the body has it, must say gone too.
+		if doc, err := decodeJSON(b); err == nil {
+			if results, err := p.jsonPath.FindResults(doc); err == nil {
+				for _, r := range results {
+					for _, v := range r {
+						if value := fmt.Sprint(v.Interface()); !slices.Contains(p.response.Gone, value) {
+							return Unknown("%s, but %s = %q, which is not one of response.gone: the answer contradicts itself", shown, p.response.JSONPath, truncate(value, 64))
+						}
+					}
+				}
+			}
+		}
+	}
+	return Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: shown, Shape: &shape}
+}
+
+// readResponse reads a value of a JSON body, at most MaxResponseBytes of it.
+func (p *httpProvider) readResponse(body io.Reader, shown string, shape Shape) Answer {
+	b, fail := p.readBody(body, shown)
+	if fail != nil {
+		return *fail
+	}
+	doc, err := decodeJSON(b)
+	if err != nil {
 		return Unknown("%s: the body is not JSON: %v", shown, err)
 	}
+	shape.Body = classify(b)
 	results, err := p.jsonPath.FindResults(doc)
 	if err != nil || len(results) != 1 || len(results[0]) != 1 {
 		return Unknown("%s: %s does not select one value of the body", shown, p.response.JSONPath)
@@ -698,9 +801,9 @@ func (p *httpProvider) readResponse(body io.Reader, shown string) Answer {
 	shown = fmt.Sprintf("%s, %s = %q", shown, p.response.JSONPath, truncate(redact.String(value), 64))
 	switch {
 	case slices.Contains(p.response.Gone, value):
-		return Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: shown}
+		return Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: shown, Shape: &shape}
 	case len(p.response.Present) == 0 || slices.Contains(p.response.Present, value):
-		return Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: shown}
+		return Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: shown, Shape: &shape}
 	}
 	return Unknown("%s, which means neither gone nor present", shown)
 }

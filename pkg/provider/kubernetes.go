@@ -125,14 +125,27 @@ func (p *kubernetesProvider) Prepare(req *Request) (Call, error) {
 	c := &kubernetesCall{p: p}
 	var err error
 	obj := req.Object.Object
+	// A namespace or a name no object can have is answered 404, which would read as Gone
+	// while the object it was meant to name exists: each is checked, as it is, against
+	// the rules of what it names, and refused, never normalized.
 	if p.namespace != nil {
 		if c.namespace, err = p.namespace.RenderAll(obj, req.Identity, ObjectName); err != nil {
 			return nil, fmt.Errorf("namespace: %w", err)
+		}
+		if why := checkNamespace(c.namespace); why != "" {
+			return nil, fmt.Errorf("namespace: %s", why)
 		}
 	}
 	if p.name != nil {
 		if c.name, err = p.name.RenderAll(obj, req.Identity, ObjectName); err != nil {
 			return nil, fmt.Errorf("name: %w", err)
+		}
+		// The type's rules are known once it is resolved; a type that cannot be resolved
+		// is Unknown when asked.
+		if p.resolve() == nil {
+			if why := checkName(p.resource.GroupResource(), c.name); why != "" {
+				return nil, fmt.Errorf("name: %s", why)
+			}
 		}
 	}
 	if p.selector != nil {

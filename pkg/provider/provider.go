@@ -35,6 +35,10 @@ type Answer struct {
 	// or unreadable, a CA file that cannot be read. No request went out, the verdict is
 	// Unknown, and the rule cannot verify anything until it is fixed: the pass fails.
 	CannotRun bool
+	// Shape is what the http response the answer came from looked like; nil for the
+	// other providers. A Gone counts only in the shape the rule's controls established
+	// (GoneShapeMismatch).
+	Shape *Shape
 }
 
 // Unknown is the answer when a provider cannot tell.

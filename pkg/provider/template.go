@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -240,25 +242,53 @@ func (p *part) value(obj map[string]any, identity map[string]string) (string, er
 	return "", fmt.Errorf("resolves to a %s, not a single value", v.Kind())
 }
 
-// Escapes for where a value lands.
+// Validators for where a value lands. Each is an allow-list: a value is checked as it is,
+// never trimmed, lower-cased or otherwise normalized, against what may stand there; what
+// it refuses makes the request impossible, and the verdict Unknown, with the reason. A
+// value that would need escaping names something else than what it says: an instance
+// "i-123 " sent as /instances/i-123%20 is answered 404, which reads as Gone while i-123
+// exists. Where a value is escaped (a query value, a header, a body), escaping keeps it
+// what it is.
 var (
-	// PathSegment escapes one segment of a URL path: "/", "?", "#" and "%" are escaped,
-	// and "." and ".." are refused, so a value cannot climb the path.
+	// PathSegment accepts a value that is a URL path segment, or part of one, as it is:
+	// nothing in it would need escaping (url.PathEscape leaves it as it is: ASCII letters,
+	// digits and "-._~$&+:=@"), and it is not "." or "..", which climb the path.
 	PathSegment Escape = func(v string) (string, error) {
 		if v == "." || v == ".." {
-			return "", fmt.Errorf("refusing %q as a URL path segment", v)
+			return "", fmt.Errorf("%q cannot be a URL path segment as it is: it would climb the path", v)
 		}
-		return url.PathEscape(v), nil
-	}
-	// QueryValue escapes a value of a URL query.
-	QueryValue Escape = func(v string) (string, error) { return url.QueryEscape(v), nil }
-	// Argument is one argument of a program: it stays one argument whatever it holds, as
-	// no shell reads it; only NUL cannot be passed.
-	Argument Escape = func(v string) (string, error) {
-		if strings.ContainsRune(v, 0) {
-			return "", errors.New("refusing a value with a NUL byte as an argument")
+		if bad, ok := needsEscaping(v); ok {
+			hint := ""
+			if bad == '/' {
+				hint = " (a value that is a path is declared in the rule's pathValues)"
+			}
+			return "", fmt.Errorf("%q cannot be a URL path segment as it is: it holds %s, which would need escaping%s", v, describe(bad), hint)
 		}
 		return v, nil
+	}
+	// PathValue accepts a value the rule declares a path (pathValues): segments separated
+	// by '/', each a PathSegment, none empty, so the value never starts or ends with '/'
+	// or holds "//".
+	PathValue Escape = func(v string) (string, error) {
+		for _, seg := range strings.Split(v, "/") {
+			switch seg {
+			case "":
+				return "", fmt.Errorf("%q cannot be a URL path as it is: it has an empty segment (a '/' at its start or end, or \"//\")", v)
+			case ".", "..":
+				return "", fmt.Errorf("%q cannot be a URL path as it is: segment %q climbs the path", v, seg)
+			}
+			if bad, ok := needsEscaping(seg); ok {
+				return "", fmt.Errorf("%q cannot be a URL path as it is: it holds %s, which would need escaping", v, describe(bad))
+			}
+		}
+		return v, nil
+	}
+	// QueryValue escapes a value of a URL query; a control character is refused.
+	QueryValue Escape = func(v string) (string, error) {
+		if bad, ok := controlCharacter(v); ok {
+			return "", fmt.Errorf("%q cannot be a query value: it holds %s", v, describe(bad))
+		}
+		return url.QueryEscape(v), nil
 	}
 	// HeaderValue refuses line breaks, which would start another header.
 	HeaderValue Escape = func(v string) (string, error) {
@@ -275,7 +305,9 @@ var (
 		}
 		return string(b[1 : len(b)-1]), nil
 	}
-	// ObjectName accepts only what may name a Kubernetes object in a request path.
+	// ObjectName accepts only what may stand in a request path as a Kubernetes object's
+	// name, or a part of one; the whole name is checked against its type's rules
+	// (NameRuleFor) when the type is known.
 	ObjectName Escape = func(v string) (string, error) {
 		if msgs := content.IsPathSegmentName(v); len(msgs) > 0 {
 			return "", fmt.Errorf("%q cannot name an object: %s", v, strings.Join(msgs, "; "))
@@ -291,3 +323,66 @@ var (
 		return v, nil
 	}
 )
+
+// Argument accepts a value of a program's argument: it stays one argument whatever it
+// holds, as no shell reads it, but a value that starts the argument and begins with '-'
+// would be read as an option ("--rm", "--delete-all"), not as the value, and a control
+// character is nothing an identity holds. Both are refused unless allowed; a NUL byte
+// cannot be passed at all.
+func Argument(startsArgument, allowLeadingDash, allowControl bool) Escape {
+	return func(v string) (string, error) {
+		if strings.ContainsRune(v, 0) {
+			return "", errors.New("refusing a value with a NUL byte as an argument")
+		}
+		if startsArgument && !allowLeadingDash && strings.HasPrefix(v, "-") {
+			return "", fmt.Errorf("%q starts an argument with \"-\", which the program would read as an option "+
+				"(write the option and the value in one argument, like --id={...}, or set allowLeadingDash)", v)
+		}
+		if bad, ok := controlCharacter(v); ok && !allowControl {
+			return "", fmt.Errorf("%q holds %s, which an argument does not carry (allowControlCharacters allows it)", v, describe(bad))
+		}
+		return v, nil
+	}
+}
+
+// needsEscaping returns the first character of v that a URL path segment cannot hold
+// as it is.
+func needsEscaping(v string) (rune, bool) {
+	for _, r := range v {
+		if s := string(r); url.PathEscape(s) != s {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// controlCharacter returns the first control character of v (C0, DEL, C1), or
+// utf8.RuneError for a byte that is not UTF-8.
+func controlCharacter(v string) (rune, bool) {
+	for i, r := range v {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(v[i:]); size == 1 {
+				return r, true
+			}
+		}
+		if unicode.IsControl(r) {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// describe names a character for evidence.
+func describe(r rune) string {
+	switch {
+	case r == ' ':
+		return "a space"
+	case r == utf8.RuneError:
+		return "a byte that is not UTF-8"
+	case unicode.IsControl(r):
+		return fmt.Sprintf("a control character (U+%04X)", r)
+	case unicode.IsSpace(r):
+		return fmt.Sprintf("white space (U+%04X)", r)
+	}
+	return fmt.Sprintf("%q", r)
+}

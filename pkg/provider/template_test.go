@@ -18,6 +18,15 @@ var object = map[string]any{
 			"na":                          "N/A",
 			"blank":                       "  ",
 			"nonesuch":                    "none-1",
+			"spaced":                      "i-123 ",
+			"dash":                        "--rm",
+			"arn":                         "arn:aws:rds:eu-west-1:123456789012:db:orders",
+			"path":                        "projects/p-1/instances/db-1",
+			"climb":                       "projects/../admin",
+			"tab":                         "a\tb",
+			"unicode":                     "café",
+			"percent":                     "i%2D1",
+			"queryish":                    "a/../b?c=d#e%2Fx Set-Cookie: y&z=1",
 		},
 	},
 	"spec":   map[string]any{"replicas": int64(3), "tags": []any{"a", "b"}, "nested": map[string]any{"x": "y"}},
@@ -38,12 +47,26 @@ func TestTemplates(t *testing.T) {
 		{"a number", "{.spec.replicas}", PathSegment, "3", ""},
 		{"identity", "{identity.arn}", PathSegment, "arn:aws:rds:db", ""},
 		{"json braces are text", `{"id": "{.status.instanceID}"}`, JSONString, `{"id": "i-123"}`, ""},
-		{"hostile path segment", "{.metadata.annotations.hostile}", PathSegment, "a%2F..%2Fb%3Fc=d%23e%252Fx%0ASet-Cookie:%20y", ""},
-		{"hostile query value", "{.metadata.annotations.hostile}", QueryValue, "a%2F..%2Fb%3Fc%3Dd%23e%252Fx%0ASet-Cookie%3A+y", ""},
-		{"hostile argument stays whole", "{.metadata.annotations.hostile}", Argument, "a/../b?c=d#e%2Fx\nSet-Cookie: y", ""},
+		{"hostile path segment", "{.metadata.annotations.hostile}", PathSegment, "", `"a/../b?c=d#e%2Fx\nSet-Cookie: y" cannot be a URL path segment as it is: it holds '/', which would need escaping (a value that is a path is declared in the rule's pathValues)`},
+		{"a trailing space in a path segment", "/v1/{.metadata.annotations.spaced}", PathSegment, "", `"i-123 " cannot be a URL path segment as it is: it holds a space`},
+		{"a percent in a path segment", "{.metadata.annotations.percent}", PathSegment, "", `it holds '%'`},
+		{"not ASCII in a path segment", "{.metadata.annotations.unicode}", PathSegment, "", `"café" cannot be a URL path segment as it is: it holds 'é'`},
+		{"an ARN is a path segment as it is", "/v1/{.metadata.annotations.arn}", PathSegment, "/v1/arn:aws:rds:eu-west-1:123456789012:db:orders", ""},
+		{"a declared path", "{.metadata.annotations.path}", PathValue, "projects/p-1/instances/db-1", ""},
+		{"a declared path that climbs", "{.metadata.annotations.climb}", PathValue, "", `"projects/../admin" cannot be a URL path as it is: segment ".." climbs the path`},
+		{"a declared path with a space", "{.metadata.annotations.spaced}", PathValue, "", `it holds a space`},
+		{"a declared path of one segment", "{.status.instanceID}", PathValue, "i-123", ""},
+		{"hostile query value", "{.metadata.annotations.hostile}", QueryValue, "", `cannot be a query value: it holds a control character (U+000A)`},
+		{"query value", "{.metadata.annotations.unicode} {.metadata.annotations.spaced}", QueryValue, "caf%C3%A9 i-123+", ""},
+		{"hostile argument", "{.metadata.annotations.hostile}", Argument(true, false, false), "", `holds a control character (U+000A), which an argument does not carry`},
+		{"hostile argument allowed stays whole", "{.metadata.annotations.hostile}", Argument(true, false, true), "a/../b?c=d#e%2Fx\nSet-Cookie: y", ""},
+		{"an option", "{.metadata.annotations.dash}", Argument(true, false, false), "", `"--rm" starts an argument with "-", which the program would read as an option`},
+		{"an option allowed", "{.metadata.annotations.dash}", Argument(true, true, false), "--rm", ""},
+		{"a dash after literal text", "--id={.metadata.annotations.dash}", Argument(false, false, false), "--id=--rm", ""},
+		{"a tab", "{.metadata.annotations.tab}", Argument(false, false, false), "", "holds a control character (U+0009)"},
 		{"hostile header", "{.metadata.annotations.hostile}", HeaderValue, "", "line break"},
 		{"hostile json", "{.metadata.annotations.hostile}", JSONString, `a/../b?c=d#e%2Fx\nSet-Cookie: y`, ""},
-		{"dot dot segment", "{.metadata.annotations.dots}", PathSegment, "", `refusing ".." as a URL path segment`},
+		{"dot dot segment", "{.metadata.annotations.dots}", PathSegment, "", `".." cannot be a URL path segment as it is: it would climb the path`},
 		{"missing", "{.status.missing}", PathSegment, "", "resolves to nothing"},
 		{"empty", "{.metadata.annotations.empty}", PathSegment, "", "resolves to an empty value"},
 		{"a list", "{.spec.tags[*]}", PathSegment, "", "resolves to 2 values, not one"},
@@ -52,7 +75,7 @@ func TestTemplates(t *testing.T) {
 		{"None", "{.metadata.annotations.none}", PathSegment, "", `{.metadata.annotations.none}: resolves to "None", a placeholder, not a value`},
 		{"<nil> in a header", "{.metadata.annotations.nil}", HeaderValue, "", `resolves to "<nil>", a placeholder`},
 		{"N/A in a query", "{.metadata.annotations.na}", QueryValue, "", `resolves to "N/A", a placeholder`},
-		{"blank", "{.metadata.annotations.blank}", Argument, "", `resolves to "  ", a placeholder`},
+		{"blank", "{.metadata.annotations.blank}", Argument(true, false, false), "", `resolves to "  ", a placeholder`},
 		{"a placeholder identity", "{identity.pending}", ObjectName, "", `{identity.pending}: resolves to "PENDING", a placeholder`},
 		{"a value that only starts like one", "{.metadata.annotations.nonesuch}", PathSegment, "none-1", ""},
 		{"object name", "{.metadata.annotations.hostile}", ObjectName, "", "cannot name an object"},
@@ -64,6 +87,8 @@ func TestTemplates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// An escape that depends on where the value lands (Argument) is given as if the
+			// template's first value started it.
 			got, err := tpl.RenderAll(object, map[string]string{"arn": "arn:aws:rds:db", "pending": "PENDING"}, tt.escape)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -123,9 +148,24 @@ func TestURLTemplates(t *testing.T) {
 		}
 	}
 	u, _ := ParseURLTemplate("https://api.example.com/v1/{.metadata.annotations.hostile}/x?id={.metadata.annotations.hostile}&n={.metadata.name}")
+	if got, err := u.Render(object, nil); err == nil || !strings.Contains(err.Error(), "cannot be a URL path segment as it is") {
+		t.Errorf("a hostile value in the path: got %q, %v", got, err)
+	}
+	u, _ = ParseURLTemplate("https://api.example.com/v1/{.metadata.annotations.path}/x-{.status.instanceID}?id={.metadata.annotations.unicode}&p={.metadata.annotations.path}")
 	got, err := u.Render(object, nil)
-	want := "https://api.example.com/v1/a%2F..%2Fb%3Fc=d%23e%252Fx%0ASet-Cookie:%20y/x?id=a%2F..%2Fb%3Fc%3Dd%23e%252Fx%0ASet-Cookie%3A+y&n=db-1"
-	if err != nil || got != want {
+	if err == nil || !strings.Contains(err.Error(), "it holds '/'") {
+		t.Errorf("an undeclared path: got %q, %v", got, err)
+	}
+	for _, bad := range []string{"{.metadata.annotations.missing}", "{.metadata.annotations.path}x", "{.metadata.annotations.unicode}"} {
+		if err := u.DeclarePaths([]string{bad}); err == nil {
+			t.Errorf("declaring %s: want an error", bad)
+		}
+	}
+	if err := u.DeclarePaths([]string{"{.metadata.annotations.path}"}); err != nil {
+		t.Fatal(err)
+	}
+	want := "https://api.example.com/v1/projects/p-1/instances/db-1/x-i-123?id=caf%C3%A9&p=projects%2Fp-1%2Finstances%2Fdb-1"
+	if got, err = u.Render(object, nil); err != nil || got != want {
 		t.Errorf("render\n got %s %v\nwant %s", got, err, want)
 	}
 }

@@ -11,29 +11,44 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// Cloud answers for /instances/ID:
+// Cloud answers like a real cloud API: every answer carries "Server: fakecloud", an
+// instance is JSON (application/json), and an error is a JSON error body
+// ({"error": {"code": ..., "message": ...}}, application/json), a 404 included. For
+// /instances/ID:
 //
 //   - deleted*, changing*, replaced*: 404;  archived: 410
 //   - error: 500;  throttled: 429 with Retry-After: 1, then 404
 //   - hang: no answer;  redirect: a redirect to another host
-//   - moved*: a redirect to the login page on the same host, /login?next=PATH, which
-//     answers 404 to anything: it does not know the instance
+//   - moved*: a redirect to the login page on the same host, /login?next=PATH, an HTML
+//     page that answers 404 to anything: it does not know the instance
 //   - renamed-X: a redirect on the same host to /instances/deleted-X
-//   - a placeholder (None, null, undefined, N/A, -, <nil>, blank): 404, as no instance
-//     has that ID
-//   - garbage: a body that is not JSON;  huge: a 50 MB body
+//   - a placeholder (None, null, undefined, N/A, -, <nil>, blank), or an ID with a
+//     character no instance ID has (anything but letters, digits, '-', '_', '.' and
+//     '~': a space, a '/'): 404, as no instance has that ID
+//   - garbage: a body that is not JSON (an HTML maintenance page);  huge: a 50 MB body
 //   - slow*: {"state":"deleted"} after Delay
+//   - proxied*: what a proxy in front of the API answers for a route it does not know:
+//     404, an nginx HTML page (text/html, "Server: nginx")
+//   - empty*: 404 with an empty body and no Content-Type
+//   - elsewhere*: a JSON 404 from another server ("Server: envoy"): a gateway's own
+//   - undead*: a JSON 404 whose body says the instance is live: {"state":"available"}
 //   - anything else: 200 {"state":"available"}
+//
+// An ARN (arn:aws:rds:REGION:ACCOUNT:db:ID) names the instance its last part names.
+//
+// /load-balancers?stack=STACK finds a load balancer by its stack tag (NAMESPACE/NAME, or
+// an ingress group's name): it answers as /instances/ID about the stack's last part.
 //
 // /private/instances/ID answers the same to a caller with "Authorization: Bearer
 // TOKEN" (Token); to anyone else it answers like many APIs answer an anonymous caller:
-// 200 for public* IDs and 404 for every other, as if it did not exist. Every
+// 200 for public* IDs and a JSON 404 for every other, as if it did not exist. Every
 // Authorization header it got is remembered. To the caller with the token, echo* IDs
 // answer 500 with a body that repeats the Authorization header it got: a server may echo
 // a credential in an error.
@@ -121,6 +136,37 @@ func (c *Cloud) Hits(id string) int {
 // placeholders are IDs no instance has.
 var placeholders = map[string]bool{"none": true, "null": true, "undefined": true, "n/a": true, "-": true, "<nil>": true, "": true}
 
+// instanceID is what an instance ID may hold; an ID with anything else names none.
+var instanceID = regexp.MustCompile(`^[A-Za-z0-9._~-]+$`)
+
+// Server is the Server header of the Cloud's answers.
+const Server = "fakecloud"
+
+// writeJSON answers code with v as a JSON body, as the API does.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// apiError answers code with the API's JSON error body.
+func apiError(w http.ResponseWriter, code int, errCode, message string) {
+	writeJSON(w, code, map[string]any{"error": map[string]string{"code": errCode, "message": message}})
+}
+
+// notFound is the API's own 404 about an instance.
+func notFound(w http.ResponseWriter, id string) {
+	apiError(w, http.StatusNotFound, "InstanceNotFound", fmt.Sprintf("instance %s not found", id))
+}
+
+// available is the API's answer about a live instance.
+func available(w http.ResponseWriter) {
+	writeJSON(w, http.StatusOK, map[string]string{"state": "available"})
+}
+
+// nginxNotFound is the page nginx answers 404 with.
+const nginxNotFound = "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+
 func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.EscapedPath()
 	c.mu.Lock()
@@ -129,6 +175,7 @@ func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
 		c.auth = append(c.auth, r.Header.Get("Authorization"))
 	}
 	c.mu.Unlock()
+	w.Header().Set("Server", Server)
 	switch {
 	case strings.HasPrefix(path, "/private/"):
 		id := strings.TrimPrefix(path, "/private/instances/")
@@ -142,25 +189,29 @@ func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
 		case authorized:
 			c.instance(w, r, id)
 		case strings.HasPrefix(id, "public"):
-			_, _ = w.Write([]byte(`{"state":"available"}`))
+			available(w)
 		default:
-			w.WriteHeader(http.StatusNotFound)
+			notFound(w, id)
 		}
 	case strings.HasPrefix(path, "/keyed/"):
 		id := strings.TrimPrefix(path, "/keyed/instances/")
 		switch {
 		case c.APIKey == "" || r.URL.Query().Get("api_key") != c.APIKey:
-			w.WriteHeader(http.StatusUnauthorized)
+			apiError(w, http.StatusUnauthorized, "Unauthorized", "api_key is missing or wrong")
 		case strings.HasPrefix(id, "echo"):
-			b, _ := json.Marshal(map[string]string{"state": r.URL.RawQuery})
-			_, _ = w.Write(b)
+			writeJSON(w, http.StatusOK, map[string]string{"state": r.URL.RawQuery})
 		case strings.HasPrefix(id, "moved"):
 			http.Redirect(w, r, "/login?"+r.URL.RawQuery, http.StatusFound)
 		default:
 			c.instance(w, r, id)
 		}
+	case path == "/load-balancers":
+		stack := r.URL.Query().Get("stack")
+		c.instance(w, r, url.PathEscape(stack[strings.LastIndex(stack, "/")+1:]))
 	case path == "/login":
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte("<html><body><h1>Sign in</h1><p>That page does not exist.</p></body></html>"))
 	default:
 		c.instance(w, r, strings.TrimPrefix(path, "/instances/"))
 	}
@@ -168,6 +219,9 @@ func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
 
 // instance answers about one instance.
 func (c *Cloud) instance(w http.ResponseWriter, r *http.Request, id string) {
+	if arn, err := url.PathUnescape(id); err == nil && strings.HasPrefix(arn, "arn:") {
+		id = arn[strings.LastIndex(arn, ":")+1:]
+	}
 	c.mu.Lock()
 	c.hits[id]++
 	n, on, gone := c.hits[id], c.on, c.gone[id]
@@ -178,28 +232,42 @@ func (c *Cloud) instance(w http.ResponseWriter, r *http.Request, id string) {
 	unescaped, _ := url.PathUnescape(id)
 	switch {
 	case gone, strings.HasPrefix(id, "deleted"), strings.HasPrefix(id, "changing"), strings.HasPrefix(id, "replaced"),
-		placeholders[strings.ToLower(strings.TrimSpace(unescaped))]:
-		w.WriteHeader(http.StatusNotFound)
+		placeholders[strings.ToLower(strings.TrimSpace(unescaped))], !instanceID.MatchString(unescaped):
+		notFound(w, unescaped)
 	case strings.HasPrefix(id, "moved"):
 		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.EscapedPath()), http.StatusFound)
 	case strings.HasPrefix(id, "renamed-"):
 		http.Redirect(w, r, "/instances/deleted-"+strings.TrimPrefix(id, "renamed-"), http.StatusMovedPermanently)
 	case id == "archived":
-		w.WriteHeader(http.StatusGone)
+		apiError(w, http.StatusGone, "InstanceArchived", "instance archived was deleted")
 	case id == "error":
-		w.WriteHeader(http.StatusInternalServerError)
+		apiError(w, http.StatusInternalServerError, "InternalError", "something went wrong")
 	case id == "throttled" && n == 1:
 		w.Header().Set("Retry-After", "1")
-		w.WriteHeader(http.StatusTooManyRequests)
+		apiError(w, http.StatusTooManyRequests, "Throttled", "slow down")
 	case id == "throttled":
+		notFound(w, id)
+	case strings.HasPrefix(id, "proxied"):
+		w.Header().Set("Server", "nginx")
+		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(nginxNotFound))
+	case strings.HasPrefix(id, "empty"):
+		w.WriteHeader(http.StatusNotFound)
+	case strings.HasPrefix(id, "elsewhere"):
+		w.Header().Set("Server", "envoy")
+		apiError(w, http.StatusNotFound, "RouteNotFound", "no route")
+	case strings.HasPrefix(id, "undead"):
+		writeJSON(w, http.StatusNotFound, map[string]string{"state": "available"})
 	case id == "hang":
 		<-r.Context().Done()
 	case id == "redirect":
 		http.Redirect(w, r, "https://example.invalid/instances/deleted", http.StatusFound)
 	case id == "garbage":
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write([]byte("<html>maintenance</html>"))
 	case id == "huge":
+		w.Header().Set("Content-Type", "application/json")
 		chunk := []byte(strings.Repeat(" ", 1<<20))
 		for range 50 {
 			if _, err := w.Write(chunk); err != nil {
@@ -212,9 +280,9 @@ func (c *Cloud) instance(w http.ResponseWriter, r *http.Request, id string) {
 		case <-r.Context().Done():
 			return
 		}
-		_, _ = w.Write([]byte(`{"state":"deleted"}`))
+		writeJSON(w, http.StatusOK, map[string]string{"state": "deleted"})
 	default:
-		_, _ = w.Write([]byte(`{"state":"available"}`))
+		available(w)
 	}
 }
 

@@ -205,18 +205,25 @@ func TestACK(t *testing.T) {
 		[]byte(`{"metadata":{"annotations":{"rds.services.k8s.aws/deletion-policy":"retain"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	const prefix = "arn:aws:rds:eu-west-1:123456789012:db:"
 	arn := func(a string) map[string]any {
 		return map[string]any{"ackResourceMetadata": map[string]any{"arn": a, "ownerAccountID": "123456789012", "region": "eu-west-1"}}
 	}
-	w.object(gvr, ns, "control", fin, nil, nil, arn("arn-live"), true)
-	w.object(gvr, ns, "gone", fin, nil, nil, arn("deleted-arn-1"), false)
-	w.object(gvr, ns, "present", fin, nil, nil, arn("arn-2"), false)
-	w.object(gvr, ns, "retained", fin, map[string]string{"services.k8s.aws/deletion-policy": "retain"}, nil, arn("deleted-arn-3"), false)
-	w.object(gvr, retaining, "namespace-retained", fin, nil, nil, arn("deleted-arn-4"), false)
-	w.object(gvr, ns, "read-only", fin, map[string]string{"services.k8s.aws/read-only": "true"}, nil, arn("deleted-arn-5"), false)
+	w.object(gvr, ns, "control", fin, nil, nil, arn(prefix+"live"), true)
+	w.object(gvr, ns, "gone", fin, nil, nil, arn(prefix+"deleted-1"), false)
+	w.object(gvr, ns, "present", fin, nil, nil, arn(prefix+"db-2"), false)
+	w.object(gvr, ns, "retained", fin, map[string]string{"services.k8s.aws/deletion-policy": "retain"}, nil, arn(prefix+"deleted-3"), false)
+	w.object(gvr, retaining, "namespace-retained", fin, nil, nil, arn(prefix+"deleted-4"), false)
+	w.object(gvr, ns, "read-only", fin, map[string]string{"services.k8s.aws/read-only": "true"}, nil, arn(prefix+"deleted-5"), false)
+	// An ARN whose account has 11 digits names no instance (the cloud would answer 404):
+	// not asked about.
+	w.object(gvr, ns, "malformed", fin, nil, nil, arn("arn:aws:rds:eu-west-1:12345678901:db:deleted-6"), false)
 	actions, _, _ := pass(t, rule(c, "rds", "ack", "dbinstances.rds.services.k8s.aws", "arn", ""))
-	want(t, actions, "gone", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-arn-1: 404")
-	want(t, actions, "present", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "/instances/arn-2: 200")
+	want(t, actions, "gone", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/"+prefix+"deleted-1: 404")
+	want(t, actions, "present", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "/instances/"+prefix+"db-2: 200")
+	want(t, actions, "malformed", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
+		`identity arn is "arn:aws:rds:eu-west-1:12345678901:db:deleted-6", which is not an ARN`)
+	notAsked(t, c, "deleted-6")
 	want(t, actions, "retained", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictRetained, "annotation services.k8s.aws/deletion-policy: retain")
 	want(t, actions, "namespace-retained", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictRetained, "namespace "+retaining+" annotation rds.services.k8s.aws/deletion-policy: retain")
 	want(t, actions, "read-only", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation services.k8s.aws/read-only: true")
@@ -278,13 +285,15 @@ func TestAWSLoadBalancer(t *testing.T) {
 	// provider, decide their verdict. An ingress with a load balancer of its own checks the
 	// provider for the rule's ingresses.
 	ingress("ingress-control", "", true)
+	// A stack (NAMESPACE/NAME) is no path segment: the load balancer is found by its tag,
+	// in the query.
 	rules := rule(c, "services", "aws-load-balancer", "services", "hostname", "") +
-		rule(c, "ingress-groups", "aws-load-balancer", "ingresses.networking.k8s.io", "stack", "")
+		strings.Replace(rule(c, "ingress-groups", "aws-load-balancer", "ingresses.networking.k8s.io", "stack", ""), "/instances/{identity.stack}", "/load-balancers?stack={identity.stack}", 1)
 	actions, rep, _ := pass(t, rules)
 	want(t, actions, "gone", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-lb-1.elb.amazonaws.com: 404")
 	want(t, actions, "present", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "200")
 	want(t, actions, "shop-admin", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "is shared, and 1 live objects still carry it (ingresses.networking.k8s.io/shop-front -n "+ns+")")
-	want(t, actions, "blog", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-blog: 404")
+	want(t, actions, "blog", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/load-balancers?stack=deleted-blog: 404")
 	warned := false
 	for _, st := range rep.Rules {
 		for _, w := range st.Warnings {

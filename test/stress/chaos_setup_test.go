@@ -53,8 +53,11 @@ func newTruth(t *testing.T) *truth {
 			tr.said[strings.Join(parts, "/")] = true
 		}
 		tr.mu.Unlock()
+		// It answers like a cloud API: JSON, a JSON error body with its 404.
+		w.Header().Set("Content-Type", "application/json")
 		if gone {
 			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":{"code":"NotFound","message":"no such instance"}}`))
 			return
 		}
 		_, _ = w.Write([]byte(`{"state":"available"}`))

@@ -9,10 +9,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,6 +129,30 @@ func testProvider(args []string) int {
 		child.Stdout = os.Stdout
 		_ = child.Start()
 		respond(finalizev1alpha1.VerdictGone)
+	case "cli":
+		// A cloud CLI: "cli [--rm] [--id ID] [ID]". --rm deletes the record first, so
+		// the record is gone. Each run appends its arguments to $KF_TEST_RAN.
+		if f, err := os.OpenFile(os.Getenv("KF_TEST_RAN"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+			fmt.Fprintf(f, "%q\n", args[1:])
+			_ = f.Close()
+		}
+		fs := flag.NewFlagSet("cli", flag.ContinueOnError)
+		rm := fs.Bool("rm", false, "delete the record first")
+		id := fs.String("id", "", "the record")
+		if err := fs.Parse(args[1:]); err != nil {
+			return 2
+		}
+		if *id == "" {
+			*id = fs.Arg(0)
+		}
+		switch {
+		case *rm:
+			respond(finalizev1alpha1.VerdictGone)
+		case strings.Contains(*id, "deleted"):
+			respond(finalizev1alpha1.VerdictGone)
+		default:
+			respond(finalizev1alpha1.VerdictPresent)
+		}
 	}
 	return 0
 }

@@ -68,11 +68,15 @@ func (api *mtlsAPI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	api.answered = append(api.answered, r.URL.Path)
 	id, ok := strings.CutPrefix(r.URL.Path, "/v1/instances/")
+	// It answers like a cloud API: JSON, a JSON error body with its 404.
+	w.Header().Set("Content-Type", "application/json")
 	switch {
 	case !ok:
 		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":"no such endpoint"}`))
 	case strings.HasPrefix(id, "deleted"):
 		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error":"instance ` + id + ` not found"}`))
 	default:
 		_, _ = w.Write([]byte(`{"state":"available"}`))
 	}

@@ -132,8 +132,17 @@ type Verify struct {
 // kubectl JSONPath expressions in braces over the full object ("{.status.id}"); each
 // value is escaped for where it lands.
 type HTTPProvider struct {
-	// URL is templated in its path and query only: a template cannot change the host.
+	// URL is templated in its path and query only: a template cannot change the host. A
+	// value in the path is one segment, or part of one, and is sent as it is: a value
+	// that would need escaping there (anything but ASCII letters, digits and "-._~$&+:=@":
+	// a '/', '%', '?', '#', ';', a space, a control character) or is "." or ".." is
+	// refused, and the verdict is Unknown. A value in the query is query-escaped; a control
+	// character in it is refused.
 	URL string `json:"url"`
+	// PathValues are expressions of URL, written as there ("{.status.resourcePath}"),
+	// whose values are paths: several segments separated by '/', each a segment as above,
+	// none empty, "." or "..". Without it, a value holding '/' is refused.
+	PathValues []string `json:"pathValues,omitempty"`
 	// Method is GET (default), HEAD or POST.
 	Method string `json:"method,omitempty"`
 	// Headers are sent with each request.
@@ -148,8 +157,17 @@ type HTTPProvider struct {
 	Gone []int32 `json:"gone,omitempty"`
 	// Present are the statuses that mean it exists. Default every 2xx.
 	Present []int32 `json:"present,omitempty"`
-	// Response, if set, reads a value from a JSON body answered with a Present status.
+	// Response, if set, reads a value from a JSON body answered with a Present status. A
+	// status in Gone then needs a JSON body (unless GoneResponse says otherwise), and one
+	// whose value at JSONPath is not one of Response.Gone contradicts itself: Unknown.
 	Response *HTTPResponse `json:"response,omitempty"`
+	// GoneResponse says what the API's own Gone answers look like, for an API whose 404
+	// is not JSON like the rest of its answers. Without it, a Gone counts only in the
+	// shape of the rule's controls' Present answers (their media type, JSON or not, and
+	// their Server header), or, with no control's Present answer to compare with, as a
+	// JSON body with a JSON media type. Anything else (a proxy's HTML page, an empty body
+	// where the API answers JSON, another Server) is Unknown.
+	GoneResponse *HTTPGoneResponse `json:"goneResponse,omitempty"`
 	// TLS configures the server's CA and a client certificate.
 	TLS *TLS `json:"tls,omitempty"`
 	// Timeout bounds one verification, retries included. Default 10s.
@@ -217,6 +235,17 @@ type HTTPResponse struct {
 	Present []string `json:"present,omitempty"`
 }
 
+// HTTPGoneResponse is what an API's own Gone answers look like. Set at least one field.
+// The Server header of the rule's controls' Present answers still applies.
+type HTTPGoneResponse struct {
+	// MediaType is the media type of a Gone answer, without parameters ("text/plain",
+	// "application/problem+json"), compared case-insensitively. Empty: any, or none.
+	MediaType string `json:"mediaType,omitempty"`
+	// EmptyBody: a Gone answer has an empty body. Without it, a Gone answer's body must
+	// not be empty, and must parse as JSON where its media type is JSON.
+	EmptyBody bool `json:"emptyBody,omitempty"`
+}
+
 // TLS configures an HTTP provider's connection.
 type TLS struct {
 	// CAFile holds the CA certificates that sign the server's certificate; without it,
@@ -231,8 +260,17 @@ type TLS struct {
 // VerifyResponse on stdout (docs/providers.md).
 type ExecProvider struct {
 	// Command is the program and its arguments. No shell runs it; each argument after
-	// the first may be templated and stays one argument.
+	// the first may be templated and stays one argument. A value that starts an argument
+	// and begins with '-' is refused (the program would read it as an option), as is a
+	// value that holds a control character: the verdict is Unknown, and the program does
+	// not run. A value after literal text ("--id={.status.id}") may begin with '-'.
 	Command []string `json:"command"`
+	// AllowLeadingDash lets a value that starts an argument begin with '-', for a
+	// program that takes such values as they are.
+	AllowLeadingDash bool `json:"allowLeadingDash,omitempty"`
+	// AllowControlCharacters lets a value hold control characters (a tab, a line break),
+	// for a program that expects them. A NUL byte is never passed.
+	AllowControlCharacters bool `json:"allowControlCharacters,omitempty"`
 	// Env is added to the environment the process inherits: the whole environment of
 	// kubectl-finalize, the variables other rules read credentials from included. A
 	// value is policy text, never a credential: a variable whose name says it holds one
@@ -267,9 +305,13 @@ type EnvVar struct {
 type KubernetesProvider struct {
 	// Resource is a kubectl type ("instances.compute.example.com", "pods").
 	Resource string `json:"resource"`
-	// Namespace is templated; empty for a cluster-scoped type.
+	// Namespace is templated; empty for a cluster-scoped type. It must be a namespace's
+	// name as it is (an RFC 1123 label), or the verdict is Unknown.
 	Namespace string `json:"namespace,omitempty"`
-	// Name is templated. Exactly one of Name and Selector.
+	// Name is templated. Exactly one of Name and Selector. It must be a name an object of
+	// Resource can have, as it is, by the type's own rules (most types and every custom
+	// resource: an RFC 1123 subdomain), or the verdict is Unknown: never trimmed, never
+	// lower-cased.
 	Name string `json:"name,omitempty"`
 	// Selector is a templated label selector: gone when it selects nothing.
 	Selector string `json:"selector,omitempty"`
