@@ -482,7 +482,7 @@ func TestARuleNamingItsTypeAsKubectlDoesMatchesIt(t *testing.T) {
 					t.Errorf("the generated RBAC does not grant %s %s:\n%s", verb, tt.plural, manifests)
 				}
 			}
-			rep, r := passAs(t, kubeconfig, saNamespace, policy, func() bool { return canI(t, kubeconfig, "patch", tt.plural, "-n", ns) })
+			rep, r := passAs(t, kubeconfig, saNamespace, policy, func() bool { return canI(t, kubeconfig, "create", "selfsubjectaccessreviews.authorization.k8s.io") })
 			if r.Code != 0 || len(rep.Actions) == 0 || action(t, rep, "deleted-gizmo").Result != finalizev1alpha1.ResultRemoved {
 				t.Errorf("the pass: code %d, %+v\n%s", r.Code, rep.Actions, r.Stderr)
 			}
