@@ -14,7 +14,6 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -49,8 +48,8 @@ func clusterMapper() (meta.RESTMapper, error) {
 
 // served discovers cluster, and says the discovery of failed group versions failed.
 func served(failed []string) Discover {
-	return func() ([]kube.Resource, []finalizev1alpha1.IncompleteResource, error) {
-		types, incomplete, err := scan.Discover(cluster)
+	return func() ([]scan.Type, []finalizev1alpha1.IncompleteResource, error) {
+		types, incomplete, err := scan.DiscoverTypes(cluster)
 		for _, gv := range failed {
 			incomplete = append(incomplete, finalizev1alpha1.IncompleteResource{GroupVersion: gv, Reason: finalizev1alpha1.ReasonDiscoveryFailed, Message: "the server is currently unable to handle the request"})
 		}
@@ -110,7 +109,7 @@ func TestRBACOfPresets(t *testing.T) {
 func TestListedTypes(t *testing.T) {
 	asked := 0
 	discover := func(failed ...string) Discover {
-		return func() ([]kube.Resource, []finalizev1alpha1.IncompleteResource, error) {
+		return func() ([]scan.Type, []finalizev1alpha1.IncompleteResource, error) {
 			asked++
 			return served(failed)()
 		}
@@ -129,7 +128,7 @@ func TestListedTypes(t *testing.T) {
 		scan       []schema.GroupResource
 		discovers  bool
 	}{
-		{name: "names", rules: rule("[configmaps, databases.db.example.com, widgets.not-installed.example.com]"),
+		{name: "names", rules: rule("[configmaps, databases.db.example.com, widgets.not-installed.example.com]"), discovers: true,
 			types: []schema.GroupResource{gr("configmaps"), gr("databases.db.example.com"), gr("widgets.not-installed.example.com")},
 			scan:  []schema.GroupResource{gr("configmaps"), gr("databases.db.example.com"), gr("widgets.not-installed.example.com")}},
 		{name: "a glob", rules: rule(`[configmaps, "*.db.example.com"]`), discovers: true,
@@ -141,7 +140,7 @@ func TestListedTypes(t *testing.T) {
 			unresolved: []string{"metrics.example.com/v1"},
 			scan:       []schema.GroupResource{gr("backends.backing.example.com"), gr("backups.db.example.com"), gr("databases.db.example.com"), {Group: "metrics.example.com", Resource: noType.Resource}}},
 		{name: "no resources", rules: "- {name: r, finalizers: [x.example.com/y], verify: {exec: {command: [x]}}}\n", all: true},
-		{name: "a namespace's own finalizer", rules: "- {name: r, finalizers: [kubernetes], resources: [namespaces], allowSystem: true, verify: {exec: {command: [x]}}}\n", all: true},
+		{name: "a namespace's own finalizer", rules: "- {name: r, finalizers: [kubernetes], resources: [namespaces], allowSystem: true, verify: {exec: {command: [x]}}}\n", all: true, discovers: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,8 +170,8 @@ func TestListedTypes(t *testing.T) {
 		t.Errorf("a glob that may match a group whose discovery failed: %v", err)
 	}
 	_, warnings, err := roleOf(t, rule(`["*.db.example.com"]`), RBACOptions{Discover: served(nil)})
-	if err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], `rule r: resources ["*.db.example.com"] match backups.db.example.com, databases.db.example.com in the cluster now`) ||
-		!strings.Contains(warnings[0], "run kubectl finalize rbac again") {
+	if err != nil || len(warnings) != 2 || !strings.Contains(warnings[0], `rule r: resources ["*.db.example.com"] match backups.db.example.com, databases.db.example.com in the cluster now`) ||
+		!strings.Contains(warnings[0], "run kubectl finalize rbac again") || !strings.Contains(warnings[1], "rule r names no namespaces") {
 		t.Errorf("a glob is resolved against the cluster as it is now, and the warning says so: %v %v", err, warnings)
 	}
 }
