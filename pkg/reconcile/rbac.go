@@ -101,7 +101,7 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 		g.add(nil, everyType, fmt.Sprintf("get, list every type: rule %s names no resources or may remove a namespace's own finalizer (proving a namespace empty takes listing every type in it), so the pass lists every type cluster-wide", names(rulesOfAll(p))), "get", "list")
 	}
 	for _, gr := range listed.Types {
-		g.add(listed.Namespaces[gr], gr, fmt.Sprintf("get, list %s: the pass lists them%s to find the stuck objects of rule %s", gr, in(listed.Namespaces[gr]), names(rulesOf(p, gr))), "get", "list")
+		g.add(listed.Namespaces[gr], gr, fmt.Sprintf("get, list %s: the pass lists them%s to find the stuck objects rule %s matches", gr, in(listed.Namespaces[gr]), names(rulesOf(p, gr))), "get", "list")
 	}
 	warnings = append(warnings, globWarnings(p, res)...)
 	// What the kubernetes providers of the cluster itself read, named as they resolve it.
@@ -139,7 +139,7 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 		g.add(nil, everyType, fmt.Sprintf("patch every type: rule %s names no resources, and removes finalizers with a patch", names(actAll)), "patch")
 	}
 	for _, a := range acted {
-		g.add(a.namespaces, a.gr, fmt.Sprintf("patch %s: removes%s the finalizers rule %s verified", a.gr, in(a.namespaces), names(a.rules)), "patch")
+		g.add(a.namespaces, a.gr, fmt.Sprintf("patch %s: the pass removes%s the finalizers whose external resource rule %s verified gone", a.gr, in(a.namespaces), names(a.rules)), "patch")
 	}
 	warnings = append(warnings, clusterWideWarnings(p, res, listed)...)
 	if p.MatchesNamespaceFinalizers() {

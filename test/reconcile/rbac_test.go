@@ -450,8 +450,9 @@ func passAs(t *testing.T, kubeconfig, saNamespace, policy string, ready func() b
 
 // TestARuleNamingItsTypeAsKubectlDoesMatchesIt: a rule whose resources name a type by its
 // singular, its Kind (with its group) or its short name matches the objects of that type,
-// as kubectl resolves the name: the pass removes the verified finalizer instead of idling
-// green, `rbac` grants the plural, and the pass as that ServiceAccount is never refused.
+// as kubectl resolves the name: remove --policy and the pass remove the verified finalizer
+// instead of idling green, `rbac` grants the plural, and the pass as that ServiceAccount
+// is never refused.
 func TestARuleNamingItsTypeAsKubectlDoesMatchesIt(t *testing.T) {
 	gizmos := seed.CRD{Group: "resolve.kubectl-finalize.test", Kind: "Gizmo", Plural: "gizmos", Singular: "gizmo", Short: []string{"kfgz"}, Versions: []string{"v1"}}
 	for _, tt := range []struct {
@@ -467,14 +468,22 @@ func TestARuleNamingItsTypeAsKubectlDoesMatchesIt(t *testing.T) {
 		t.Run(tt.resource, func(t *testing.T) {
 			ns, fin, c := world(t)
 			if tt.crd {
-				gvr := crdFor(t, gizmos)
-				custom(t, gvr, "Gizmo", ns, "live-gizmo", []string{fin}, nil, false)
-				custom(t, gvr, "Gizmo", ns, "deleted-gizmo", []string{fin}, nil, true)
-			} else {
-				object(t, ns, "deleted-gizmo", fin, "deleted-gizmo", true)
+				custom(t, crdFor(t, gizmos), "Gizmo", ns, "live-gizmo", []string{fin}, nil, false)
+			}
+			for _, name := range []string{"deleted-gizmo", "deleted-by-remove"} {
+				if tt.crd {
+					gvr := crdFor(t, gizmos)
+					custom(t, gvr, "Gizmo", ns, name, []string{fin}, nil, true)
+				} else {
+					object(t, ns, name, fin, name, true)
+				}
 			}
 			rule := strings.Replace(c.Rule("named", fin, ""), "resources: [configmaps]", "resources: ["+tt.resource+"]", 1)
 			policy := cli.WritePolicy(t, "", rule)
+			// remove --policy matches the rule as the pass does: verified, no --force-unverified.
+			if r := cli.Run(t, cp.AdminKubeconfig, "remove", tt.plural+"/deleted-by-remove", "-n", ns, "--finalizer", fin, "--policy", policy, "--yes"); r.Code != 0 {
+				t.Errorf("remove --policy: code %d\n%s", r.Code, r.Stderr)
+			}
 			kubeconfig, saNamespace, manifests := serviceAccountWith(t, policy, nil, false)
 			resource, group, _ := strings.Cut(tt.plural, ".")
 			for _, verb := range []string{"get", "list", "patch"} {
