@@ -265,7 +265,8 @@ func purposeAnnotation(purposes []string) map[string]string {
 	for i, p := range purposes {
 		lines = append(lines, fmt.Sprintf("rules[%d]: %s", i, p))
 	}
-	return map[string]string{GrantsAnnotation: strings.Join(lines, "\n")}
+	// One line each, ended: printed as a YAML block, a line per rule, never folded.
+	return map[string]string{GrantsAnnotation: strings.Join(lines, "\n") + "\n"}
 }
 
 // in says where a grant holds: " in namespace a, b", or "" for cluster-wide.

@@ -69,7 +69,7 @@ func TestRBAC(t *testing.T) {
 		t.Fatalf("%v %v", err, warnings)
 	}
 	// Every rule of the role says what it is for.
-	if !strings.Contains(role, "kubectl-finalize.github.io/grants: |-\n      rules[0]: get, list configmaps: the pass lists them to find the stuck objects rule dbs matches; patch configmaps: the pass removes the finalizers whose external resource rule dbs verified gone\n") {
+	if !strings.Contains(role, "kubectl-finalize.github.io/grants: |\n      rules[0]: get, list configmaps: the pass lists them to find the stuck objects rule dbs matches; patch configmaps: the pass removes the finalizers whose external resource rule dbs verified gone\n") {
 		t.Errorf("the role does not say what its rules are for:\n%s", role)
 	}
 	for _, want := range []string{
