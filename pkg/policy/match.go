@@ -167,8 +167,9 @@ type Scope struct {
 
 // Scope narrows a pass to the types and namespaces the rules name, when every rule names
 // them exactly; a rule without resources (or with a glob) needs every type. The types a
-// pass lists, globs resolved against the cluster, are reconcile.ListedTypes: the pass and
-// `kubectl finalize rbac` both use that, not Resources.
+// pass lists, names and globs resolved against the cluster, each in the namespaces its
+// rules name, are reconcile.ListedTypes: the pass and `kubectl finalize rbac` both use
+// that; a pass uses Namespaces only when it lists every type.
 func (p *Policy) Scope() Scope {
 	var sc Scope
 	resources, namespaces := map[string]bool{}, map[string]bool{}
