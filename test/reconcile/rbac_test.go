@@ -425,7 +425,7 @@ func TestTheGeneratedRBACRefusesWhatItCannotResolve(t *testing.T) {
 
 // passAs runs a pass as the ServiceAccount of kubeconfig, once its bindings took effect
 // (ready), and fails the test on any request of it the API server refused (401, 403).
-func passAs(t *testing.T, kubeconfig, saNamespace, policy string, ready func() bool) (*finalizev1alpha1.ReconcileReport, cli.Result) {
+func passAs(t *testing.T, kubeconfig, saNamespace, policy string, ready func() bool) (*finalizev1alpha1.ReconcileReport, cli.Result, []controlplane.AuditEvent) {
 	t.Helper()
 	// RBAC takes a moment to see new bindings.
 	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
@@ -445,7 +445,7 @@ func passAs(t *testing.T, kubeconfig, saNamespace, policy string, ready func() b
 			t.Errorf("refused: %s %s (%d)", e.Verb, e.RequestURI, e.ResponseStatus.Code)
 		}
 	}
-	return rep, r
+	return rep, r, events
 }
 
 // TestARuleNamingItsTypeAsKubectlDoesMatchesIt: a rule whose resources name a type by its
@@ -491,7 +491,7 @@ func TestARuleNamingItsTypeAsKubectlDoesMatchesIt(t *testing.T) {
 					t.Errorf("the generated RBAC does not grant %s %s:\n%s", verb, tt.plural, manifests)
 				}
 			}
-			rep, r := passAs(t, kubeconfig, saNamespace, policy, func() bool { return canI(t, kubeconfig, "create", "selfsubjectaccessreviews.authorization.k8s.io") })
+			rep, r, _ := passAs(t, kubeconfig, saNamespace, policy, func() bool { return canI(t, kubeconfig, "create", "selfsubjectaccessreviews.authorization.k8s.io") })
 			if r.Code != 0 || len(rep.Actions) == 0 || action(t, rep, "deleted-gizmo").Result != finalizev1alpha1.ResultRemoved {
 				t.Errorf("the pass: code %d, %+v\n%s", r.Code, rep.Actions, r.Stderr)
 			}
@@ -506,7 +506,8 @@ func TestARuleNamingItsTypeAsKubectlDoesMatchesIt(t *testing.T) {
 // a finalizer of Secrets in one namespace is granted secrets in a Role there, and nowhere
 // else: the ServiceAccount cannot list secrets in another namespace or cluster-wide. A
 // pass as that ServiceAccount lists secrets in that namespace only, and configmaps (a
-// rule without namespaces) cluster-wide, and is never refused.
+// rule without namespaces) cluster-wide: it uses every verb each role grants, where the
+// role grants it, asks for nothing else, and is never refused.
 func TestTheGeneratedRBACGrantsANamespacedRulesTypesOnlyInItsNamespaces(t *testing.T) {
 	teamA, fin, c := world(t)
 	teamB := cp.Namespace(t)
@@ -536,7 +537,45 @@ func TestTheGeneratedRBACGrantsANamespacedRulesTypesOnlyInItsNamespaces(t *testi
 			t.Errorf("a %s in namespace %q grants secrets:\n%s", role.Kind, role.Metadata.Namespace, doc)
 		}
 	}
-	rep, r := passAs(t, kubeconfig, saNamespace, policy, func() bool { return canI(t, kubeconfig, "patch", "secrets", "-n", teamA) })
+	rep, r, events := passAs(t, kubeconfig, saNamespace, policy, func() bool { return canI(t, kubeconfig, "patch", "secrets", "-n", teamA) })
+	// Every verb each role grants was used, where the role grants it, and nothing else
+	// was asked.
+	type scoped struct {
+		grant
+		namespace string
+	}
+	var grants []scoped
+	for doc := range strings.SplitSeq(manifests, "\n---\n") {
+		var meta struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range grantsOf(t, doc) {
+			grants = append(grants, scoped{g, meta.Metadata.Namespace})
+		}
+	}
+	used := map[scoped]bool{}
+	for _, e := range events {
+		if e.ObjectRef == nil {
+			continue // discovery
+		}
+		allowed := false
+		for _, g := range grants {
+			if g.allows(e) && (g.namespace == "" || strings.Contains(e.RequestURI, "/namespaces/"+g.namespace+"/")) {
+				used[g], allowed = true, true
+			}
+		}
+		if !allowed {
+			t.Errorf("%s %s is not granted, yet it was asked", e.Verb, e.RequestURI)
+		}
+	}
+	for _, g := range grants {
+		if !used[g] {
+			t.Errorf("the roles grant %s (namespace %q), which the pass did not use", g.grant, g.namespace)
+		}
+	}
 	if r.Code != 0 || action(t, rep, "gone").Result != finalizev1alpha1.ResultRemoved || action(t, rep, "gone-configmap").Result != finalizev1alpha1.ResultRemoved {
 		t.Errorf("the pass as the ServiceAccount: code %d, %+v\n%s", r.Code, rep.Actions, r.Stderr)
 	}
