@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
@@ -96,6 +97,54 @@ func (p *Policy) MatchesPods() bool {
 // ("resource.group"), by its resources: a rule that names none matches every type.
 func (r *Rule) MatchesType(resource string) bool { return r.resources.Match(resource) }
 
+// ExcludedResources are the entries of exclude.resources, as written.
+func (p *Policy) ExcludedResources() []string {
+	out := make([]string, 0, len(p.exclude.resources))
+	for _, g := range p.exclude.resources {
+		out = append(out, g.String())
+	}
+	return out
+}
+
+// WithResources returns a copy of p whose rules and exclude block match by the names
+// resolved gives for the literal entries of their resources: a rule that names a type by
+// its singular, its Kind or its short name ("configmap", "ConfigMap", "cm") then matches
+// the objects of its plural, "configmaps", the name every object is matched by. Entries
+// resolved does not name, and globs, stay as written. p itself is not changed: each pass
+// resolves the policy as written against the cluster as it is then.
+func (p *Policy) WithResources(resolved map[string]string) *Policy {
+	if len(resolved) == 0 {
+		return p
+	}
+	rename := func(set glob.Set) (glob.Set, []string) {
+		out := make(glob.Set, 0, len(set))
+		var names []string
+		for _, g := range set {
+			if to, ok := resolved[g.String()]; ok && g.Literal() {
+				g = glob.MustCompile(to)
+			}
+			if !slices.ContainsFunc(out, func(x glob.Pattern) bool { return x.String() == g.String() }) {
+				out = append(out, g)
+				names = append(names, g.String())
+			}
+		}
+		return out, names
+	}
+	cp := *p
+	cp.exclude.resources, _ = rename(p.exclude.resources)
+	cp.Rules = make([]*Rule, len(p.Rules))
+	for i, r := range p.Rules {
+		nr := *r
+		if len(r.resources) > 0 {
+			spec := *r.Spec
+			nr.resources, spec.Resources = rename(r.resources)
+			nr.Spec = &spec
+		}
+		cp.Rules[i] = &nr
+	}
+	return &cp
+}
+
 // MatchesFinalizer reports whether some rule could match finalizer, on some object.
 func (p *Policy) MatchesFinalizer(finalizer string) bool {
 	for _, r := range p.Rules {
@@ -118,8 +167,9 @@ type Scope struct {
 
 // Scope narrows a pass to the types and namespaces the rules name, when every rule names
 // them exactly; a rule without resources (or with a glob) needs every type. The types a
-// pass lists, globs resolved against the cluster, are reconcile.ListedTypes: the pass and
-// `kubectl finalize rbac` both use that, not Resources.
+// pass lists, names and globs resolved against the cluster, each in the namespaces its
+// rules name, are reconcile.ListedTypes: the pass and `kubectl finalize rbac` both use
+// that; a pass uses Namespaces only when it lists every type.
 func (p *Policy) Scope() Scope {
 	var sc Scope
 	resources, namespaces := map[string]bool{}, map[string]bool{}

@@ -38,7 +38,7 @@ func TestAPassAsksToForceDeleteOnlyOverduePods(t *testing.T) {
 		pod("in-its-margin", 30*time.Second, 30),
 	}}
 	var asked []string
-	for _, req := range r.requests(res) {
+	for _, req := range r.requests(r.Policy, res) {
 		if req.ForceDelete {
 			asked = append(asked, req.Object.Meta.Name)
 		}
@@ -79,8 +79,11 @@ func TestRBACOfForceDeletionsIsNarrow(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"kind: Role\nmetadata:\n  labels:\n    app.kubernetes.io/name: kubectl-finalize\n  name: kf-node-leases\n  namespace: kube-node-lease\nrules:\n- apiGroups:\n  - coordination.k8s.io\n  resources:\n  - leases\n  verbs:\n  - get\n",
+		"  labels:\n    app.kubernetes.io/name: kubectl-finalize\n  name: kf-node-leases\n  namespace: kube-node-lease\nrules:\n- apiGroups:\n  - coordination.k8s.io\n  resources:\n  - leases\n  verbs:\n  - get\n",
 		"kind: RoleBinding", "name: kf-force-delete-pods\n  namespace: prod\n", "name: kf-force-delete-pods\n  namespace: team-a\n",
+		// The pods are listed, too, only in the rule's namespaces.
+		"name: kf\n  namespace: prod\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - pods\n  verbs:\n  - get\n  - list\n",
+		"name: kf\n  namespace: team-a\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - pods\n  verbs:\n  - get\n  - list\n",
 	} {
 		if !strings.Contains(role, want) {
 			t.Errorf("lacks %q:\n%s", want, role)
@@ -90,8 +93,8 @@ func TestRBACOfForceDeletionsIsNarrow(t *testing.T) {
 		t.Errorf("delete on pods granted beyond the two namespaces, or warned %v:\n%s", warnings, role)
 	}
 	cluster := strings.Split(role, "---\n")[0]
-	if strings.Contains(cluster, "delete") {
-		t.Errorf("the ClusterRole deletes:\n%s", cluster)
+	if strings.Contains(cluster, "delete") || strings.Contains(cluster, "pods") {
+		t.Errorf("the ClusterRole reads or deletes pods:\n%s", cluster)
 	}
 	role, warnings, err = roleOf(t, "- {name: gone-nodes, waitsForNode: true, namespaces: [\"prod-*\"]}\n", RBACOptions{})
 	if err != nil {

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -42,6 +43,9 @@ type UnresolvedError struct {
 }
 
 func (e *UnresolvedError) Error() string {
+	if e.Rule == "" {
+		return fmt.Sprintf("%s %q: %v", e.Field, e.Value, e.Err)
+	}
 	return fmt.Sprintf("rule %s: %s %q: %v", e.Rule, e.Field, e.Value, e.Err)
 }
 
@@ -49,18 +53,30 @@ func (e *UnresolvedError) Unwrap() error { return e.Err }
 
 var namespacesType = schema.GroupResource{Resource: "namespaces"}
 
-// RBAC is the least-privilege ClusterRole (and bindings) a pass of p needs: get and list
-// on the types it lists (ListedTypes, the pass's own resolution), patch only on the types
-// its rules act on, get (a name) or list (a selector) on the type each kubernetes provider
-// of this cluster reads, resolved as the provider resolves it, get on namespaces when a
-// preset reads the namespace's annotations, update on namespaces/finalize only when a rule
-// may remove a namespace's own finalizer, for force deletions get on nodes, get and
-// delete on pods (in a Role per namespace when every waitsForNode rule names its
-// namespaces literally) and get on leases in kube-node-lease (a Role there), create on
-// events, on selfsubjectreviews and
-// selfsubjectaccessreviews, and the Lease when leader election is on. Warnings say where a
-// rule forces broad permissions, and where globs were resolved against the cluster as it
-// is now.
+// everyType is "*" in every API group.
+var everyType = schema.GroupResource{Group: "*", Resource: "*"}
+
+// GrantsAnnotation is the annotation on each Role and ClusterRole `kubectl finalize rbac`
+// prints that says what each of its rules is for, one line per rule: "rules[0]: ...".
+// An annotation, not a YAML comment: it survives kubectl apply into the cluster, where
+// an auditor reads it with kubectl get -o yaml, and it is valid JSON.
+const GrantsAnnotation = "kubectl-finalize.github.io/grants"
+
+// RBAC is the least-privilege RBAC a pass of p needs: get and list on the types it lists
+// (ListedTypes, the pass's own resolution) and patch only on the types its rules act on,
+// each in a Role in every namespace the rules that match the type name, when all of
+// them name their namespaces literally, and in the ClusterRole otherwise (a rule
+// without namespaces, or with a glob, or a cluster-scoped type); get (a name) or list (a
+// selector) on the type each kubernetes provider of this cluster reads, resolved as the
+// provider resolves it, get on namespaces when a preset reads the namespace's
+// annotations, update on namespaces/finalize only when a rule may remove a namespace's
+// own finalizer, for force deletions get on nodes, get and delete on pods (in a Role per
+// namespace when every waitsForNode rule names its namespaces literally) and get on
+// leases in kube-node-lease (a Role there), create on events, on selfsubjectreviews and
+// selfsubjectaccessreviews, and the Lease when leader election is on. Each Role and
+// ClusterRole says what each of its rules is for (GrantsAnnotation). Warnings say where
+// a rule forces broad permissions, which names were resolved to what, and where globs
+// were resolved against the cluster as it is now.
 func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error) {
 	var warnings []string
 	res := &resolver{discover: opts.Discover}
@@ -75,18 +91,21 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 		}
 		return nil, nil, fmt.Errorf("the discovery of %s failed, and the globs of the rules' resources may match types there: the role cannot name them; try again when the API group is served", strings.Join(failed, ", "))
 	}
-	role := &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: opts.Name, Labels: map[string]string{"app.kubernetes.io/name": "kubectl-finalize"}}}
-	grants := verbsOf{}
+	warnings = append(warnings, listed.Resolved...)
+	warnings = append(warnings, listed.Unserved...)
+	// The rules match, and so are granted, by what their names resolved to.
+	p = listed.Policy
+	g := &grants{cluster: verbsOf{}, namespaced: map[string]verbsOf{}}
 	if listed.All {
 		warnings = append(warnings, "a rule names no resources (or may remove a namespace's own finalizer): a pass lists every type, so the role reads every type of the cluster, secrets included")
-		grants.add(schema.GroupResource{Group: "*", Resource: "*"}, "get", "list")
+		g.add(nil, everyType, fmt.Sprintf("get, list every type: rule %s names no resources or may remove a namespace's own finalizer (proving a namespace empty takes listing every type in it), so the pass lists every type cluster-wide", names(rulesOfAll(p))), "get", "list")
 	}
 	for _, gr := range listed.Types {
-		grants.add(gr, "get", "list")
+		g.add(listed.Namespaces[gr], gr, fmt.Sprintf("get, list %s: the pass lists them%s to find the stuck objects rule %s matches", gr, in(listed.Namespaces[gr]), names(rulesOf(p, gr))), "get", "list")
 	}
 	warnings = append(warnings, globWarnings(p, res)...)
 	// What the kubernetes providers of the cluster itself read, named as they resolve it.
+	// The namespace they read in is a template, known only per object: cluster-wide.
 	for _, r := range p.Rules {
 		k := r.Spec.Verify.Kubernetes
 		if k == nil || k.Kubeconfig != "" || k.Context != "" {
@@ -99,51 +118,55 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 		switch {
 		case listed.All: // get and list on every type
 		case k.Name != "":
-			grants.add(gr, "get")
+			g.add(nil, gr, fmt.Sprintf("get %s: the kubernetes provider of rule %s reads one by name", gr, r.Name), "get")
 		default:
-			grants.add(gr, "list")
+			g.add(nil, gr, fmt.Sprintf("list %s: the kubernetes provider of rule %s lists them by selector", gr, r.Name), "list")
 		}
 	}
 	// What presets read besides the object: the annotations of its namespace.
 	for _, r := range p.Rules {
 		if r.Preset != nil && r.Preset.NeedsNamespace && !listed.All {
-			grants.add(namespacesType, "get")
+			g.add(nil, namespacesType, fmt.Sprintf("get namespaces: the preset of rule %s reads the annotations of the object's namespace", r.Name), "get")
 		}
 	}
-	// Writes: patch on the types the rules act on.
+	// Writes: patch on the types the rules act on, where they act on them.
 	acted, actAll, err := actedTypes(p, res)
 	if err != nil {
 		return nil, nil, err
 	}
-	if actAll {
+	if actAll != nil {
 		warnings = append(warnings, "a rule names no resources: the role may patch every type to remove finalizers; name the resources of each rule to narrow it")
-		grants.add(schema.GroupResource{Group: "*", Resource: "*"}, "patch")
+		g.add(nil, everyType, fmt.Sprintf("patch every type: rule %s names no resources, and removes finalizers with a patch", names(actAll)), "patch")
 	}
-	for _, gr := range acted {
-		grants.add(gr, "patch")
+	for _, a := range acted {
+		g.add(a.namespaces, a.gr, fmt.Sprintf("patch %s: the pass removes%s the finalizers whose external resource rule %s verified gone", a.gr, in(a.namespaces), names(a.rules)), "patch")
 	}
+	warnings = append(warnings, clusterWideWarnings(p, res, listed)...)
 	if p.MatchesNamespaceFinalizers() {
-		grants.add(schema.GroupResource{Resource: "namespaces/finalize"}, "update")
+		var rules []string
+		for _, r := range p.Rules {
+			if !r.Spec.WaitsForNode && r.MatchesType("namespaces") {
+				rules = append(rules, r.Name)
+			}
+		}
+		g.add(nil, schema.GroupResource{Resource: "namespaces/finalize"}, fmt.Sprintf("update namespaces/finalize: rule %s may remove a namespace's own finalizer (spec.finalizers)", names(rules)), "update")
 	}
 	// A force deletion reads the pod, its node and the node's Lease afresh, then deletes
 	// the pod; a rule whose provider is checked against Ready nodes lists them. Pods are
 	// deleted in the rules' namespaces only when every such rule names them literally.
 	podNamespaces, forceDeletes, everywhere := []string{}, false, false
+	var forceRules []string
 	for _, r := range p.Rules {
 		if !r.Spec.WaitsForNode {
 			continue
 		}
 		forceDeletes = true
-		grants.add(schema.GroupResource{Resource: "nodes"}, "get")
+		forceRules = append(forceRules, r.Name)
+		g.add(nil, schema.GroupResource{Resource: "nodes"}, "get nodes: a force deletion reads the pod's node afresh: a node that exists refuses it", "get")
 		if r.Controls > 0 && (r.Spec.Verify.HTTP != nil || r.Spec.Verify.Exec != nil || r.Spec.Verify.Kubernetes != nil) {
-			grants.add(schema.GroupResource{Resource: "nodes"}, "list")
+			g.add(nil, schema.GroupResource{Resource: "nodes"}, fmt.Sprintf("list nodes: the provider of rule %s is checked against the Ready nodes", r.Name), "list")
 		}
-		literal := len(r.Spec.Namespaces) > 0
-		for _, ns := range r.Spec.Namespaces {
-			if g, err := glob.Compile(ns); err != nil || !g.Literal() {
-				literal = false
-			}
-		}
+		namespaces, literal := literalNamespaces(r)
 		if !literal {
 			if !everywhere {
 				warnings = append(warnings, fmt.Sprintf("rule %s force-deletes pods in namespaces it does not name literally: the role may delete pods in every namespace; name the namespaces of each waitsForNode rule to narrow it to a Role in each", r.Name))
@@ -151,61 +174,168 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 			everywhere = true
 			continue
 		}
-		for _, ns := range r.Spec.Namespaces {
+		for _, ns := range namespaces {
 			if !slices.Contains(podNamespaces, ns) {
 				podNamespaces = append(podNamespaces, ns)
 			}
 		}
 	}
+	forcePurpose := fmt.Sprintf("get, delete pods: rule %s force-deletes pods whose node is gone, read afresh first", names(forceRules))
 	if everywhere {
-		grants.add(schema.GroupResource{Resource: "pods"}, "get", "delete")
+		g.add(nil, schema.GroupResource{Resource: "pods"}, forcePurpose, "get", "delete")
 	}
-	grants.add(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "create")
-	grants.add(schema.GroupResource{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"}, "create")
-	grants.add(schema.GroupResource{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"}, "create")
-	role.Rules = grants.rules()
+	g.add(nil, schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "create events: each removal is recorded as an Event on its object (or in default)", "create")
+	g.add(nil, schema.GroupResource{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"}, "create selfsubjectreviews: the pass says who it runs as", "create")
+	g.add(nil, schema.GroupResource{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"}, "create selfsubjectaccessreviews: the pass asks whether it may make each write before it writes anything", "create")
+	labels := map[string]string{"app.kubernetes.io/name": "kubectl-finalize"}
+	rules, purposes := g.cluster.rules()
+	role := &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: opts.Name, Labels: labels, Annotations: purposeAnnotation(purposes)}, Rules: rules}
 	objs := []runtime.Object{role}
 	subject := []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: opts.ServiceAccountNamespace, Name: opts.ServiceAccountName}}
 	if opts.ServiceAccountName != "" {
 		objs = append(objs, &rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
-			ObjectMeta: metav1.ObjectMeta{Name: opts.Name, Labels: role.Labels},
+			ObjectMeta: metav1.ObjectMeta{Name: opts.Name, Labels: labels},
 			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: opts.Name}, Subjects: subject})
 	}
-	// namespaced adds a Role of rules in ns, and its binding.
-	namespaced := func(name, ns string, rules ...rbacv1.PolicyRule) {
+	// namespaced adds a Role of v in ns, and its binding.
+	namespaced := func(name, ns string, v verbsOf) {
+		rules, purposes := v.rules()
 		r := &rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: role.Labels}, Rules: rules}
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels, Annotations: purposeAnnotation(purposes)}, Rules: rules}
 		objs = append(objs, r)
 		if opts.ServiceAccountName != "" {
 			objs = append(objs, &rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: role.Labels},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
 				RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name}, Subjects: subject})
 		}
+	}
+	// The types the rules read and patch only in the namespaces they name: a Role in each.
+	for _, ns := range slices.Sorted(maps.Keys(g.namespaced)) {
+		namespaced(opts.Name, ns, g.namespaced[ns])
 	}
 	if forceDeletes {
 		// The Lease each kubelet renews: a recent renewal refuses a force deletion. Its
 		// names are the nodes', unknown in advance, so the Role is namespace-wide.
-		namespaced(opts.Name+"-node-leases", corev1.NamespaceNodeLease,
-			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}})
+		leases := verbsOf{}
+		leases.add(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "get leases: a force deletion reads the Lease of the pod's node: a recent renewal refuses it", "get")
+		namespaced(opts.Name+"-node-leases", corev1.NamespaceNodeLease, leases)
 	}
 	if !everywhere {
 		sort.Strings(podNamespaces)
 		for _, ns := range podNamespaces {
-			namespaced(opts.Name+"-force-delete-pods", ns, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "delete"}})
+			pods := verbsOf{}
+			pods.add(schema.GroupResource{Resource: "pods"}, forcePurpose, "get", "delete")
+			namespaced(opts.Name+"-force-delete-pods", ns, pods)
 		}
 	}
 	if ns := opts.LeaderElectNamespace; ns != "" {
-		lease := &rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-			ObjectMeta: metav1.ObjectMeta{Name: opts.Name + "-leader-election", Namespace: ns, Labels: role.Labels},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}}}}
-		objs = append(objs, lease)
-		if opts.ServiceAccountName != "" {
-			objs = append(objs, &rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-				ObjectMeta: metav1.ObjectMeta{Name: lease.Name, Namespace: ns, Labels: role.Labels},
-				RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: lease.Name}, Subjects: subject})
-		}
+		lease := verbsOf{}
+		lease.add(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "get, create, update leases: the Lease of the leader election (--leader-elect)", "get", "create", "update")
+		namespaced(opts.Name+"-leader-election", ns, lease)
 	}
 	return objs, warnings, nil
+}
+
+// grants are the verbs granted on each type, cluster-wide (the ClusterRole) or in a
+// namespace (a Role there).
+type grants struct {
+	cluster    verbsOf
+	namespaced map[string]verbsOf
+}
+
+// add grants verbs on gr for purpose, in each of namespaces, or cluster-wide when there
+// are none.
+func (g *grants) add(namespaces []string, gr schema.GroupResource, purpose string, verbs ...string) {
+	if len(namespaces) == 0 {
+		g.cluster.add(gr, purpose, verbs...)
+		return
+	}
+	for _, ns := range namespaces {
+		if g.namespaced[ns] == nil {
+			g.namespaced[ns] = verbsOf{}
+		}
+		g.namespaced[ns].add(gr, purpose, verbs...)
+	}
+}
+
+// purposeAnnotation is the GrantsAnnotation of a role whose rules are for purposes.
+func purposeAnnotation(purposes []string) map[string]string {
+	var lines []string
+	for i, p := range purposes {
+		lines = append(lines, fmt.Sprintf("rules[%d]: %s", i, p))
+	}
+	// One line each, ended: printed as a YAML block, a line per rule, never folded.
+	return map[string]string{GrantsAnnotation: strings.Join(lines, "\n") + "\n"}
+}
+
+// in says where a grant holds: " in namespace a, b", or "" for cluster-wide.
+func in(namespaces []string) string {
+	switch len(namespaces) {
+	case 0:
+		return ""
+	case 1:
+		return " in namespace " + namespaces[0]
+	}
+	return " in namespaces " + strings.Join(namespaces, ", ")
+}
+
+// names joins rule names.
+func names(rules []string) string { return strings.Join(rules, ", ") }
+
+// rulesOf are the rules that may match objects of type gr.
+func rulesOf(p *policy.Policy, gr schema.GroupResource) []string {
+	var out []string
+	for _, r := range p.Rules {
+		if r.MatchesType(gr.String()) {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// rulesOfAll are the rules that make a pass list every type.
+func rulesOfAll(p *policy.Policy) []string {
+	var out []string
+	for _, r := range p.Rules {
+		if len(r.Spec.Resources) == 0 || (p.MatchesNamespaceFinalizers() && !r.Spec.WaitsForNode && r.MatchesType("namespaces")) {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// clusterWideWarnings name the rules that make a namespaced type read (and patched)
+// cluster-wide, with the types: naming the rule's namespaces narrows it to a Role in each.
+func clusterWideWarnings(p *policy.Policy, res *resolver, listed Listing) []string {
+	if listed.All {
+		return nil
+	}
+	var out []string
+	for _, r := range p.Rules {
+		if r.Spec.WaitsForNode {
+			continue // warned with its force deletions
+		}
+		if _, literal := literalNamespaces(r); literal {
+			continue
+		}
+		var types []string
+		for _, gr := range listed.Types {
+			if t, ok := res.served[gr]; (ok && !t.Namespaced) || gr == namespacesType || !r.MatchesType(gr.String()) {
+				continue
+			}
+			types = append(types, gr.String())
+		}
+		if len(types) == 0 {
+			continue
+		}
+		what := "names no namespaces"
+		if len(r.Spec.Namespaces) > 0 {
+			what = "names its namespaces with a glob"
+		}
+		out = append(out, fmt.Sprintf("rule %s %s: the role may read and patch %s in every namespace (a ClusterRole); name the rule's namespaces literally to narrow it to a Role in each", r.Name, what, strings.Join(types, ", ")))
+	}
+	return out
 }
 
 // providerType is the type a kubernetes provider of rule reads, resolved with the
@@ -262,51 +392,92 @@ func globWarnings(p *policy.Policy, res *resolver) []string {
 	return out
 }
 
-// actedTypes are the types whose finalizers a pass may patch away; all means every type.
-// A namespace is left out of a rule that only removes the namespace's own finalizer
+// acted is a type a pass may patch, where, and for which rules.
+type acted struct {
+	gr schema.GroupResource
+	// namespaces, if any, are the only namespaces it is patched in.
+	namespaces []string
+	rules      []string
+}
+
+// actedTypes are the types whose finalizers a pass may patch away, each in the
+// namespaces its rules name when all of them name theirs literally (a cluster-scoped
+// type is patched cluster-wide); all names the rules that make it every type. A
+// namespace is left out of a rule that only removes the namespace's own finalizer
 // ("kubernetes", in its spec): that goes through namespaces/finalize, not a patch.
-func actedTypes(p *policy.Policy, res *resolver) ([]schema.GroupResource, bool, error) {
-	var out []schema.GroupResource
+func actedTypes(p *policy.Policy, res *resolver) (out []*acted, all []string, err error) {
+	everywhere := map[schema.GroupResource]bool{}
 	for _, r := range p.Rules {
 		if r.Spec.WaitsForNode {
 			continue // it deletes pods, and patches nothing
 		}
 		if len(r.Spec.Resources) == 0 {
-			return nil, true, nil
+			all = append(all, r.Name)
+			continue
 		}
 		grs, _, err := res.typesOf(r)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		onlySpec := len(r.Spec.Finalizers) > 0 && !slices.ContainsFunc(r.Spec.Finalizers, func(f string) bool { return f != string(corev1.FinalizerKubernetes) })
 		if onlySpec {
 			grs = slices.DeleteFunc(grs, func(gr schema.GroupResource) bool { return gr == namespacesType })
 		}
-		out = append(out, grs...)
+		namespaces, literal := literalNamespaces(r)
+		for _, gr := range grs {
+			i := slices.IndexFunc(out, func(a *acted) bool { return a.gr == gr })
+			if i < 0 {
+				out = append(out, &acted{gr: gr})
+				i = len(out) - 1
+			}
+			a := out[i]
+			a.rules = append(a.rules, r.Name)
+			if t, ok := res.served[gr]; !literal || (ok && !t.Namespaced) || gr == namespacesType {
+				everywhere[gr] = true
+				continue
+			}
+			for _, ns := range namespaces {
+				if !slices.Contains(a.namespaces, ns) {
+					a.namespaces = append(a.namespaces, ns)
+				}
+			}
+		}
 	}
-	return out, false, nil
+	if len(all) > 0 {
+		return nil, all, nil
+	}
+	for _, a := range out {
+		if everywhere[a.gr] {
+			a.namespaces = nil
+		}
+		slices.Sort(a.namespaces)
+	}
+	return out, nil, nil
 }
 
-// verbsOf are the verbs granted on each type.
-type verbsOf map[schema.GroupResource][]string
+// verbsOf are the verbs granted on each type, each with what it is for.
+type verbsOf map[schema.GroupResource]map[string][]string
 
-func (v verbsOf) add(gr schema.GroupResource, verbs ...string) {
+func (v verbsOf) add(gr schema.GroupResource, purpose string, verbs ...string) {
+	if v[gr] == nil {
+		v[gr] = map[string][]string{}
+	}
 	for _, verb := range verbs {
-		if !slices.Contains(v[gr], verb) {
-			v[gr] = append(v[gr], verb)
+		if !slices.Contains(v[gr][verb], purpose) {
+			v[gr][verb] = append(v[gr][verb], purpose)
 		}
 	}
 }
 
 // rules makes one rule per API group and set of verbs, resources sorted: the role reads
-// like a person would write it.
-func (v verbsOf) rules() []rbacv1.PolicyRule {
+// like a person would write it. purposes say what each rule is for.
+func (v verbsOf) rules() (rules []rbacv1.PolicyRule, purposes []string) {
 	type key struct{ group, verbs string }
 	byKey := map[key]*rbacv1.PolicyRule{}
 	var keys []key
-	for gr, verbs := range v {
+	for gr, byVerb := range v {
 		order := []string{"get", "list", "create", "update", "patch", "delete"}
-		sorted := slices.DeleteFunc(slices.Clone(order), func(s string) bool { return !slices.Contains(verbs, s) })
+		sorted := slices.DeleteFunc(slices.Clone(order), func(s string) bool { _, ok := byVerb[s]; return !ok })
 		k := key{gr.Group, fmt.Sprint(sorted)}
 		r, ok := byKey[k]
 		if !ok {
@@ -322,11 +493,22 @@ func (v verbsOf) rules() []rbacv1.PolicyRule {
 		}
 		return keys[i].verbs < keys[j].verbs
 	})
-	out := make([]rbacv1.PolicyRule, 0, len(keys))
+	rules = make([]rbacv1.PolicyRule, 0, len(keys))
 	for _, k := range keys {
 		r := byKey[k]
 		sort.Strings(r.Resources)
-		out = append(out, *r)
+		var why []string
+		for _, res := range r.Resources {
+			for _, verb := range r.Verbs {
+				for _, p := range v[schema.GroupResource{Group: k.group, Resource: res}][verb] {
+					if !slices.Contains(why, p) {
+						why = append(why, p)
+					}
+				}
+			}
+		}
+		rules = append(rules, *r)
+		purposes = append(purposes, strings.Join(why, "; "))
 	}
-	return out
+	return rules, purposes
 }

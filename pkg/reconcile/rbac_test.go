@@ -15,6 +15,7 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -49,8 +50,8 @@ func clusterMapper() (meta.RESTMapper, error) {
 
 // served discovers cluster, and says the discovery of failed group versions failed.
 func served(failed []string) Discover {
-	return func() ([]kube.Resource, []finalizev1alpha1.IncompleteResource, error) {
-		types, incomplete, err := scan.Discover(cluster)
+	return func() ([]scan.Type, []finalizev1alpha1.IncompleteResource, error) {
+		types, incomplete, err := scan.DiscoverTypes(cluster)
 		for _, gv := range failed {
 			incomplete = append(incomplete, finalizev1alpha1.IncompleteResource{GroupVersion: gv, Reason: finalizev1alpha1.ReasonDiscoveryFailed, Message: "the server is currently unable to handle the request"})
 		}
@@ -110,7 +111,7 @@ func TestRBACOfPresets(t *testing.T) {
 func TestListedTypes(t *testing.T) {
 	asked := 0
 	discover := func(failed ...string) Discover {
-		return func() ([]kube.Resource, []finalizev1alpha1.IncompleteResource, error) {
+		return func() ([]scan.Type, []finalizev1alpha1.IncompleteResource, error) {
 			asked++
 			return served(failed)()
 		}
@@ -129,7 +130,7 @@ func TestListedTypes(t *testing.T) {
 		scan       []schema.GroupResource
 		discovers  bool
 	}{
-		{name: "names", rules: rule("[configmaps, databases.db.example.com, widgets.not-installed.example.com]"),
+		{name: "names", rules: rule("[configmaps, databases.db.example.com, widgets.not-installed.example.com]"), discovers: true,
 			types: []schema.GroupResource{gr("configmaps"), gr("databases.db.example.com"), gr("widgets.not-installed.example.com")},
 			scan:  []schema.GroupResource{gr("configmaps"), gr("databases.db.example.com"), gr("widgets.not-installed.example.com")}},
 		{name: "a glob", rules: rule(`[configmaps, "*.db.example.com"]`), discovers: true,
@@ -141,7 +142,7 @@ func TestListedTypes(t *testing.T) {
 			unresolved: []string{"metrics.example.com/v1"},
 			scan:       []schema.GroupResource{gr("backends.backing.example.com"), gr("backups.db.example.com"), gr("databases.db.example.com"), {Group: "metrics.example.com", Resource: noType.Resource}}},
 		{name: "no resources", rules: "- {name: r, finalizers: [x.example.com/y], verify: {exec: {command: [x]}}}\n", all: true},
-		{name: "a namespace's own finalizer", rules: "- {name: r, finalizers: [kubernetes], resources: [namespaces], allowSystem: true, verify: {exec: {command: [x]}}}\n", all: true},
+		{name: "a namespace's own finalizer", rules: "- {name: r, finalizers: [kubernetes], resources: [namespaces], allowSystem: true, verify: {exec: {command: [x]}}}\n", all: true, discovers: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,8 +172,8 @@ func TestListedTypes(t *testing.T) {
 		t.Errorf("a glob that may match a group whose discovery failed: %v", err)
 	}
 	_, warnings, err := roleOf(t, rule(`["*.db.example.com"]`), RBACOptions{Discover: served(nil)})
-	if err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], `rule r: resources ["*.db.example.com"] match backups.db.example.com, databases.db.example.com in the cluster now`) ||
-		!strings.Contains(warnings[0], "run kubectl finalize rbac again") {
+	if err != nil || len(warnings) != 2 || !strings.Contains(warnings[0], `rule r: resources ["*.db.example.com"] match backups.db.example.com, databases.db.example.com in the cluster now`) ||
+		!strings.Contains(warnings[0], "run kubectl finalize rbac again") || !strings.Contains(warnings[1], "rule r names no namespaces") {
 		t.Errorf("a glob is resolved against the cluster as it is now, and the warning says so: %v %v", err, warnings)
 	}
 }
@@ -223,5 +224,80 @@ func TestRBACOfWaitsForNode(t *testing.T) {
 	role, _, err = roleOf(t, "- {name: gone-nodes, waitsForNode: true, verify: {exec: {command: [x, \"{identity.providerID}\"]}}}\n", RBACOptions{})
 	if err != nil || !strings.Contains(role, "  resources:\n  - nodes\n  verbs:\n  - get\n  - list\n") {
 		t.Errorf("a provider is checked against Ready nodes, listed: %v\n%s", err, role)
+	}
+}
+
+// TestRBACGrantsATypeWhereItsRulesAct: a type whose every rule names its namespaces is
+// granted in a Role in each, and not in the ClusterRole; a rule without namespaces makes
+// its type cluster-wide, with a warning naming it; a cluster-scoped type is cluster-wide.
+// Every rule of every role says what it is for.
+func TestRBACGrantsATypeWhereItsRulesAct(t *testing.T) {
+	role, warnings, err := roleOf(t, `- {name: a-cm, finalizers: [x.example.com/y], resources: [cm], namespaces: [team-a, team-b], verify: {exec: {command: [x]}}}
+- {name: dbs, finalizers: [x.example.com/y], resources: [Database.db.example.com], verify: {exec: {command: [x]}}}
+- {name: ns, finalizers: [x.example.com/y], resources: [namespace], namespaces: [team-a], verify: {exec: {command: [x]}}}
+`, RBACOptions{Discover: served(nil), ServiceAccountNamespace: "kf", ServiceAccountName: "kf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(role, "---\n")
+	cluster := docs[0]
+	if strings.Contains(cluster, "configmaps") || !strings.Contains(cluster, "- db.example.com\n  resources:\n  - databases\n  verbs:\n  - get\n  - list\n  - patch\n") ||
+		!strings.Contains(cluster, "  resources:\n  - namespaces\n  verbs:\n  - get\n  - list\n  - patch\n") {
+		t.Errorf("the ClusterRole:\n%s", cluster)
+	}
+	for _, ns := range []string{"team-a", "team-b"} {
+		want := "  name: kf\n  namespace: " + ns + "\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - configmaps\n  verbs:\n  - get\n  - list\n  - patch\n"
+		if !strings.Contains(role, want) || !strings.Contains(role, "kind: RoleBinding\nmetadata:\n  labels:\n    app.kubernetes.io/name: kubectl-finalize\n  name: kf\n  namespace: "+ns+"\n") {
+			t.Errorf("no Role and RoleBinding of configmaps in %s:\n%s", ns, role)
+		}
+		if !strings.Contains(role, "rules[0]: get, list configmaps: the pass lists them in namespaces team-a, team-b to find the stuck objects rule a-cm matches; patch configmaps: the pass removes in namespaces team-a, team-b the finalizers whose external resource rule a-cm verified gone") {
+			t.Errorf("the Role does not say what it is for:\n%s", role)
+		}
+	}
+	joined := strings.Join(warnings, "\n")
+	for _, want := range []string{`rule a-cm: resources "cm" is configmaps`, `rule dbs: resources "Database.db.example.com" is databases.db.example.com`,
+		`rule ns: resources "namespace" is namespaces`, "rule dbs names no namespaces: the role may read and patch databases.db.example.com in every namespace"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("no warning %q in:\n%s", want, joined)
+		}
+	}
+	if strings.Contains(joined, "rule a-cm names") || strings.Contains(joined, "rule ns names") {
+		t.Errorf("a namespaced rule (or a cluster-scoped type) is warned about:\n%s", joined)
+	}
+	for _, doc := range docs {
+		if (strings.Contains(doc, "kind: Role\n") || strings.Contains(doc, "kind: ClusterRole\n")) &&
+			strings.Count(doc, "\n- apiGroups:") != strings.Count(doc, "rules[") {
+			t.Errorf("a rule of this role does not say what it is for:\n%s", doc)
+		}
+	}
+
+	// A name two types answer to is refused, naming both; exclude.resources is resolved.
+	two := Discover(func() ([]scan.Type, []finalizev1alpha1.IncompleteResource, error) {
+		types, failed, err := served(nil)()
+		types = append(types, scan.Type{Resource: kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "other.example.com", Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true},
+			Names: scan.Names{Singular: "configmap", ShortNames: []string{"cm"}}})
+		return types, failed, err
+	})
+	_, _, err = roleOf(t, "- {name: a-cm, finalizers: [x.example.com/y], resources: [cm], verify: {exec: {command: [x]}}}\n", RBACOptions{Discover: two})
+	var unresolved *UnresolvedError
+	if !errors.As(err, &unresolved) || !strings.Contains(err.Error(), `rule a-cm: resources "cm": it could name any of configmaps, configmaps.other.example.com`) {
+		t.Errorf("an ambiguous short name: %v", err)
+	}
+	if _, _, err := roleOf(t, "- {name: a-cm, finalizers: [x.example.com/y], resources: [configmaps], verify: {exec: {command: [x]}}}\n", RBACOptions{Discover: two}); err != nil {
+		t.Errorf("a served resource.group is itself, however many groups serve its plural: %v", err)
+	}
+	spec, errs := policy.Decode([]byte("apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nexclude: {resources: [secret]}\nrules:\n- {name: r, finalizers: [x.example.com/y], verify: {exec: {command: [x]}}}\n"))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	p, cerrs, _ := policy.Compile(spec)
+	if len(cerrs) > 0 {
+		t.Fatal(cerrs)
+	}
+	l, err := ListedTypes(p, func() ([]scan.Type, []finalizev1alpha1.IncompleteResource, error) {
+		return []scan.Type{{Resource: kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Kind: "Secret", Namespaced: true}, Names: scan.Names{Singular: "secret"}}}, nil, nil
+	})
+	if err != nil || !l.Policy.Excluded(policy.Subject{Resource: "secrets", Namespace: "a"}) || p.Excluded(policy.Subject{Resource: "secrets", Namespace: "a"}) {
+		t.Errorf("exclude.resources [secret] excludes secrets once resolved, and the policy as written is unchanged: %v", err)
 	}
 }

@@ -6,23 +6,20 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
@@ -104,13 +101,18 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 		Policy:   r.Policy.File, DryRun: r.DryRun, StartTime: metav1.NewTime(started),
 		Actions: []finalizev1alpha1.Removal{}, Summary: map[finalizev1alpha1.RemovalResult]int{}, Incomplete: []finalizev1alpha1.IncompleteResource{},
 	}
-	verifier := policy.NewVerifier(r.Policy, r.Clients.Dynamic, r.Providers)
+	// The rules' resources are resolved against the cluster as it is now, and the pass
+	// matches by what they name.
+	opts, pol, err := r.scanOptions()
+	if err != nil {
+		return nil, fmt.Errorf("the pass stopped before it listed anything: %w", err)
+	}
+	verifier := policy.NewVerifier(pol, r.Clients.Dynamic, r.Providers)
 	verifier.Clock = r.Clock
 	for rule, err := range verifier.ProviderErrors() {
 		r.warn(fmt.Errorf("rule %s cannot verify anything: its provider cannot run: %w", rule, err))
 	}
 
-	opts := r.scanOptions()
 	opts.Observe = verifier.Controls.Observe
 	opts.Clock = r.Clock
 	res, err := pipeline.Scan(ctx, r.Clients, opts)
@@ -122,7 +124,7 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 	runner := &remove.Runner{Clients: r.Clients, Scan: res, Verifier: verifier, VerifyConcurrency: r.VerifyConcurrency,
 		Options: plan.Options{SystemByRule: true, PodGraceMargin: r.PodGraceMargin}, PlanOnly: r.DryRun, Audit: r.Audit, Workers: r.WriteConcurrency,
 		Continue: r.Continue, FinishOnCancel: true, OnRecord: r.OnRecord, Warn: r.Warn}
-	p := runner.Plan(ctx, r.requests(res))
+	p := runner.Plan(ctx, r.requests(pol, res))
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -171,80 +173,49 @@ func (r *Reconciler) presetWarnings(rules []finalizev1alpha1.RuleStatus, actions
 	return rules
 }
 
-// scanOptions narrow the scan to the types and namespaces the rules can match. The types
-// are resolved by ListedTypes, as `kubectl finalize rbac` resolves them, globs against
-// the discovery this pass made: a pass lists nothing its generated RBAC does not grant.
-func (r *Reconciler) scanOptions() scan.Options {
+// scanOptions narrow the scan to the types the rules can match, each in the namespaces
+// they can match it in, and return the policy the pass matches by. The types and their
+// namespaces are resolved by ListedTypes, as `kubectl finalize rbac` resolves them,
+// names and globs against the discovery this pass made: a pass lists nothing its
+// generated RBAC does not grant, where it grants it. A name that could be two types
+// fails the pass.
+func (r *Reconciler) scanOptions() (scan.Options, *policy.Policy, error) {
 	opts := r.Scan
 	opts.Index = true
 	if r.PodGraceMargin > 0 {
 		opts.PodGraceMargin = r.PodGraceMargin
 	}
-	opts.Namespaces = r.Policy.Scope().Namespaces
-	l, err := ListedTypes(r.Policy, func() ([]kube.Resource, []finalizev1alpha1.IncompleteResource, error) {
-		return scan.Discover(r.Clients.Discovery)
+	l, err := ListedTypes(r.Policy, func() ([]scan.Type, []finalizev1alpha1.IncompleteResource, error) {
+		return scan.DiscoverTypes(r.Clients.Discovery)
 	})
+	var unresolved *UnresolvedError
 	switch {
+	case errors.As(err, &unresolved):
+		return opts, nil, err
 	case err != nil:
 		// Discovery failed: the scan's own, through the same client, fails the pass.
 		r.warn(err)
-	case !l.All:
-		opts.Resources = l.scanResources()
+		opts.Namespaces = r.Policy.Scope().Namespaces
+		return opts, r.Policy, nil
 	}
-	r.warnUnserved()
-	return opts
-}
-
-// warnUnserved says which types the rules name that the cluster does not serve: no
-// object of them is listed, and no rule matches one under that name (a singular, a Kind,
-// a short name or a typo is not a resource.group name; a CRD may not be installed yet).
-// A group whose discovery failed is not named here: the scan reports it incomplete.
-func (r *Reconciler) warnUnserved() {
-	var named []schema.GroupResource
-	for _, rule := range r.Policy.Rules {
-		for _, name := range rule.Spec.Resources {
-			if g, err := glob.Compile(name); err == nil && g.Literal() {
-				if gr := schema.ParseGroupResource(name); !slices.Contains(named, gr) {
-					named = append(named, gr)
-				}
-			}
-		}
+	// What a name was resolved to, and what names nothing: no object of it is listed, and
+	// no rule matches one under that name (a typo, or a CRD not installed yet).
+	for _, note := range l.Resolved {
+		r.warn(errors.New(note))
 	}
-	if len(named) == 0 {
-		return
+	for _, note := range l.Unserved {
+		r.warn(errors.New(note))
 	}
-	served, failed, err := scan.Discover(r.Clients.Discovery)
-	if err != nil {
-		return // the scan's own discovery fails the pass
+	if l.All {
+		opts.Namespaces = l.Policy.Scope().Namespaces
+	} else {
+		opts.Resources, opts.NamespacesOf = l.scanResources(), l.Namespaces
 	}
-	known := map[schema.GroupResource]bool{}
-	// meant finds the plural of a singular or a Kind: widget.example.com and
-	// Widget.example.com mean widgets.example.com.
-	meant := map[schema.GroupResource]schema.GroupResource{}
-	for _, t := range served {
-		known[t.GroupResource()] = true
-		meant[schema.GroupResource{Group: t.Group, Resource: strings.ToLower(t.Kind)}] = t.GroupResource()
-	}
-	unread := map[string]bool{}
-	for _, in := range failed {
-		if gv, err := schema.ParseGroupVersion(in.GroupVersion); err == nil {
-			unread[gv.Group] = true
-		}
-	}
-	for _, gr := range named {
-		if known[gr] || unread[gr.Group] {
-			continue
-		}
-		hint := "rules name types as RESOURCE.GROUP in the plural, like kubectl api-resources shows them"
-		if plural, ok := meant[schema.GroupResource{Group: gr.Group, Resource: strings.ToLower(gr.Resource)}]; ok {
-			hint = fmt.Sprintf("write %s: rules name types in the plural, like kubectl api-resources shows them", plural)
-		}
-		r.warn(fmt.Errorf("the policy names resources %s, which this cluster does not serve: nothing of it is listed or matched (%s)", gr, hint))
-	}
+	return opts, l.Policy, nil
 }
 
 // requests are the finalizers of each stuck object that a rule matches.
-func (r *Reconciler) requests(res *scan.Result) []plan.Request {
+func (r *Reconciler) requests(pol *policy.Policy, res *scan.Result) []plan.Request {
 	var reqs []plan.Request
 	margin, now := r.PodGraceMargin, r.now()
 	if margin <= 0 {
@@ -254,7 +225,7 @@ func (r *Reconciler) requests(res *scan.Result) []plan.Request {
 		s := policy.SubjectOf(o.Resource, o.Meta.Namespace, o.Meta.Name, o.Meta.Labels)
 		var names []string
 		for _, f := range o.Finalizers {
-			if r.Policy.Match(s, f.Name) != nil {
+			if pol.Match(s, f.Name) != nil {
 				names = append(names, f.Name)
 			}
 		}
@@ -263,7 +234,7 @@ func (r *Reconciler) requests(res *scan.Result) []plan.Request {
 		// that the node's machine is gone. A pod held only by its finalizers (a grace
 		// period of 0 already) or still in its grace period and margin is not asked for:
 		// asking would only keep it, every pass.
-		force := plan.IsPods(o.Resource) && r.Policy.MatchPod(s) != nil &&
+		force := plan.IsPods(o.Resource) && pol.MatchPod(s) != nil &&
 			plan.Overdue(&corev1.Pod{ObjectMeta: o.Meta}, margin, now) == ""
 		if len(names) > 0 || force {
 			reqs = append(reqs, plan.Request{Object: o, Finalizers: names, ForceDelete: force})

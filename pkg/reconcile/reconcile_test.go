@@ -65,8 +65,12 @@ func roleOf(t *testing.T, rules string, opts RBACOptions) (string, []string, err
 func TestRBAC(t *testing.T) {
 	dbs := "- {name: dbs, finalizers: [db.example.com/x], resources: [databases.db.example.com, configmaps], verify: {exec: {command: [x]}}}\n"
 	role, warnings, err := roleOf(t, dbs, RBACOptions{ServiceAccountNamespace: "ops", ServiceAccountName: "kf", LeaderElectNamespace: "ops"})
-	if err != nil || len(warnings) != 0 {
+	if err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "rule dbs names no namespaces: the role may read and patch databases.db.example.com, configmaps in every namespace (a ClusterRole)") {
 		t.Fatalf("%v %v", err, warnings)
+	}
+	// Every rule of the role says what it is for.
+	if !strings.Contains(role, "kubectl-finalize.github.io/grants: |\n      rules[0]: get, list configmaps: the pass lists them to find the stuck objects rule dbs matches; patch configmaps: the pass removes the finalizers whose external resource rule dbs verified gone\n") {
+		t.Errorf("the role does not say what its rules are for:\n%s", role)
 	}
 	for _, want := range []string{
 		"- apiGroups:\n  - \"\"\n  resources:\n  - configmaps\n  verbs:\n  - get\n  - list\n  - patch\n",

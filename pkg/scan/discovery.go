@@ -30,6 +30,35 @@ type discovered struct {
 	resources  []kube.Resource
 	groups     []string
 	incomplete []finalizev1alpha1.IncompleteResource
+	// names are the other names kubectl accepts for each listed type.
+	names map[schema.GroupResource]Names
+}
+
+// Names are the names kubectl accepts for a type besides resource.group: its singular
+// and its short names, as the API server's discovery gives them.
+type Names struct {
+	Singular   string
+	ShortNames []string
+}
+
+// Type is a type a scan lists, and the other names kubectl accepts for it.
+type Type struct {
+	kube.Resource
+	Names
+}
+
+// DiscoverTypes is Discover with each type's singular and short names: what a policy may
+// name it by. Through a cached client it answers from the same discovery round.
+func DiscoverTypes(dc discovery.DiscoveryInterface) ([]Type, []finalizev1alpha1.IncompleteResource, error) {
+	d, err := discover(dc)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]Type, 0, len(d.resources))
+	for _, r := range d.resources {
+		out = append(out, Type{Resource: r, Names: d.names[r.GroupResource()]})
+	}
+	return out, d.incomplete, nil
 }
 
 // Discover lists the preferred version of every resource type a scan lists (the
@@ -64,6 +93,7 @@ func discover(dc discovery.DiscoveryInterface) (*discovered, error) {
 		}
 	}
 	served := sets.New[schema.GroupResource]()
+	d.names = map[schema.GroupResource]Names{}
 	for _, list := range lists {
 		gv, perr := schema.ParseGroupVersion(list.GroupVersion)
 		if perr != nil {
@@ -83,6 +113,7 @@ func discover(dc discovery.DiscoveryInterface) (*discovered, error) {
 				continue
 			}
 			d.resources = append(d.resources, kube.Resource{GroupVersionResource: gv.WithResource(r.Name), Kind: r.Kind, Namespaced: r.Namespaced})
+			d.names[gv.WithResource(r.Name).GroupResource()] = Names{Singular: r.SingularName, ShortNames: r.ShortNames}
 		}
 	}
 	kept := d.resources[:0]

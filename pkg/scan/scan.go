@@ -47,6 +47,11 @@ type Options struct {
 	Namespace string
 	// Namespaces, like Namespace, limit the scan to several namespaces.
 	Namespaces []string
+	// NamespacesOf lists each namespaced type it names only in those namespaces, whatever
+	// Namespace and Namespaces say: a pass whose RBAC grants a type only in some
+	// namespaces (a Role in each) lists it there, and the other types cluster-wide. The
+	// index then counts those types only there.
+	NamespacesOf map[schema.GroupResource][]string
 	// LabelSelector is passed to every list.
 	LabelSelector string
 	// OlderThan keeps objects terminating for at least this long.
@@ -349,13 +354,22 @@ func (o *Options) namespaces() []string {
 	return append([]string{o.Namespace}, o.Namespaces...)
 }
 
+// namespacesOf are the namespaces a namespaced type r is listed in, or none for the
+// whole cluster.
+func (o *Options) namespacesOf(r kube.Resource) []string {
+	if ns, ok := o.NamespacesOf[r.GroupResource()]; ok && r.Namespaced {
+		return ns
+	}
+	return o.namespaces()
+}
+
 func (s *Scanner) listPages(ctx context.Context, r kube.Resource, opts Options, now time.Time, tr *typeResult) error {
 	lo := metav1.ListOptions{Limit: opts.ChunkSize, LabelSelector: opts.LabelSelector}
 	if r.IsNamespaces() {
 		return s.listNamespaces(ctx, opts, lo, now, tr)
 	}
 	lister := s.Metadata.Resource(r.GroupVersionResource)
-	if namespaces := opts.namespaces(); r.Namespaced && len(namespaces) > 0 {
+	if namespaces := opts.namespacesOf(r); r.Namespaced && len(namespaces) > 0 {
 		for _, ns := range namespaces {
 			if err := s.listPagesOf(ctx, lister.Namespace(ns), r, opts, lo, now, tr); err != nil {
 				return err

@@ -192,6 +192,11 @@ func TestScanFilters(t *testing.T) {
 		{"finalizer glob", Options{Finalizers: glob.Set{glob.MustCompile("*.argoproj.io/*")}}, []string{"configmaps a/new"}},
 		{"namespace keeps the namespace itself, drops cluster-scoped types", Options{Namespace: "a"}, []string{"configmaps a/old", "namespaces /a", "configmaps a/new"}},
 		{"types", Options{Resources: []schema.GroupResource{{Group: "lb.example.com", Resource: "loadbalancers"}}}, []string{"loadbalancers.lb.example.com /edge"}},
+		// A type's own namespaces win over the scan's; a cluster-scoped type is listed
+		// cluster-wide whatever they say.
+		{"namespaces of a type", Options{Resources: []schema.GroupResource{{Resource: "configmaps"}, {Group: "lb.example.com", Resource: "loadbalancers"}},
+			NamespacesOf: map[schema.GroupResource][]string{{Resource: "configmaps"}: {"b"}, {Group: "lb.example.com", Resource: "loadbalancers"}: {"a"}}},
+			[]string{"configmaps b/other-ns", "loadbalancers.lb.example.com /edge"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

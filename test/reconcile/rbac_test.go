@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -419,5 +420,188 @@ func TestTheGeneratedRBACRefusesWhatItCannotResolve(t *testing.T) {
 	r := cli.Run(t, cp.AdminKubeconfig, "rbac", "--policy", policy)
 	if r.Code != 2 || r.Stdout != "" || !strings.Contains(r.Stderr, `rule backing: verify.kubernetes.resource "gizmo": the server doesn't have a resource type "gizmo"`) {
 		t.Errorf("rbac of a provider type the cluster does not serve: code %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// passAs runs a pass as the ServiceAccount of kubeconfig, once its bindings took effect
+// (ready), and fails the test on any request of it the API server refused (401, 403).
+func passAs(t *testing.T, kubeconfig, saNamespace, policy string, ready func() bool) (*finalizev1alpha1.ReconcileReport, cli.Result, []controlplane.AuditEvent) {
+	t.Helper()
+	// RBAC takes a moment to see new bindings.
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return ready(), nil
+	}); err != nil {
+		t.Fatal("the bindings never took effect")
+	}
+	user := "system:serviceaccount:" + saNamespace + ":reconciler"
+	offset := auditLog.Size(t)
+	rep, r := pass(t, kubeconfig, policy)
+	events := auditLog.Events(t, offset, user)
+	if len(events) == 0 {
+		t.Errorf("the audit log holds no request of %s: the pass did not run as it", user)
+	}
+	for _, e := range events {
+		if e.Refused() {
+			t.Errorf("refused: %s %s (%d)", e.Verb, e.RequestURI, e.ResponseStatus.Code)
+		}
+	}
+	return rep, r, events
+}
+
+// TestARuleNamingItsTypeAsKubectlDoesMatchesIt: a rule whose resources name a type by its
+// singular, its Kind (with its group) or its short name matches the objects of that type,
+// as kubectl resolves the name: remove --policy and the pass remove the verified finalizer
+// instead of idling green, `rbac` grants the plural, and the pass as that ServiceAccount
+// is never refused.
+func TestARuleNamingItsTypeAsKubectlDoesMatchesIt(t *testing.T) {
+	gizmos := seed.CRD{Group: "resolve.kubectl-finalize.test", Kind: "Gizmo", Plural: "gizmos", Singular: "gizmo", Short: []string{"kfgz"}, Versions: []string{"v1"}}
+	for _, tt := range []struct {
+		resource, plural string
+		crd              bool
+	}{
+		{"configmap", "configmaps", false},
+		{"cm", "configmaps", false},
+		{"ConfigMap", "configmaps", false},
+		{"Gizmo.resolve.kubectl-finalize.test", "gizmos.resolve.kubectl-finalize.test", true},
+		{"kfgz", "gizmos.resolve.kubectl-finalize.test", true},
+	} {
+		t.Run(tt.resource, func(t *testing.T) {
+			ns, fin, c := world(t)
+			if tt.crd {
+				custom(t, crdFor(t, gizmos), "Gizmo", ns, "live-gizmo", []string{fin}, nil, false)
+			}
+			for _, name := range []string{"deleted-gizmo", "deleted-by-remove"} {
+				if tt.crd {
+					gvr := crdFor(t, gizmos)
+					custom(t, gvr, "Gizmo", ns, name, []string{fin}, nil, true)
+				} else {
+					object(t, ns, name, fin, name, true)
+				}
+			}
+			rule := strings.Replace(c.Rule("named", fin, ""), "resources: [configmaps]", "resources: ["+tt.resource+"]", 1)
+			policy := cli.WritePolicy(t, "", rule)
+			// remove --policy matches the rule as the pass does: verified, no --force-unverified.
+			if r := cli.Run(t, cp.AdminKubeconfig, "remove", tt.plural+"/deleted-by-remove", "-n", ns, "--finalizer", fin, "--policy", policy, "--yes"); r.Code != 0 {
+				t.Errorf("remove --policy: code %d\n%s", r.Code, r.Stderr)
+			}
+			kubeconfig, saNamespace, manifests := serviceAccountWith(t, policy, nil, false)
+			resource, group, _ := strings.Cut(tt.plural, ".")
+			for _, verb := range []string{"get", "list", "patch"} {
+				if !slices.Contains(grantsOf(t, manifests), grant{verb, group, resource}) {
+					t.Errorf("the generated RBAC does not grant %s %s:\n%s", verb, tt.plural, manifests)
+				}
+			}
+			rep, r, _ := passAs(t, kubeconfig, saNamespace, policy, func() bool { return canI(t, kubeconfig, "create", "selfsubjectaccessreviews.authorization.k8s.io") })
+			if r.Code != 0 || len(rep.Actions) == 0 || action(t, rep, "deleted-gizmo").Result != finalizev1alpha1.ResultRemoved {
+				t.Errorf("the pass: code %d, %+v\n%s", r.Code, rep.Actions, r.Stderr)
+			}
+			if !strings.Contains(r.Stderr, fmt.Sprintf("%q", tt.resource)) || !strings.Contains(r.Stderr, tt.plural) {
+				t.Errorf("the pass does not say what %q was resolved to:\n%s", tt.resource, r.Stderr)
+			}
+		})
+	}
+}
+
+// TestTheGeneratedRBACGrantsANamespacedRulesTypesOnlyInItsNamespaces: a rule that removes
+// a finalizer of Secrets in one namespace is granted secrets in a Role there, and nowhere
+// else: the ServiceAccount cannot list secrets in another namespace or cluster-wide. A
+// pass as that ServiceAccount lists secrets in that namespace only, and configmaps (a
+// rule without namespaces) cluster-wide: it uses every verb each role grants, where the
+// role grants it, asks for nothing else, and is never refused.
+func TestTheGeneratedRBACGrantsANamespacedRulesTypesOnlyInItsNamespaces(t *testing.T) {
+	teamA, fin, c := world(t)
+	teamB := cp.Namespace(t)
+	kube := cp.Kube(t)
+	secret := func(ns, name, instance string, stuck bool) {
+		fixture.Create(t, kube.CoreV1().Secrets(ns), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Annotations: map[string]string{"instance": instance}, Finalizers: []string{fin}}}, stuck)
+	}
+	secret(teamA, "control", "live", false)
+	secret(teamA, "gone", "deleted-secret-a", true)
+	secret(teamB, "elsewhere", "deleted-secret-b", true)
+	object(t, teamB, "gone-configmap", fin, "deleted-configmap", true)
+	secrets := strings.Replace(c.Rule("team-a-secrets", fin, ""), "resources: [configmaps]", "resources: [secrets]\n  namespaces: ["+teamA+"]", 1)
+	policy := cli.WritePolicy(t, "", secrets+c.Rule("configmaps", fin, ""))
+	kubeconfig, saNamespace, manifests := serviceAccountWith(t, policy, nil, false)
+
+	for doc := range strings.SplitSeq(manifests, "\n---\n") {
+		var role struct {
+			Kind     string            `json:"kind"`
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
+			t.Fatal(err)
+		}
+		grantsSecrets := slices.ContainsFunc(grantsOf(t, doc), func(g grant) bool { return g.resource == "secrets" || g.resource == "*" })
+		if grantsSecrets && (role.Kind != "Role" || role.Metadata.Namespace != teamA) {
+			t.Errorf("a %s in namespace %q grants secrets:\n%s", role.Kind, role.Metadata.Namespace, doc)
+		}
+	}
+	rep, r, events := passAs(t, kubeconfig, saNamespace, policy, func() bool { return canI(t, kubeconfig, "patch", "secrets", "-n", teamA) })
+	// Every verb each role grants was used, where the role grants it, and nothing else
+	// was asked.
+	type scoped struct {
+		grant
+		namespace string
+	}
+	var grants []scoped
+	for doc := range strings.SplitSeq(manifests, "\n---\n") {
+		var meta struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range grantsOf(t, doc) {
+			grants = append(grants, scoped{g, meta.Metadata.Namespace})
+		}
+	}
+	used := map[scoped]bool{}
+	for _, e := range events {
+		if e.ObjectRef == nil {
+			continue // discovery
+		}
+		allowed := false
+		for _, g := range grants {
+			if g.allows(e) && (g.namespace == "" || strings.Contains(e.RequestURI, "/namespaces/"+g.namespace+"/")) {
+				used[g], allowed = true, true
+			}
+		}
+		if !allowed {
+			t.Errorf("%s %s is not granted, yet it was asked", e.Verb, e.RequestURI)
+		}
+	}
+	for _, g := range grants {
+		if !used[g] {
+			t.Errorf("the roles grant %s (namespace %q), which the pass did not use", g.grant, g.namespace)
+		}
+	}
+	if r.Code != 0 || action(t, rep, "gone").Result != finalizev1alpha1.ResultRemoved || action(t, rep, "gone-configmap").Result != finalizev1alpha1.ResultRemoved {
+		t.Errorf("the pass as the ServiceAccount: code %d, %+v\n%s", r.Code, rep.Actions, r.Stderr)
+	}
+	if slices.ContainsFunc(rep.Actions, func(a finalizev1alpha1.Removal) bool { return a.Target.Name == "elsewhere" }) {
+		t.Errorf("the pass acted on a secret outside the rule's namespace: %+v", rep.Actions)
+	}
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"list", "secrets", "-n", teamA}, true},
+		{[]string{"get", "secrets", "-n", teamA}, true},
+		{[]string{"patch", "secrets", "-n", teamA}, true},
+		{[]string{"list", "secrets", "-n", teamB}, false},
+		{[]string{"get", "secrets", "-n", teamB}, false},
+		{[]string{"patch", "secrets", "-n", teamB}, false},
+		{[]string{"list", "secrets", "-A"}, false},
+		{[]string{"list", "secrets", "-n", saNamespace}, false},
+		{[]string{"list", "configmaps", "-A"}, true},
+		{[]string{"delete", "secrets", "-n", teamA}, false},
+	} {
+		if got := canI(t, kubeconfig, tt.args...); got != tt.want {
+			t.Errorf("can-i %v: %v, want %v", tt.args, got, tt.want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("the generated RBAC:\n%s", manifests)
 	}
 }

@@ -15,28 +15,35 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/reconcile"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 const long = `Print the least-privilege RBAC that a reconcile pass of a policy needs, as YAML to
-apply: a ClusterRole, and with --service-account its ClusterRoleBinding.
+apply: a ClusterRole, a Role in each namespace the rules restrict a type to, and with
+--service-account their bindings.
 
-The role may get and list the types the pass scans, patch only the types its rules act
+The roles may get and list the types the pass scans, patch only the types its rules act
 on, update namespaces/finalize only when a rule may remove a namespace's own finalizer,
 create events (the audit), selfsubjectreviews and selfsubjectaccessreviews (who it is,
-and what it may do, before it writes). With --leader-elect-namespace it adds a Role for
-the Lease. It never grants delete, and it reads secrets only when a rule names them, or
-names no resources at all (then it warns).
+and what it may do, before it writes). A type whose every rule names its namespaces
+literally is granted in a Role in each of those namespaces, and nowhere else (secrets
+included); a type a rule without namespaces (or with a glob) matches, or a cluster-scoped
+type, is granted in the ClusterRole, with a warning naming the rule. With
+--leader-elect-namespace it adds a Role for the Lease. It never grants delete, and it
+reads secrets only when a rule names them, or names no resources at all (then it warns).
+Each role's annotation kubectl-finalize.github.io/grants says what each of its rules is
+for.
 
-The types are resolved the way a pass resolves them, against the cluster's discovery:
-rule resources that are globs become the types the cluster serves now (a type installed
-later that a glob matches needs the command run again), and the resource of a kubernetes
-provider, written as a plural, a singular, a Kind or a short name, becomes the type it
-names (one the cluster does not serve is refused). A preset that reads the namespace's
-annotations gets get on namespaces.`
+The types are resolved the way a pass resolves them, against the cluster's discovery: a
+rule resource written as a singular, a Kind or a short name is granted as its plural
+(one that could be two types is refused, exit 2), rule resources that are globs become
+the types the cluster serves now (a type installed later that a glob matches needs the
+command run again), and the resource of a kubernetes provider, written as a plural, a
+singular, a Kind or a short name, becomes the type it names (one the cluster does not
+serve is refused). A preset that reads the namespace's annotations gets get on
+namespaces.`
 
 const example = `  # The RBAC of a CronJob running as kubectl-finalize/kubectl-finalize
   kubectl finalize rbac --policy policy.yaml --service-account kubectl-finalize/kubectl-finalize | kubectl apply -f -
@@ -138,12 +145,12 @@ func (o *Options) Run(context.Context) error {
 
 // discover lists the types the cluster serves, the way a pass's scan does: the globs of
 // the rules' resources are resolved against it.
-func (o *Options) discover() ([]kube.Resource, []finalizev1alpha1.IncompleteResource, error) {
+func (o *Options) discover() ([]scan.Type, []finalizev1alpha1.IncompleteResource, error) {
 	c, err := o.factory.Clients()
 	if err != nil {
 		return nil, nil, err
 	}
-	return scan.Discover(c.Discovery)
+	return scan.DiscoverTypes(c.Discovery)
 }
 
 // mapper is the cluster's RESTMapper, which the kubernetes providers resolve their

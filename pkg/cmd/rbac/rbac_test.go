@@ -39,6 +39,12 @@ func TestNamesAreResolvedLikeAPass(t *testing.T) {
 		{"a glob", "- {name: dbs, finalizers: [x.example.com/y], resources: [\"*.example.com\"], verify: {exec: {command: [x]}}}\n", 0,
 			"- apiGroups:\n  - db.example.com\n  resources:\n  - databases\n  verbs:\n  - get\n  - list\n  - patch\n",
 			`Warning: rule dbs: resources ["*.example.com"] match databases.db.example.com in the cluster now`},
+		{"a rule's type by its short name, in one namespace", "- {name: team, finalizers: [x.example.com/y], resources: [cm], namespaces: [team-a], verify: {exec: {command: [x]}}}\n", 0,
+			"  name: kubectl-finalize\n  namespace: team-a\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - configmaps\n  verbs:\n  - get\n  - list\n  - patch\n",
+			`Warning: rule team: resources "cm" is configmaps, as kubectl resolves it`},
+		{"a rule's type by its singular", "- {name: one, finalizers: [x.example.com/y], resources: [deployment], verify: {exec: {command: [x]}}}\n", 0,
+			"- apiGroups:\n  - apps\n  resources:\n  - deployments\n  verbs:\n  - get\n  - list\n  - patch\n",
+			`Warning: rule one: resources "deployment" is deployments.apps, as kubectl resolves it`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -348,6 +349,11 @@ func (o *Options) Run(ctx context.Context) error {
 		rep, err := r.Pass(ctx)
 		if err != nil {
 			o.deliverMetrics(ctx, nil, err)
+			// A rule resource that could name two types: the policy must say which.
+			var unresolved *reconcile.UnresolvedError
+			if errors.As(err, &unresolved) {
+				return util.UsageError(err)
+			}
 			return err
 		}
 		perr := o.print(rep)

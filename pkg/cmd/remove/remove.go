@@ -27,9 +27,11 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/reconcile"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 const long = `Remove named finalizers from objects stuck in Terminating: break-glass cleanup.
@@ -231,6 +233,20 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 			return util.UsageError(err)
 		}
 		util.PrintWarnings(o.ErrOut, o.policy.Warnings)
+		// The rules match by the types their resources name, resolved as a pass and
+		// `kubectl finalize rbac` resolve them, against this run's discovery.
+		l, err := reconcile.ListedTypes(o.policy, func() ([]scan.Type, []finalizev1alpha1.IncompleteResource, error) {
+			return scan.DiscoverTypes(o.clients.Discovery)
+		})
+		var unresolved *reconcile.UnresolvedError
+		switch {
+		case errors.As(err, &unresolved):
+			return util.UsageError(fmt.Errorf("%s: %w", o.PolicyFile, err))
+		case err != nil:
+			return err
+		}
+		util.PrintWarnings(o.ErrOut, append(l.Resolved, l.Unserved...))
+		o.policy = l.Policy
 	}
 	resolved, err := util.ResolveObjects(mapper, namespace, objs)
 	if err != nil {

@@ -107,7 +107,7 @@ func NewFactory(objs ...runtime.Object) *Factory {
 			byGV[gv] = l
 			lists = append(lists, l)
 		}
-		l.APIResources = append(l.APIResources, metav1.APIResource{Name: r.GVR.Resource, Kind: r.Kind, Namespaced: r.Namespaced,
+		l.APIResources = append(l.APIResources, metav1.APIResource{Name: r.GVR.Resource, SingularName: singular(r.Kind), Kind: r.Kind, Namespaced: r.Namespaced,
 			ShortNames: r.ShortNames, Verbs: []string{"get", "list", "watch", "patch", "update", "delete"}})
 		scope := meta.RESTScopeRoot
 		if r.Namespaced {
