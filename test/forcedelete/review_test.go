@@ -93,8 +93,9 @@ func TestAProviderThatSaysPresentCannotBeForced(t *testing.T) {
 // TestAKubeletThatRenewsItsLeaseStopsAForceDeletion: the Node object deleted by hand
 // while its kubelet runs: the kubelet does not register it again until it restarts, but
 // renews its Lease. While the Lease is fresh, neither a rule (the Node's absence) nor
-// --force-unverified deletes the pod; once the Lease is older than the window, the rule
-// does, within podgc's quarantine.
+// --force-unverified deletes the pod; once the Lease is older than the window, by its
+// renewTime and by the time the API server last saw it change, and nothing changes it
+// while the write watches it, the rule does, within podgc's quarantine.
 func TestAKubeletThatRenewsItsLeaseStopsAForceDeletion(t *testing.T) {
 	ns := cp.Namespace(t)
 	created := time.Now()
@@ -114,7 +115,10 @@ func TestAKubeletThatRenewsItsLeaseStopsAForceDeletion(t *testing.T) {
 	if !podExists(t, ns, "web-0") {
 		t.Fatal("a pod of a running kubelet was deleted")
 	}
-	kubeletLease(t, name, time.Now().Add(-plan.KubeletAliveWindow-time.Minute)) // the kubelet stopped renewing it
+	// The kubelet stopped renewing it: its renewTime, and its last change by the API
+	// server's clock, are older than the window.
+	kubeletLease(t, name, time.Now().Add(-plan.KubeletAliveWindow-time.Minute))
+	ageLease(t, name, plan.KubeletAliveWindow+time.Minute)
 	r := cli.Run(t, cp.AdminKubeconfig, "remove", "pod/web-0", "-n", ns, "--yes", "--policy", policy, "--pod-grace-margin", margin)
 	took := time.Since(created)
 	if r.Code != 0 || !strings.Contains(r.Stdout, "force-deleted; the pod is gone") {
