@@ -69,10 +69,13 @@ func renewing(t *testing.T, name string, behind time.Duration) {
 }
 
 // ageLease makes the last change of the Lease of node name look ago old by the API
-// server's clock too: the time of each of its managedFields entries is moved back by
-// ago. The API server takes the managedFields a client sends as they are, and stamps its
-// own time only on the entry of a manager whose fields the write changed: this write
-// changes none. It is how a Lease looks that nothing renewed for ago.
+// server's clock too: its one managedFields entry (the test's) becomes the kubelet's,
+// written ago ago. The API server takes the managedFields a client sends as they are,
+// and stamps its own time only on the entry of a manager whose fields the write
+// changed: this write changes none. (A write that changes nothing but the times of
+// managedFields is no write at all: the API server keeps the times it had. Hence the
+// kubelet's name, under which a kubelet writes its Lease.) It is how a Lease looks that
+// nothing renewed for ago.
 func ageLease(t *testing.T, name string, ago time.Duration) {
 	t.Helper()
 	leases := cp.Kube(t).CoordinationV1().Leases(corev1.NamespaceNodeLease)
@@ -80,12 +83,11 @@ func ageLease(t *testing.T, name string, ago time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(l.ManagedFields) == 0 {
-		t.Fatalf("Lease %s has no managedFields to age", name)
+	if len(l.ManagedFields) != 1 || l.ManagedFields[0].Manager == "kubelet" {
+		t.Fatalf("Lease %s: want one managedFields entry, not the kubelet's, to age: %+v", name, l.ManagedFields)
 	}
-	for i := range l.ManagedFields {
-		l.ManagedFields[i].Time = ptr.To(metav1.NewTime(l.ManagedFields[i].Time.Add(-ago)))
-	}
+	l.ManagedFields[0].Manager = "kubelet"
+	l.ManagedFields[0].Time = ptr.To(metav1.NewTime(l.ManagedFields[0].Time.Add(-ago)))
 	if l, err = leases.Update(t.Context(), l, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
