@@ -56,7 +56,7 @@ var namespacesType = schema.GroupResource{Resource: "namespaces"}
 // preset reads the namespace's annotations, update on namespaces/finalize only when a rule
 // may remove a namespace's own finalizer, for force deletions get on nodes, get and
 // delete on pods (in a Role per namespace when every waitsForNode rule names its
-// namespaces literally) and get on leases in kube-node-lease (a Role there), create on
+// namespaces literally) and get, list and watch on leases in kube-node-lease (a Role there), create on
 // events, on selfsubjectreviews and
 // selfsubjectaccessreviews, and the Lease when leader election is on. Warnings say where a
 // rule forces broad permissions, and where globs were resolved against the cluster as it
@@ -183,10 +183,12 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 		}
 	}
 	if forceDeletes {
-		// The Lease each kubelet renews: a recent renewal refuses a force deletion. Its
-		// names are the nodes', unknown in advance, so the Role is namespace-wide.
+		// The Lease each kubelet renews: a recent renewal refuses a force deletion, and so
+		// does a change the API server shows while the write watches it (listed by name,
+		// then watched). Its names are the nodes', unknown in advance, so the Role is
+		// namespace-wide.
 		namespaced(opts.Name+"-node-leases", corev1.NamespaceNodeLease,
-			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}})
+			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch"}})
 	}
 	if !everywhere {
 		sort.Strings(podNamespaces)
