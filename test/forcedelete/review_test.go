@@ -108,7 +108,7 @@ func TestAKubeletThatRenewsItsLeaseStopsAForceDeletion(t *testing.T) {
 		"forced": {"--force-unverified", "--reason", "the node object is gone (INC-9)"},
 	} {
 		r := cli.Run(t, cp.AdminKubeconfig, append([]string{"remove", "pod/web-0", "-n", ns, "--yes", "--pod-grace-margin", margin}, flags...)...)
-		if r.Code != 1 || !strings.Contains(r.Stderr, "the kubelet of node "+name+" renewed its Lease kube-node-lease/"+name) || strings.Contains(r.Stderr, "to remove it anyway") {
+		if r.Code != 1 || !strings.Contains(r.Stderr, "the API server saw the Lease kube-node-lease/"+name+" that the kubelet of node "+name+" renews change") || strings.Contains(r.Stderr, "to remove it anyway") {
 			t.Errorf("%s: code %d, want 1 naming the Lease, no flag; stderr:\n%s", what, r.Code, r.Stderr)
 		}
 	}
