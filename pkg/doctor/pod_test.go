@@ -94,11 +94,12 @@ func TestAPodOfANotReadyNodeSaysSinceWhenAndTheLastHeartbeat(t *testing.T) {
 // and no force deletion is offered.
 func TestAKubeletWhoseClockIsBehindStillReports(t *testing.T) {
 	o, p := waitingPod("a", "web-0")
-	l := lease("worker-3", 10*time.Minute)
+	o.WaitsFor.Node, p.Spec.NodeName = "worker-4", "worker-4"
+	l := lease("worker-4", 10*time.Minute)
 	l.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(now.Add(-5 * time.Second)))}}
-	rep := diagnose(t, result(o), p, node("worker-3", corev1.ConditionTrue, time.Hour, 10*time.Minute), l)
+	rep := diagnose(t, result(o), p, node("worker-4", corev1.ConditionTrue, time.Hour, 10*time.Minute), l)
 	wantCause(t, rep, o, finalizev1alpha1.ReasonKubeletNotFinishing,
-		"node worker-3 is Ready and its kubelet reported 5s ago")
+		"node worker-4 is Ready and its kubelet reported 5s ago")
 	if c := rep.Cause(o); strings.Contains(c.NextStep, "--force") {
 		t.Errorf("a force deletion offered for a pod whose kubelet reports: %s", c.NextStep)
 	}

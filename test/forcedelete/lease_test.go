@@ -232,7 +232,7 @@ func TestALeaseThatCannotBeWatchedStopsTheDeletion(t *testing.T) {
 	}
 
 	user := "fd-no-watch-" + ns
-	grantWithoutWatch(t, user, ns)
+	grantWithoutWatch(t, user)
 	cfg, err := cp.UserConfig(user)
 	if err != nil {
 		t.Fatal(err)
@@ -246,9 +246,9 @@ func TestALeaseThatCannotBeWatchedStopsTheDeletion(t *testing.T) {
 	}
 }
 
-// grantWithoutWatch lets user do what a force deletion did before it watched the Lease:
-// get and delete pods in ns, get nodes, get and list leases in kube-node-lease.
-func grantWithoutWatch(t *testing.T, user, ns string) {
+// grantWithoutWatch lets user do what a force deletion did before it watched the Lease,
+// and list the Lease: get and delete pods, get nodes, get and list leases.
+func grantWithoutWatch(t *testing.T, user string) {
 	t.Helper()
 	kc := cp.Kube(t)
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
