@@ -226,6 +226,8 @@ func (ws *leaseWatches) start(ctx context.Context, kc client.Interface, node str
 func watchLease(ctx context.Context, kc client.Interface, node string, d time.Duration) (string, error) {
 	ref := corev1.NamespaceNodeLease + "/" + node
 	leases := kc.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	// A list by metadata.name is a read of one key (the API server turns it into one):
+	// it needs no pages.
 	selector := fields.OneTermEqualSelector("metadata.name", node).String()
 	list, err := leases.List(ctx, metav1.ListOptions{FieldSelector: selector})
 	if err != nil {
