@@ -6,12 +6,14 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
 // A pod whose deletion is overdue (scan sets kube.Object.WaitsFor) waits for the kubelet of
@@ -25,12 +27,12 @@ const (
 	// taintOutOfService is the taint that tells the pod garbage collector and the
 	// attach-detach controller that a NotReady node's machine is off.
 	taintOutOfService = "node.kubernetes.io/out-of-service"
-	// staleHeartbeat is the default --node-monitor-grace-period of kube-controller-
-	// manager: a node whose kubelet has not reported for longer is marked Unknown by the
-	// node lifecycle controller, when it runs.
-	staleHeartbeat = 50 * time.Second
+	// nodeMonitorGracePeriod is the default --node-monitor-grace-period of kube-
+	// controller-manager: a node whose kubelet has not reported for longer is marked
+	// Unknown by the node lifecycle controller, when it runs.
+	nodeMonitorGracePeriod = 50 * time.Second
 	// leaseNamespace holds the Lease each kubelet renews every 10 s.
-	leaseNamespace = "kube-node-lease"
+	leaseNamespace = corev1.NamespaceNodeLease
 )
 
 func init() {
@@ -44,8 +46,11 @@ type nodeState struct {
 	node *corev1.Node
 	gone bool
 	err  error
-	// heartbeat is the latest of the Ready condition's lastHeartbeatTime and the node
-	// Lease's renewTime; source says which.
+	// lease is the node's Lease, nil when there is none or it could not be read.
+	lease *coordinationv1.Lease
+	// heartbeat is the latest of the Ready condition's lastHeartbeatTime, the node
+	// Lease's renewTime (both by the kubelet's clock) and the last change of the Lease
+	// the API server saw (by its own); source says which.
 	heartbeat time.Time
 	source    string
 }
@@ -80,9 +85,15 @@ func (d *diagnoser) node(name string) *nodeState {
 	}
 	lease, err := d.f.kube.CoordinationV1().Leases(leaseNamespace).Get(d.f.ctx, name, metav1.GetOptions{})
 	switch {
-	case err == nil && lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(s.heartbeat):
-		s.heartbeat, s.source = lease.Spec.RenewTime.Time, "Lease "+leaseNamespace+"/"+name
-	case err != nil && !apierrors.IsNotFound(err):
+	case err == nil:
+		s.lease = lease
+		if lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(s.heartbeat) {
+			s.heartbeat, s.source = lease.Spec.RenewTime.Time, "Lease "+leaseNamespace+"/"+name
+		}
+		if changed := plan.LastChange(lease); changed.After(s.heartbeat) {
+			s.heartbeat, s.source = changed, "Lease "+leaseNamespace+"/"+name+", changed by the API server's clock"
+		}
+	case !apierrors.IsNotFound(err):
 		d.f.warnf("could not read Lease %s/%s, so the last heartbeat of node %s is its status's: %v", leaseNamespace, name, name, err)
 	}
 	return s
@@ -162,11 +173,13 @@ func (d *diagnoser) podWaitsForKubelet(o *kube.Object) finding {
 		withRootNext(fmt.Sprintf("read the kubelet's log on node %s: journalctl -u kubelet", name))
 }
 
-// ready: the Ready condition is True and the kubelet reported within staleHeartbeat. The
-// node lifecycle controller marks a silent node Unknown only when it runs.
+// ready: the Ready condition is True and the kubelet shows a sign of life, by the rule
+// a force deletion is refused by (plan.KubeletSigns: the last change of its Lease the
+// API server saw, its renewTime or its heartbeat, within plan.AliveWindow). The node
+// lifecycle controller marks a silent node Unknown only when it runs.
 func (d *diagnoser) ready(st *nodeState) bool {
 	c := readyCondition(st.node)
-	return c != nil && c.Status == corev1.ConditionTrue && d.f.now.Sub(st.heartbeat) <= staleHeartbeat
+	return c != nil && c.Status == corev1.ConditionTrue && plan.KubeletSigns(st.node.Name, st.lease, st.node, d.f.now) != ""
 }
 
 // notReady says how the node is not ready: since when, and its last heartbeat.
@@ -177,7 +190,8 @@ func (d *diagnoser) notReady(st *nodeState) string {
 	case c == nil:
 		b.WriteString("has no Ready condition")
 	case c.Status == corev1.ConditionTrue:
-		fmt.Fprintf(&b, "is Ready=True since %s ago, but stale: not updated for longer than the %s after which the node lifecycle controller of kube-controller-manager marks it Unknown, so that controller is not running", ago(d.f.now, c.LastTransitionTime.Time), staleHeartbeat)
+		fmt.Fprintf(&b, "is Ready=True since %s ago, but stale: its kubelet has shown no sign of life within the last %s, longer than the %s after which the node lifecycle controller of kube-controller-manager marks it Unknown, so that controller is not running",
+			ago(d.f.now, c.LastTransitionTime.Time), plan.AliveWindow(st.lease), nodeMonitorGracePeriod)
 	default:
 		fmt.Fprintf(&b, "is NotReady (Ready=%s since %s ago", c.Status, ago(d.f.now, c.LastTransitionTime.Time))
 		if c.Reason != "" {

@@ -87,6 +87,24 @@ func TestAPodOfANotReadyNodeSaysSinceWhenAndTheLastHeartbeat(t *testing.T) {
 	wantCause(t, rep, o, finalizev1alpha1.ReasonNodeNotReady, "node worker-3 is Ready=True since 60m ago, but stale", "last reported 3m ago (node status)")
 }
 
+// TestAKubeletWhoseClockIsBehindStillReports: a Ready node whose kubelet's machine is 10
+// minutes behind the API server: its heartbeat and its Lease's renewTime look 10 minutes
+// old, but the API server saw the Lease change 5 s ago. The kubelet reports (the rule a
+// force deletion is refused by): the pod waits for it to finish, not for a stale node,
+// and no force deletion is offered.
+func TestAKubeletWhoseClockIsBehindStillReports(t *testing.T) {
+	o, p := waitingPod("a", "web-0")
+	o.WaitsFor.Node, p.Spec.NodeName = "worker-4", "worker-4"
+	l := lease("worker-4", 10*time.Minute)
+	l.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(now.Add(-5 * time.Second)))}}
+	rep := diagnose(t, result(o), p, node("worker-4", corev1.ConditionTrue, time.Hour, 10*time.Minute), l)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonKubeletNotFinishing,
+		"node worker-4 is Ready and its kubelet reported 5s ago")
+	if c := rep.Cause(o); strings.Contains(c.NextStep, "--force") {
+		t.Errorf("a force deletion offered for a pod whose kubelet reports: %s", c.NextStep)
+	}
+}
+
 func TestAReadyNodesKubeletThatDoesNotFinishNamesContainersAndVolumes(t *testing.T) {
 	o, p := waitingPod("a", "web-0")
 	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}

@@ -11,11 +11,17 @@ import (
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
-// Scan finds the stuck objects and names the owner of each of their finalizers.
+// Scan finds the stuck objects and names the owner of each of their finalizers. Ages are
+// measured by opts.Clock, and without one by the API server's clock, measured now
+// (plan.NewServerClock): the scan's Result carries it for what follows.
 func Scan(ctx context.Context, c *client.Clients, opts scan.Options) (*scan.Result, error) {
+	if opts.Clock == nil {
+		opts.Clock = plan.NewServerClock(ctx, c.Kube)
+	}
 	s := &scan.Scanner{Discovery: c.Discovery, Metadata: c.Metadata, Kube: c.Kube}
 	res, err := s.Scan(ctx, opts)
 	if err != nil {

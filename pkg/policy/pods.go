@@ -36,8 +36,10 @@ func hasProvider(v *finalizev1alpha1.Verify) bool {
 // once the planner found no sign of a running kubelet: a kubelet that runs renews its
 // Lease in kube-node-lease every 10 s even when its Node object was deleted by hand (it
 // registers the Node again only when it restarts), and the planner and the write refuse
-// a Lease renewed within plan.KubeletAliveWindow, and a Node of that name that exists at
-// the write. A node that exists and is not Ready is Gone only when the rule's provider
+// a kubelet that shows a sign of life (plan.KubeletSigns: a change of its Lease the API
+// server saw, or a renewTime, within plan.AliveWindow by the API server's clock), the
+// write a Lease the API server shows change while it watches it, and a Node of that name
+// that exists at the write. A rule's minAge is measured by the API server's clock too. A node that exists and is not Ready is Gone only when the rule's provider
 // says its machine is, asked with the Node object ({identity.nodeName},
 // {identity.providerID}), and after it called the rule's controls, Ready nodes of the
 // same kind (the same providerID scheme, or none), Present. A Ready node is never

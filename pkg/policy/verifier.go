@@ -36,7 +36,9 @@ import (
 type Verifier struct {
 	policy  *Policy
 	dynamic dynamic.Interface
-	// Clock measures how long objects have been terminating; nil means the real clock.
+	// Clock measures how long objects have been terminating (a rule's minAge): the API
+	// server's clock (plan.ServerClock), which remove and every reconcile pass set; nil
+	// means the local clock.
 	Clock clock.PassiveClock
 	// Controls are the live objects a pass saw, to check providers with.
 	Controls *Controls

@@ -38,7 +38,7 @@ func TestAPassAsksToForceDeleteOnlyOverduePods(t *testing.T) {
 		pod("in-its-margin", 30*time.Second, 30),
 	}}
 	var asked []string
-	for _, req := range r.requests(r.Policy, res) {
+	for _, req := range r.requests(r.Policy, res, r.Clock.Now()) {
 		if req.ForceDelete {
 			asked = append(asked, req.Object.Meta.Name)
 		}
@@ -72,14 +72,15 @@ func TestAForceDeletionThatCouldNotBeDecidedFails(t *testing.T) {
 
 // TestRBACOfForceDeletionsIsNarrow: every waitsForNode rule naming its namespaces
 // literally gets a Role per namespace to delete pods, none cluster-wide; a glob keeps it
-// cluster-wide with a warning; either way a Role in kube-node-lease reads the Leases.
+// cluster-wide with a warning; either way a Role in kube-node-lease reads, lists and
+// watches the Leases.
 func TestRBACOfForceDeletionsIsNarrow(t *testing.T) {
 	role, warnings, err := roleOf(t, "- {name: gone-nodes, waitsForNode: true, namespaces: [prod, team-a]}\n", RBACOptions{ServiceAccountNamespace: "kf", ServiceAccountName: "kf"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"  labels:\n    app.kubernetes.io/name: kubectl-finalize\n  name: kf-node-leases\n  namespace: kube-node-lease\nrules:\n- apiGroups:\n  - coordination.k8s.io\n  resources:\n  - leases\n  verbs:\n  - get\n",
+		"  labels:\n    app.kubernetes.io/name: kubectl-finalize\n  name: kf-node-leases\n  namespace: kube-node-lease\nrules:\n- apiGroups:\n  - coordination.k8s.io\n  resources:\n  - leases\n  verbs:\n  - get\n  - list\n  - watch\n",
 		"kind: RoleBinding", "name: kf-force-delete-pods\n  namespace: prod\n", "name: kf-force-delete-pods\n  namespace: team-a\n",
 		// The pods are listed, too, only in the rule's namespaces.
 		"name: kf\n  namespace: prod\nrules:\n- apiGroups:\n  - \"\"\n  resources:\n  - pods\n  verbs:\n  - get\n  - list\n",

@@ -71,8 +71,8 @@ const GrantsAnnotation = "kubectl-finalize.github.io/grants"
 // provider resolves it, get on namespaces when a preset reads the namespace's
 // annotations, update on namespaces/finalize only when a rule may remove a namespace's
 // own finalizer, for force deletions get on nodes, get and delete on pods (in a Role per
-// namespace when every waitsForNode rule names its namespaces literally) and get on
-// leases in kube-node-lease (a Role there), create on events, on selfsubjectreviews and
+// namespace when every waitsForNode rule names its namespaces literally) and get,
+// list and watch on leases in kube-node-lease (a Role there), create on events, on selfsubjectreviews and
 // selfsubjectaccessreviews, and the Lease when leader election is on. Each Role and
 // ClusterRole says what each of its rules is for (GrantsAnnotation). Warnings say where
 // a rule forces broad permissions, which names were resolved to what, and where globs
@@ -215,10 +215,14 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 		namespaced(opts.Name, ns, g.namespaced[ns])
 	}
 	if forceDeletes {
-		// The Lease each kubelet renews: a recent renewal refuses a force deletion. Its
-		// names are the nodes', unknown in advance, so the Role is namespace-wide.
+		// The Lease each kubelet renews: a recent renewal refuses a force deletion, and so
+		// does a change the API server shows while the write watches it (listed by name,
+		// then watched). Its names are the nodes', unknown in advance, so the Role is
+		// namespace-wide.
 		leases := verbsOf{}
-		leases.add(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "get leases: a force deletion reads the Lease of the pod's node: a recent renewal refuses it", "get")
+		leases.add(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"},
+			"get, list, watch leases: a force deletion reads the Lease of the pod's node, then watches it before the DELETE: a recent renewal, or a change while it watches, refuses it",
+			"get", "list", "watch")
 		namespaced(opts.Name+"-node-leases", corev1.NamespaceNodeLease, leases)
 	}
 	if !everywhere {

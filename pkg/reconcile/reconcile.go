@@ -53,7 +53,9 @@ type Options struct {
 	OnRecord func(*write.Record)
 	// Warn receives what went wrong without failing the pass.
 	Warn func(error)
-	// Clock is what ages are measured against; nil means the real clock.
+	// Clock is what ages are measured against; nil means the API server's clock,
+	// measured at the start of each pass (plan.NewServerClock): a pass that cannot read
+	// it fails.
 	Clock clock.PassiveClock
 	// PodGraceMargin is how long after its grace period a pod must still wait for its
 	// kubelet before a rule with waitsForNode may force-delete it; zero means
@@ -101,6 +103,17 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 		Policy:   r.Policy.File, DryRun: r.DryRun, StartTime: metav1.NewTime(started),
 		Actions: []finalizev1alpha1.Removal{}, Summary: map[finalizev1alpha1.RemovalResult]int{}, Incomplete: []finalizev1alpha1.IncompleteResource{},
 	}
+	// Every age of the pass (a rule's minAge, a pod's grace period and margin, a
+	// kubelet's last sign of life) is measured by the API server's clock, read afresh
+	// each pass: the times it is compared with are the API server's.
+	clk := r.Clock
+	if clk == nil {
+		sc := plan.NewServerClock(ctx, r.Clients.Kube)
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("the pass stopped before it verified or removed anything: its ages are measured by the API server's clock: %w", err)
+		}
+		clk = sc
+	}
 	// The rules' resources are resolved against the cluster as it is now, and the pass
 	// matches by what they name.
 	opts, pol, err := r.scanOptions()
@@ -108,13 +121,13 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 		return nil, fmt.Errorf("the pass stopped before it listed anything: %w", err)
 	}
 	verifier := policy.NewVerifier(pol, r.Clients.Dynamic, r.Providers)
-	verifier.Clock = r.Clock
+	verifier.Clock = clk
 	for rule, err := range verifier.ProviderErrors() {
 		r.warn(fmt.Errorf("rule %s cannot verify anything: its provider cannot run: %w", rule, err))
 	}
 
 	opts.Observe = verifier.Controls.Observe
-	opts.Clock = r.Clock
+	opts.Clock = clk
 	res, err := pipeline.Scan(ctx, r.Clients, opts)
 	if err != nil {
 		return nil, fmt.Errorf("the pass stopped before it verified or removed anything: %w", err)
@@ -123,8 +136,8 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 
 	runner := &remove.Runner{Clients: r.Clients, Scan: res, Verifier: verifier, VerifyConcurrency: r.VerifyConcurrency,
 		Options: plan.Options{SystemByRule: true, PodGraceMargin: r.PodGraceMargin}, PlanOnly: r.DryRun, Audit: r.Audit, Workers: r.WriteConcurrency,
-		Continue: r.Continue, FinishOnCancel: true, OnRecord: r.OnRecord, Warn: r.Warn}
-	p := runner.Plan(ctx, r.requests(pol, res))
+		Continue: r.Continue, FinishOnCancel: true, OnRecord: r.OnRecord, Warn: r.Warn, Clock: clk}
+	p := runner.Plan(ctx, r.requests(pol, res, clk.Now()))
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -214,10 +227,11 @@ func (r *Reconciler) scanOptions() (scan.Options, *policy.Policy, error) {
 	return opts, l.Policy, nil
 }
 
-// requests are the finalizers of each stuck object that a rule matches.
-func (r *Reconciler) requests(pol *policy.Policy, res *scan.Result) []plan.Request {
+// requests are the finalizers of each stuck object that a rule matches; now is the API
+// server's time.
+func (r *Reconciler) requests(pol *policy.Policy, res *scan.Result, now time.Time) []plan.Request {
 	var reqs []plan.Request
-	margin, now := r.PodGraceMargin, r.now()
+	margin := r.PodGraceMargin
 	if margin <= 0 {
 		margin = plan.DefaultPodGraceMargin
 	}

@@ -41,8 +41,12 @@ func needs(t *plan.Target) (write []access, events []access) {
 	case t.ForceDelete:
 		write = []access{{verb: "delete", resource: "pods", namespace: t.Namespace}, {verb: "get", resource: "pods", namespace: t.Namespace}}
 		if t.Node != "" {
+			// The node's Lease is read, then listed by its name and watched from that
+			// list's resourceVersion before the DELETE.
 			write = append(write, access{verb: "get", resource: "nodes"},
-				access{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: corev1.NamespaceNodeLease})
+				access{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: corev1.NamespaceNodeLease},
+				access{verb: "list", group: "coordination.k8s.io", resource: "leases", namespace: corev1.NamespaceNodeLease},
+				access{verb: "watch", group: "coordination.k8s.io", resource: "leases", namespace: corev1.NamespaceNodeLease})
 		}
 	case t.Field == finalizev1alpha1.FieldSpecFinalizers:
 		write = []access{{verb: "update", resource: "namespaces", subresource: "finalize"}}

@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/utils/clock"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
@@ -62,6 +63,21 @@ type Runner struct {
 	OnRecord func(*write.Record)
 	// Warn, if set, receives what went wrong without failing a removal.
 	Warn func(error)
+	// Clock is the API server's clock, which the plan and the write measure ages by;
+	// nil means the scan's (Scan.Clock).
+	Clock clock.PassiveClock
+}
+
+// clock is the run's clock: Clock, or the scan's; nil lets the planner and the writer
+// measure the API server's.
+func (r *Runner) clock() clock.PassiveClock {
+	switch {
+	case r.Clock != nil:
+		return r.Clock
+	case r.Scan != nil:
+		return r.Scan.Clock
+	}
+	return nil
 }
 
 // Gates are the checks a plan passes before anything is written. Each command asks for
@@ -118,6 +134,9 @@ const (
 func (r *Runner) Plan(ctx context.Context, reqs []plan.Request) *plan.Plan {
 	planner := &plan.Planner{Result: r.Scan, CauseOf: r.CauseOf, Verifier: r.Verifier, Concurrency: r.VerifyConcurrency,
 		Content: &plan.ContentReader{Discovery: r.Clients.Discovery, Metadata: r.Clients.Metadata}, Kube: r.Clients.Kube}
+	if clk := r.clock(); clk != nil {
+		planner.Now = clk.Now
+	}
 	return planner.Plan(ctx, reqs, r.Options)
 }
 
@@ -213,7 +232,7 @@ func (g *Gates) stop(p *plan.Plan, rows []finalizev1alpha1.Removal) (Stop, error
 // attempted.
 func (r *Runner) write(ctx context.Context, actions []plan.Action, allowed []bool, rows []finalizev1alpha1.Removal, auditor *write.Auditor) error {
 	ex := &write.Executor{
-		Remover: &write.Remover{Metadata: r.Clients.Metadata, Kube: r.Clients.Kube},
+		Remover: &write.Remover{Metadata: r.Clients.Metadata, Kube: r.Clients.Kube, Clock: r.clock()},
 		DryRun:  r.DryRun, BackupDir: r.BackupDir, Dynamic: r.Clients.Dynamic, Verifier: r.Verifier,
 		Workers: r.Workers, Continue: r.Continue, OnRecord: r.OnRecord, Warn: r.Warn,
 	}

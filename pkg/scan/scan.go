@@ -68,7 +68,9 @@ type Options struct {
 	ChunkSize int64
 	// Progress, if set, is called (never concurrently) as types finish.
 	Progress func(Progress)
-	// Clock is what ages are measured against; nil means the real clock.
+	// Clock is what ages are measured against: the API server's clock
+	// (plan.ServerClock), which pipeline.Scan measures when it is nil; nil here means
+	// the local clock.
 	Clock clock.PassiveClock
 	// Index gathers the Result's Index while listing, for the doctor.
 	Index bool
@@ -104,8 +106,11 @@ type Result struct {
 	ManagerGroupActivity map[ManagerGroup]time.Time
 	// ObjectsSeen counts every object listed.
 	ObjectsSeen int64
-	// Now is the time the scan measured ages against.
-	Now time.Time
+	// Now is the time the scan measured ages against, and Clock the clock it read it
+	// from: what follows the scan (the verification, the plan, the write, the doctor)
+	// measures ages by the same clock.
+	Now   time.Time
+	Clock clock.PassiveClock
 	// Index is what the doctor needs to know about the objects that are not stuck. It is
 	// nil unless Options.Index was set: a diagnosis needs it, a plain scan does not.
 	Index *Index
@@ -148,7 +153,7 @@ func (s *Scanner) Scan(ctx context.Context, opts Options) (*Result, error) {
 	klog.V(2).InfoS("Discovery done", "resourceTypes", len(d.resources), "failedGroupVersions", len(d.incomplete), "duration", time.Since(started))
 
 	res := &Result{
-		Incomplete: relevantFailures(d.incomplete, opts), Groups: d.groups, ManagerActivity: map[string]time.Time{}, ManagerGroupActivity: map[ManagerGroup]time.Time{}, Now: now.Now(),
+		Incomplete: relevantFailures(d.incomplete, opts), Groups: d.groups, ManagerActivity: map[string]time.Time{}, ManagerGroupActivity: map[ManagerGroup]time.Time{}, Now: now.Now(), Clock: now,
 	}
 	if opts.Index {
 		res.Index = newIndex()

@@ -1,6 +1,8 @@
 // Package apiproxy puts a counting proxy in front of a test API server: the benchmarks
 // count requests and bytes through it the same way for every command, and tests check
-// what a command sent (every list in pages).
+// what a command sent (every list in pages). Tests also make it fail as a busy or dying
+// API server does (Fail, Cut, Down), or answer with the Date of a server whose clock is
+// off (ShiftDate).
 package apiproxy
 
 import (
@@ -19,6 +21,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -50,6 +53,8 @@ type Proxy struct {
 	throttled     atomic.Int64
 
 	cut func(r *http.Request, answered bool) bool
+
+	dateShift atomic.Int64 // what ShiftDate adds to the Date of every answer, in nanoseconds
 }
 
 // Counts is what crossed the proxy between two readings.
@@ -76,6 +81,11 @@ func Start(cfg *rest.Config) (*Proxy, error) {
 	rp.ModifyResponse = func(resp *http.Response) error {
 		if p.cutNow(resp.Request, true) {
 			return errCut
+		}
+		if shift := time.Duration(p.dateShift.Load()); shift != 0 {
+			if date, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
+				resp.Header.Set("Date", date.Add(shift).UTC().Format(http.TimeFormat))
+			}
 		}
 		resp.Body = &countingBody{ReadCloser: resp.Body, n: &p.bytes}
 		return nil
@@ -235,6 +245,12 @@ func (p *Proxy) Cut(f func(r *http.Request, answered bool) bool) {
 }
 
 var errCut = errors.New("cut by the test")
+
+// ShiftDate adds d to the Date header of every answer of the API server from now on, as
+// an API server whose clock is d ahead of this machine's (behind, when d is negative)
+// would send it; the bodies, and the times the API server wrote into them, pass as
+// they are. 0 stops it.
+func (p *Proxy) ShiftDate(d time.Duration) { p.dateShift.Store(int64(d)) }
 
 func (p *Proxy) cutNow(r *http.Request, answered bool) bool {
 	p.mu.Lock()

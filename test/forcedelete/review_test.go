@@ -93,8 +93,9 @@ func TestAProviderThatSaysPresentCannotBeForced(t *testing.T) {
 // TestAKubeletThatRenewsItsLeaseStopsAForceDeletion: the Node object deleted by hand
 // while its kubelet runs: the kubelet does not register it again until it restarts, but
 // renews its Lease. While the Lease is fresh, neither a rule (the Node's absence) nor
-// --force-unverified deletes the pod; once the Lease is older than the window, the rule
-// does, within podgc's quarantine.
+// --force-unverified deletes the pod; once the Lease is older than the window, by its
+// renewTime and by the time the API server last saw it change, and nothing changes it
+// while the write watches it, the rule does, within podgc's quarantine.
 func TestAKubeletThatRenewsItsLeaseStopsAForceDeletion(t *testing.T) {
 	ns := cp.Namespace(t)
 	created := time.Now()
@@ -107,14 +108,17 @@ func TestAKubeletThatRenewsItsLeaseStopsAForceDeletion(t *testing.T) {
 		"forced": {"--force-unverified", "--reason", "the node object is gone (INC-9)"},
 	} {
 		r := cli.Run(t, cp.AdminKubeconfig, append([]string{"remove", "pod/web-0", "-n", ns, "--yes", "--pod-grace-margin", margin}, flags...)...)
-		if r.Code != 1 || !strings.Contains(r.Stderr, "the kubelet of node "+name+" renewed its Lease kube-node-lease/"+name) || strings.Contains(r.Stderr, "to remove it anyway") {
+		if r.Code != 1 || !strings.Contains(r.Stderr, "the API server saw the Lease kube-node-lease/"+name+" that the kubelet of node "+name+" renews change") || strings.Contains(r.Stderr, "to remove it anyway") {
 			t.Errorf("%s: code %d, want 1 naming the Lease, no flag; stderr:\n%s", what, r.Code, r.Stderr)
 		}
 	}
 	if !podExists(t, ns, "web-0") {
 		t.Fatal("a pod of a running kubelet was deleted")
 	}
-	kubeletLease(t, name, time.Now().Add(-plan.KubeletAliveWindow-time.Minute)) // the kubelet stopped renewing it
+	// The kubelet stopped renewing it: its renewTime, and its last change by the API
+	// server's clock, are older than the window.
+	kubeletLease(t, name, time.Now().Add(-plan.KubeletAliveWindow-time.Minute))
+	ageLease(t, name, plan.KubeletAliveWindow+time.Minute)
 	r := cli.Run(t, cp.AdminKubeconfig, "remove", "pod/web-0", "-n", ns, "--yes", "--policy", policy, "--pod-grace-margin", margin)
 	took := time.Since(created)
 	if r.Code != 0 || !strings.Contains(r.Stdout, "force-deleted; the pod is gone") {

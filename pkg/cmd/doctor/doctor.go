@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -208,12 +209,13 @@ func (o *Options) Run(ctx context.Context) error {
 		// Namespaced owners only have dependents in their own namespace.
 		opts.Namespace = o.target.Namespace
 	}
+	clk := serverClock(ctx, o.clients, &opts)
 	rep, err := pipeline.Diagnose(ctx, o.clients, opts, doctor.Options{ProgressWindow: o.ProgressWindow})
 	done()
 	if err != nil {
 		return err
 	}
-	util.PrintWarnings(o.ErrOut, rep.Warnings)
+	util.PrintWarnings(o.ErrOut, append(clockWarning(clk), rep.Warnings...))
 	var target *kube.Object
 	if o.target != nil {
 		for _, obj := range rep.Result.Objects {
@@ -222,7 +224,7 @@ func (o *Options) Run(ctx context.Context) error {
 			}
 		}
 		if target == nil {
-			return o.notStuck(ctx)
+			return o.notStuck(ctx, clk.Now())
 		}
 	}
 	d := rep.Diagnosis(target)
@@ -246,8 +248,25 @@ func (o *Options) Run(ctx context.Context) error {
 	return util.IncompleteWarning(o.ErrOut, d.Incomplete)
 }
 
-// notStuck explains a target that the scan did not find stuck.
-func (o *Options) notStuck(ctx context.Context) error {
+// serverClock measures the API server's clock through clients, which the diagnosis
+// measures every age by.
+func serverClock(ctx context.Context, clients *client.Clients, opts *scan.Options) *plan.ServerClock {
+	clk := plan.NewServerClock(ctx, clients.Kube)
+	opts.Clock = clk
+	return clk
+}
+
+// clockWarning says that the API server's clock could not be read, if so.
+func clockWarning(clk *plan.ServerClock) []string {
+	if err := clk.Err(); err != nil {
+		return []string{fmt.Sprintf("%v: ages are measured by this machine's clock, which may be off", err)}
+	}
+	return nil
+}
+
+// notStuck explains a target that the scan did not find stuck; now is the API server's
+// time.
+func (o *Options) notStuck(ctx context.Context, now time.Time) error {
 	gvr := schema.FromAPIVersionAndKind(o.target.APIVersion, "").GroupVersion().WithResource(o.target.Resource)
 	r := o.clients.Metadata.Resource(gvr)
 	var meta *metav1.PartialObjectMetadata
@@ -267,8 +286,8 @@ func (o *Options) notStuck(ctx context.Context) error {
 	switch {
 	case meta.DeletionTimestamp != nil && o.target.Resource == "pods" && o.target.APIVersion == "v1" &&
 		meta.DeletionGracePeriodSeconds != nil && *meta.DeletionGracePeriodSeconds > 0 &&
-		time.Since(meta.DeletionTimestamp.Time) < o.PodGraceMargin:
-		msg = o.podWithinMargin(meta.DeletionTimestamp.Time, time.Now())
+		now.Sub(meta.DeletionTimestamp.Time) < o.PodGraceMargin:
+		msg = o.podWithinMargin(meta.DeletionTimestamp.Time, now)
 	case meta.DeletionTimestamp != nil && len(meta.Finalizers) == 0:
 		msg = "is being deleted and has no finalizers left: it goes shortly"
 	case meta.DeletionTimestamp != nil:
@@ -299,11 +318,12 @@ func (o *Options) runFleet(ctx context.Context) error {
 			if o.explicit {
 				opts.Namespace = o.namespace
 			}
+			clk := serverClock(ctx, clients, &opts)
 			rep, err := pipeline.Diagnose(ctx, clients, opts, doctor.Options{ProgressWindow: o.ProgressWindow})
 			if err != nil {
 				return nil, nil, err
 			}
-			return rep.Diagnosis(nil), rep.Warnings, nil
+			return rep.Diagnosis(nil), append(clockWarning(clk), rep.Warnings...), nil
 		})
 	d, err := fleet.MergeDiagnoses(results)
 	if err != nil {

@@ -310,9 +310,22 @@ func (o *Options) Run(ctx context.Context) error {
 		o.warn(fmt.Errorf("--%s %s is below %s: a pod is force-deleted %s after its grace period, when a kubelet that still reports may not have stopped its containers yet",
 			flagPodGraceMargin, o.PodGraceMargin, plan.MinPodGraceMargin, o.PodGraceMargin))
 	}
+	// Every age (a rule's minAge, a pod's grace period and margin, a kubelet's last sign
+	// of life) is measured by the API server's clock: a run that decides by one fails
+	// without it.
+	clk := plan.NewServerClock(ctx, o.clients.Kube)
+	if err := clk.Err(); err != nil {
+		if o.policy != nil || o.forceDelete() {
+			done()
+			return fmt.Errorf("%w: a rule's minAge and a pod's grace period are measured by it; nothing was removed", err)
+		}
+		o.warn(fmt.Errorf("%w: ages are shown by this machine's clock, which may be off", err))
+	}
+	opts.Clock = clk
 	var verifier *policy.Verifier
 	if o.policy != nil {
 		verifier = policy.NewVerifier(o.policy, o.clients.Dynamic, provider.Options{Dynamic: o.clients.Dynamic, Mapper: o.mapper})
+		verifier.Clock = clk
 		// The rules' providers are checked against live objects anywhere in the cluster.
 		opts.Namespace, opts.Observe = "", verifier.Controls.Observe
 	}
@@ -332,7 +345,7 @@ func (o *Options) Run(ctx context.Context) error {
 	runner := &remove.Runner{Clients: o.clients, Scan: rep.Result, CauseOf: rep.Cause,
 		Options: plan.Options{ForceUnverified: o.ForceUnverified, Reason: o.Reason, AllowSystem: o.AllowSystem, AllowStranding: o.AllowStranding,
 			PodGraceMargin: o.PodGraceMargin},
-		DryRun: o.dryRun, Audit: audit, BackupDir: o.BackupDir, OnRecord: o.report, Warn: o.warn}
+		DryRun: o.dryRun, Audit: audit, BackupDir: o.BackupDir, OnRecord: o.report, Warn: o.warn, Clock: clk}
 	if verifier != nil {
 		runner.Verifier = verifier
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -258,19 +259,26 @@ func (o *Options) Run(ctx context.Context) error {
 func (o *Options) scan(ctx context.Context, clients *client.Clients, resources []schema.GroupResource, opts scan.Options) (*finalizev1alpha1.StuckObjectList, []string, error) {
 	opts.Resources, opts.Namespace, opts.LabelSelector, opts.OlderThan, opts.Finalizers = resources, o.namespace, o.Selector, o.OlderThan, o.finalizers
 	opts.PodGraceMargin = o.PodGraceMargin
+	// Ages (terminatingSeconds, --older-than) are the API server's clock's.
+	clk := plan.NewServerClock(ctx, clients.Kube)
+	opts.Clock = clk
+	var warnings []string
+	if err := clk.Err(); err != nil {
+		warnings = append(warnings, fmt.Sprintf("%v: ages are measured by this machine's clock, which may be off", err))
+	}
 	if o.PrintFlags.Default() || o.PrintFlags.Name() {
 		res, err := pipeline.Scan(ctx, clients, opts)
 		if err != nil {
 			return nil, nil, err
 		}
-		return res.List(), nil, nil
+		return res.List(), warnings, nil
 	}
 	// Wide and machine-readable output carry each object's cause.
 	rep, err := pipeline.Diagnose(ctx, clients, opts, doctor.Options{})
 	if err != nil {
 		return nil, nil, err
 	}
-	return rep.List(), rep.Warnings, nil
+	return rep.List(), append(warnings, rep.Warnings...), nil
 }
 
 // runFleet reads every cluster, a few at a time, and prints one list where each object

@@ -158,8 +158,23 @@ type Planner struct {
 	// Kube reads a pod and its node afresh before its force deletion is decided; without
 	// it, every force deletion is refused.
 	Kube client.Interface
-	// Now is the time pods are found overdue at; nil means the real clock.
+	// Now is the API server's clock, which pods are found overdue and kubelets alive by;
+	// nil measures one (NewServerClock through Kube) when a pod's force deletion is first
+	// planned.
 	Now func() time.Time
+
+	serverClock *ServerClock
+}
+
+// now is the API server's time.
+func (p *Planner) now(ctx context.Context) time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	if p.serverClock == nil {
+		p.serverClock = NewServerClock(ctx, p.Kube)
+	}
+	return p.serverClock.Now()
 }
 
 // candidate is one (object, finalizer) of a request, in request order.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,33 +85,98 @@ func IsPods(r kube.Resource) bool { return r.Group == "" && r.Resource == "pods"
 // again while it runs the pod.
 const MirrorPodAnnotation = corev1.MirrorPodAnnotationKey
 
-// KubeletAliveWindow is how recently a kubelet must have renewed its node's Lease (or
-// written its node's Ready=False) for it to count as running: twice the default
-// node-monitor-grace-period of kube-controller-manager (50 s), the time after which the
-// node lifecycle controller itself takes a silent kubelet for gone. A Lease whose
-// leaseDurationSeconds is longer stretches it to twice that duration.
+// KubeletAliveWindow is how recently a kubelet must have shown a sign of life (renewed
+// its node's Lease, or written its node's Ready condition) for it to count as running:
+// twice the default node-monitor-grace-period of kube-controller-manager (50 s), the
+// time after which the node lifecycle controller itself takes a silent kubelet for gone.
+// A Lease whose leaseDurationSeconds is longer stretches it to twice that duration
+// (AliveWindow).
 const KubeletAliveWindow = 100 * time.Second
 
-// KubeletAlive says why the kubelet of node name may still run pods, or "" when nothing
-// shows it: its Lease kube-node-lease/NAME was renewed within the window (a running
-// kubelet renews it every 10 s, whether its Node is Ready, NotReady or deleted), its
-// Node says Ready=False with a heartbeat within the window (only a kubelet writes False;
-// the node lifecycle controller writes Unknown). A Node with no Ready condition is judged
-// by its Lease alone: a kubelet writes its Ready condition into the Node it registers
-// (initialNode sets the status before the create), and runs its Lease controller from
-// its start, so a running kubelet shows in its Lease whatever its Node says. node is the
-// Node as just read, nil when it does not exist. An error means the Lease could not be
-// read: the caller refuses.
-func KubeletAlive(ctx context.Context, kc client.Interface, name string, node *corev1.Node, now time.Time) (string, error) {
-	window := KubeletAliveWindow
-	lease, err := kc.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return "", fmt.Errorf("reading the Lease %s/%s its kubelet renews: %w", corev1.NamespaceNodeLease, name, err)
-	default:
-		if d := lease.Spec.LeaseDurationSeconds; d != nil && 2*time.Duration(*d)*time.Second > window {
-			window = 2 * time.Duration(*d) * time.Second
+// defaultLeaseDuration is the kubelet's default nodeLeaseDurationSeconds: it renews its
+// Lease every quarter of it (nodeLeaseRenewIntervalFraction 0.25), every 10 s.
+const defaultLeaseDuration = 40 * time.Second
+
+// Bounds of LeaseWatchFor.
+const (
+	minLeaseWatch = 2 * time.Second
+	// MaxLeaseWatch bounds how long a force deletion watches its node's Lease: a Lease
+	// that claims a renewal interval longer than that is judged by its last change
+	// (AliveWindow stretches with its duration) more than by the watch.
+	MaxLeaseWatch = time.Minute
+)
+
+// leaseDuration is the Lease's leaseDurationSeconds, or the kubelet's default.
+func leaseDuration(lease *coordinationv1.Lease) time.Duration {
+	if lease != nil && lease.Spec.LeaseDurationSeconds != nil && *lease.Spec.LeaseDurationSeconds > 0 {
+		return time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return defaultLeaseDuration
+}
+
+// AliveWindow is the window within which a sign of life of the kubelet that renews lease
+// (nil when there is none) counts: KubeletAliveWindow, or twice the Lease's
+// leaseDurationSeconds when that is longer.
+func AliveWindow(lease *coordinationv1.Lease) time.Duration {
+	return max(KubeletAliveWindow, 2*leaseDuration(lease))
+}
+
+// LeaseWatchFor is how long a force deletion watches the Lease of its pod's node before
+// the DELETE, for a running kubelet's next renewal to show: one and a half of its
+// renewal intervals (a quarter of leaseDurationSeconds, 40 s when the Lease does not say
+// or does not exist, so 15 s; a kubelet renews every interval with a jitter of 4 % plus
+// the time its write takes), between 2 s and MaxLeaseWatch.
+func LeaseWatchFor(lease *coordinationv1.Lease) time.Duration {
+	return min(max(leaseDuration(lease)/4*3/2, minLeaseWatch), MaxLeaseWatch)
+}
+
+// LastChange is when the API server last saw a write change obj, by its own clock: the
+// latest time of its managedFields entries, which the API server stamps (to the second)
+// on the entry of each manager whose fields a write changed. Every entry counts: a
+// change by any writer is a change the API server saw, and it only ever keeps a pod
+// (for one window). Zero when obj has none.
+func LastChange(obj metav1.Object) time.Time {
+	var last time.Time
+	for _, f := range obj.GetManagedFields() {
+		if f.Time != nil && f.Time.After(last) {
+			last = f.Time.Time
+		}
+	}
+	return last
+}
+
+// ago says how long before now t was, or how far after it, for a message.
+func ago(now, t time.Time) string {
+	if d := now.Sub(t); d < 0 {
+		return duration.HumanDuration(-d) + " ahead of the API server's clock"
+	}
+	return duration.HumanDuration(now.Sub(t)) + " ago"
+}
+
+// KubeletSigns says why the kubelet of node name may still run pods, or "" when nothing
+// shows it, from its Lease kube-node-lease/NAME (nil when there is none) and its Node
+// (nil when there is none), against now, the API server's clock. Any of these is a sign
+// of life within AliveWindow:
+//   - the API server saw the Lease change (LastChange, by its own clock): a running
+//     kubelet renews it every 10 s, whether its Node is Ready, NotReady or deleted, and
+//     however wrong the clock of its machine;
+//   - the Lease's renewTime, the kubelet's own clock's, is recent (or in the future): a
+//     renewTime that looks old never proves a kubelet dead, since its clock may be
+//     behind;
+//   - the Node's Ready condition is True or False with a recent heartbeat: only a
+//     kubelet writes those (the node lifecycle controller writes Unknown).
+//
+// A Node with no Ready condition was not registered by a kubelet (a kubelet writes its
+// conditions into the Node it creates, and runs its Lease controller from its start):
+// only its Lease can show one running. It is the one rule of a kubelet's liveness: the
+// plan and the write of a force deletion apply it, and the doctor does too.
+func KubeletSigns(name string, lease *coordinationv1.Lease, node *corev1.Node, now time.Time) string {
+	window := AliveWindow(lease)
+	ref := corev1.NamespaceNodeLease + "/" + name
+	if lease != nil {
+		if changed := LastChange(lease); !changed.IsZero() && now.Sub(changed) < window {
+			return fmt.Sprintf("the API server saw the Lease %s that the kubelet of node %s renews change at %s, %s by the API server's clock (within %s): its kubelet runs, and may still run the pod's containers",
+				ref, name, changed.UTC().Format(time.RFC3339), ago(now, changed), window)
 		}
 		renewed := lease.CreationTimestamp.Time
 		switch {
@@ -119,24 +185,39 @@ func KubeletAlive(ctx context.Context, kc client.Interface, name string, node *c
 		case lease.Spec.AcquireTime != nil:
 			renewed = lease.Spec.AcquireTime.Time
 		}
-		if ago := now.Sub(renewed); ago < window {
-			return fmt.Sprintf("the kubelet of node %s renewed its Lease %s/%s at %s, %s ago (within %s): it runs, and may still run the pod's containers",
-				name, corev1.NamespaceNodeLease, name, renewed.UTC().Format(time.RFC3339), duration.HumanDuration(max(ago, 0)), window), nil
+		if now.Sub(renewed) < window {
+			return fmt.Sprintf("the kubelet of node %s renewed its Lease %s at %s, %s (within %s): it runs, and may still run the pod's containers",
+				name, ref, renewed.UTC().Format(time.RFC3339), ago(now, renewed), window)
 		}
 	}
 	if node == nil {
-		return "", nil
+		return ""
 	}
-	// A Node without a Ready condition was not registered by a kubelet (a kubelet writes
-	// its conditions into the Node it creates): only its Lease could show one running.
 	c := NodeReady(node)
 	switch {
 	case c == nil:
 	case c.Status == corev1.ConditionFalse && now.Sub(c.LastHeartbeatTime.Time) < window:
-		return fmt.Sprintf("node %s is Ready=False (%s) with a heartbeat at %s, %s ago: only its kubelet writes False, so it runs (its runtime may be down, or it is shutting down)",
-			name, c.Reason, c.LastHeartbeatTime.UTC().Format(time.RFC3339), duration.HumanDuration(max(now.Sub(c.LastHeartbeatTime.Time), 0))), nil
+		return fmt.Sprintf("node %s is Ready=False (%s) with a heartbeat at %s, %s: only its kubelet writes False, so it runs (its runtime may be down, or it is shutting down)",
+			name, c.Reason, c.LastHeartbeatTime.UTC().Format(time.RFC3339), ago(now, c.LastHeartbeatTime.Time))
+	case c.Status == corev1.ConditionTrue && now.Sub(c.LastHeartbeatTime.Time) < window:
+		return fmt.Sprintf("node %s is Ready with a heartbeat at %s, %s: its kubelet reports", name, c.LastHeartbeatTime.UTC().Format(time.RFC3339), ago(now, c.LastHeartbeatTime.Time))
 	}
-	return "", nil
+	return ""
+}
+
+// KubeletAlive reads the Lease kube-node-lease/NAME of node name and applies
+// KubeletSigns: why the kubelet may still run pods, or "". node is the Node as just
+// read, nil when it does not exist; now is the API server's clock. An error means the
+// Lease could not be read: the caller refuses.
+func KubeletAlive(ctx context.Context, kc client.Interface, name string, node *corev1.Node, now time.Time) (string, error) {
+	lease, err := kc.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		lease = nil
+	case err != nil:
+		return "", fmt.Errorf("reading the Lease %s/%s its kubelet renews: %w", corev1.NamespaceNodeLease, name, err)
+	}
+	return KubeletSigns(name, lease, node, now), nil
 }
 
 // podRead is the pod and its node as read afresh for a force deletion.
@@ -209,12 +290,7 @@ func (p *Planner) planForce(ctx context.Context, o *kube.Object, opts Options) (
 	if margin <= 0 {
 		margin = DefaultPodGraceMargin
 	}
-	var now time.Time
-	if p.Now != nil {
-		now = p.Now()
-	} else {
-		now = ServerNow(ctx, p.Kube)
-	}
+	now := p.now(ctx)
 	node := ""
 	refuse := func(r *Refusal, v Verification) (*Action, *Refusal) {
 		r.Target, r.Verification, r.Node, r.ForceDelete = o.Ref(), v, node, true

@@ -64,6 +64,11 @@ func (e *Executor) Execute(ctx context.Context, actions []plan.Action) ([]*Recor
 	if remover.Reverify == nil && e.Verifier != nil {
 		remover.Reverify = e.reverify
 	}
+	// The Lease of the node of every force deletion is watched before its DELETE: each
+	// node's once, all at once, so that the pods of several nodes wait for one watch.
+	leases, stop := remover.startLeaseWatches(ctx, actions)
+	defer stop()
+	remover.leases = leases
 	records := make([]*Record, len(actions))
 	var (
 		mu     sync.Mutex

@@ -23,8 +23,9 @@ import (
 
 // TestTheWriteChecksTheNodeItWasDecidedAbout: at the write, a Node that registered
 // since it was planned absent (forced too), one of another uid or providerID, a kubelet
-// that renewed its Lease or wrote Ready=False recently, or a Lease that cannot be read,
-// each stops the DELETE.
+// that renewed its Lease (by its renewTime, or by the time the API server saw it change
+// when the kubelet's clock is behind) or wrote Ready=False recently, or a Lease that
+// cannot be read, each stops the DELETE.
 func TestTheWriteChecksTheNodeItWasDecidedAbout(t *testing.T) {
 	now := time.Now()
 	pods := kube.Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("pods"), Kind: "Pod", Namespaced: true}
@@ -40,6 +41,10 @@ func TestTheWriteChecksTheNodeItWasDecidedAbout(t *testing.T) {
 			Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](40), RenewTime: ptr.To(metav1.NewMicroTime(renewed))}}
 	}
 	old := now.Add(-time.Hour)
+	// behind is the Lease of a kubelet whose machine's clock is 10 minutes behind: its
+	// renewTime looks old, but the API server stamped its last change 5 s ago.
+	behind := lease(now.Add(-10 * time.Minute))
+	behind.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(now.Add(-5 * time.Second)))}}
 	planned := plan.Target{Resource: pods, Namespace: "a", Name: "web-0", UID: "uid-web", ResourceVersion: "42", ForceDelete: true, Node: "worker-3", GraceMargin: time.Minute,
 		NodeUID: "uid-1", NodeProviderID: "aws:///eu-west-1a/i-1"}
 	absent := planned
@@ -61,6 +66,8 @@ func TestTheWriteChecksTheNodeItWasDecidedAbout(t *testing.T) {
 			"renewed its Lease kube-node-lease/worker-3"},
 		{"the Node deleted by hand, its kubelet renewing", absent, []runtime.Object{pod, lease(now.Add(-5 * time.Second))}, false,
 			"renewed its Lease kube-node-lease/worker-3"},
+		{"the kubelet's clock is behind, the API server saw the Lease change", planned, []runtime.Object{pod, node("1", "aws:///eu-west-1a/i-1", corev1.ConditionUnknown, old), behind}, false,
+			"the API server saw the Lease kube-node-lease/worker-3 that the kubelet of node worker-3 renews change"},
 		{"Ready=False written by its kubelet since", planned, []runtime.Object{pod, node("1", "aws:///eu-west-1a/i-1", corev1.ConditionFalse, now.Add(-10*time.Second))}, false,
 			"only its kubelet writes False"},
 		{"the Lease cannot be read", planned, []runtime.Object{pod, node("1", "aws:///eu-west-1a/i-1", corev1.ConditionUnknown, old)}, true,
@@ -81,7 +88,7 @@ func TestTheWriteChecksTheNodeItWasDecidedAbout(t *testing.T) {
 					return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "worker-3", errors.New("RBAC"))
 				})
 			}
-			out, err := (&Remover{Kube: kc}).ForceDelete(t.Context(), tt.target, DryRunNone)
+			out, err := (&Remover{Kube: kc, LeaseWatch: 10 * time.Millisecond}).ForceDelete(t.Context(), tt.target, DryRunNone)
 			if tt.wantErr == "" {
 				if err != nil || out.Result != Removed || !sent {
 					t.Errorf("want deleted: %+v %v", out, err)

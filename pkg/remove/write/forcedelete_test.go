@@ -2,15 +2,21 @@ package write
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -68,7 +74,7 @@ func TestForceDelete(t *testing.T) {
 			if tt.target != nil {
 				tg = tt.target(tg)
 			}
-			out, err := (&Remover{Kube: kc}).ForceDelete(t.Context(), tg, tt.dry)
+			out, err := (&Remover{Kube: kc, LeaseWatch: 10 * time.Millisecond}).ForceDelete(t.Context(), tg, tt.dry)
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("err %v, want %q", err, tt.wantErr)
 			}
@@ -90,4 +96,133 @@ func TestForceDelete(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTheWriteWatchesTheNodesLease: after every other check, the write watches the
+// Lease of the pod's node from the resourceVersion it read: a change the API server
+// shows refuses the DELETE, and so does a watch that cannot be made or ends early
+// (forbidden, an expired resourceVersion, closed before its time). A watch that sees
+// nothing lets it go.
+func TestTheWriteWatchesTheNodesLease(t *testing.T) {
+	pods := kube.Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("pods"), Kind: "Pod", Namespaced: true}
+	ts := metav1.NewTime(time.Now().Add(-10 * time.Minute))
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web-0", UID: "uid-web", ResourceVersion: "42", DeletionTimestamp: &ts, DeletionGracePeriodSeconds: ptr.To[int64](30)},
+		Spec: corev1.PodSpec{NodeName: "worker-3"}}
+	old := metav1.NewMicroTime(time.Now().Add(-time.Hour))
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: "worker-3"},
+		Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](40), RenewTime: &old}}
+	renewed := lease.DeepCopy()
+	renewed.ResourceVersion = "999"
+	target := plan.Target{Resource: pods, Namespace: "a", Name: "web-0", UID: "uid-web", ResourceVersion: "42", ForceDelete: true, Node: "worker-3", GraceMargin: time.Minute}
+	tests := []struct {
+		name    string
+		watch   func(w *watch.FakeWatcher) error
+		wantErr string
+	}{
+		{"nothing changes: deleted", func(*watch.FakeWatcher) error { return nil }, ""},
+		{"the kubelet renews it", func(w *watch.FakeWatcher) error { go w.Modify(renewed); return nil },
+			"the API server showed its Lease kube-node-lease/worker-3 change while it was watched before the DELETE (changed"},
+		{"a kubelet creates it", func(w *watch.FakeWatcher) error { go w.Add(renewed); return nil }, "(created"},
+		{"someone deletes it", func(w *watch.FakeWatcher) error { go w.Delete(renewed); return nil }, "deleted while it was watched"},
+		{"the watch is forbidden", func(*watch.FakeWatcher) error {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "", errors.New("RBAC"))
+		}, "watching the Lease kube-node-lease/worker-3 from resourceVersion"},
+		{"its resourceVersion expired", func(w *watch.FakeWatcher) error {
+			go w.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old resource version"})
+			return nil
+		}, "watching the Lease kube-node-lease/worker-3: too old resource version"},
+		{"the API server ends it early", func(w *watch.FakeWatcher) error { go w.Stop(); return nil }, "the API server ended the watch"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kc := fake.NewClientset(pod, lease)
+			var asked []string
+			kc.PrependWatchReactor("leases", func(a k8stesting.Action) (bool, watch.Interface, error) {
+				r := a.(k8stesting.WatchActionImpl).WatchRestrictions
+				asked = append(asked, r.Fields.String()+"@"+r.ResourceVersion)
+				w := watch.NewFake()
+				if err := tt.watch(w); err != nil {
+					return true, nil, err
+				}
+				return true, w, nil
+			})
+			sent := false
+			kc.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				sent = true
+				return true, nil, nil
+			})
+			out, err := (&Remover{Kube: kc, LeaseWatch: 200 * time.Millisecond}).ForceDelete(t.Context(), target, DryRunNone)
+			if len(asked) != 1 || !strings.HasPrefix(asked[0], "metadata.name=worker-3@") || asked[0] == "metadata.name=worker-3@" {
+				t.Errorf("watches %q, want one of the node's Lease from the resourceVersion read", asked)
+			}
+			if tt.wantErr == "" {
+				if err != nil || out.Result != Removed || !sent {
+					t.Errorf("want deleted: %+v %v", out, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "not deleted") || !strings.Contains(err.Error(), tt.wantErr) || sent {
+				t.Errorf("err %v (DELETE sent %v), want %q and nothing sent", err, sent, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestEachNodesLeaseIsWatchedOnceAndAllAtOnce: an execution of three force deletions
+// (a server dry run), two pods of one node and one of another, one at a time: each
+// node's Lease is watched once, and the two watches run at once: both begin before
+// either ends.
+func TestEachNodesLeaseIsWatchedOnceAndAllAtOnce(t *testing.T) {
+	pods := kube.Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("pods"), Kind: "Pod", Namespaced: true}
+	ts := metav1.NewTime(time.Now().Add(-10 * time.Minute))
+	var objs []runtime.Object
+	var actions []plan.Action
+	for i, nodeName := range []string{"worker-1", "worker-1", "worker-2"} {
+		name := fmt.Sprintf("web-%d", i)
+		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, UID: types.UID("uid-" + name), ResourceVersion: "42",
+			DeletionTimestamp: &ts, DeletionGracePeriodSeconds: ptr.To[int64](30)}, Spec: corev1.PodSpec{NodeName: nodeName}})
+		actions = append(actions, plan.Action{Target: plan.Target{Resource: pods, Namespace: "a", Name: name, UID: types.UID("uid-" + name), ResourceVersion: "42",
+			ForceDelete: true, Node: nodeName, NodeGone: true, GraceMargin: time.Minute}, Verified: true})
+	}
+	kc := fake.NewClientset(objs...)
+	var mu sync.Mutex
+	var events []string
+	record := func(e string) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	}
+	kc.PrependWatchReactor("leases", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		node, _ := a.(k8stesting.WatchActionImpl).WatchRestrictions.Fields.RequiresExactMatch("metadata.name")
+		record("began " + node)
+		return true, &recordingWatch{Interface: watch.NewFake(), stop: func() { record("ended " + node) }}, nil
+	})
+	kc.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
+	ex := &Executor{Remover: &Remover{Kube: kc, LeaseWatch: 500 * time.Millisecond}, DryRun: DryRunServer, Workers: 1}
+	records, err := ex.Execute(t.Context(), actions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range records {
+		if rec == nil || rec.Result != WouldRemove {
+			t.Errorf("record %+v, want deleted (a server dry run)", rec)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(events[:2])
+	if want := []string{"began worker-1", "began worker-2"}; len(events) != 4 || !slices.Equal(events[:2], want) {
+		t.Errorf("watches %q, want each node's once, both begun before either ended", events)
+	}
+}
+
+// recordingWatch says when it is stopped.
+type recordingWatch struct {
+	watch.Interface
+	stop func()
+}
+
+func (w *recordingWatch) Stop() {
+	w.stop()
+	w.Interface.Stop()
 }

@@ -16,6 +16,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
@@ -104,6 +105,16 @@ type Remover struct {
 	// the write made on it: the executor records it there. An error stops the removal
 	// before that write, and is the removal's.
 	Reverified func(v *plan.Verification) error
+	// Clock is the API server's clock, which a force deletion finds its pod overdue and
+	// its kubelet alive by at the write; nil measures one (plan.NewServerClock) per force
+	// deletion.
+	Clock clock.PassiveClock
+	// LeaseWatch, if set, is how long a force deletion watches the Lease of its pod's
+	// node, instead of plan.LeaseWatchFor the Lease: tests shorten it.
+	LeaseWatch time.Duration
+
+	// leases are the watches of node Leases of one execution, one per node.
+	leases *leaseWatches
 }
 
 // Remove removes one finalizer. With DryRunClient it only reads; with DryRunServer the

@@ -73,8 +73,9 @@ const (
 	RefusalNodeReady RefusalKind = "NodeReady"
 	// RefusalKubeletAlive means a pod a force deletion was asked for is bound to a node
 	// whose kubelet shows signs of life though the node is not Ready (or its Node object
-	// is gone): it renewed its Lease in kube-node-lease recently, or wrote Ready=False
-	// recently. Nothing allows it.
+	// is gone): the API server saw its Lease in kube-node-lease change recently (by the
+	// API server's clock), its renewTime is recent, or it wrote Ready=False recently.
+	// Nothing allows it.
 	RefusalKubeletAlive RefusalKind = "KubeletAlive"
 	// RefusalMachinePresent means a policy rule applies to a pod a force deletion was
 	// asked for, and its provider answered that the node's machine is present, or its
