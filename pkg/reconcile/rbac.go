@@ -480,8 +480,14 @@ func (v verbsOf) rules() (rules []rbacv1.PolicyRule, purposes []string) {
 	byKey := map[key]*rbacv1.PolicyRule{}
 	var keys []key
 	for gr, byVerb := range v {
-		order := []string{"get", "list", "create", "update", "patch", "delete"}
+		// kubectl's order of verbs; a verb it does not name comes after, never dropped.
+		order := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 		sorted := slices.DeleteFunc(slices.Clone(order), func(s string) bool { _, ok := byVerb[s]; return !ok })
+		for _, verb := range slices.Sorted(maps.Keys(byVerb)) {
+			if !slices.Contains(order, verb) {
+				sorted = append(sorted, verb)
+			}
+		}
 		k := key{gr.Group, fmt.Sprint(sorted)}
 		r, ok := byKey[k]
 		if !ok {
