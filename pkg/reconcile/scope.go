@@ -101,6 +101,17 @@ func listedTypes(p *policy.Policy, res *resolver) (Listing, error) {
 	return l, nil
 }
 
+// resolver resolves the resources of rules against one discovery of the cluster, made
+// when the first name needs it.
+type resolver struct {
+	discover Discover
+	done     bool
+	types    []scan.Type
+	served   map[schema.GroupResource]scan.Type
+	failed   []finalizev1alpha1.IncompleteResource
+	err      error
+}
+
 // namespacesOf are the namespaces the rules of p restrict type gr to, sorted, or nil
 // when gr must be read cluster-wide: a rule that may match it names no namespaces or a
 // glob, or gr is cluster-scoped (a Namespace is matched by its own name, but namespaces
@@ -143,17 +154,6 @@ func literalNamespaces(r *policy.Rule) ([]string, bool) {
 		}
 	}
 	return r.Spec.Namespaces, true
-}
-
-// resolver resolves the resources of rules against one discovery of the cluster, made
-// when the first name needs it.
-type resolver struct {
-	discover Discover
-	done     bool
-	types    []scan.Type
-	served   map[schema.GroupResource]scan.Type
-	failed   []finalizev1alpha1.IncompleteResource
-	err      error
 }
 
 // load discovers the cluster, once.
