@@ -266,3 +266,50 @@ func TestWords(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// threatModelTests finds the tests docs/threat-model.md names: "PACKAGE: `TestA`,
+// `TestB`", where PACKAGE is a folder under test/ ("test/verify") or under pkg/ ("write"
+// for pkg/remove/write, "plan" for pkg/remove/plan, "cmd/remove" for pkg/cmd/remove).
+var threatModelTests = regexp.MustCompile("((?:test/)?[a-z][a-z/]*): ((?:`(?:Test|Fuzz)[A-Za-z0-9_]+`(?:, )?)+)")
+
+// TestTheThreatModelNamesTestsThatExist: every row of docs/threat-model.md names the test
+// that shows it; a test renamed or removed must take its row with it.
+func TestTheThreatModelNamesTestsThatExist(t *testing.T) {
+	page, err := os.ReadFile("../../docs/threat-model.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := map[string]string{"write": "pkg/remove/write", "plan": "pkg/remove/plan", "util": "pkg/cmd/util"}
+	named := 0
+	for _, m := range threatModelTests.FindAllStringSubmatch(string(page), -1) {
+		dir := m[1]
+		switch {
+		case short[dir] != "":
+			dir = short[dir]
+		case !strings.HasPrefix(dir, "test/"):
+			dir = "pkg/" + dir
+		}
+		files, err := filepath.Glob(filepath.Join("../..", dir, "*_test.go"))
+		if err != nil || len(files) == 0 {
+			t.Errorf("docs/threat-model.md names %s, which has no tests", m[1])
+			continue
+		}
+		var src strings.Builder
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src.Write(b)
+		}
+		for _, name := range regexp.MustCompile("`([A-Za-z0-9_]+)`").FindAllStringSubmatch(m[2], -1) {
+			named++
+			if !strings.Contains(src.String(), "func "+name[1]+"(") {
+				t.Errorf("docs/threat-model.md names %s: %s, which is not a test there", m[1], name[1])
+			}
+		}
+	}
+	if named < 50 {
+		t.Errorf("docs/threat-model.md names %d tests; the pattern no longer finds them", named)
+	}
+}
