@@ -4,15 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
-
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
-	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
 // TestAGlobRuleLeavesFinalizersKubernetesReservesWithoutAllowSystem: a glob rule
@@ -24,46 +19,29 @@ import (
 // so, until the rule sets allowSystem.
 func TestAGlobRuleLeavesFinalizersKubernetesReservesWithoutAllowSystem(t *testing.T) {
 	ns, c := cp.Namespace(t), fakecloud.New(t)
-	kube := cp.Kube(t)
-	const reserved, dotted, bare = "example.kubernetes.io/cleanup", "cleanup.example.k8s.io", "cleanup"
-	widgets := fixture.CRD(t, cp.Config, seed.CRD{Group: "system.reconcile.example", Kind: "Widget", Plural: "widgets", Singular: "widget", Versions: []string{"v1"}})
-	// Live controls whose instances exist: the rule's provider is seen to work.
-	fixture.HeldConfigMap(t, kube, ns, "control", map[string]string{"instance": "live"}, reserved)
-	fixture.Instance(t, cp.Config, widgets, "Widget", ns, "live-control", []string{dotted, bare}, nil, false)
-	fixture.StuckConfigMap(t, kube, ns, "deleted-reserved", map[string]string{"instance": "deleted-reserved"}, reserved)
-	fixture.Instance(t, cp.Config, widgets, "Widget", ns, "deleted-dotted", []string{dotted}, nil, true)
-	fixture.Instance(t, cp.Config, widgets, "Widget", ns, "deleted-bare", []string{bare}, nil, true)
+	world := fixture.NewReserved(t, cp.Config, cp.Kube(t), ns, "system.reconcile.example")
 	policy := func(extra string) string {
 		return cli.WritePolicy(t, "", strings.Replace(c.Rule("cleanups", `"*cleanup*"`, "  namespaces: ["+ns+"]\n"+extra),
-			"resources: [configmaps]", "resources: [configmaps, widgets.system.reconcile.example]", 1))
-	}
-	stuck := []string{"deleted-reserved", "deleted-dotted", "deleted-bare"}
-	exists := func(name string) bool {
-		if name == "deleted-reserved" {
-			_, err := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
-			return !apierrors.IsNotFound(err)
-		}
-		_, err := dynamic.NewForConfigOrDie(cp.Config).Resource(widgets).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
-		return !apierrors.IsNotFound(err)
+			"resources: [configmaps]", "resources: ["+world.Resources+"]", 1))
 	}
 
 	rep, r := pass(t, cp.AdminKubeconfig, policy(""))
-	for _, name := range stuck {
-		if a := action(t, rep, name); a.Result != finalizev1alpha1.ResultKept || a.Verdict != finalizev1alpha1.VerdictGone || !strings.Contains(a.Message, "it is a system finalizer") {
-			t.Errorf("without allowSystem, %s: %+v (code %d, %s)", name, a, r.Code, r.Stderr)
+	for _, o := range world.Objects {
+		if a := action(t, rep, o.Name); a.Result != finalizev1alpha1.ResultKept || a.Verdict != finalizev1alpha1.VerdictGone || !strings.Contains(a.Message, "it is a system finalizer") {
+			t.Errorf("without allowSystem, %s: %+v (code %d, %s)", o.Name, a, r.Code, r.Stderr)
 		}
-		if !exists(name) {
-			t.Errorf("%s: the system finalizer must stay, and the object is gone", name)
+		if !world.Exists(o) {
+			t.Errorf("%s: the system finalizer must stay, and the object is gone", o.Name)
 		}
 	}
 
 	rep, r = pass(t, cp.AdminKubeconfig, policy("  allowSystem: true\n"))
-	for _, name := range stuck {
-		if a := action(t, rep, name); a.Result != finalizev1alpha1.ResultRemoved || a.Verdict != finalizev1alpha1.VerdictGone {
-			t.Errorf("with allowSystem, %s: %+v (code %d, %s)", name, a, r.Code, r.Stderr)
+	for _, o := range world.Objects {
+		if a := action(t, rep, o.Name); a.Result != finalizev1alpha1.ResultRemoved || a.Verdict != finalizev1alpha1.VerdictGone {
+			t.Errorf("with allowSystem, %s: %+v (code %d, %s)", o.Name, a, r.Code, r.Stderr)
 		}
-		if exists(name) {
-			t.Errorf("%s is still there", name)
+		if world.Exists(o) {
+			t.Errorf("%s is still there", o.Name)
 		}
 	}
 }

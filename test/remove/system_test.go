@@ -6,13 +6,10 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
-	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
 // TestAFinalizerKubernetesReservesIsSystemWhetherTheCatalogueKnowsItOrNot: three stuck
@@ -25,57 +22,29 @@ import (
 // with --allow-system they go.
 func TestAFinalizerKubernetesReservesIsSystemWhetherTheCatalogueKnowsItOrNot(t *testing.T) {
 	ns, c := cp.Namespace(t), fakecloud.New(t)
-	kube := cp.Kube(t)
-	const reserved, dotted, bare = "example.kubernetes.io/cleanup", "cleanup.example.k8s.io", "cleanup"
-	widgets := fixture.CRD(t, cp.Config, seed.CRD{Group: "system.remove.example", Kind: "Widget", Plural: "widgets", Singular: "widget", Versions: []string{"v1"}})
-	// Live controls whose instances exist: the rule's provider is seen to work.
-	fixture.HeldConfigMap(t, kube, ns, "control", map[string]string{"instance": "live"}, reserved)
-	fixture.Instance(t, cp.Config, widgets, "Widget", ns, "live-control", []string{dotted, bare}, nil, false)
-	fixture.StuckConfigMap(t, kube, ns, "deleted-reserved", map[string]string{"instance": "deleted-reserved"}, reserved)
-	fixture.Instance(t, cp.Config, widgets, "Widget", ns, "deleted-dotted", []string{dotted}, nil, true)
-	fixture.Instance(t, cp.Config, widgets, "Widget", ns, "deleted-bare", []string{bare}, nil, true)
+	world := fixture.NewReserved(t, cp.Config, cp.Kube(t), ns, "system.remove.example")
 	policy := cli.WritePolicy(t, "", strings.Replace(c.Rule("cleanups", `"*cleanup*"`, "  namespaces: ["+ns+"]\n"),
-		"resources: [configmaps]", "resources: [configmaps, widgets.system.remove.example]", 1))
-	objects := []struct{ ref, finalizer string }{
-		{"configmaps/deleted-reserved", reserved},
-		{"widgets.system.remove.example/deleted-dotted", dotted},
-		{"widgets.system.remove.example/deleted-bare", bare},
-	}
-	finalizers := func(ref string) ([]string, error) {
-		resource, name, _ := strings.Cut(ref, "/")
-		if resource == "configmaps" {
-			cm, err := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
-			if err != nil {
-				return nil, err
-			}
-			return cm.Finalizers, nil
-		}
-		u, err := dynamic.NewForConfigOrDie(cp.Config).Resource(widgets).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		return u.GetFinalizers(), nil
-	}
+		"resources: [configmaps]", "resources: ["+world.Resources+"]", 1))
 
-	for _, o := range objects {
-		r := cli.Run(t, cp.AdminKubeconfig, "remove", o.ref, "-n", ns, "--finalizer", o.finalizer, "--policy", policy, "--yes")
-		if r.Code != 2 || !strings.Contains(r.Stderr, "finalizer "+o.finalizer+": it is a system finalizer") ||
+	for _, o := range world.Objects {
+		r := cli.Run(t, cp.AdminKubeconfig, "remove", o.Ref, "-n", ns, "--finalizer", o.Finalizer, "--policy", policy, "--yes")
+		if r.Code != 2 || !strings.Contains(r.Stderr, "finalizer "+o.Finalizer+": it is a system finalizer") ||
 			!strings.Contains(r.Stderr, "to remove it anyway: --allow-system") || r.Stdout != "" {
-			t.Errorf("%s: code %d (want 2), stdout %q, stderr:\n%s", o.ref, r.Code, r.Stdout, r.Stderr)
+			t.Errorf("%s: code %d (want 2), stdout %q, stderr:\n%s", o.Ref, r.Code, r.Stdout, r.Stderr)
 		}
-		if got, err := finalizers(o.ref); err != nil || !slices.Equal(got, []string{o.finalizer}) {
-			t.Errorf("%s: the system finalizer must stay: %v %v", o.ref, got, err)
+		if got, err := world.Finalizers(o); err != nil || !slices.Equal(got, []string{o.Finalizer}) {
+			t.Errorf("%s: the system finalizer must stay: %v %v", o.Ref, got, err)
 		}
 	}
 
 	// Allowed, the same verified removals go.
-	for _, o := range objects {
-		r := cli.Run(t, cp.AdminKubeconfig, "remove", o.ref, "-n", ns, "--finalizer", o.finalizer, "--policy", policy, "--allow-system", "--yes")
-		if want := "finalizer " + o.finalizer + " removed; the object is gone\n"; r.Code != 0 || !strings.HasSuffix(r.Stdout, want) {
-			t.Errorf("%s with --allow-system: code %d, stdout %q (want it to end in %q), stderr:\n%s", o.ref, r.Code, r.Stdout, want, r.Stderr)
+	for _, o := range world.Objects {
+		r := cli.Run(t, cp.AdminKubeconfig, "remove", o.Ref, "-n", ns, "--finalizer", o.Finalizer, "--policy", policy, "--allow-system", "--yes")
+		if want := "finalizer " + o.Finalizer + " removed; the object is gone\n"; r.Code != 0 || !strings.HasSuffix(r.Stdout, want) {
+			t.Errorf("%s with --allow-system: code %d, stdout %q (want it to end in %q), stderr:\n%s", o.Ref, r.Code, r.Stdout, want, r.Stderr)
 		}
-		if _, err := finalizers(o.ref); !apierrors.IsNotFound(err) {
-			t.Errorf("%s still exists: %v", o.ref, err)
+		if _, err := world.Finalizers(o); !apierrors.IsNotFound(err) {
+			t.Errorf("%s still exists: %v", o.Ref, err)
 		}
 	}
 }
