@@ -1,8 +1,8 @@
 // Package release tests what a release ships, against the snapshot goreleaser built into
 // dist/: the krew manifest template rendered as krew-release-bot renders it, checked by
-// krew-index's validate-krew-manifest and installed by the real krew (both built from
-// hack/krew) from a copy of dist/ served on loopback, then run through kubectl; the
-// checksums, the SBOMs and the archives' layout.
+// krew-index's validate-krew-manifest and installed by the real krew (both v0.4.3,
+// pinned in hack/krew and built from the module proxy) from a copy of dist/ served on
+// loopback, then run through kubectl; the checksums, the SBOMs and the archives' layout.
 //
 // It needs the snapshot: KUBECTL_FINALIZE_DIST names goreleaser's dist folder and
 // KUBECTL_FINALIZE_PLATFORMS says which platforms it holds: "host" (`make test` builds
