@@ -179,3 +179,28 @@ func TestCannotVerifyIsPerType(t *testing.T) {
 		t.Errorf("rules %+v", rep.Rules)
 	}
 }
+
+// TestARuleThatCanAskItsProviderNothingFailsThePass: a rule whose URL reads a field no
+// object has (a typo: instance-id for instance) can make no request, about its live
+// control or about the stuck object: every verdict is Unknown, decided without asking
+// the provider. Nothing shows the rule can ever verify anything, pass after pass, so the
+// pass fails naming the rule, instead of staying green while it keeps everything.
+func TestARuleThatCanAskItsProviderNothingFailsThePass(t *testing.T) {
+	ns, fin, c := world(t)
+	object(t, ns, "target", fin, "deleted-1", true)
+	rule := strings.Replace(c.Rule("typo", fin, ""), "{.metadata.annotations.instance}", "{.metadata.annotations.instance-id}", 1)
+	rep, r := pass(t, cp.AdminKubeconfig, cli.WritePolicy(t, "", rule))
+	if a := action(t, rep, "target"); a.Result != finalizev1alpha1.ResultKept || a.Verdict != finalizev1alpha1.VerdictUnknown {
+		t.Errorf("target: %+v", a)
+	}
+	if len(c.Asked()) != 0 {
+		t.Errorf("the cloud was asked: %v", c.Asked())
+	}
+	const says = "rule typo cannot verify: "
+	if r.Code != 1 || !strings.Contains(r.Stderr, says) {
+		t.Errorf("code %d; want 1 saying %q; stderr:\n%s", r.Code, says, r.Stderr)
+	}
+	if len(rep.Rules) != 1 || rep.Rules[0].CannotVerify == "" {
+		t.Errorf("rules %+v", rep.Rules)
+	}
+}
