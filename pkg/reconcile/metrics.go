@@ -173,7 +173,8 @@ type PushOptions struct {
 func (m *Metrics) Push(ctx context.Context, o PushOptions) error {
 	u, err := url.Parse(o.URL)
 	if err != nil {
-		return fmt.Errorf("pushing the metrics: the URL: %w", err)
+		// url.Parse's error quotes the URL, and its password with it.
+		return fmt.Errorf("pushing the metrics: the URL does not parse: %s", redact.UnparsedURL(o.URL))
 	}
 	user := u.User
 	u.User = nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -263,4 +264,25 @@ func (st *state) heldBack(s string) int {
 		}
 	}
 	return 0
+}
+
+// schemeRE is the scheme of a URL and the slashes after it.
+var schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:/*`)
+
+// UnparsedURL is a URL that did not parse as one with a host (a password holding a '/',
+// a scheme with one slash, none at all), fit to show: whatever stands between its scheme
+// and the last '@' before its query or fragment is REDACTED. Where the URL does not
+// parse, its user and password cannot be told apart from the rest, and a password is
+// never shown because a URL around it was mistyped.
+func UnparsedURL(raw string) string {
+	end := len(raw)
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		end = i
+	}
+	at := strings.LastIndex(raw[:end], "@")
+	if at < 0 {
+		return raw
+	}
+	start := len(schemeRE.FindString(raw[:at]))
+	return raw[:start] + Replacement + raw[at:]
 }

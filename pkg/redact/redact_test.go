@@ -230,3 +230,20 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestAURLThatDoesNotParseShowsNothingBeforeItsAt: a password that breaks a URL's
+// parsing (a '/' in it, a scheme with one slash, none) is not shown with the URL.
+func TestAURLThatDoesNotParseShowsNothingBeforeItsAt(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://svc:Zm9v/YmFy@api.example.com/x?a=b@c": "https://REDACTED@api.example.com/x?a=b@c",
+		"https:/pusher:s3cret@127.0.0.1:9091":           "https:/REDACTED@127.0.0.1:9091",
+		"https//pusher:s3cret@127.0.0.1:9091":           "REDACTED@127.0.0.1:9091",
+		"pusher:s3cret@127.0.0.1:9091":                  "pusher:REDACTED@127.0.0.1:9091",
+		"https://api.example.com/x#a@b":                 "https://api.example.com/x#a@b",
+		"127.0.0.1:9091":                                "127.0.0.1:9091",
+	} {
+		if got := UnparsedURL(raw); got != want {
+			t.Errorf("UnparsedURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/reconcile"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
@@ -303,13 +304,12 @@ func (o *Options) validateMetricsDelivery() error {
 	return nil
 }
 
-// redacted shows a URL without its password, or nothing of it when it does not parse.
+// redacted shows a URL without its password. One that does not parse as a URL with a
+// host (a scheme with one slash, none at all) may hold its password outside its user
+// part: what stands before its '@' is not shown.
 func redacted(raw string, u *url.URL) string {
-	if u == nil {
-		if strings.Contains(raw, "@") {
-			return "(a URL that does not parse)"
-		}
-		return raw
+	if u == nil || u.Host == "" {
+		return redact.UnparsedURL(raw)
 	}
 	return u.Redacted()
 }
