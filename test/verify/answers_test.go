@@ -167,6 +167,36 @@ func TestACredentialInTheURLIsRefused(t *testing.T) {
 	}
 }
 
+// TestAPasswordThatBreaksTheURLIsNotShown: a password pasted into a rule's URL is
+// refused, and so is one that breaks the URL's parsing (a generated password holding a
+// '/', which ends the host early; a scheme with one slash, where it reads as the path):
+// the refusal names the URL without what stands before its '@', not even a piece of it
+// in the parser's error.
+func TestAPasswordThatBreaksTheURLIsNotShown(t *testing.T) {
+	const secret = "Zm9vYmFy/c2VjcmV0"
+	for _, url := range []string{
+		"https://svc:" + secret + "@dbapi.example.com/instances/{.metadata.name}",
+		"https:/svc:" + secret + "@dbapi.example.com/instances/{.metadata.name}",
+	} {
+		policy := writePolicy(t, `- name: pasted
+  finalizers: [`+finalizer+`]
+  resources: [configmaps]
+  verify:
+    http:
+      url: "`+url+`"
+`)
+		r := cli.Run(t, cp.AdminKubeconfig, "policy", "check", policy)
+		if r.Code != 2 || !strings.Contains(r.Stderr, "rules[0].verify.http.url: Invalid value") {
+			t.Errorf("%s: code %d; want 2 refusing the url; stderr:\n%s", url, r.Code, r.Stderr)
+		}
+		for _, piece := range []string{secret, "Zm9vYmFy", "c2VjcmV0"} {
+			if strings.Contains(r.Stdout+r.Stderr, piece) {
+				t.Errorf("%s: %q is shown: %s", url, piece, r.Stderr)
+			}
+		}
+	}
+}
+
 // TestAQueryCredentialIsNeverShown: an api_key from valueFrom is sent, and shown nowhere:
 // not on stdout (-o json), stderr, the audit log, klog at -v=6, or the Event, even where
 // the server echoes it in a body or a redirect.
