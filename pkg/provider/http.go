@@ -846,7 +846,10 @@ func redactURLError(err error) error {
 	return err
 }
 
+// truncate cuts s to n bytes, redacted first: a registered value cut in two is no
+// longer that value, and its start would show. Every cut of the package is made here.
 func truncate(s string, n int) string {
+	s = redact.String(s)
 	if len(s) <= n {
 		return s
 	}
