@@ -197,6 +197,43 @@ func TestAPasswordThatBreaksTheURLIsNotShown(t *testing.T) {
 	}
 }
 
+// TestAPasswordInsideABasicAuthHeaderIsShownNowhere: a script given a password through
+// valueFrom calls its API with curl -v -u svc:$API_PASSWORD, which prints the request's
+// Authorization header on stderr: the password inside the base64 of "svc:PASSWORD",
+// three bytes of alignment away from its own base64. The script fails, and its stderr is
+// the evidence. The header shows neither whole nor with the password's part readable,
+// on stdout or stderr.
+func TestAPasswordInsideABasicAuthHeaderIsShownNowhere(t *testing.T) {
+	ns := cp.Namespace(t)
+	const password = "basic-Pass-4d7e19c2ab"
+	auth := base64.StdEncoding.EncodeToString([]byte("svc:" + password))
+	policy := writePolicy(t, `- name: basic
+  finalizers: [`+finalizer+`]
+  resources: [configmaps]
+  namespaces: [`+ns+`]
+  verify:
+    exec:
+      command: [`+os.Args[0]+`, "{.metadata.annotations.mode}"]
+      env:
+      - {name: KF_TEST_PROVIDER, value: "1"}
+      - {name: API_PASSWORD, valueFrom: {env: KF_TEST_BASIC_PASSWORD}}
+      timeout: 10s
+`)
+	configMap(t, ns, "control", map[string]string{"mode": "curl-v"})
+	stuckConfigMap(t, ns, "stuck", map[string]string{"mode": "curl-v"})
+	r := cli.RunBinary(t, binary, cp.AdminKubeconfig, []string{"KF_TEST_BASIC_PASSWORD=" + password}, "reconcile", "--once", "--policy", policy, "-o", "json", "-v=6")
+	if !strings.Contains(r.Stdout, "Authorization: Basic ") {
+		t.Fatalf("the script's stderr is not in the report: code %d, stdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	for where, out := range map[string]string{"stdout": r.Stdout, "stderr": r.Stderr} {
+		for _, form := range []string{password, auth} {
+			if strings.Contains(out, form) {
+				t.Errorf("%s shows %q:\n%s", where, form, out)
+			}
+		}
+	}
+}
+
 // TestAQueryCredentialIsNeverShown: an api_key from valueFrom is sent, and shown nowhere:
 // not on stdout (-o json), stderr, the audit log, klog at -v=6, or the Event, even where
 // the server echoes it in a body or a redirect.
