@@ -143,7 +143,30 @@ func forms(v string) []string {
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
 		out = append(out, enc.EncodeToString([]byte(v)))
 	}
+	// Inside a longer base64 text (the base64 of "user:password" in a basic auth header,
+	// of a file that holds the value) v starts at any of three alignments: at each, the
+	// characters made of v's bits alone are the same whatever surrounds it.
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		for skip := range 3 {
+			if core := base64Core(enc, v, skip); Long(core) {
+				out = append(out, core)
+			}
+		}
+	}
 	return out
+}
+
+// base64Core is the part of the base64 of v, preceded by skip bytes, that v's bits alone
+// make: a character is 6 bits, a byte 8, and a character that holds bits of what stands
+// before or after v is left out.
+func base64Core(enc *base64.Encoding, v string, skip int) string {
+	encoded := enc.EncodeToString(append(make([]byte, skip), v...))
+	// The first character whose bits are all v's, and the first after the last of them.
+	first, end := (8*skip+5)/6, (8*skip+8*len(v))/6
+	if first >= end {
+		return ""
+	}
+	return encoded[first:end]
 }
 
 // inner is a quoted string without its quotes.

@@ -247,3 +247,25 @@ func TestAURLThatDoesNotParseShowsNothingBeforeItsAt(t *testing.T) {
 		}
 	}
 }
+
+// TestAValueInsideALongerBase64TextIsRedacted: the base64 of "user:password", of a file
+// that holds the value, or of anything around it, holds the value at one of three
+// alignments; none of them shows it, and the text around it stays.
+func TestAValueInsideALongerBase64TextIsRedacted(t *testing.T) {
+	t.Cleanup(reset)
+	const secret = "basic-Pass-4d7e19c2ab"
+	if err := Register(secret); err != nil {
+		t.Fatal(err)
+	}
+	for _, prefix := range []string{"", "s", "sv", "svc:", "user-name:", "x"} {
+		for _, suffix := range []string{"", "\n", "@host", "ab"} {
+			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding} {
+				text := enc.EncodeToString([]byte(prefix + secret + suffix))
+				got := String("Authorization: Basic " + text)
+				if strings.Contains(got, text) || !strings.Contains(got, Replacement) || !strings.HasPrefix(got, "Authorization: Basic ") {
+					t.Errorf("%q%s%q: %s", prefix, "SECRET", suffix, got)
+				}
+			}
+		}
+	}
+}
