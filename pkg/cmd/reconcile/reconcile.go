@@ -28,6 +28,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 )
 
 const long = `Remove, unattended, the finalizers a policy's providers verify: for a CronJob (--once)
@@ -405,6 +406,12 @@ func (o *Options) reconciler(ctx context.Context) (*reconcile.Reconciler, func()
 		Warn:           func(err error) { done(); fmt.Fprintf(o.ErrOut, "Warning: %v\n", err) },
 	}}
 	if o.DryRun {
+		// A dry run writes no audit line, and fails where the pass it stands for would.
+		if o.AuditLog != "" {
+			if err := write.CheckLog(o.AuditLog); err != nil {
+				return nil, nil, err
+			}
+		}
 		return r, func() {}, nil
 	}
 	// Opened now, once: a log that cannot be written fails the command before any pass,
