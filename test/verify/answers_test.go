@@ -234,6 +234,35 @@ func TestAPasswordInsideABasicAuthHeaderIsShownNowhere(t *testing.T) {
 	}
 }
 
+// TestASecretsValuesAreShownNowhereAtAnyVerbosity: a rule over Secrets verifies a
+// stuck one, and the verifier reads it whole. At -v=8 and up client-go logs the bodies
+// of the responses, the Secret's data with them; those values are secrets the process
+// read, and show in no form, at -v=8 (a body cut to 1024 bytes), -v=9 or -v=10.
+func TestASecretsValuesAreShownNowhereAtAnyVerbosity(t *testing.T) {
+	ns := cp.Namespace(t)
+	c := fakecloud.New(t)
+	const password = "db-Password-8c1e5f93a7"
+	secret := func(name, instance string, stuck bool) {
+		fixture.Create(t, cp.Kube(t).CoreV1().Secrets(ns), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Annotations: map[string]string{"instance": instance}, Finalizers: []string{finalizer}},
+			Data: map[string][]byte{"password": []byte(password)}}, stuck)
+	}
+	secret("control", "live-1", false)
+	secret("stuck", "present-1", true)
+	policy := writePolicy(t, strings.Replace(c.Rule("secrets", finalizer, "  namespaces: ["+ns+"]\n"), "resources: [configmaps]", "resources: [secrets]", 1))
+	for _, v := range []string{"-v=8", "-v=9", "-v=10"} {
+		r := cli.RunBinary(t, binary, cp.AdminKubeconfig, nil, "reconcile", "--once", "--policy", policy, "--dry-run", v)
+		if !strings.Contains(r.Stderr, "Response Body") {
+			t.Fatalf("%s logged no bodies: code %d\n%s\n%s", v, r.Code, r.Stdout, r.Stderr)
+		}
+		for _, form := range []string{password, base64.StdEncoding.EncodeToString([]byte(password))} {
+			if strings.Contains(r.Stdout+r.Stderr, form) {
+				t.Errorf("%s shows %q", v, form)
+			}
+		}
+	}
+}
+
 // TestAQueryCredentialIsNeverShown: an api_key from valueFrom is sent, and shown nowhere:
 // not on stdout (-o json), stderr, the audit log, klog at -v=6, or the Event, even where
 // the server echoes it in a body or a redirect.
