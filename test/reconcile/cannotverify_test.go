@@ -3,6 +3,8 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -202,5 +204,38 @@ func TestARuleThatCanAskItsProviderNothingFailsThePass(t *testing.T) {
 	}
 	if len(rep.Rules) != 1 || rep.Rules[0].CannotVerify == "" {
 		t.Errorf("rules %+v", rep.Rules)
+	}
+}
+
+// TestAnIdlePassWhoseProgramCannotRunFails: a rule's exec program is not in the image
+// (a path mistyped, a script whose interpreter the release image lacks), and nothing is
+// stuck yet. The pass, and the dry run a rollout starts with, fail naming the rule and
+// the program, as they do for a credential that cannot be read, instead of staying green
+// until the first stuck object, hours or weeks later, finds the rule cannot verify.
+func TestAnIdlePassWhoseProgramCannotRunFails(t *testing.T) {
+	fin := controlplane.FinalizerOf(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "check-s3")
+	if err := os.WriteFile(script, []byte("#!/bin/no-such-shell\necho never\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, program := range []string{filepath.Join(dir, "check-rds"), script} {
+		policy := cli.WritePolicy(t, "", fmt.Sprintf(`- name: idle
+  finalizers: [%s]
+  resources: [configmaps]
+  verify:
+    exec: {command: [%s, "{.metadata.name}"]}
+`, fin, program))
+		for _, dry := range []bool{false, true} {
+			args := []string{"reconcile", "--once", "--policy", policy, "-o", "json"}
+			if dry {
+				args = append(args, "--dry-run")
+			}
+			r := cli.Run(t, cp.AdminKubeconfig, args...)
+			says := "rule idle cannot verify: command[0]: the program " + program + " cannot run"
+			if r.Code != 1 || !strings.Contains(r.Stderr, says) {
+				t.Errorf("%s, dry run %v: code %d; want 1 saying %q; stderr:\n%s", program, dry, r.Code, says, r.Stderr)
+			}
+		}
 	}
 }
