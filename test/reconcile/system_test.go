@@ -152,3 +152,27 @@ func TestANameNoObjectCanHaveFailsAtLoad(t *testing.T) {
 		})
 	}
 }
+
+// TestARuleItsExcludeCoversInOtherWordsFailsAtLoad: the policy excludes objects
+// labelled tier in (db, cache), or any object labelled protected; a rule selects tier=db,
+// another protected=true. Every object either rule selects is excluded, so neither can
+// ever match, though no requirement of the exclude is written as one of the rule's.
+// Such a policy ran green and did nothing; it is refused at load, as one whose exclude
+// repeats the rule's requirement word for word is.
+func TestARuleItsExcludeCoversInOtherWordsFailsAtLoad(t *testing.T) {
+	ns, fin, c := world(t)
+	object(t, ns, "gone", fin, "deleted-1", true)
+	for _, tt := range []struct{ exclude, selector string }{
+		{"tier in (db, cache)", "tier=db"},
+		{"protected", "protected=true"},
+	} {
+		policy := cli.WritePolicy(t, "exclude: {selectors: [\""+tt.exclude+"\"]}\n", c.Rule("dbs", fin, "  namespaces: ["+ns+"]\n  selector: \""+tt.selector+"\"\n"))
+		says := `rules[0].selector: Invalid value: "` + tt.selector + `": can never match: the exclude selector`
+		for _, args := range [][]string{{"reconcile", "--once", "--policy", policy, "-o", "json"}, {"policy", "check", policy}} {
+			r := cli.Run(t, cp.AdminKubeconfig, args...)
+			if r.Code != 2 || !strings.Contains(r.Stderr, says) {
+				t.Errorf("%s against %s, %s: code %d (want 2), stderr:\n%s\nwant it to contain %q", tt.selector, tt.exclude, args[0], r.Code, r.Stderr, says)
+			}
+		}
+	}
+}
