@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/scheme"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
@@ -77,18 +77,16 @@ func (r *registerSecrets) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("reading the answer about Secrets: %w", err)
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	// JSON or protobuf, an object or a list; anything else (a Status, metadata only)
-	// holds no value.
-	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
-	if err != nil {
-		return resp, nil
-	}
+	// JSON or protobuf, an object or a list; anything else (a Status, metadata only,
+	// what does not decode) holds no value.
 	var secrets []corev1.Secret
-	switch o := obj.(type) {
-	case *corev1.Secret:
-		secrets = append(secrets, *o)
-	case *corev1.SecretList:
-		secrets = o.Items
+	if obj, _, err := kubescheme.Codecs.UniversalDeserializer().Decode(body, nil, nil); err == nil {
+		switch o := obj.(type) {
+		case *corev1.Secret:
+			secrets = append(secrets, *o)
+		case *corev1.SecretList:
+			secrets = o.Items
+		}
 	}
 	for _, s := range secrets {
 		for _, v := range s.Data {
