@@ -1,12 +1,17 @@
 package client
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
@@ -44,7 +49,58 @@ func RegisterCredentials(cfg *rest.Config) error {
 		_ = redact.Register(k) // long enough: it cannot fail
 	}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &registerAuthorization{next: rt} })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &registerSecrets{next: rt} })
 	return nil
+}
+
+// secretsPath matches the paths of Secrets: a list, of a namespace or of all, and one.
+var secretsPath = regexp.MustCompile(`^/api/v1/(namespaces/[^/]+/)?secrets(/[^/]+)?$`)
+
+// registerSecrets registers with the redactor the values of every Secret a response
+// carries (one read, a list, the answer of a patch) before the response is handed on:
+// client-go logs response bodies at -v=8 and up after this transport, and reports,
+// audit lines, Events and backups see them later still. A value shorter than
+// redact.MinLength is no credential, and is not registered. Watches stream, and are
+// left alone (nothing here watches Secrets).
+type registerSecrets struct {
+	next http.RoundTripper
+}
+
+func (r *registerSecrets) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	if err != nil || !secretsPath.MatchString(req.URL.Path) || req.URL.Query().Get("watch") != "" {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer about Secrets: %w", err)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	// JSON or protobuf, an object or a list; anything else (a Status, metadata only,
+	// what does not decode) holds no value.
+	var secrets []corev1.Secret
+	if obj, _, err := kubescheme.Codecs.UniversalDeserializer().Decode(body, nil, nil); err == nil {
+		switch o := obj.(type) {
+		case *corev1.Secret:
+			secrets = append(secrets, *o)
+		case *corev1.SecretList:
+			secrets = o.Items
+		}
+	}
+	for _, s := range secrets {
+		for _, v := range s.Data {
+			if redact.Long(string(v)) {
+				_ = redact.Register(string(v)) // long enough: it cannot fail
+			}
+		}
+		for _, v := range s.StringData {
+			if redact.Long(v) {
+				_ = redact.Register(v)
+			}
+		}
+	}
+	return resp, nil
 }
 
 // readIf reads the file at path, if path names one.

@@ -8,6 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
@@ -77,3 +82,62 @@ func TestTheKubeconfigsCredentialsAreRegistered(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestTheValuesOfEverySecretReadAreRegistered: a Secret read as JSON (the dynamic client)
+// or protobuf (the typed one), alone or in a list, has its values registered before the
+// caller sees the answer; a short value is no credential, and a ConfigMap's values are
+// not secrets.
+func TestTheValuesOfEverySecretReadAreRegistered(t *testing.T) {
+	secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "prod"},
+		Data: map[string][]byte{"password": []byte("unit-secret-json-value"), "port": []byte("5432")}}
+	list := &corev1.SecretList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "SecretList"},
+		Items: []corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Data: map[string][]byte{"token": []byte("unit-secret-protobuf-value")}}}}
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, Data: map[string]string{"k": "unit-configmap-value"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var obj runtime.Object
+		switch r.URL.Path {
+		case "/api/v1/namespaces/prod/secrets/db":
+			obj = secret
+		case "/api/v1/namespaces/prod/secrets":
+			obj = list
+		default:
+			obj = cm
+		}
+		mediaType := "application/json"
+		if strings.Contains(r.Header.Get("Accept"), "protobuf") {
+			mediaType = "application/vnd.kubernetes.protobuf"
+		}
+		info, _ := runtime.SerializerInfoForMediaType(kubescheme.Codecs.SupportedMediaTypes(), mediaType)
+		w.Header().Set("Content-Type", mediaType)
+		_ = kubescheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion).Encode(obj, w)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := &rest.Config{Host: srv.URL}
+	if err := RegisterCredentials(cfg); err != nil {
+		t.Fatal(err)
+	}
+	jsonClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proto := rest.CopyConfig(cfg)
+	proto.ContentType = "application/vnd.kubernetes.protobuf"
+	protoClient, err := kubernetes.NewForConfig(proto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jsonClient.CoreV1().Secrets("prod").Get(t.Context(), "db", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := protoClient.CoreV1().Secrets("prod").List(t.Context(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jsonClient.CoreV1().ConfigMaps("prod").Get(t.Context(), "x", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for value, registered := range map[string]bool{"unit-secret-json-value": true, "unit-secret-protobuf-value": true, "5432": false, "unit-configmap-value": false} {
+		if got := redact.String(value) == redact.Replacement; got != registered {
+			t.Errorf("%s: registered %v, want %v", value, got, registered)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/jsonpath"
 
@@ -117,6 +118,7 @@ func (c *compiler) policy(spec *finalizev1alpha1.Policy) {
 	if ex := spec.Exclude; ex != nil {
 		path := field.NewPath("exclude")
 		c.p.exclude.namespaces = c.globs(path.Child("namespaces"), ex.Namespaces)
+		c.namesThatExist(path.Child("namespaces"), ex.Namespaces, namespaceNames, "so it excludes nothing")
 		c.p.exclude.resources = c.globs(path.Child("resources"), ex.Resources)
 		for i, s := range ex.Selectors {
 			if sel := c.excludeSelector(path.Child("selectors").Index(i), s, spec.Rules); sel != nil {
@@ -176,11 +178,13 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 		c.add(field.Required(path.Child("finalizers"), "name the finalizers the rule removes, exactly or with globs, a preset, or waitsForNode: true for pods whose node is gone"))
 	}
 	r.finalizers = c.globs(path.Child("finalizers"), finalizers)
+	c.namesThatExist(path.Child("finalizers"), spec.Finalizers, finalizerNames, "")
 	if w := systemOnly(spec, finalizers); w != "" {
 		c.warnings = append(c.warnings, w)
 	}
 	r.resources = c.globs(path.Child("resources"), spec.Resources)
 	r.namespaces = c.globs(path.Child("namespaces"), spec.Namespaces)
+	c.namesThatExist(path.Child("namespaces"), spec.Namespaces, namespaceNames, "")
 	if spec.Selector != "" {
 		r.selector = c.selector(path.Child("selector"), spec.Selector)
 		if r.selector != nil {
@@ -601,6 +605,48 @@ func (c *compiler) globs(path *field.Path, patterns []string) glob.Set {
 		c.add(field.Invalid(path, patterns, err.Error()))
 	}
 	return set
+}
+
+// names are the names the API server accepts for a kind of thing: valid says what is
+// wrong with one, chars are every character one may hold.
+type names struct {
+	what  string
+	valid func(string) []string
+	chars string
+}
+
+var (
+	namespaceNames = names{"a namespace's name is a DNS label", validation.IsDNS1123Label, "abcdefghijklmnopqrstuvwxyz0123456789-"}
+	finalizerNames = names{"a finalizer is a qualified name", validation.IsQualifiedName,
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./"}
+)
+
+// namesThatExist refuses patterns that no name the API server accepts can match: a
+// namespace in capitals or with an underscore, a finalizer whose domain is in capitals.
+// Patterns are matched as they are written, so such a rule would match nothing, pass
+// after pass, while the pass stayed green (an exclude would exclude nothing). A literal
+// is checked whole, a glob by the characters it holds besides its wildcards.
+func (c *compiler) namesThatExist(path *field.Path, patterns []string, n names, so string) {
+	if so != "" {
+		so = ", " + so
+	}
+	for i, p := range patterns {
+		if p == "" {
+			continue
+		}
+		if !strings.ContainsAny(p, "*?") {
+			if errs := n.valid(p); len(errs) > 0 {
+				c.add(field.Invalid(path.Index(i), p, fmt.Sprintf("can never match%s: %s: %s", so, n.what, errs[0])))
+			}
+			continue
+		}
+		for _, r := range p {
+			if r != '*' && r != '?' && !strings.ContainsRune(n.chars, r) {
+				c.add(field.Invalid(path.Index(i), p, fmt.Sprintf("can never match%s: %s, which never holds %q", so, n.what, r)))
+				break
+			}
+		}
+	}
 }
 
 func (c *compiler) selector(path *field.Path, s string) labels.Selector {

@@ -123,9 +123,14 @@ func everything(set glob.Set) bool {
 	return false
 }
 
-// implies reports whether every object sel selects is selected by ex too: each
-// requirement of ex is one of sel's. Other implications exist ("team in (a)" is implied
-// by "team=a"); this one is never wrong.
+// implies reports whether every object sel selects is selected by ex too: for each
+// requirement of ex, no value of its label (nor its absence) meets sel's requirements on
+// that label and fails it. "tier in (db, cache)", "tier!=web" and "tier" are implied by
+// "tier=db", as "tier=db" is by itself. The values asked are those of satisfiable: the
+// label absent, every value a requirement of sel or ex names, one value none names, and
+// the least number sel's Gt bounds leave; any other value behaves as one of them. Labels
+// are independent, so a requirement of ex is implied by sel's requirements on its own
+// label alone.
 func implies(sel, ex labels.Selector) bool {
 	exReqs, ok := ex.Requirements()
 	if !ok || len(exReqs) == 0 {
@@ -136,14 +141,57 @@ func implies(sel, ex labels.Selector) bool {
 		return false
 	}
 	for _, e := range exReqs {
-		found := false
+		var own []labels.Requirement
 		for _, s := range selReqs {
-			if s.Equal(e) {
-				found = true
+			if s.Key() == e.Key() {
+				own = append(own, s)
+			}
+		}
+		if !impliedBy(own, e) {
+			return false
+		}
+	}
+	return true
+}
+
+// impliedBy reports whether every value of e's label (or its absence) that meets every
+// requirement of reqs, all about that label, meets e too.
+func impliedBy(reqs []labels.Requirement, e labels.Requirement) bool {
+	named := map[string]bool{}
+	candidates := []*string{nil} // nil: the label is absent
+	for _, r := range append(append([]labels.Requirement{}, reqs...), e) {
+		for _, v := range r.ValuesUnsorted() {
+			if !named[v] {
+				named[v] = true
+				candidates = append(candidates, &v)
+			}
+		}
+	}
+	unnamed := func(base string) *string {
+		for s := base; len(s) <= 63; s = "0" + s {
+			if !named[s] {
+				return &s
+			}
+		}
+		return nil
+	}
+	candidates = append(candidates, unnamed("x"))
+	if least, ok := leastNumber(reqs); ok {
+		candidates = append(candidates, unnamed(strconv.FormatInt(least, 10)))
+	}
+	for _, v := range candidates {
+		set := labels.Set{}
+		if v != nil {
+			set[e.Key()] = *v
+		}
+		met := true
+		for i := range reqs {
+			if !reqs[i].Matches(set) {
+				met = false
 				break
 			}
 		}
-		if !found {
+		if met && !e.Matches(set) {
 			return false
 		}
 	}

@@ -80,6 +80,23 @@ func TestAnExcludeSelectorThatCoversARule(t *testing.T) {
 		{"tier=db", "tier=web", false},
 		{"tier=db", "tier!=db", false},
 		{"tier=db", "", false},
+		// In other words.
+		{"tier=db", "tier in (db, cache)", true},
+		{"tier=db", "tier!=web", true},
+		{"tier=db", "tier", true},
+		{"tier=db", "tier notin (web)", true},
+		{"tier in (db)", "tier in (db, cache)", true},
+		{"tier in (db, web)", "tier in (db, cache)", false},
+		{"tier", "tier in (db, cache)", false},
+		{"!tier", "tier!=db", true},
+		{"!tier", "!tier", true},
+		{"tier!=db", "tier", false},
+		{"size>5", "size>3", true},
+		{"size>5", "size>10", false},
+		{"size>5,size<20", "size>7", false},
+		{"size>5", "size", true},
+		{"tier=db", "team!=web", false}, // tier=db,team=web is not excluded
+		{"tier=db", "team=web", false},
 	}
 	parse := func(s string) labels.Selector {
 		sel, err := labels.Parse(s)

@@ -154,7 +154,21 @@ func (v *Verifier) Verify(ctx context.Context, req plan.VerifyRequest) plan.Veri
 	}
 	if a.byObject {
 		// The object decided (retained, held, shared, an identity that is not the
-		// operator's): no provider was asked, so none needs trusting.
+		// operator's): no provider was asked, so none needs trusting. An Unknown it
+		// decided (an identity that is not the operator's, a request that cannot be made
+		// from it) still counts among the stuck objects of its type: when no control of
+		// the type answered either, nothing shows that the rule can ever verify one (an
+		// operatorManagers or a template field that nothing matches), and the pass fails
+		// rather than keep everything, green, pass after pass. A held object is left out:
+		// a person paused its operator.
+		if a.Verdict == finalizev1alpha1.VerdictUnknown && !a.held {
+			own := v.check(ctx, rule, o.Resource)
+			v.mu.Lock()
+			own.targets++
+			own.decidedTargets++
+			own.unknownTargets = append(own.unknownTargets, fmt.Sprintf("%s: %s", o.Ref(), a.Evidence))
+			v.mu.Unlock()
+		}
 		return out
 	}
 	if a.CannotRun {
@@ -281,6 +295,9 @@ type reply struct {
 	readError bool
 	// at is when the provider answered; zero for a verdict the object decided.
 	at time.Time
+	// held: the object's operator is paused (a preset's hold setting), so it was not
+	// verified on purpose.
+	held bool
 }
 
 // answeredAt is when the verdict was given: by the provider, or, for a verdict the
@@ -313,7 +330,7 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 			}
 		}
 		if why, held := p.Held(full, ns, finalizer); held {
-			return decided(provider.Unknown("not verified: %s; the operator of the resource must not be bypassed", why))
+			return reply{Answer: provider.Unknown("not verified: %s; the operator of the resource must not be bypassed", why), byObject: true, held: true}
 		}
 		if why, retained := p.Retained(full, ns, finalizer); retained {
 			return decided(provider.Answer{Verdict: finalizev1alpha1.VerdictRetained, Evidence: retainedByDesign + why})
@@ -405,6 +422,9 @@ type check struct {
 	// with no live object left to check it against.
 	targets        int
 	unknownTargets []string
+	// decidedTargets counts those of targets whose Unknown the object decided: the
+	// provider was not asked about them.
+	decidedTargets int
 	// broken: the provider called a live object gone.
 	broken bool
 	// present counts the controls the provider answered Present for; unknown holds what
@@ -616,9 +636,12 @@ func (v *Verifier) RuleStatuses() []finalizev1alpha1.RuleStatus {
 		case c.unchecked && len(c.heldBack) > 0:
 			cannot[k.rule] = append(cannot[k.rule], fmt.Sprintf("no live control of %s could be asked, so the Gone of %s was held back: %s",
 				typ, heldBackNames(c.heldBack), c.distrust))
-		case c.present == 0 && len(c.unknown) == 0 && c.targets > 0 && len(c.unknownTargets) == c.targets:
+		case c.present == 0 && len(c.unknown) == 0 && c.targets > 0 && len(c.unknownTargets) == c.targets && c.decidedTargets == 0:
 			cannot[k.rule] = append(cannot[k.rule], fmt.Sprintf("no live control of %s answered, and its provider answered Unknown about every stuck object of it (%s), so nothing shows that it works",
 				typ, strings.Join(firstN(c.unknownTargets, 3), "; ")))
+		case c.present == 0 && len(c.unknown) == 0 && c.targets > 0 && len(c.unknownTargets) == c.targets:
+			cannot[k.rule] = append(cannot[k.rule], fmt.Sprintf("no live control of %s answered, and every stuck object of it is Unknown, %d of %d without its provider being asked (%s), so nothing shows that it can verify one",
+				typ, c.decidedTargets, c.targets, strings.Join(firstN(c.unknownTargets, 3), "; ")))
 		}
 		if cannotRun[k.rule] == "" {
 			cannotRun[k.rule] = c.cannotRun

@@ -67,6 +67,13 @@ func newExec(spec *finalizev1alpha1.ExecProvider, opts Options) (*execProvider, 
 	if len(spec.Command) == 0 {
 		return nil, errors.New("command: the program to run is missing")
 	}
+	// A program that cannot start makes the rule unable to verify anything, as a
+	// credential that cannot be read does: it is found when the provider is built, so
+	// that every pass fails while it lasts, an idle one and a dry run included, not only
+	// the first that has something to verify.
+	if err := canStart(spec.Command[0]); err != nil {
+		return nil, fmt.Errorf("command[0]: %w", err)
+	}
 	p := &execProvider{path: spec.Command[0], timeout: defaultExecTimeout, secretData: spec.SecretData, opts: opts,
 		allowLeadingDash: spec.AllowLeadingDash, allowControl: spec.AllowControlCharacters}
 	if spec.Timeout != nil {
@@ -216,6 +223,20 @@ func registerSecret(obj map[string]any) {
 			}
 		}
 	}
+}
+
+// canStart says why the program cannot start, if it cannot: it is not found, not
+// executable, or a script whose interpreter is not there (the release image has no
+// shell).
+func canStart(name string) error {
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return fmt.Errorf("the program %s cannot run: %w", name, err)
+	}
+	if why := missingInterpreter(path, fs.ErrNotExist); why != "" {
+		return fmt.Errorf("the program %s cannot run%s", name, why)
+	}
+	return nil
 }
 
 // missingInterpreter explains a "no such file or directory" about a program that is

@@ -260,26 +260,36 @@ func TestExecAPlaceholderIdentityIsNoValue(t *testing.T) {
 }
 
 // TestExecAProgramThatCannotStartCannotRun: a missing program is not an Unknown about one
-// object but a rule that cannot verify anything.
+// object but a rule that cannot verify anything: the provider is not built, as for a
+// credential that cannot be read, so that an idle pass fails too. One that goes after the
+// provider was built cannot run when it is called.
 func TestExecAProgramThatCannotStartCannotRun(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "check-rds")
-	if a := askVia(t, &finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{missing}}}, Options{}); a.Verdict != finalizev1alpha1.VerdictUnknown || !a.CannotRun || !strings.Contains(a.Evidence, "exec "+missing+": the program cannot run") {
-		t.Errorf("got %+v", a)
+	if _, err := New(&finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{missing}}}, Options{}); err == nil ||
+		!strings.Contains(err.Error(), "command[0]: the program "+missing+" cannot run: ") || strings.Contains(err.Error(), "a script for") {
+		t.Errorf("a missing program: %v", err)
 	}
 	// A script whose interpreter is missing (a shell script in the release image, which
-	// has no shell) is there, yet cannot start: the evidence says why.
+	// has no shell) is there, yet cannot start: the error says why.
 	script := filepath.Join(t.TempDir(), "check-s3")
 	if err := os.WriteFile(script, []byte("#!/nonexistent/sh -eu\necho never\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if a := askVia(t, &finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{script}}}, Options{}); a.Verdict != finalizev1alpha1.VerdictUnknown || !a.CannotRun ||
-		!strings.Contains(a.Evidence, "exec "+script+": the program cannot run: ") ||
-		!strings.Contains(a.Evidence, "(it is a script for /nonexistent/sh, which does not exist here; the release image has no shell: docs/providers.md, \"Where the program runs\")") {
-		t.Errorf("a script without its interpreter: %+v", a)
+	if _, err := New(&finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{script}}}, Options{}); err == nil ||
+		!strings.Contains(err.Error(), "command[0]: the program "+script+" cannot run (it is a script for /nonexistent/sh, which does not exist here; the release image has no shell: docs/providers.md, \"Where the program runs\")") {
+		t.Errorf("a script without its interpreter: %v", err)
 	}
-	// A missing program is not taken for a script.
-	if a := askVia(t, &finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{missing}}}, Options{}); strings.Contains(a.Evidence, "a script for") {
-		t.Errorf("a missing program: %+v", a)
+	// A program removed after the provider was built cannot run when called.
+	gone := filepath.Join(t.TempDir(), "check-gone")
+	if err := os.WriteFile(gone, []byte("#!/bin/sh\necho never\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	call := prepare(t, newProvider(t, &finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{Command: []string{gone}}}, Options{}))
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	if a := call.Do(context.Background()); a.Verdict != finalizev1alpha1.VerdictUnknown || !a.CannotRun || !strings.Contains(a.Evidence, "exec "+gone+": the program cannot run") {
+		t.Errorf("a program gone since: %+v", a)
 	}
 	// A program that starts and fails is an answer about the object, not a broken rule.
 	if a := execAsk(t, "fail", 10*time.Second); a.CannotRun {

@@ -73,11 +73,19 @@ func ParseURLTemplate(s string) (*URLTemplate, error) {
 	// The URL with every value replaced by a placeholder must be well formed.
 	sample := placeholders(t)
 	parsed, err := url.Parse(sample)
+	// A password that breaks the parsing (a '/' in it ends the host early; after a
+	// scheme with one slash it reads as the path) is in the parser's error, or in part
+	// (an "invalid port"): such a URL is refused without the error.
+	atBeforePath := redact.UnparsedURL(sample) != sample
 	switch {
+	case err != nil && atBeforePath:
+		return nil, errors.New("not a URL, and an '@' stands before its path: credentials do not belong in the URL: send them in a header with valueFrom")
 	case err != nil:
 		return nil, fmt.Errorf("not a URL: %w", err)
 	case parsed.Scheme != "http" && parsed.Scheme != "https":
 		return nil, fmt.Errorf("the scheme must be https or http, not %q", parsed.Scheme)
+	case parsed.Host == "" && atBeforePath:
+		return nil, errors.New("the URL names no host, and an '@' stands before its path: credentials do not belong in the URL: send them in a header with valueFrom")
 	case parsed.Host == "":
 		return nil, errors.New("the URL names no host")
 	case parsed.User != nil:
@@ -493,6 +501,8 @@ func redactURL(raw string, secretNames map[string]bool, secrets []string) string
 		if before, _, ok := strings.Cut(raw, "?"); ok {
 			shown = before + "?" + redacted
 		}
+		// Nor can its user and password be told apart from the rest.
+		shown = redact.UnparsedURL(shown)
 	} else {
 		if u.User != nil {
 			u.User = url.UserPassword(redacted, redacted)
@@ -516,6 +526,11 @@ func redactURL(raw string, secretNames map[string]bool, secrets []string) string
 			u.RawQuery = strings.Join(params, "&")
 		}
 		shown = u.String()
+		if u.Host == "" {
+			// Parsed, but not as a URL with a host: a user and password may be in the
+			// path (a scheme with one slash).
+			shown = redact.UnparsedURL(shown)
+		}
 	}
 	return scrub(shown, secrets)
 }
@@ -831,7 +846,10 @@ func redactURLError(err error) error {
 	return err
 }
 
+// truncate cuts s to n bytes, redacted first: a registered value cut in two is no
+// longer that value, and its start would show. Every cut of the package is made here.
 func truncate(s string, n int) string {
+	s = redact.String(s)
 	if len(s) <= n {
 		return s
 	}

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -124,5 +125,29 @@ func TestGoneShapeMismatch(t *testing.T) {
 		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestHTTPAnEchoedCredentialIsNotCutIntoTheEvidence: an API that echoes the request's
+// token in the field the rule reads, in a 404 that therefore contradicts itself, has
+// that field quoted in the evidence, cut to 64 bytes. The token is redacted before the
+// cut: cut first, its first 64 bytes were no longer the registered value, and showed.
+func TestHTTPAnEchoedCredentialIsNotCutIntoTheEvidence(t *testing.T) {
+	token := "eyJhbGciOiJSUzI1NiJ9." + strings.Repeat("c2VjcmV0LXBheWxvYWQ", 5) + ".sig"
+	t.Setenv("KF_TEST_ECHOED_TOKEN", token)
+	c := newCloud(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_ = json.NewEncoder(w).Encode(map[string]string{"state": strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")})
+	})
+	spec := c.spec("/v1/instances/{.status.instanceID}")
+	spec.Response = &finalizev1alpha1.HTTPResponse{JSONPath: "{.state}", Gone: []string{"deleted"}}
+	spec.Headers = []finalizev1alpha1.Header{{Name: "Authorization", ValueFrom: &finalizev1alpha1.ValueSource{Env: "KF_TEST_ECHOED_TOKEN", Prefix: "Bearer "}}}
+	a := ask(t, spec, Options{})
+	if a.Verdict != finalizev1alpha1.VerdictUnknown || !strings.Contains(a.Evidence, "contradicts itself") {
+		t.Fatalf("got %s: %s", a.Verdict, a.Evidence)
+	}
+	if strings.Contains(a.Evidence, token[:32]) {
+		t.Errorf("the token's start is in the evidence: %s", a.Evidence)
 	}
 }

@@ -40,7 +40,7 @@ type Metrics struct {
 	cannotVerify  *prometheus.GaugeVec
 	providerKinds map[string]string
 	healthy       atomic.Bool
-	// succeeded is set once a pass observed completed without a failure.
+	// succeeded is set once a pass observed did its whole job (exit 0).
 	succeeded atomic.Bool
 }
 
@@ -57,7 +57,7 @@ func NewMetrics(p *policy.Policy) *Metrics {
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kubectl_finalize_reconcile_pass_duration_seconds",
 			Help: "How long a pass takes.", Buckets: prometheus.ExponentialBuckets(0.1, 2, 14)}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kubectl_finalize_reconcile_last_success_timestamp_seconds",
-			Help: "When the last pass that completed without a failure ended (exit 0 or 3), in Unix seconds."}),
+			Help: "When the last pass that did its whole job ended (exit 0: no failure, every type listed), in Unix seconds."}),
 		brokenRules: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kubectl_finalize_rule_broken",
 			Help: "1 when the rule's provider called a live object gone in the last pass."}, []string{"rule"}),
 		cannotVerify: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kubectl_finalize_rule_cannot_verify",
@@ -92,7 +92,11 @@ func (m *Metrics) Observe(rep *finalizev1alpha1.ReconcileReport, err error) {
 	m.duration.Observe(rep.CompletionTime.Sub(rep.StartTime.Time).Seconds())
 	outcome, _ := OutcomeOf(rep)
 	m.passes.WithLabelValues(string(outcome)).Inc()
-	if outcome == OutcomeOK || outcome == OutcomeIncomplete {
+	// Only a pass that did its whole job is a success: one that could not list some of
+	// the types it should have (incomplete, exit 3) left their stuck objects unseen,
+	// and in continuous mode, which has no exit status, this time is the only signal
+	// that stops moving.
+	if outcome == OutcomeOK {
 		m.lastSuccess.Set(float64(rep.CompletionTime.Unix()))
 		m.succeeded.Store(true)
 	}
@@ -173,7 +177,8 @@ type PushOptions struct {
 func (m *Metrics) Push(ctx context.Context, o PushOptions) error {
 	u, err := url.Parse(o.URL)
 	if err != nil {
-		return fmt.Errorf("pushing the metrics: the URL: %w", err)
+		// url.Parse's error quotes the URL, and its password with it.
+		return fmt.Errorf("pushing the metrics: the URL does not parse: %s", redact.UnparsedURL(o.URL))
 	}
 	user := u.User
 	u.User = nil

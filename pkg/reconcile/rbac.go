@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
@@ -104,23 +105,29 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 		g.add(listed.Namespaces[gr], gr, fmt.Sprintf("get, list %s: the pass lists them%s to find the stuck objects rule %s matches", gr, in(listed.Namespaces[gr]), names(rulesOf(p, gr))), "get", "list")
 	}
 	warnings = append(warnings, globWarnings(p, res)...)
-	// What the kubernetes providers of the cluster itself read, named as they resolve it.
-	// The namespace they read in is a template, known only per object: cluster-wide.
+	// What the kubernetes providers of the cluster itself read, named as they resolve it,
+	// where they read it (providerNamespaces).
 	for _, r := range p.Rules {
 		k := r.Spec.Verify.Kubernetes
 		if k == nil || k.Kubeconfig != "" || k.Context != "" {
 			continue
 		}
-		gr, err := providerType(r.Name, k.Resource, opts.Mapper)
+		typ, err := providerType(r.Name, k.Resource, opts.Mapper)
 		if err != nil {
 			return nil, nil, err
 		}
-		switch {
-		case listed.All: // get and list on every type
-		case k.Name != "":
-			g.add(nil, gr, fmt.Sprintf("get %s: the kubernetes provider of rule %s reads one by name", gr, r.Name), "get")
-		default:
-			g.add(nil, gr, fmt.Sprintf("list %s: the kubernetes provider of rule %s lists them by selector", gr, r.Name), "list")
+		gr := typ.GroupResource()
+		if listed.All {
+			continue // get and list on every type
+		}
+		namespaces, warning := providerNamespaces(r, k, typ.Namespaced, gr)
+		if warning != "" {
+			warnings = append(warnings, warning)
+		}
+		if k.Name != "" {
+			g.add(namespaces, gr, fmt.Sprintf("get %s: the kubernetes provider of rule %s reads one by name%s", gr, r.Name, in(namespaces)), "get")
+		} else {
+			g.add(namespaces, gr, fmt.Sprintf("list %s: the kubernetes provider of rule %s lists them by selector%s", gr, r.Name, in(namespaces)), "list")
 		}
 	}
 	// What presets read besides the object: the annotations of its namespace.
@@ -345,21 +352,47 @@ func clusterWideWarnings(p *policy.Policy, res *resolver, listed Listing) []stri
 // providerType is the type a kubernetes provider of rule reads, resolved with the
 // cluster's RESTMapper as the provider resolves it (plural, singular, Kind or short
 // name, with or without its group): the role must name the plural resource.
-func providerType(rule, resource string, mapper func() (meta.RESTMapper, error)) (schema.GroupResource, error) {
+func providerType(rule, resource string, mapper func() (meta.RESTMapper, error)) (kube.Resource, error) {
 	field := "verify.kubernetes.resource"
 	if mapper == nil {
-		return schema.GroupResource{}, &UnresolvedError{Rule: rule, Field: field, Value: resource, Err: fmt.Errorf("no cluster to resolve it against")}
+		return kube.Resource{}, &UnresolvedError{Rule: rule, Field: field, Value: resource, Err: fmt.Errorf("no cluster to resolve it against")}
 	}
 	m, err := mapper()
 	if err != nil {
-		return schema.GroupResource{}, fmt.Errorf("rule %s: resolving %s %q: %w", rule, field, resource, err)
+		return kube.Resource{}, fmt.Errorf("rule %s: resolving %s %q: %w", rule, field, resource, err)
 	}
 	r, err := kube.ResolveResource(m, resource)
 	if err != nil {
-		return schema.GroupResource{}, &UnresolvedError{Rule: rule, Field: field, Value: resource,
+		return kube.Resource{}, &UnresolvedError{Rule: rule, Field: field, Value: resource,
 			Err: fmt.Errorf("%w: its provider could not resolve it either, so the rule could verify nothing; name a type the cluster serves (kubectl api-resources)", err)}
 	}
-	return r.GroupResource(), nil
+	return r, nil
+}
+
+// objectsNamespace is the template of the namespace of the object verified.
+const objectsNamespace = "{.metadata.namespace}"
+
+// providerNamespaces are the namespaces a kubernetes provider of the cluster reads its
+// type in, or nil for every namespace: the one its rule writes literally, or the
+// object's own ({.metadata.namespace}) when the rule names its namespaces literally. A
+// namespace templated otherwise is known only per object, and a selector without a
+// namespace lists across all of them: the grant is cluster-wide, and the warning says so.
+// A cluster-scoped type is read cluster-wide.
+func providerNamespaces(r *policy.Rule, k *finalizev1alpha1.KubernetesProvider, namespaced bool, gr schema.GroupResource) ([]string, string) {
+	if !namespaced {
+		return nil, ""
+	}
+	ns := strings.TrimSpace(k.Namespace)
+	switch {
+	case ns != "" && !strings.Contains(ns, "{"):
+		return []string{ns}, ""
+	case ns == objectsNamespace:
+		if namespaces, literal := literalNamespaces(r); literal {
+			return namespaces, ""
+		}
+	}
+	return nil, fmt.Sprintf("the kubernetes provider of rule %s reads %s in a namespace known only per object: the role may read %s in every namespace (a ClusterRole); "+
+		"to narrow it to a Role in each namespace it reads, name the provider's namespace literally, or read in the object's (namespace: %q) under a rule that names its namespaces literally", r.Name, gr, gr, objectsNamespace)
 }
 
 // globWarnings say which globs were resolved, to what: the role names the types the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,7 +143,30 @@ func forms(v string) []string {
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
 		out = append(out, enc.EncodeToString([]byte(v)))
 	}
+	// Inside a longer base64 text (the base64 of "user:password" in a basic auth header,
+	// of a file that holds the value) v starts at any of three alignments: at each, the
+	// characters made of v's bits alone are the same whatever surrounds it.
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		for skip := range 3 {
+			if core := base64Core(enc, v, skip); Long(core) {
+				out = append(out, core)
+			}
+		}
+	}
 	return out
+}
+
+// base64Core is the part of the base64 of v, preceded by skip bytes, that v's bits alone
+// make: a character is 6 bits, a byte 8, and a character that holds bits of what stands
+// before or after v is left out.
+func base64Core(enc *base64.Encoding, v string, skip int) string {
+	encoded := enc.EncodeToString(append(make([]byte, skip), v...))
+	// The first character whose bits are all v's, and the first after the last of them.
+	first, end := (8*skip+5)/6, (8*skip+8*len(v))/6
+	if first >= end {
+		return ""
+	}
+	return encoded[first:end]
 }
 
 // inner is a quoted string without its quotes.
@@ -263,4 +287,25 @@ func (st *state) heldBack(s string) int {
 		}
 	}
 	return 0
+}
+
+// schemeRE is the scheme of a URL and the slashes after it.
+var schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:/*`)
+
+// UnparsedURL is a URL that did not parse as one with a host (a password holding a '/',
+// a scheme with one slash, none at all), fit to show: whatever stands between its scheme
+// and the last '@' before its query or fragment is REDACTED. Where the URL does not
+// parse, its user and password cannot be told apart from the rest, and a password is
+// never shown because a URL around it was mistyped.
+func UnparsedURL(raw string) string {
+	end := len(raw)
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		end = i
+	}
+	at := strings.LastIndex(raw[:end], "@")
+	if at < 0 {
+		return raw
+	}
+	start := len(schemeRE.FindString(raw[:at]))
+	return raw[:start] + Replacement + raw[at:]
 }

@@ -230,3 +230,42 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestAURLThatDoesNotParseShowsNothingBeforeItsAt: a password that breaks a URL's
+// parsing (a '/' in it, a scheme with one slash, none) is not shown with the URL.
+func TestAURLThatDoesNotParseShowsNothingBeforeItsAt(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://svc:Zm9v/YmFy@api.example.com/x?a=b@c": "https://REDACTED@api.example.com/x?a=b@c",
+		"https:/pusher:s3cret@127.0.0.1:9091":           "https:/REDACTED@127.0.0.1:9091",
+		"https//pusher:s3cret@127.0.0.1:9091":           "REDACTED@127.0.0.1:9091",
+		"pusher:s3cret@127.0.0.1:9091":                  "pusher:REDACTED@127.0.0.1:9091",
+		"https://api.example.com/x#a@b":                 "https://api.example.com/x#a@b",
+		"127.0.0.1:9091":                                "127.0.0.1:9091",
+	} {
+		if got := UnparsedURL(raw); got != want {
+			t.Errorf("UnparsedURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// TestAValueInsideALongerBase64TextIsRedacted: the base64 of "user:password", of a file
+// that holds the value, or of anything around it, holds the value at one of three
+// alignments; none of them shows it, and the text around it stays.
+func TestAValueInsideALongerBase64TextIsRedacted(t *testing.T) {
+	t.Cleanup(reset)
+	const secret = "basic-Pass-4d7e19c2ab"
+	if err := Register(secret); err != nil {
+		t.Fatal(err)
+	}
+	for _, prefix := range []string{"", "s", "sv", "svc:", "user-name:", "x"} {
+		for _, suffix := range []string{"", "\n", "@host", "ab"} {
+			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding} {
+				text := enc.EncodeToString([]byte(prefix + secret + suffix))
+				got := String("Authorization: Basic " + text)
+				if strings.Contains(got, text) || !strings.Contains(got, Replacement) || !strings.HasPrefix(got, "Authorization: Basic ") {
+					t.Errorf("%q%s%q: %s", prefix, "SECRET", suffix, got)
+				}
+			}
+		}
+	}
+}

@@ -525,3 +525,27 @@ func TestAScriptThatWroteStatusIsNotTheOperator(t *testing.T) {
 	notAsked(t, c, "deleted-queue-1")
 	exits(t, r, 0, "")
 }
+
+// TestAnOperatorWhoseNameNoRuleKnowsFailsThePass: the operator was upgraded and writes
+// under a field manager the preset does not name (upbound-provider-family-aws, not
+// provider or crossplane-*-provider). Every identity, of the live control and of the
+// stuck object, is then one the operator did not write, by the rule's names: each is
+// Unknown and nothing is asked, pass after pass. Nothing shows the rule can verify
+// anything, so the pass fails naming it, instead of staying green while it keeps all.
+func TestAnOperatorWhoseNameNoRuleKnowsFailsThePass(t *testing.T) {
+	w := newWorld(t)
+	w.manager = "upbound-provider-family-aws"
+	c := fakecloud.New(t)
+	kinds["topics"] = "Topic"
+	gvr := w.crd("renamed.presets.example", "Topic", "topics", true)
+	const fin = "finalizer.managedresource.crossplane.io"
+	w.object(gvr, "", "control", fin, map[string]string{"crossplane.io/external-name": "live-topic"}, nil, nil, true)
+	w.object(gvr, "", "stuck", fin, map[string]string{"crossplane.io/external-name": "deleted-topic-1"}, nil, nil, false)
+	actions, rep, r := pass(t, rule(c, "topics", "crossplane-managed", "topics.renamed.presets.example", "externalName", ""))
+	want(t, actions, "stuck", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "was last written by upbound-provider-family-aws, not by the operator")
+	notAsked(t, c, "live-topic", "deleted-topic-1")
+	exits(t, r, 1, "rule topics cannot verify: ")
+	if st := ruleStatus(rep, "topics"); st.CannotVerify == "" {
+		t.Errorf("rules %+v", rep.Rules)
+	}
+}

@@ -234,3 +234,32 @@ func TestTheRecordNamesTheVerificationTheWriteWasMadeOn(t *testing.T) {
 		t.Errorf("the Event's note does not name the second verification and its time (%s): %s", at, ev.Note)
 	}
 }
+
+// TestADryRunWhoseAuditLogCannotBeOpenedFails: a dry run is how a policy is rolled out
+// (docs/reconcile.md): it must fail where the pass it stands for would. With an audit
+// log the pass cannot open (its folder is not there: a volume not mounted), the pass
+// fails before any write; the dry run said WouldRemove and exited 0. It fails too, with
+// the same error, and writes nothing.
+func TestADryRunWhoseAuditLogCannotBeOpenedFails(t *testing.T) {
+	ns, fin, c := world(t)
+	object(t, ns, "gone", fin, "deleted-1", true)
+	policy := cli.WritePolicy(t, "", c.Rule("dbs", fin, "  namespaces: ["+ns+"]\n"))
+	log := filepath.Join(t.TempDir(), "not-mounted", "audit.jsonl")
+	const says = "opening the audit log"
+	for _, dry := range []bool{true, false} {
+		args := []string{"reconcile", "--once", "--policy", policy, "--audit-log", log}
+		if dry {
+			args = append(args, "--dry-run")
+		}
+		r := cli.Run(t, cp.AdminKubeconfig, args...)
+		if r.Code == 0 || !strings.Contains(r.Stderr, says) {
+			t.Errorf("dry run %v: code %d; want a failure saying %q; stdout:\n%s\nstderr:\n%s", dry, r.Code, says, r.Stdout, r.Stderr)
+		}
+	}
+	if got := resourceVersion(t, ns, "gone"); got == "gone" {
+		t.Error("a pass whose audit log cannot be opened removed a finalizer")
+	}
+	if _, err := os.Stat(filepath.Dir(log)); !os.IsNotExist(err) {
+		t.Errorf("the dry run made the log's folder: %v", err)
+	}
+}

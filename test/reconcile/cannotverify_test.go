@@ -3,6 +3,8 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -177,5 +179,63 @@ func TestCannotVerifyIsPerType(t *testing.T) {
 	}
 	if len(rep.Rules) != 1 || rep.Rules[0].Broken || strings.Contains(rep.Rules[0].CannotVerify, "configmaps") {
 		t.Errorf("rules %+v", rep.Rules)
+	}
+}
+
+// TestARuleThatCanAskItsProviderNothingFailsThePass: a rule whose URL reads a field no
+// object has (a typo: instance-id for instance) can make no request, about its live
+// control or about the stuck object: every verdict is Unknown, decided without asking
+// the provider. Nothing shows the rule can ever verify anything, pass after pass, so the
+// pass fails naming the rule, instead of staying green while it keeps everything.
+func TestARuleThatCanAskItsProviderNothingFailsThePass(t *testing.T) {
+	ns, fin, c := world(t)
+	object(t, ns, "target", fin, "deleted-1", true)
+	rule := strings.Replace(c.Rule("typo", fin, ""), "{.metadata.annotations.instance}", "{.metadata.annotations.instance-id}", 1)
+	rep, r := pass(t, cp.AdminKubeconfig, cli.WritePolicy(t, "", rule))
+	if a := action(t, rep, "target"); a.Result != finalizev1alpha1.ResultKept || a.Verdict != finalizev1alpha1.VerdictUnknown {
+		t.Errorf("target: %+v", a)
+	}
+	if len(c.Asked()) != 0 {
+		t.Errorf("the cloud was asked: %v", c.Asked())
+	}
+	const says = "rule typo cannot verify: "
+	if r.Code != 1 || !strings.Contains(r.Stderr, says) {
+		t.Errorf("code %d; want 1 saying %q; stderr:\n%s", r.Code, says, r.Stderr)
+	}
+	if len(rep.Rules) != 1 || rep.Rules[0].CannotVerify == "" {
+		t.Errorf("rules %+v", rep.Rules)
+	}
+}
+
+// TestAnIdlePassWhoseProgramCannotRunFails: a rule's exec program is not in the image
+// (a path mistyped, a script whose interpreter the release image lacks), and nothing is
+// stuck yet. The pass, and the dry run a rollout starts with, fail naming the rule and
+// the program, as they do for a credential that cannot be read, instead of staying green
+// until the first stuck object, hours or weeks later, finds the rule cannot verify.
+func TestAnIdlePassWhoseProgramCannotRunFails(t *testing.T) {
+	fin := controlplane.FinalizerOf(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "check-s3")
+	if err := os.WriteFile(script, []byte("#!/bin/no-such-shell\necho never\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, program := range []string{filepath.Join(dir, "check-rds"), script} {
+		policy := cli.WritePolicy(t, "", fmt.Sprintf(`- name: idle
+  finalizers: [%s]
+  resources: [configmaps]
+  verify:
+    exec: {command: [%s, "{.metadata.name}"]}
+`, fin, program))
+		for _, dry := range []bool{false, true} {
+			args := []string{"reconcile", "--once", "--policy", policy, "-o", "json"}
+			if dry {
+				args = append(args, "--dry-run")
+			}
+			r := cli.Run(t, cp.AdminKubeconfig, args...)
+			says := "rule idle cannot verify: command[0]: the program " + program + " cannot run"
+			if r.Code != 1 || !strings.Contains(r.Stderr, says) {
+				t.Errorf("%s, dry run %v: code %d; want 1 saying %q; stderr:\n%s", program, dry, r.Code, says, r.Stderr)
+			}
+		}
 	}
 }

@@ -3,6 +3,9 @@ package reconcile
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -190,5 +193,61 @@ func TestContinuousModeDropsATypeRemovedAfterItStarted(t *testing.T) {
 	}
 	if strings.Contains(p.stderr.String(), "the server could not find the requested resource") {
 		t.Errorf("a pass failed on the removed type; stderr:\n%s", p.stderr.String())
+	}
+}
+
+// TestAContinuousRunThatCannotListItsRulesTypeIsNoSuccess: a Deployment runs as the
+// ServiceAccount `rbac` made for a rule of configmaps and one whose resources are a
+// glob; a CRD the glob
+// matches is installed later, and `rbac` was not run again (docs/security.md). Every
+// pass lists the new type, is refused, and is incomplete: the stuck widget is never
+// considered. A Deployment has no exit status; its signal is the last-success time,
+// which must not move while its passes cannot list what their rules act on, or the
+// alert that fires when passes stop succeeding never fires.
+func TestAContinuousRunThatCannotListItsRulesTypeIsNoSuccess(t *testing.T) {
+	fin := controlplane.FinalizerOf(t)
+	group := "later." + strings.TrimSuffix(fin, "/cleanup")
+	c := fakecloud.New(t)
+	policy := cli.WritePolicy(t, "", c.Rule("configmaps", fin, "")+strings.Replace(c.Rule("widgets", fin, ""), "resources: [configmaps]", `resources: ["*.`+group+`"]`, 1))
+	kubeconfig, _, _ := serviceAccountWith(t, policy, nil, false)
+
+	crd := seed.CRD{Group: group, Kind: "Widget", Plural: "widgets", Singular: "widget", Versions: []string{"v1"}}
+	seeder, err := seed.New(cp.Config, "continuous")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seeder.EnsureCRD(t.Context(), crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = seeder.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
+			Delete(context.Background(), crd.Name(), metav1.DeleteOptions{})
+	})
+	ns := cp.Namespace(t)
+	widget(t, seeder.Dynamic, crd.GVR(), ns, "control", "live", false, fin)
+	widget(t, seeder.Dynamic, crd.GVR(), ns, "stuck", "deleted-1", true, fin)
+
+	p := start(t, kubeconfig, "reconcile", "--policy", policy, "--interval", "1s", "--metrics-bind-address", "127.0.0.1:0", "-o", "json")
+	reps := p.awaitPasses(t, 2)
+	if last := reps[len(reps)-1]; len(last.Incomplete) == 0 {
+		t.Fatalf("the pass listed the type its role does not grant: %+v", last)
+	}
+	addr := regexp.MustCompile(`Serving /metrics and /healthz on (\S+)`).FindStringSubmatch(p.stderr.String())
+	if addr == nil {
+		t.Fatalf("no metrics address; stderr:\n%s", p.stderr.String())
+	}
+	resp, err := http.Get("http://" + addr[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	metrics := grepMetrics(string(b))
+	if !strings.Contains(metrics, `kubectl_finalize_reconcile_passes_total{outcome="incomplete"}`) {
+		t.Errorf("/metrics counts no incomplete pass:\n%s", metrics)
+	}
+	// Never a success: the gauge is at 0, so that the alert on its age fires.
+	if m := regexp.MustCompile(`(?m)^kubectl_finalize_reconcile_last_success_timestamp_seconds (\S+)$`).FindStringSubmatch(metrics); len(m) == 2 && m[1] != "0" {
+		t.Errorf("passes that could not list their rules' type are counted a success:\n%s", metrics)
 	}
 }

@@ -422,3 +422,28 @@ func TestMetricDeliveryFlagsAreValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestAMistypedPushgatewayURLShowsNoPassword: the Pushgateway URL comes from a Secret
+// (docs/reconcile.md), so a typo in it (a scheme with one slash, a colon missing, no
+// scheme) must not print its password when the flag is refused. Each of these parses,
+// without a user: the password is in the path or the opaque part.
+func TestAMistypedPushgatewayURLShowsNoPassword(t *testing.T) {
+	policy := cli.WritePolicy(t, "", `- name: dbs
+  finalizers: [example.com/x]
+  verify: {http: {url: "https://127.0.0.1:1/{.metadata.name}"}}
+`)
+	const password = "s3cretpassw0rd"
+	for _, url := range []string{
+		"https:/pusher:" + password + "@127.0.0.1:9091",
+		"https//pusher:" + password + "@127.0.0.1:9091",
+		"pusher:" + password + "@127.0.0.1:9091",
+	} {
+		r := cli.Run(t, cp.AdminKubeconfig, "reconcile", "--policy", policy, "--once", "--metrics-push-url", url)
+		if r.Code != 2 || !strings.Contains(r.Stderr, "--metrics-push-url must be an http or https URL") {
+			t.Errorf("%s: code %d, stderr %q; want 2 refusing the URL", url, r.Code, r.Stderr)
+		}
+		if strings.Contains(r.Stdout+r.Stderr, password) {
+			t.Errorf("%s: the password is shown: %q", url, r.Stderr)
+		}
+	}
+}

@@ -605,3 +605,53 @@ func TestTheGeneratedRBACGrantsANamespacedRulesTypesOnlyInItsNamespaces(t *testi
 		t.Logf("the generated RBAC:\n%s", manifests)
 	}
 }
+
+// TestTheGeneratedRBACGrantsAKubernetesProvidersReadsOnlyWhereItReads: a rule of one
+// namespace whose kubernetes provider checks that the Secret an object names still
+// exists, in the object's own namespace, reads Secrets only there. The generated RBAC
+// grants get secrets in a Role of that namespace, not cluster-wide: a pass as the
+// ServiceAccount removes the finalizer whose Secret is gone, no request is refused, and
+// the account may read no Secret of another namespace.
+func TestTheGeneratedRBACGrantsAKubernetesProvidersReadsOnlyWhereItReads(t *testing.T) {
+	teamA, fin := cp.Namespace(t), controlplane.FinalizerOf(t)
+	teamB := cp.Namespace(t)
+	kube := cp.Kube(t)
+	fixture.Create(t, kube.CoreV1().Secrets(teamA), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tls-live"}}, false)
+	cm := func(name, secret string, stuck bool) {
+		fixture.Create(t, kube.CoreV1().ConfigMaps(teamA), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Annotations: map[string]string{"secret": secret}, Finalizers: []string{fin}}}, stuck)
+	}
+	cm("control", "tls-live", false)
+	cm("gone", "tls-deleted", true)
+	policy := cli.WritePolicy(t, "", fmt.Sprintf(`- name: tls-configmaps
+  finalizers: [%s]
+  resources: [configmaps]
+  namespaces: [%s]
+  verify:
+    kubernetes:
+      resource: secrets
+      namespace: "{.metadata.namespace}"
+      name: "{.metadata.annotations.secret}"
+`, fin, teamA))
+	kubeconfig, saNamespace, manifests := serviceAccountWith(t, policy, nil, false)
+	rep, r, _ := passAs(t, kubeconfig, saNamespace, policy, func() bool { return canI(t, kubeconfig, "patch", "configmaps", "-n", teamA) })
+	if r.Code != 0 || action(t, rep, "gone").Result != finalizev1alpha1.ResultRemoved {
+		t.Errorf("the pass as the ServiceAccount: code %d, %+v\n%s", r.Code, rep.Actions, r.Stderr)
+	}
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"get", "secrets", "-n", teamA}, true},
+		{[]string{"get", "secrets", "-n", teamB}, false},
+		{[]string{"get", "secrets", "-n", saNamespace}, false},
+		{[]string{"get", "secrets", "-A"}, false},
+	} {
+		if got := canI(t, kubeconfig, tt.args...); got != tt.want {
+			t.Errorf("can-i %v: %v, want %v", tt.args, got, tt.want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("the generated RBAC:\n%s", manifests)
+	}
+}

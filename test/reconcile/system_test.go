@@ -93,3 +93,64 @@ func TestAPolicyThatCanNeverMatchFailsAtLoad(t *testing.T) {
 		t.Error("a policy that was refused removed a finalizer")
 	}
 }
+
+// TestANameNoObjectCanHaveFailsAtLoad: a rule's namespaces and finalizers are matched
+// as they are written, and the API server refuses a namespace that is not a DNS label
+// and a finalizer that is not a qualified name. A rule that names only such (the
+// namespace in capitals, with an underscore; the finalizer's domain in capitals) can
+// never match, and a pass under it stayed green while it did nothing: it is refused at
+// load, exit 2, naming the field, like a selector that contradicts itself.
+func TestANameNoObjectCanHaveFailsAtLoad(t *testing.T) {
+	ns, fin, c := world(t)
+	object(t, ns, "gone", fin, "deleted-1", true)
+	domain, name, _ := strings.Cut(fin, "/")
+	// The namespace's name up to its random suffix, its '-' written as '_'.
+	underscore := strings.ReplaceAll(ns[:strings.LastIndex(ns, "-")+1], "-", "_") + "*"
+	tests := []struct {
+		name, rules, says string
+	}{
+		{"a namespace in capitals", c.Rule("dbs", fin, "  namespaces: ["+strings.ToUpper(ns)+"]\n"),
+			`rules[0].namespaces[0]: Invalid value: "` + strings.ToUpper(ns) + `": can never match`},
+		{"a namespace glob with an underscore", c.Rule("dbs", fin, "  namespaces: [\""+underscore+"\"]\n"),
+			`rules[0].namespaces[0]: Invalid value: "` + underscore + `": can never match`},
+		{"a finalizer whose domain is in capitals", c.Rule("dbs", strings.ToUpper(domain)+"/"+name, "  namespaces: ["+ns+"]\n"),
+			`rules[0].finalizers[0]: Invalid value: "` + strings.ToUpper(domain) + "/" + name + `": can never match`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			policy := cli.WritePolicy(t, "", tt.rules)
+			r := cli.Run(t, cp.AdminKubeconfig, "reconcile", "--once", "--policy", policy, "-o", "json")
+			if r.Code != 2 || r.Stdout != "" || !strings.Contains(r.Stderr, tt.says) {
+				t.Errorf("reconcile: code %d (want 2), stdout %q, stderr:\n%s\nwant it to contain %q", r.Code, r.Stdout, r.Stderr, tt.says)
+			}
+			r = cli.Run(t, cp.AdminKubeconfig, "policy", "check", policy)
+			if r.Code != 2 || !strings.Contains(r.Stderr, tt.says) {
+				t.Errorf("policy check: code %d (want 2), stdout %q, stderr:\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+		})
+	}
+}
+
+// TestARuleItsExcludeCoversInOtherWordsFailsAtLoad: the policy excludes objects
+// labelled tier in (db, cache), or any object labelled protected; a rule selects tier=db,
+// another protected=true. Every object either rule selects is excluded, so neither can
+// ever match, though no requirement of the exclude is written as one of the rule's.
+// Such a policy ran green and did nothing; it is refused at load, as one whose exclude
+// repeats the rule's requirement word for word is.
+func TestARuleItsExcludeCoversInOtherWordsFailsAtLoad(t *testing.T) {
+	ns, fin, c := world(t)
+	object(t, ns, "gone", fin, "deleted-1", true)
+	for _, tt := range []struct{ exclude, selector string }{
+		{"tier in (db, cache)", "tier=db"},
+		{"protected", "protected=true"},
+	} {
+		policy := cli.WritePolicy(t, "exclude: {selectors: [\""+tt.exclude+"\"]}\n", c.Rule("dbs", fin, "  namespaces: ["+ns+"]\n  selector: \""+tt.selector+"\"\n"))
+		says := `rules[0].selector: Invalid value: "` + tt.selector + `": can never match: the exclude selector`
+		for _, args := range [][]string{{"reconcile", "--once", "--policy", policy, "-o", "json"}, {"policy", "check", policy}} {
+			r := cli.Run(t, cp.AdminKubeconfig, args...)
+			if r.Code != 2 || !strings.Contains(r.Stderr, says) {
+				t.Errorf("%s against %s, %s: code %d (want 2), stderr:\n%s\nwant it to contain %q", tt.selector, tt.exclude, args[0], r.Code, r.Stderr, says)
+			}
+		}
+	}
+}

@@ -167,6 +167,102 @@ func TestACredentialInTheURLIsRefused(t *testing.T) {
 	}
 }
 
+// TestAPasswordThatBreaksTheURLIsNotShown: a password pasted into a rule's URL is
+// refused, and so is one that breaks the URL's parsing (a generated password holding a
+// '/', which ends the host early; a scheme with one slash, where it reads as the path):
+// the refusal names the URL without what stands before its '@', not even a piece of it
+// in the parser's error.
+func TestAPasswordThatBreaksTheURLIsNotShown(t *testing.T) {
+	const secret = "Zm9vYmFy/c2VjcmV0"
+	for _, url := range []string{
+		"https://svc:" + secret + "@dbapi.example.com/instances/{.metadata.name}",
+		"https:/svc:" + secret + "@dbapi.example.com/instances/{.metadata.name}",
+	} {
+		policy := writePolicy(t, `- name: pasted
+  finalizers: [`+finalizer+`]
+  resources: [configmaps]
+  verify:
+    http:
+      url: "`+url+`"
+`)
+		r := cli.Run(t, cp.AdminKubeconfig, "policy", "check", policy)
+		if r.Code != 2 || !strings.Contains(r.Stderr, "rules[0].verify.http.url: Invalid value") {
+			t.Errorf("%s: code %d; want 2 refusing the url; stderr:\n%s", url, r.Code, r.Stderr)
+		}
+		for _, piece := range []string{secret, "Zm9vYmFy", "c2VjcmV0"} {
+			if strings.Contains(r.Stdout+r.Stderr, piece) {
+				t.Errorf("%s: %q is shown: %s", url, piece, r.Stderr)
+			}
+		}
+	}
+}
+
+// TestAPasswordInsideABasicAuthHeaderIsShownNowhere: a script given a password through
+// valueFrom calls its API with curl -v -u svc:$API_PASSWORD, which prints the request's
+// Authorization header on stderr: the password inside the base64 of "svc:PASSWORD",
+// three bytes of alignment away from its own base64. The script fails, and its stderr is
+// the evidence. The header shows neither whole nor with the password's part readable,
+// on stdout or stderr.
+func TestAPasswordInsideABasicAuthHeaderIsShownNowhere(t *testing.T) {
+	ns := cp.Namespace(t)
+	const password = "basic-Pass-4d7e19c2ab"
+	auth := base64.StdEncoding.EncodeToString([]byte("svc:" + password))
+	policy := writePolicy(t, `- name: basic
+  finalizers: [`+finalizer+`]
+  resources: [configmaps]
+  namespaces: [`+ns+`]
+  verify:
+    exec:
+      command: [`+os.Args[0]+`, "{.metadata.annotations.mode}"]
+      env:
+      - {name: KF_TEST_PROVIDER, value: "1"}
+      - {name: API_PASSWORD, valueFrom: {env: KF_TEST_BASIC_PASSWORD}}
+      timeout: 10s
+`)
+	configMap(t, ns, "control", map[string]string{"mode": "curl-v"})
+	stuckConfigMap(t, ns, "stuck", map[string]string{"mode": "curl-v"})
+	r := cli.RunBinary(t, binary, cp.AdminKubeconfig, []string{"KF_TEST_BASIC_PASSWORD=" + password}, "reconcile", "--once", "--policy", policy, "-o", "json", "-v=6")
+	if !strings.Contains(r.Stdout, "Authorization: Basic ") {
+		t.Fatalf("the script's stderr is not in the report: code %d, stdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	for where, out := range map[string]string{"stdout": r.Stdout, "stderr": r.Stderr} {
+		for _, form := range []string{password, auth} {
+			if strings.Contains(out, form) {
+				t.Errorf("%s shows %q:\n%s", where, form, out)
+			}
+		}
+	}
+}
+
+// TestASecretsValuesAreShownNowhereAtAnyVerbosity: a rule over Secrets verifies a
+// stuck one, and the verifier reads it whole. At -v=8 and up client-go logs the bodies
+// of the responses, the Secret's data with them; those values are secrets the process
+// read, and show in no form, at -v=8 (a body cut to 1024 bytes), -v=9 or -v=10.
+func TestASecretsValuesAreShownNowhereAtAnyVerbosity(t *testing.T) {
+	ns := cp.Namespace(t)
+	c := fakecloud.New(t)
+	const password = "db-Password-8c1e5f93a7"
+	secret := func(name, instance string, stuck bool) {
+		fixture.Create(t, cp.Kube(t).CoreV1().Secrets(ns), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Annotations: map[string]string{"instance": instance}, Finalizers: []string{finalizer}},
+			Data: map[string][]byte{"password": []byte(password)}}, stuck)
+	}
+	secret("control", "live-1", false)
+	secret("stuck", "present-1", true)
+	policy := writePolicy(t, strings.Replace(c.Rule("secrets", finalizer, "  namespaces: ["+ns+"]\n"), "resources: [configmaps]", "resources: [secrets]", 1))
+	for _, v := range []string{"-v=8", "-v=9", "-v=10"} {
+		r := cli.RunBinary(t, binary, cp.AdminKubeconfig, nil, "reconcile", "--once", "--policy", policy, "--dry-run", v)
+		if !strings.Contains(r.Stderr, "Response Body") {
+			t.Fatalf("%s logged no bodies: code %d\n%s\n%s", v, r.Code, r.Stdout, r.Stderr)
+		}
+		for _, form := range []string{password, base64.StdEncoding.EncodeToString([]byte(password))} {
+			if strings.Contains(r.Stdout+r.Stderr, form) {
+				t.Errorf("%s shows %q", v, form)
+			}
+		}
+	}
+}
+
 // TestAQueryCredentialIsNeverShown: an api_key from valueFrom is sent, and shown nowhere:
 // not on stdout (-o json), stderr, the audit log, klog at -v=6, or the Event, even where
 // the server echoes it in a body or a redirect.

@@ -110,6 +110,13 @@ func testProvider(args []string) int {
 		time.Sleep(50 * time.Millisecond)
 		fmt.Fprintln(os.Stderr, token[len(token)/2:])
 		return 3
+	case "curl-v":
+		// curl -v -u svc:$API_PASSWORD, as a script calls an API that wants basic auth:
+		// it prints the request's headers on stderr, the password inside the base64 of
+		// user:password, then fails.
+		auth := base64.StdEncoding.EncodeToString([]byte("svc:" + os.Getenv("API_PASSWORD")))
+		fmt.Fprintf(os.Stderr, "> GET /v1/instances/i-1 HTTP/1.1\n> Host: api.example.com\n> Authorization: Basic %s\n< HTTP/1.1 503 Service Unavailable\n", auth)
+		return 22
 	case "evidence":
 		// A program that answers with the token it was given in its evidence.
 		_ = json.NewEncoder(os.Stdout).Encode(finalizev1alpha1.VerifyResponse{

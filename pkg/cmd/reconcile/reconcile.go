@@ -25,8 +25,10 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/reconcile"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 )
 
 const long = `Remove, unattended, the finalizers a policy's providers verify: for a CronJob (--once)
@@ -303,13 +305,12 @@ func (o *Options) validateMetricsDelivery() error {
 	return nil
 }
 
-// redacted shows a URL without its password, or nothing of it when it does not parse.
+// redacted shows a URL without its password. One that does not parse as a URL with a
+// host (a scheme with one slash, none at all) may hold its password outside its user
+// part: what stands before its '@' is not shown.
 func redacted(raw string, u *url.URL) string {
-	if u == nil {
-		if strings.Contains(raw, "@") {
-			return "(a URL that does not parse)"
-		}
-		return raw
+	if u == nil || u.Host == "" {
+		return redact.UnparsedURL(raw)
 	}
 	return u.Redacted()
 }
@@ -405,6 +406,12 @@ func (o *Options) reconciler(ctx context.Context) (*reconcile.Reconciler, func()
 		Warn:           func(err error) { done(); fmt.Fprintf(o.ErrOut, "Warning: %v\n", err) },
 	}}
 	if o.DryRun {
+		// A dry run writes no audit line, and fails where the pass it stands for would.
+		if o.AuditLog != "" {
+			if err := write.CheckLog(o.AuditLog); err != nil {
+				return nil, nil, err
+			}
+		}
 		return r, func() {}, nil
 	}
 	// Opened now, once: a log that cannot be written fails the command before any pass,

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -185,6 +187,34 @@ func OpenLog(path string) (*os.File, error) {
 		return nil, fmt.Errorf("the audit log %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// CheckLog says whether OpenLog would open path, and writes nothing to it: for a dry
+// run, which must fail where the run it stands for would. An existing log is opened for
+// appending and closed, and its mode checked as OpenLog checks it; for a new one, a
+// temporary file is made and removed in its folder.
+func CheckLog(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.check")
+		if err != nil {
+			return fmt.Errorf("opening the audit log: %w", err)
+		}
+		_ = tmp.Close()
+		return os.Remove(tmp.Name())
+	}
+	if err != nil {
+		return fmt.Errorf("opening the audit log: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("opening the audit log: %w", err)
+	}
+	if mode := fi.Mode().Perm(); mode&0o022 != 0 {
+		return fmt.Errorf("the audit log %s may be written by others (mode %04o): chmod go-w it, or choose another --audit-log", path, mode)
+	}
+	return nil
 }
 
 // endLine gives a regular file whose last line was cut short the newline it lacks.
