@@ -525,3 +525,29 @@ func TestAScriptThatWroteStatusIsNotTheOperator(t *testing.T) {
 	notAsked(t, c, "deleted-queue-1")
 	exits(t, r, 0, "")
 }
+
+// TestAGlobOfTheOperatorsNamesNeverTrustsAGenericApplier: a rule names its operator's
+// field managers with a glob, "*-agent" (the operator runs as db-agent), which also
+// matches fleet-agent, Rancher Fleet's applier of manifests from git. The external name
+// db-agent wrote is trusted; the one fleet-agent applied (a typo in git) is not: a
+// generic client is never the operator, whatever a rule's glob matches, so the identity
+// is Unknown and nothing is asked about it.
+func TestAGlobOfTheOperatorsNamesNeverTrustsAGenericApplier(t *testing.T) {
+	w := newWorld(t)
+	w.manager = "db-agent"
+	c := fakecloud.New(t)
+	kinds["tables"] = "Table"
+	gvr := w.crd("glob.presets.example", "Table", "tables", true)
+	const fin = "finalizer.managedresource.crossplane.io"
+	name := func(n string) map[string]string { return map[string]string{"crossplane.io/external-name": n} }
+	w.object(gvr, "", "control", fin, name("live-table"), nil, nil, true)
+	w.object(gvr, "", "by-operator", fin, name("deleted-table-1"), nil, nil, false)
+	w.manager = "fleet-agent"
+	w.object(gvr, "", "applied", fin, name("deleted-table-typo"), nil, nil, false)
+
+	actions, _, r := pass(t, rule(c, "tables", "crossplane-managed", "tables.glob.presets.example", "externalName", "  operatorManagers: [\"*-agent\"]\n"))
+	want(t, actions, "by-operator", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-table-1: 404")
+	want(t, actions, "applied", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation crossplane.io/external-name was last written by fleet-agent")
+	notAsked(t, c, "deleted-table-typo")
+	exits(t, r, 0, "")
+}
