@@ -528,10 +528,11 @@ func TestAScriptThatWroteStatusIsNotTheOperator(t *testing.T) {
 
 // TestAGlobOfTheOperatorsNamesNeverTrustsAGenericApplier: a rule names its operator's
 // field managers with a glob, "*-agent" (the operator runs as db-agent), which also
-// matches fleet-agent, Rancher Fleet's applier of manifests from git. The external name
-// db-agent wrote is trusted; the one fleet-agent applied (a typo in git) is not: a
-// generic client is never the operator, whatever a rule's glob matches, so the identity
-// is Unknown and nothing is asked about it.
+// matches fleet-agent, Rancher Fleet's applier of manifests from git, and a stuck object
+// whose external name fleet-agent applied (a typo in git) waits. The policy is refused
+// (exit 2), naming fleet-agent, and nothing is asked or removed. Named exactly, db-agent's
+// external name is trusted, and fleet-agent's is not: a generic client is never the
+// operator.
 func TestAGlobOfTheOperatorsNamesNeverTrustsAGenericApplier(t *testing.T) {
 	w := newWorld(t)
 	w.manager = "db-agent"
@@ -544,8 +545,23 @@ func TestAGlobOfTheOperatorsNamesNeverTrustsAGenericApplier(t *testing.T) {
 	w.object(gvr, "", "by-operator", fin, name("deleted-table-1"), nil, nil, false)
 	w.manager = "fleet-agent"
 	w.object(gvr, "", "applied", fin, name("deleted-table-typo"), nil, nil, false)
+	tables := func(managers string) string {
+		return rule(c, "tables", "crossplane-managed", "tables.glob.presets.example", "externalName", "  operatorManagers: ["+managers+"]\n")
+	}
 
-	actions, _, r := pass(t, rule(c, "tables", "crossplane-managed", "tables.glob.presets.example", "externalName", "  operatorManagers: [\"*-agent\"]\n"))
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	doc := "apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nminAge: 0s\nrules:\n" + tables(`"*-agent"`)
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := cli.Run(t, cp.AdminKubeconfig, "reconcile", "--once", "--policy", path, "-o", "json")
+	exits(t, r, 2, `rules[0].operatorManagers[0]: Invalid value: "*-agent"`)
+	exits(t, r, 2, "matches fleet-agent, a generic client")
+	if len(c.Asked()) != 0 {
+		t.Errorf("a refused policy asked the cloud: %v", c.Asked())
+	}
+
+	actions, _, r := pass(t, tables(`db-agent`))
 	want(t, actions, "by-operator", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-table-1: 404")
 	want(t, actions, "applied", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation crossplane.io/external-name was last written by fleet-agent")
 	notAsked(t, c, "deleted-table-typo")
