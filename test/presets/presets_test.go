@@ -567,3 +567,48 @@ func TestAGlobOfTheOperatorsNamesNeverTrustsAGenericApplier(t *testing.T) {
 	notAsked(t, c, "deleted-table-typo")
 	exits(t, r, 0, "")
 }
+
+// TestAPresetsIdentityIsReadOnlyThroughThePreset: a rule with preset crossplane-managed
+// reads the external name in its URL as a template of its own,
+// {.metadata.annotations['crossplane\.io/external-name']}, instead of
+// {identity.externalName}, and a stuck object's external name was rewritten with
+// `kubectl annotate` (a typo). Read that way, the value's writer was never checked, and
+// the typo's 404 removed the finalizer. In a rule with a preset, a field the preset reads
+// an identity from is read only as that identity: the policy is refused (exit 2), naming
+// {identity.externalName}, and nothing is asked.
+func TestAPresetsIdentityIsReadOnlyThroughThePreset(t *testing.T) {
+	w := newWorld(t)
+	w.manager = upjetProvider
+	c := fakecloud.New(t)
+	kinds["topics"] = "Topic"
+	gvr := w.crd("raw.presets.example", "Topic", "topics", true)
+	const fin = "finalizer.managedresource.crossplane.io"
+	name := func(n string) map[string]string { return map[string]string{"crossplane.io/external-name": n} }
+	w.object(gvr, "", "control", fin, name("live-topic"), nil, nil, true)
+	w.object(gvr, "", "annotated", fin, name("topic-2"), nil, nil, false)
+	kubectl := exec.Command(filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "annotate", "--overwrite",
+		"topics.raw.presets.example/annotated", "crossplane.io/external-name=deleted-topic-typo")
+	if out, err := kubectl.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl annotate: %v\n%s", err, out)
+	}
+	rules := fmt.Sprintf(`- name: topics
+  preset: crossplane-managed
+  resources: [topics.raw.presets.example]
+  verify:
+    http:
+      url: "%s/instances/{.metadata.annotations['crossplane\\.io/external-name']}"
+      tls: {caFile: %q}
+      response: {jsonPath: "{.state}", gone: [deleted]}
+`, c.URL, c.CAFile)
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(path, []byte("apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nminAge: 0s\nrules:\n"+rules), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := cli.Run(t, cp.AdminKubeconfig, "reconcile", "--once", "--policy", path, "-o", "json")
+	exits(t, r, 2, "rules[0].verify.http.url")
+	exits(t, r, 2, "{identity.externalName}")
+	notAsked(t, c, "deleted-topic-typo")
+	if _, err := w.dyn.Resource(gvr).Get(t.Context(), "annotated", metav1.GetOptions{}); err != nil {
+		t.Errorf("the object whose external name kubectl wrote is gone: %v", err)
+	}
+}
