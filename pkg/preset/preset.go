@@ -261,6 +261,20 @@ func holdsField(raw []byte, field []string) bool {
 	return true
 }
 
+// IdentityAt names the identity value whose writer is checked (WriterChecked) that a
+// template reading field path reads: path is that identity's field, or lies within it.
+// A rule with the preset reads such a field only as that identity, whose writer is
+// checked, never around it.
+func (p *Preset) IdentityAt(path []string) (*Identity, bool) {
+	for i := range p.Identity {
+		id := &p.Identity[i]
+		if id.WriterChecked() && len(path) >= len(id.Field) && slices.Equal(path[:len(id.Field)], id.Field) {
+			return id, true
+		}
+	}
+	return nil, false
+}
+
 // IdentityNames are the names of the identity values.
 func (p *Preset) IdentityNames() []string {
 	names := make([]string, 0, len(p.Identity))
