@@ -30,6 +30,15 @@ func ResolveType(mapper meta.RESTMapper, arg string) (schema.GroupResource, erro
 				candidates = append(candidates, r.GroupResource())
 			}
 		}
+		// A short name two types have is expanded to the first in discovery order: the
+		// expander said so to NewRESTMapper's mapper, and the others are candidates too.
+		if sn, ok := mapper.(interface{ SharedShortName(string) []string }); ok && gr.Group == "" && len(candidates) == 1 {
+			for _, other := range sn.SharedShortName(gr.Resource) {
+				if o := schema.ParseGroupResource(other); !slices.Contains(candidates, o) {
+					candidates = append(candidates, o)
+				}
+			}
+		}
 		switch {
 		case len(candidates) == 1:
 			return candidates[0], nil

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
@@ -170,7 +171,7 @@ func TestAKubernetesResourceTwoGroupsServeIsNotGuessed(t *testing.T) {
 	}
 	cached := memory.NewMemCacheClient(dc)
 	// The RESTMapper kubectl-finalize's commands give the provider (pkg/cmd/util).
-	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
+	mapper := kube.NewRESTMapper(cached)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := controlplane.WriteKubeconfigContexts(kubeconfig, "admin", map[string]*rest.Config{"admin": cp.Config, "workload": cp.Config}); err != nil {
 		t.Fatal(err)
