@@ -148,7 +148,7 @@ func (f *ConfigFactory) Clients() (*client.Clients, error) {
 		return f.clients, nil
 	}
 	cfg := rest.CopyConfig(f.config)
-	kube, err := client.NewForConfig(cfg)
+	kc, err := client.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func (f *ConfigFactory) Clients() (*client.Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.clients = &client.Clients{Discovery: dc, Metadata: mc, Kube: kube, Dynamic: dyn}
+	f.clients = &client.Clients{Discovery: dc, Metadata: mc, Kube: kc, Dynamic: dyn}
 	return f.clients, nil
 }
 
