@@ -289,7 +289,7 @@ func TestTheThreatModelNamesTestsThatExist(t *testing.T) {
 		case !strings.HasPrefix(dir, "test/"):
 			dir = "pkg/" + dir
 		}
-		files, err := filepath.Glob(filepath.Join("../..", dir, "*_test.go"))
+		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*_test.go"))
 		if err != nil || len(files) == 0 {
 			t.Errorf("docs/threat-model.md names %s, which has no tests", m[1])
 			continue

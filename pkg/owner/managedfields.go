@@ -12,10 +12,10 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
 )
 
-// genericManagers are field managers that apply manifests for a person or a pipeline. A
+// genericManagerPatterns are field managers that apply manifests for a person or a pipeline. A
 // finalizer they wrote came from a manifest: they added it, but nobody expects them to
 // remove it.
-var genericManagers = mustSet(
+var genericManagerPatterns = []string{
 	"kubectl", "kubectl-*", // kubectl-client-side-apply, kubectl-edit, kubectl-patch, ...
 	"helm", "helm-controller", // Helm, Flux's helm-controller
 	"kustomize-controller", "gotk-sync-manager", // Flux
@@ -28,7 +28,9 @@ var genericManagers = mustSet(
 	"before-first-apply", // server-side apply's migration placeholder
 	"Go-http-client",     // a Go client that did not name itself
 	"kubectl-finalize",
-)
+}
+
+var genericManagers = mustSet(genericManagerPatterns...)
 
 func mustSet(patterns ...string) glob.Set {
 	s, err := glob.CompileSet(patterns)
@@ -42,6 +44,16 @@ func mustSet(patterns ...string) glob.Set {
 // rather than acting as a controller.
 func IsGenericManager(manager string) bool {
 	return genericManagers.Match(manager)
+}
+
+// GenericManagerExamples are names of generic clients, one for each pattern of them
+// ("kubectl-x" for kubectl-*): what a name given for an operator must not match.
+func GenericManagerExamples() []string {
+	out := make([]string, len(genericManagerPatterns))
+	for i, p := range genericManagerPatterns {
+		out[i] = strings.ReplaceAll(p, "*", "x")
+	}
+	return out
 }
 
 // Writers returns the field managers whose managed fields hold the finalizer name in

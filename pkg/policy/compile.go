@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
 	"regexp"
@@ -95,6 +96,8 @@ type compiler struct {
 	// node: the rule being compiled sets waitsForNode; its templates render over the
 	// Node object, with the identity values nodeIdentity.
 	node bool
+	// anyWriter: the rule being compiled sets trustIdentityFromAnyWriter.
+	anyWriter bool
 }
 
 func (c *compiler) add(errs ...*field.Error) { c.errs = append(c.errs, errs...) }
@@ -239,9 +242,9 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 	if len(spec.OperatorManagers) > 0 {
 		c.operatorManagers(path.Child("operatorManagers"), spec, r)
 	}
-	c.node = spec.WaitsForNode
+	c.node, c.anyWriter = spec.WaitsForNode, spec.TrustIdentityFromAnyWriter
 	c.verify(path.Child("verify"), &spec.Verify, r.Preset)
-	c.node = false
+	c.node, c.anyWriter = false, false
 	return r
 }
 
@@ -353,8 +356,15 @@ func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 		c.add(field.Invalid(path.Child("url"), provider.RedactURL(h.URL), err.Error()))
 	} else {
 		c.editable(path.Child("url"), h.URL)
-		if t, err := provider.ParseTemplate(h.URL); err == nil && c.node {
-			c.nodeIdentity(path.Child("url"), h.URL, t)
+		if t, err := provider.ParseTemplate(h.URL); err == nil {
+			if c.node {
+				c.nodeIdentity(path.Child("url"), h.URL, t)
+			}
+			shown := h.URL // what looks like a credential is in the query: left out
+			if before, _, ok := strings.Cut(shown, "?"); ok {
+				shown = before + "?..."
+			}
+			c.readsAroundIdentity(path.Child("url"), shown, t)
 		}
 		if strings.HasPrefix(u.String(), "http://") {
 			c.warnings = append(c.warnings, fmt.Sprintf("%s: %s is plain http: its answers and headers travel unencrypted", path.Child("url"), provider.RedactURL(h.URL)))
@@ -557,6 +567,23 @@ func (c *compiler) editable(path *field.Path, s string) {
 	}
 }
 
+// readsAroundIdentity refuses a template value that reads a field the rule's preset
+// reads an identity from, around that identity: the field is read only as
+// {identity.NAME}, whose writer is checked. Read around it, a value anyone wrote
+// (kubectl annotate with a typo) would be asked about, and its 404 read as Gone.
+func (c *compiler) readsAroundIdentity(path *field.Path, s string, t *provider.Template) {
+	if c.preset == nil || c.node || c.anyWriter {
+		return
+	}
+	paths := t.FieldPaths()
+	for _, source := range slices.Sorted(maps.Keys(paths)) {
+		if id, ok := c.preset.IdentityAt(paths[source]); ok {
+			c.add(field.Invalid(path, s, fmt.Sprintf("%s reads %s, which preset %s reads identity %s from and trusts only when its operator wrote it: write {identity.%s} "+
+				"(or set trustIdentityFromAnyWriter to trust any writer)", source, id.From, c.preset.Name, id.Name, id.Name)))
+		}
+	}
+}
+
 func (c *compiler) template(path *field.Path, s string) {
 	t, err := provider.ParseTemplate(s)
 	if err != nil {
@@ -567,6 +594,7 @@ func (c *compiler) template(path *field.Path, s string) {
 	if c.node {
 		c.nodeIdentity(path, s, t)
 	}
+	c.readsAroundIdentity(path, s, t)
 	for _, name := range t.IdentityRefs() {
 		switch {
 		case c.node:

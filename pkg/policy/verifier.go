@@ -298,6 +298,9 @@ type reply struct {
 	// held: the object's operator is paused (a preset's hold setting), so it was not
 	// verified on purpose.
 	held bool
+	// request names the request the provider was asked (call.Key()); empty for a verdict
+	// the object decided.
+	request string
 }
 
 // answeredAt is when the verdict was given: by the provider, or, for a verdict the
@@ -366,11 +369,11 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 	}
 	if fresh {
 		a := do()
-		return reply{Answer: a, at: time.Now()}
+		return reply{Answer: a, at: time.Now(), request: call.Key()}
 	}
 	a := entry(&v.mu, v.cache, rule.Name+"\x00"+call.Key())
 	a.once.Do(func() { a.Answer, a.at = do(), time.Now() })
-	return reply{Answer: a.Answer, at: a.at}
+	return reply{Answer: a.Answer, at: a.at, request: call.Key()}
 }
 
 // namespace reads a namespace, once per pass.
@@ -495,6 +498,10 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 	// seen are the objects drawn so far: rule.Controls counts distinct objects, so an
 	// object seen twice (listed again, or under another finalizer) is not drawn again.
 	seen := map[types.UID]bool{}
+	// requests are the requests asked so far: a live object whose request another
+	// control asked already (two objects naming one instance) shows nothing more of the
+	// provider, so it is not counted, and another is drawn.
+	requests := map[string]bool{}
 	for _, ctl := range candidates {
 		if asked == rule.Controls {
 			break
@@ -532,6 +539,10 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 			skipped = append(skipped, fmt.Sprintf("%s: %s", ref, a.Evidence))
 			continue
 		}
+		if requests[a.request] {
+			continue
+		}
+		requests[a.request] = true
 		asked++
 		c.results = append(c.results, finalizev1alpha1.ControlResult{Target: ref, Finalizer: ctl.finalizer, Verdict: a.Verdict, Evidence: a.Evidence})
 		if a.CannotRun && c.cannotRun == "" {

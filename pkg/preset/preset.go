@@ -76,9 +76,12 @@ func NewManagers(patterns []string, by string) (*Managers, error) {
 	return &Managers{Patterns: slices.Clone(patterns), By: by, set: set}, nil
 }
 
-// Match reports whether manager is one of the operator's.
+// Match reports whether manager is one of the operator's: one of its names, and never a
+// generic client (owner.IsGenericManager), whatever a glob of those names matches: a
+// rule's "*-agent" for an operator that runs as db-agent must not take fleet-agent,
+// Rancher Fleet's applier of manifests, for the operator.
 func (m *Managers) Match(manager string) bool {
-	return m != nil && len(m.set) > 0 && m.set.Match(manager)
+	return m != nil && len(m.set) > 0 && m.set.Match(manager) && !owner.IsGenericManager(manager)
 }
 
 // String lists the names, for people: "provider, crossplane-*-provider or ...".
@@ -112,7 +115,7 @@ func CheckManager(pattern string) error {
 	case owner.IsGenericManager(pattern):
 		return errors.New("is a generic client, which writes what people and pipelines apply: not an operator")
 	}
-	for _, c := range genericClients {
+	for _, c := range append(slices.Clone(genericClients), owner.GenericManagerExamples()...) {
 		if g.Match(c) {
 			return fmt.Errorf("matches %s, a generic client, which writes what people and pipelines apply: not an operator", c)
 		}
@@ -256,6 +259,20 @@ func holdsField(raw []byte, field []string) bool {
 		raw = next
 	}
 	return true
+}
+
+// IdentityAt names the identity value whose writer is checked (WriterChecked) that a
+// template reading field path reads: path is that identity's field, or lies within it.
+// A rule with the preset reads such a field only as that identity, whose writer is
+// checked, never around it.
+func (p *Preset) IdentityAt(path []string) (*Identity, bool) {
+	for i := range p.Identity {
+		id := &p.Identity[i]
+		if id.WriterChecked() && len(path) >= len(id.Field) && slices.Equal(path[:len(id.Field)], id.Field) {
+			return id, true
+		}
+	}
+	return nil, false
 }
 
 // IdentityNames are the names of the identity values.

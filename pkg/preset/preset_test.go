@@ -212,10 +212,23 @@ func TestAnOperatorIsNoGenericClient(t *testing.T) {
 		"helm":           "is a generic client",
 		"Go-http-client": "is a generic client",
 		"cur?":           "matches curl, a generic client",
+		"*-agent":        "matches fleet-agent, a generic client",
+		"*-manager":      "matches gotk-sync-manager, a generic client",
+		"pulumi-*":       "matches pulumi-kubernetesx, a generic client",
 	} {
 		if err := CheckManager(m); err == nil || !strings.Contains(err.Error(), says) {
 			t.Errorf("%q: %v, want %q", m, err, says)
 		}
+	}
+	// A glob that no example of a generic client shows still never takes one for the
+	// operator when it matches one by name.
+	m, err := NewManagers([]string{"*-kubernetes-operator"}, "rule dbs's operatorManagers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Match("db-kubernetes-operator") || m.Match("pulumi-kubernetes-operator") {
+		t.Errorf("*-kubernetes-operator: db-kubernetes-operator %v (want true), pulumi-kubernetes-operator %v (want false)",
+			m.Match("db-kubernetes-operator"), m.Match("pulumi-kubernetes-operator"))
 	}
 	for _, p := range All() {
 		if len(p.Managers) == 0 || p.managers == nil {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -230,27 +228,12 @@ func (c *kubernetesCall) Do(ctx context.Context) Answer {
 const maxEmptyPages = 100
 
 // namesObject reports whether a NotFound is about the object asked for: the Status's
-// details name it, its resource and its group, as the API server's registry does
-// ("secrets \"x\" not found"). The 404 of a path the server does not serve (a type or
-// group that is not installed, a CRD deleted since discovery, an aggregated API without
-// its server) names no object, and neither does what client-go makes of a 404 body that
-// is not a Status (it fills in the request's name, and says the response was unexpected).
+// details name it, its resource and its group (kube.IsNotFoundOf). The 404 of a path the
+// server does not serve (a type or group that is not installed, a CRD deleted since
+// discovery, an aggregated API without its server) names no object, and neither does
+// what client-go makes of a 404 body that is not a Status.
 func namesObject(err error, gr schema.GroupResource, name string) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return false
-	}
-	s := status.Status()
-	d := s.Details
-	if s.Code != http.StatusNotFound || s.Reason != metav1.StatusReasonNotFound || d == nil {
-		return false
-	}
-	for _, cause := range d.Causes {
-		if cause.Type == metav1.CauseTypeUnexpectedServerResponse {
-			return false
-		}
-	}
-	return d.Name == name && d.Kind == gr.Resource && d.Group == gr.Group
+	return kube.IsNotFoundOf(err, gr, name)
 }
 
 // late is the answer when the deadline passed before the API server's answer was read:

@@ -138,6 +138,37 @@ func (t *Template) IdentityRefs() []string {
 	return out
 }
 
+// FieldPaths are, for each JSONPath expression of the template, the object fields it
+// reads: its leading field names up to the first that is not one (an index, a filter, a
+// wildcard), which reads within that field. ["metadata", "annotations",
+// "crossplane.io/external-name"] for {.metadata.annotations['crossplane\.io/external-name']}.
+// An expression that starts otherwise reads no field path (nil).
+func (t *Template) FieldPaths() map[string][]string {
+	out := map[string][]string{}
+	for _, p := range t.parts {
+		if p.expr == nil {
+			continue
+		}
+		parsed, err := jsonpath.Parse("template", p.source)
+		if err != nil || parsed.Root == nil || len(parsed.Root.Nodes) == 0 {
+			out[p.source] = nil
+			continue
+		}
+		var fields []string
+		if list, ok := parsed.Root.Nodes[0].(*jsonpath.ListNode); ok {
+			for _, n := range list.Nodes {
+				f, ok := n.(*jsonpath.FieldNode)
+				if !ok {
+					break
+				}
+				fields = append(fields, f.Value)
+			}
+		}
+		out[p.source] = fields
+	}
+	return out
+}
+
 // FirstExpression is the offset of the first expression, or -1.
 func (t *Template) FirstExpression() int {
 	for _, p := range t.parts {

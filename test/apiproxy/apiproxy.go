@@ -53,6 +53,8 @@ type Proxy struct {
 	throttled     atomic.Int64
 
 	cut func(r *http.Request, answered bool) bool
+	// answer, if set, answers a request in the API server's place (Answer).
+	answer func(r *http.Request) (Answer, bool)
 
 	dateShift atomic.Int64 // what ShiftDate adds to the Date of every answer, in nanoseconds
 }
@@ -115,6 +117,19 @@ func Start(cfg *rest.Config) (*Proxy, error) {
 		if p.cutNow(r, false) {
 			hangUp(w)
 			return
+		}
+		p.mu.Lock()
+		answer := p.answer
+		p.mu.Unlock()
+		if answer != nil {
+			if a, ok := answer(r); ok {
+				if a.ContentType != "" {
+					w.Header().Set("Content-Type", a.ContentType)
+				}
+				w.WriteHeader(a.Code)
+				_, _ = w.Write([]byte(a.Body))
+				return
+			}
 		}
 		if r.Method == http.MethodGet && isList(r.URL) {
 			limit, _ := strconv.ParseInt(r.URL.Query().Get("limit"), 10, 64)
@@ -245,6 +260,23 @@ func (p *Proxy) Cut(f func(r *http.Request, answered bool) bool) {
 }
 
 var errCut = errors.New("cut by the test")
+
+// Answer is what the proxy answers in the API server's place.
+type Answer struct {
+	Code        int
+	ContentType string
+	Body        string
+}
+
+// Answer sets a function asked about every request before it is forwarded: when it says
+// ok, the proxy answers with what it returned and the API server never sees the request,
+// as a gateway or an authorizing proxy in front of an API server answers the paths it
+// does not pass on ("404 page not found"). nil stops it.
+func (p *Proxy) Answer(f func(r *http.Request) (Answer, bool)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.answer = f
+}
 
 // ShiftDate adds d to the Date header of every answer of the API server from now on, as
 // an API server whose clock is d ahead of this machine's (behind, when d is negative)

@@ -352,3 +352,30 @@ func serviceAccountWith(t *testing.T, policy string) string {
 	}
 	return kubeconfig
 }
+
+// TestANotFoundThatIsNotTheAPIServersIsNoNodesAbsence: a NotReady node whose kubelet has
+// been silent for an hour (cut off from the API server, its machine may still run the
+// pod), and a rule that verifies by the Node object's absence alone. The Node exists,
+// so the rule has nothing to verify with. Through a proxy in front of the API server
+// that answers "404 page not found" for the Node's path (a gateway that does not pass it
+// on), the Node reads as absent; that 404 is not the API server's NotFound of the Node,
+// so it verifies nothing, and the pod stays.
+func TestANotFoundThatIsNotTheAPIServersIsNoNodesAbsence(t *testing.T) {
+	ns := cp.Namespace(t)
+	name := "fd-proxied-" + ns
+	silentKubelet(t, ns, name, "")
+	proxy, kubeconfig := apiproxy.ForTest(t, cp.Config)
+	proxy.Answer(func(r *http.Request) (apiproxy.Answer, bool) {
+		if r.Method == http.MethodGet && r.URL.Path == "/api/v1/nodes/"+name {
+			return apiproxy.Answer{Code: http.StatusNotFound, ContentType: "text/plain; charset=utf-8", Body: "404 page not found\n"}, true
+		}
+		return apiproxy.Answer{}, false
+	})
+	r := cli.Run(t, kubeconfig, "remove", "pod/web-0", "-n", ns, "--yes", "--policy", nodePolicy(t, ns, ""), "--pod-grace-margin", margin)
+	if !podExists(t, ns, "web-0") {
+		t.Fatalf("the pod was force-deleted on a 404 the API server did not give (code %d): %s", r.Code, r.Stderr)
+	}
+	if r.Code == 0 || !strings.Contains(r.Stderr, "node "+name) || !strings.Contains(r.Stderr, "not the API server's NotFound") {
+		t.Errorf("code %d, stderr:\n%s", r.Code, r.Stderr)
+	}
+}

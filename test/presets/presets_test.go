@@ -549,3 +549,90 @@ func TestAnOperatorWhoseNameNoRuleKnowsFailsThePass(t *testing.T) {
 		t.Errorf("rules %+v", rep.Rules)
 	}
 }
+
+// TestAGlobOfTheOperatorsNamesNeverTrustsAGenericApplier: a rule names its operator's
+// field managers with a glob, "*-agent" (the operator runs as db-agent), which also
+// matches fleet-agent, Rancher Fleet's applier of manifests from git, and a stuck object
+// whose external name fleet-agent applied (a typo in git) waits. The policy is refused
+// (exit 2), naming fleet-agent, and nothing is asked or removed. Named exactly, db-agent's
+// external name is trusted, and fleet-agent's is not: a generic client is never the
+// operator.
+func TestAGlobOfTheOperatorsNamesNeverTrustsAGenericApplier(t *testing.T) {
+	w := newWorld(t)
+	w.manager = "db-agent"
+	c := fakecloud.New(t)
+	kinds["tables"] = "Table"
+	gvr := w.crd("glob.presets.example", "Table", "tables", true)
+	const fin = "finalizer.managedresource.crossplane.io"
+	name := func(n string) map[string]string { return map[string]string{"crossplane.io/external-name": n} }
+	w.object(gvr, "", "control", fin, name("live-table"), nil, nil, true)
+	w.object(gvr, "", "by-operator", fin, name("deleted-table-1"), nil, nil, false)
+	w.manager = "fleet-agent"
+	w.object(gvr, "", "applied", fin, name("deleted-table-typo"), nil, nil, false)
+	tables := func(managers string) string {
+		return rule(c, "tables", "crossplane-managed", "tables.glob.presets.example", "externalName", "  operatorManagers: ["+managers+"]\n")
+	}
+
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	doc := "apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nminAge: 0s\nrules:\n" + tables(`"*-agent"`)
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := cli.Run(t, cp.AdminKubeconfig, "reconcile", "--once", "--policy", path, "-o", "json")
+	exits(t, r, 2, `rules[0].operatorManagers[0]: Invalid value: "*-agent"`)
+	exits(t, r, 2, "matches fleet-agent, a generic client")
+	if len(c.Asked()) != 0 {
+		t.Errorf("a refused policy asked the cloud: %v", c.Asked())
+	}
+
+	actions, _, r := pass(t, tables(`db-agent`))
+	want(t, actions, "by-operator", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-table-1: 404")
+	want(t, actions, "applied", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation crossplane.io/external-name was last written by fleet-agent")
+	notAsked(t, c, "deleted-table-typo")
+	exits(t, r, 0, "")
+}
+
+// TestAPresetsIdentityIsReadOnlyThroughThePreset: a rule with preset crossplane-managed
+// reads the external name in its URL as a template of its own,
+// {.metadata.annotations['crossplane\.io/external-name']}, instead of
+// {identity.externalName}, and a stuck object's external name was rewritten with
+// `kubectl annotate` (a typo). Read that way, the value's writer was never checked, and
+// the typo's 404 removed the finalizer. In a rule with a preset, a field the preset reads
+// an identity from is read only as that identity: the policy is refused (exit 2), naming
+// {identity.externalName}, and nothing is asked.
+func TestAPresetsIdentityIsReadOnlyThroughThePreset(t *testing.T) {
+	w := newWorld(t)
+	w.manager = upjetProvider
+	c := fakecloud.New(t)
+	kinds["topics"] = "Topic"
+	gvr := w.crd("raw.presets.example", "Topic", "topics", true)
+	const fin = "finalizer.managedresource.crossplane.io"
+	name := func(n string) map[string]string { return map[string]string{"crossplane.io/external-name": n} }
+	w.object(gvr, "", "control", fin, name("live-topic"), nil, nil, true)
+	w.object(gvr, "", "annotated", fin, name("topic-2"), nil, nil, false)
+	kubectl := exec.Command(filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "annotate", "--overwrite",
+		"topics.raw.presets.example/annotated", "crossplane.io/external-name=deleted-topic-typo")
+	if out, err := kubectl.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl annotate: %v\n%s", err, out)
+	}
+	rules := fmt.Sprintf(`- name: topics
+  preset: crossplane-managed
+  resources: [topics.raw.presets.example]
+  verify:
+    http:
+      url: "%s/instances/{.metadata.annotations['crossplane\\.io/external-name']}"
+      tls: {caFile: %q}
+      response: {jsonPath: "{.state}", gone: [deleted]}
+`, c.URL, c.CAFile)
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(path, []byte("apiVersion: kubectl-finalize.github.io/v1alpha1\nkind: Policy\nminAge: 0s\nrules:\n"+rules), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := cli.Run(t, cp.AdminKubeconfig, "reconcile", "--once", "--policy", path, "-o", "json")
+	exits(t, r, 2, "rules[0].verify.http.url")
+	exits(t, r, 2, "{identity.externalName}")
+	notAsked(t, c, "deleted-topic-typo")
+	if _, err := w.dyn.Resource(gvr).Get(t.Context(), "annotated", metav1.GetOptions{}); err != nil {
+		t.Errorf("the object whose external name kubectl wrote is gone: %v", err)
+	}
+}

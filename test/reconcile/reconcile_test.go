@@ -187,6 +187,29 @@ func TestControlsAreDistinctObjects(t *testing.T) {
 	}
 }
 
+// TestControlsAreDistinctRequests: a rule checks its provider against two live objects.
+// The first two live objects name the same instance: asking about the second is the
+// first request again, which shows nothing more of the provider, so the second control
+// is the third live object, whose instance the broken provider calls gone. The rule is
+// broken, the stuck object's Gone is not acted on, and the pass exits 1.
+func TestControlsAreDistinctRequests(t *testing.T) {
+	ns, fin, c := cp.Namespace(t), controlplane.FinalizerOf(t), fakecloud.New(t)
+	object(t, ns, "a-live", fin, "live-shared", false)
+	object(t, ns, "b-live", fin, "live-shared", false) // the same instance as a-live
+	object(t, ns, "c-live", fin, "deleted-c", false)   // live, yet the provider calls it gone
+	object(t, ns, "target", fin, "deleted-1", true)
+	rep, r := pass(t, cp.AdminKubeconfig, cli.WritePolicy(t, "", c.Rule("pair", fin, "  controls: {count: 2}\n")))
+	if a := action(t, rep, "target"); a.Result != finalizev1alpha1.ResultKept || !strings.Contains(a.Message, "c-live") {
+		t.Errorf("target: %s: %s", a.Result, a.Message)
+	}
+	if r.Code != 1 || len(rep.Rules) != 1 || !rep.Rules[0].Broken || !strings.Contains(r.Stderr, "rule pair is broken") {
+		t.Errorf("code %d, rules %+v, stderr:\n%s", r.Code, rep.Rules, r.Stderr)
+	}
+	if resourceVersion(t, ns, "target") == "gone" {
+		t.Error("the target's finalizer was removed under a broken rule, checked by one request counted twice")
+	}
+}
+
 // serviceAccount creates a ServiceAccount, applies the RBAC `kubectl finalize rbac`
 // prints for it, and returns a kubeconfig with a TokenRequest token.
 func serviceAccount(t *testing.T, policy string, edit func(string) string) string {

@@ -1,8 +1,12 @@
 package reconcile
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
@@ -152,5 +156,47 @@ func TestARuleItsExcludeCoversInOtherWordsFailsAtLoad(t *testing.T) {
 				t.Errorf("%s against %s, %s: code %d (want 2), stderr:\n%s\nwant it to contain %q", tt.selector, tt.exclude, args[0], r.Code, r.Stderr, says)
 			}
 		}
+	}
+}
+
+// TestASystemFinalizerVerifiedAgainStaysUnderARuleWithoutAllowSystem: a system finalizer
+// (example.kubernetes.io/cleanup) on a configmap labelled tier=legacy is verified Gone by
+// rule legacy, which sets allowSystem. While its provider answers, the label goes: the
+// write pinned to the version verified fails, and the object, verified again, now
+// matches rule cleanups, which answers Gone too but does not set allowSystem. The
+// finalizer stays: a removal made on a verification made again needs that verification's
+// rule to allow it, as the plan's did.
+func TestASystemFinalizerVerifiedAgainStaysUnderARuleWithoutAllowSystem(t *testing.T) {
+	ns, c := cp.Namespace(t), fakecloud.New(t)
+	kube := cp.Kube(t)
+	const fin = "example.kubernetes.io/cleanup"
+	legacy := map[string]string{"tier": "legacy"}
+	// Live controls of each rule, whose instances exist.
+	control := fixture.ConfigMap("control-legacy", map[string]string{"instance": "live"}, fin)
+	control.Labels = legacy
+	fixture.Create(t, kube.CoreV1().ConfigMaps(ns), control, false)
+	fixture.HeldConfigMap(t, kube, ns, "control", map[string]string{"instance": "live"}, fin)
+	stuck := fixture.ConfigMap("moved", map[string]string{"instance": "deleted-first"}, fin)
+	stuck.Labels = legacy
+	fixture.Create(t, kube.CoreV1().ConfigMaps(ns), stuck, true)
+	c.OnRequest(func(id string) {
+		if id == "deleted-first" && c.Hits(id) == 1 {
+			_, _ = kube.CoreV1().ConfigMaps(ns).Patch(context.Background(), "moved", types.MergePatchType,
+				[]byte(`{"metadata":{"labels":{"tier":null}}}`), metav1.PatchOptions{})
+		}
+	})
+	policy := cli.WritePolicy(t, "",
+		c.Rule("legacy", `"`+fin+`"`, "  namespaces: ["+ns+"]\n  selector: tier=legacy\n  allowSystem: true\n")+
+			c.Rule("cleanups", `"*cleanup*"`, "  namespaces: ["+ns+"]\n"))
+
+	rep, r := pass(t, cp.AdminKubeconfig, policy)
+	if c.Hits("deleted-first") < 2 {
+		t.Fatalf("the object was not verified again (asked %v): code %d, %s", c.Asked(), r.Code, r.Stderr)
+	}
+	if got := resourceVersion(t, ns, "moved"); got == "gone" {
+		t.Fatalf("the system finalizer was removed on a verification by rule cleanups, which does not set allowSystem: %+v", action(t, rep, "moved"))
+	}
+	if a := action(t, rep, "moved"); a.Result == finalizev1alpha1.ResultRemoved || !strings.Contains(a.Error+a.Message, "allowSystem") {
+		t.Errorf("the report does not say the rule verified again does not allow system finalizers: %+v", a)
 	}
 }

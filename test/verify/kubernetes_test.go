@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
@@ -127,5 +128,73 @@ func TestKubernetesProviderAnswersAreAboutWhatWasAsked(t *testing.T) {
 	deleteCRD()
 	for _, p := range []provider.Provider{here, there} {
 		expect(p.String()+", deleted", askKubernetes(t, p, ns, "db-2"), unknown, "the 404 is not a NotFound of backings.backing.kubectl-finalize.test db-2")
+	}
+}
+
+// TestAKubernetesResourceTwoGroupsServeIsNotGuessed: a kubernetes provider names its type
+// "mirrors", as the rule's author knew it, and two groups serve a type of that name (a
+// migration that mirrors objects between an old group and a new one, as OpenShift's
+// machines are mirrored between machine.openshift.io and cluster.x-k8s.io). A client's
+// RESTMapper picks one of them by the groups' priority; an object that exists only in the
+// other group is then "not found", which read as Gone. The type is not guessed: both
+// questions are Unknown, naming both types, in this cluster and through a context.
+func TestAKubernetesResourceTwoGroupsServeIsNotGuessed(t *testing.T) {
+	ns := cp.Namespace(t)
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := seed.New(cp.Config, "kubernetes-provider")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gvrs []schema.GroupVersionResource
+	for _, group := range []string{"a-mirror.kubectl-finalize.test", "b-mirror.kubectl-finalize.test"} {
+		crd := seed.CRD{Group: group, Kind: "Mirror", Plural: "mirrors", Singular: "mirror", Versions: []string{"v1"}}
+		if err := s.EnsureCRD(t.Context(), crd); err != nil {
+			t.Fatal(err)
+		}
+		gvrs = append(gvrs, crd.GVR())
+	}
+	for i, name := range []string{"only-in-a", "only-in-b"} {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(gvrs[i].GroupVersion().String())
+		u.SetKind("Mirror")
+		u.SetName(name)
+		if _, err := dyn.Resource(gvrs[i]).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := memory.NewMemCacheClient(dc)
+	// The RESTMapper kubectl-finalize's commands give the provider (pkg/cmd/util).
+	mapper := kube.NewRESTMapper(cached)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := controlplane.WriteKubeconfigContexts(kubeconfig, "admin", map[string]*rest.Config{"admin": cp.Config, "workload": cp.Config}); err != nil {
+		t.Fatal(err)
+	}
+	spec := finalizev1alpha1.KubernetesProvider{Resource: "mirrors", Namespace: "{.metadata.namespace}", Name: "{.metadata.name}"}
+	var providers []provider.Provider
+	for _, opts := range []provider.Options{{Dynamic: dyn, Mapper: mapper}, {}} {
+		if opts.Mapper == nil {
+			spec.Kubeconfig, spec.Context = kubeconfig, "workload"
+		}
+		p, err := provider.New(&finalizev1alpha1.Verify{Kubernetes: &spec}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		providers = append(providers, p)
+	}
+	for _, p := range providers {
+		for _, name := range []string{"only-in-a", "only-in-b"} {
+			a := askKubernetes(t, p, ns, name)
+			if a.Verdict != finalizev1alpha1.VerdictUnknown || !strings.Contains(a.Evidence, "mirrors.a-mirror.kubectl-finalize.test") ||
+				!strings.Contains(a.Evidence, "mirrors.b-mirror.kubectl-finalize.test") {
+				t.Errorf("%s, %s: %s: %s; want Unknown naming both types", p, name, a.Verdict, a.Evidence)
+			}
+		}
 	}
 }

@@ -164,6 +164,10 @@ func (s shortNames) expand(gvr schema.GroupVersionResource) schema.GroupVersionR
 	return gvr
 }
 
+func (s shortNames) ResourcesFor(gvr schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
+	return s.RESTMapper.ResourcesFor(s.expand(gvr))
+}
+
 func (s shortNames) ResourceFor(gvr schema.GroupVersionResource) (schema.GroupVersionResource, error) {
 	return s.RESTMapper.ResourceFor(s.expand(gvr))
 }

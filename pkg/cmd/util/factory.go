@@ -12,10 +12,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/version"
 )
@@ -148,7 +148,7 @@ func (f *ConfigFactory) Clients() (*client.Clients, error) {
 		return f.clients, nil
 	}
 	cfg := rest.CopyConfig(f.config)
-	kube, err := client.NewForConfig(cfg)
+	kc, err := client.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func (f *ConfigFactory) Clients() (*client.Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.clients = &client.Clients{Discovery: dc, Metadata: mc, Kube: kube, Dynamic: dyn}
+	f.clients = &client.Clients{Discovery: dc, Metadata: mc, Kube: kc, Dynamic: dyn}
 	return f.clients, nil
 }
 
@@ -196,8 +196,7 @@ func (f *ConfigFactory) RESTMapper() (meta.RESTMapper, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.mapper == nil {
-		deferred := restmapper.NewDeferredDiscoveryRESTMapper(dc)
-		f.mapper = restmapper.NewShortcutExpander(deferred, dc, nil)
+		f.mapper = kube.NewRESTMapper(dc)
 	}
 	return f.mapper, nil
 }

@@ -251,10 +251,17 @@ func (p *Planner) Plan(ctx context.Context, reqs []Request, opts Options) *Plan 
 			plan.Refusals = append(plan.Refusals, *r)
 			continue
 		}
+		// A system finalizer that only its rule's allowSystem lets go: a verification
+		// made again before the write must be by a rule that allows it too.
+		a.SystemByRule = isSystem(a.Finalizer) && !opts.AllowSystem
 		plan.Actions = append(plan.Actions, a)
 	}
 	return plan
 }
+
+// isSystem reports whether fin is a system finalizer: by its name (owner.IsSystem),
+// whatever the catalogue knows of it; the field of the scan's answer is the same rule's.
+func isSystem(fin finalizev1alpha1.Finalizer) bool { return fin.System || owner.IsSystem(fin.Name) }
 
 // verifyAll asks the verifier about every candidate, a bounded number at a time.
 func (p *Planner) verifyAll(ctx context.Context, cands []*candidate) {
@@ -295,9 +302,7 @@ func (p *Planner) refuse(ctx context.Context, a *Action, o *kube.Object, opts Op
 	}
 	v := &a.Verification
 	ruleAllowsSystem := opts.SystemByRule && a.Verified && v.AllowSystem
-	// Whether a finalizer is system is decided by its name (owner.IsSystem), whatever the
-	// catalogue knows of it; the field of the scan's answer is the same rule's.
-	if (a.Finalizer.System || owner.IsSystem(a.Finalizer.Name)) && !opts.AllowSystem && !ruleAllowsSystem {
+	if isSystem(a.Finalizer) && !opts.AllowSystem && !ruleAllowsSystem {
 		return &Refusal{Kind: finalizev1alpha1.RefusalSystem, Why: systemWhy(catalog, a.Finalizer, guards, cause)}
 	}
 	if a.Field == finalizev1alpha1.FieldSpecFinalizers && a.Finalizer.Name == "kubernetes" && !opts.AllowStranding {

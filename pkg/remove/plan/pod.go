@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -212,12 +213,29 @@ func KubeletSigns(name string, lease *coordinationv1.Lease, node *corev1.Node, n
 func KubeletAlive(ctx context.Context, kc client.Interface, name string, node *corev1.Node, now time.Time) (string, error) {
 	lease, err := kc.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
 	switch {
-	case apierrors.IsNotFound(err):
+	case kube.IsNotFoundOf(err, leases, name):
 		lease = nil
 	case err != nil:
-		return "", fmt.Errorf("reading the Lease %s/%s its kubelet renews: %w", corev1.NamespaceNodeLease, name, err)
+		return "", fmt.Errorf("reading the Lease %s/%s its kubelet renews: %w", corev1.NamespaceNodeLease, name, NotTheAPIServers(err, "Lease "+corev1.NamespaceNodeLease+"/"+name))
 	}
 	return KubeletSigns(name, lease, node, now), nil
+}
+
+// The types whose absence a force deletion reads: a Node's absence verifies one (a rule
+// with waitsForNode and no provider), a Lease's shows no sign of its kubelet.
+var (
+	Nodes  = schema.GroupResource{Resource: "nodes"}
+	leases = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+)
+
+// NotTheAPIServers says, of an error reading what, that a 404 among it is not the API
+// server's NotFound of it (kube.IsNotFoundOf): a proxy in front of the API server that
+// answers "404 page not found" for a path it does not pass on proves no absence.
+func NotTheAPIServers(err error, what string) error {
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("a 404 that is not the API server's NotFound of %s, which proves no absence: %w", what, err)
+	}
+	return err
 }
 
 // podRead is the pod and its node as read afresh for a force deletion.
@@ -263,10 +281,10 @@ func readPod(ctx context.Context, kc client.Interface, o *kube.Object, margin ti
 	}
 	node, err := kc.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
 	switch {
-	case apierrors.IsNotFound(err):
+	case kube.IsNotFoundOf(err, Nodes, pod.Spec.NodeName):
 		node = nil
 	case err != nil:
-		return unread("reading node %s: %v", pod.Spec.NodeName, err)
+		return unread("reading node %s: %v", pod.Spec.NodeName, NotTheAPIServers(err, "node "+pod.Spec.NodeName))
 	case IsReady(node):
 		c := NodeReady(node)
 		return refuse(finalizev1alpha1.RefusalNodeReady,

@@ -29,6 +29,11 @@ type Target struct {
 	// write tests the uid, the version and the finalizer's place, so it fails, changing
 	// nothing, unless the object is exactly what was verified.
 	Finalizers []string
+	// SystemByRule: the finalizer is a system finalizer, and what lets it go is the
+	// allowSystem of the rule that verified it (reconcile), not a person's --allow-system.
+	// A verification made again before the write counts only when its rule sets
+	// allowSystem too: the rule that matches the object may have changed with it.
+	SystemByRule bool
 
 	// ForceDelete: the target is the force deletion of a pod (Finalizer is empty), guarded
 	// by its UID and ResourceVersion (as read when planned, always set).

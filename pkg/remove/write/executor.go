@@ -287,6 +287,12 @@ func (e *Executor) reverify(ctx context.Context, t plan.Target) (plan.Verificati
 		}
 		return plan.Verification{}, errors.New(why)
 	}
+	// The write is made on this verification, so its rule's permissions are the ones that
+	// count: a system finalizer its first rule allowed stays unless this one allows it.
+	if t.SystemByRule && !v.AllowSystem {
+		return plan.Verification{}, fmt.Errorf("it is a system finalizer, and rule %s, which verified it again after it changed, does not set allowSystem",
+			v.Rule)
+	}
 	return v, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
@@ -114,10 +115,10 @@ func (r *Remover) ForceDelete(ctx context.Context, t plan.Target, dry DryRun) (O
 func (r *Remover) checkNode(ctx context.Context, t plan.Target, now time.Time) error {
 	node, err := r.Kube.CoreV1().Nodes().Get(ctx, t.Node, metav1.GetOptions{})
 	switch {
-	case apierrors.IsNotFound(err):
+	case kube.IsNotFoundOf(err, plan.Nodes, t.Node):
 		node = nil
 	case err != nil:
-		return fmt.Errorf("%s: not deleted: reading node %s: %w", t.String(), t.Node, err)
+		return fmt.Errorf("%s: not deleted: reading node %s: %w", t.String(), t.Node, plan.NotTheAPIServers(err, "node "+t.Node))
 	case plan.IsReady(node):
 		return fmt.Errorf("%s: not deleted: node %s is Ready: its kubelet answers and may still run the pod's containers", t.String(), t.Node)
 	case t.NodeGone:
