@@ -3,18 +3,14 @@ package policy
 import (
 	"fmt"
 	"maps"
-	"mime"
-	"net/http"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/util/jsonpath"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
@@ -32,9 +28,7 @@ const (
 	defaultQPS               = 50
 	defaultBurst             = 100
 	maxControls              = 20
-	maxProviderTimeout       = 5 * time.Minute
 	maxRuleNameLength        = 63
-	credentialHeaderHint     = "credentials come from valueFrom (an environment variable or a file), never from the policy text"
 )
 
 // Policy is a validated policy, ready to match objects.
@@ -100,18 +94,25 @@ type compiler struct {
 	anyWriter bool
 }
 
-func (c *compiler) add(errs ...*field.Error) { c.errs = append(c.errs, errs...) }
+// The compiler checks each provider's specification for its kind (provider.Spec.Check).
+var _ provider.Checks = (*compiler)(nil)
+
+// Add records an error (provider.Checks).
+func (c *compiler) Add(err *field.Error) { c.errs = append(c.errs, err) }
+
+// Warn records what is allowed but worth knowing (provider.Checks).
+func (c *compiler) Warn(warning string) { c.warnings = append(c.warnings, warning) }
 
 func (c *compiler) policy(spec *finalizev1alpha1.Policy) {
 	if spec.MaxRemovals != nil {
 		if *spec.MaxRemovals < 1 {
-			c.add(field.Invalid(field.NewPath("maxRemovals"), *spec.MaxRemovals, "must be at least 1; a pass that may remove nothing is a --dry-run"))
+			c.Add(field.Invalid(field.NewPath("maxRemovals"), *spec.MaxRemovals, "must be at least 1; a pass that may remove nothing is a --dry-run"))
 		}
 		c.p.MaxRemovals = int(*spec.MaxRemovals)
 	}
 	if spec.MaxForceDeletions != nil {
 		if *spec.MaxForceDeletions < 1 {
-			c.add(field.Invalid(field.NewPath("maxForceDeletions"), *spec.MaxForceDeletions, "must be at least 1; to force-delete no pod, give no waitsForNode rule"))
+			c.Add(field.Invalid(field.NewPath("maxForceDeletions"), *spec.MaxForceDeletions, "must be at least 1; to force-delete no pod, give no waitsForNode rule"))
 		}
 		c.p.MaxForceDeletions = int(*spec.MaxForceDeletions)
 	}
@@ -131,13 +132,13 @@ func (c *compiler) policy(spec *finalizev1alpha1.Policy) {
 	}
 	rules := field.NewPath("rules")
 	if len(spec.Rules) == 0 {
-		c.add(field.Required(rules, "a policy needs at least one rule"))
+		c.Add(field.Required(rules, "a policy needs at least one rule"))
 	}
 	names := map[string]int{}
 	for i := range spec.Rules {
 		r := c.rule(rules.Index(i), &spec.Rules[i], i)
 		if first, dup := names[r.Name]; dup && r.Name != "" {
-			c.add(field.Duplicate(rules.Index(i).Child("name"), fmt.Sprintf("%s (also rules[%d])", r.Name, first)))
+			c.Add(field.Duplicate(rules.Index(i).Child("name"), fmt.Sprintf("%s (also rules[%d])", r.Name, first)))
 		}
 		names[r.Name] = i
 		c.p.Rules = append(c.p.Rules, r)
@@ -161,15 +162,15 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 	}()
 	switch {
 	case spec.Name == "":
-		c.add(field.Required(path.Child("name"), "every rule has a name, for reports, Events and audit lines"))
+		c.Add(field.Required(path.Child("name"), "every rule has a name, for reports, Events and audit lines"))
 	case len(spec.Name) > maxRuleNameLength || !ruleNameRE.MatchString(spec.Name):
-		c.add(field.Invalid(path.Child("name"), spec.Name, "must be lower-case letters, digits, '-' and '.', at most 63 characters, starting and ending with a letter or digit"))
+		c.Add(field.Invalid(path.Child("name"), spec.Name, "must be lower-case letters, digits, '-' and '.', at most 63 characters, starting and ending with a letter or digit"))
 	}
 	finalizers := spec.Finalizers
 	if spec.Preset != "" {
 		p, ok := preset.Lookup(spec.Preset)
 		if !ok {
-			c.add(field.NotSupported(path.Child("preset"), spec.Preset, preset.Names()))
+			c.Add(field.NotSupported(path.Child("preset"), spec.Preset, preset.Names()))
 		} else {
 			r.Preset = p
 			if len(finalizers) == 0 {
@@ -178,12 +179,12 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 		}
 	}
 	if len(finalizers) == 0 && spec.Preset == "" && !spec.WaitsForNode {
-		c.add(field.Required(path.Child("finalizers"), "name the finalizers the rule removes, exactly or with globs, a preset, or waitsForNode: true for pods whose node is gone"))
+		c.Add(field.Required(path.Child("finalizers"), "name the finalizers the rule removes, exactly or with globs, a preset, or waitsForNode: true for pods whose node is gone"))
 	}
 	r.finalizers = c.globs(path.Child("finalizers"), finalizers)
 	c.namesThatExist(path.Child("finalizers"), spec.Finalizers, finalizerNames, "")
 	if w := systemOnly(spec, finalizers); w != "" {
-		c.warnings = append(c.warnings, w)
+		c.Warn(w)
 	}
 	r.resources = c.globs(path.Child("resources"), spec.Resources)
 	r.namespaces = c.globs(path.Child("namespaces"), spec.Namespaces)
@@ -192,14 +193,14 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 		r.selector = c.selector(path.Child("selector"), spec.Selector)
 		if r.selector != nil {
 			if why := contradiction(r.selector); why != "" {
-				c.add(field.Invalid(path.Child("selector"), spec.Selector, "can never match: "+why))
+				c.Add(field.Invalid(path.Child("selector"), spec.Selector, "can never match: "+why))
 			}
 		}
 	}
 	if spec.WaitsForNode {
 		c.waitsForNode(path, spec, r)
 	} else if len(spec.Resources) == 0 {
-		c.warnings = append(c.warnings, fmt.Sprintf("rule %s names no resources: a pass lists every type of the cluster to match it, secrets included, and needs RBAC to list them all", spec.Name))
+		c.Warn(fmt.Sprintf("rule %s names no resources: a pass lists every type of the cluster to match it, secrets included, and needs RBAC to list them all", spec.Name))
 	}
 	if spec.MinAge != nil {
 		r.MinAge = c.duration(path.Child("minAge"), spec.MinAge.Duration)
@@ -208,10 +209,10 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 		if ctl.Count != nil {
 			r.Controls = int(*ctl.Count)
 			if r.Controls < 0 || r.Controls > maxControls {
-				c.add(field.Invalid(path.Child("controls", "count"), *ctl.Count, fmt.Sprintf("must be between 0 and %d", maxControls)))
+				c.Add(field.Invalid(path.Child("controls", "count"), *ctl.Count, fmt.Sprintf("must be between 0 and %d", maxControls)))
 			}
 			if r.Controls == 0 {
-				c.warnings = append(c.warnings, fmt.Sprintf("rule %s sets controls.count 0: a broken provider (one that calls everything gone) would not be noticed", spec.Name))
+				c.Warn(fmt.Sprintf("rule %s sets controls.count 0: a broken provider (one that calls everything gone) would not be noticed", spec.Name))
 			}
 		}
 		if ctl.RequireLive != nil {
@@ -220,7 +221,7 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 	}
 	if rl := spec.RateLimit; rl != nil {
 		if rl.QPS < 0 || rl.Burst < 0 {
-			c.add(field.Invalid(path.Child("rateLimit"), fmt.Sprintf("qps %v, burst %d", rl.QPS, rl.Burst), "must not be negative"))
+			c.Add(field.Invalid(path.Child("rateLimit"), fmt.Sprintf("qps %v, burst %d", rl.QPS, rl.Burst), "must not be negative"))
 		}
 		if rl.QPS > 0 {
 			r.QPS = rl.QPS
@@ -232,9 +233,9 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 	if spec.TrustIdentityFromAnyWriter {
 		switch {
 		case spec.Preset == "":
-			c.add(field.Invalid(path.Child("trustIdentityFromAnyWriter"), true, "applies to the identity values of a preset, and the rule names none"))
+			c.Add(field.Invalid(path.Child("trustIdentityFromAnyWriter"), true, "applies to the identity values of a preset, and the rule names none"))
 		case r.Preset != nil:
-			c.warnings = append(c.warnings, fmt.Sprintf("rule %s sets trustIdentityFromAnyWriter: its identity values (%s) are trusted whoever wrote them, "+
+			c.Warn(fmt.Sprintf("rule %s sets trustIdentityFromAnyWriter: its identity values (%s) are trusted whoever wrote them, "+
 				"so anyone who may edit a stuck object can point its verification at a resource that does not exist "+
 				"(`kubectl annotate` with a typo), and its finalizer is removed", spec.Name, strings.Join(r.Preset.WriterCheckedFields(), ", ")))
 		}
@@ -252,16 +253,16 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 func (c *compiler) operatorManagers(path *field.Path, spec *finalizev1alpha1.Rule, r *Rule) {
 	switch {
 	case spec.Preset == "":
-		c.add(field.Invalid(path, spec.OperatorManagers, "names the field managers of the operator of a preset, and the rule names none"))
+		c.Add(field.Invalid(path, spec.OperatorManagers, "names the field managers of the operator of a preset, and the rule names none"))
 		return
 	case spec.TrustIdentityFromAnyWriter:
-		c.add(field.Forbidden(path, "has no effect with trustIdentityFromAnyWriter, which trusts any writer: set one or the other"))
+		c.Add(field.Forbidden(path, "has no effect with trustIdentityFromAnyWriter, which trusts any writer: set one or the other"))
 		return
 	}
 	ok := true
 	for i, m := range spec.OperatorManagers {
 		if err := preset.CheckManager(m); err != nil {
-			c.add(field.Invalid(path.Index(i), m, err.Error()))
+			c.Add(field.Invalid(path.Index(i), m, err.Error()))
 			ok = false
 		}
 	}
@@ -270,7 +271,7 @@ func (c *compiler) operatorManagers(path *field.Path, spec *finalizev1alpha1.Rul
 	}
 	m, err := preset.NewManagers(spec.OperatorManagers, fmt.Sprintf("rule %s's operatorManagers", spec.Name))
 	if err != nil {
-		c.add(field.Invalid(path, spec.OperatorManagers, err.Error()))
+		c.Add(field.Invalid(path, spec.OperatorManagers, err.Error()))
 		return
 	}
 	r.OperatorManagers = m
@@ -283,7 +284,7 @@ var nodeIdentity = []string{"nodeName", "providerID"}
 func (c *compiler) nodeIdentity(path *field.Path, s string, t *provider.Template) {
 	for _, name := range t.IdentityRefs() {
 		if !slices.Contains(nodeIdentity, name) {
-			c.add(field.Invalid(path, s, fmt.Sprintf("a rule with waitsForNode has the identity values %s of the node, not %s", strings.Join(nodeIdentity, ", "), name)))
+			c.Add(field.Invalid(path, s, fmt.Sprintf("a rule with waitsForNode has the identity values %s of the node, not %s", strings.Join(nodeIdentity, ", "), name)))
 		}
 	}
 }
@@ -293,22 +294,22 @@ func (c *compiler) nodeIdentity(path *field.Path, s string, t *provider.Template
 func (c *compiler) waitsForNode(path *field.Path, spec *finalizev1alpha1.Rule, r *Rule) {
 	const why = "does not apply to a rule with waitsForNode: it matches pods, not finalizers, and force-deletes them"
 	if len(spec.Finalizers) > 0 {
-		c.add(field.Forbidden(path.Child("finalizers"), why+"; a pod's finalizers are removed by rules of their own"))
+		c.Add(field.Forbidden(path.Child("finalizers"), why+"; a pod's finalizers are removed by rules of their own"))
 	}
 	if spec.Preset != "" {
-		c.add(field.Forbidden(path.Child("preset"), why))
+		c.Add(field.Forbidden(path.Child("preset"), why))
 	}
 	if spec.AllowSystem {
-		c.add(field.Forbidden(path.Child("allowSystem"), why))
+		c.Add(field.Forbidden(path.Child("allowSystem"), why))
 	}
 	if spec.AllowRetained {
-		c.add(field.Forbidden(path.Child("allowRetained"), why))
+		c.Add(field.Forbidden(path.Child("allowRetained"), why))
 	}
 	if spec.TrustIdentityFromAnyWriter {
-		c.add(field.Forbidden(path.Child("trustIdentityFromAnyWriter"), why))
+		c.Add(field.Forbidden(path.Child("trustIdentityFromAnyWriter"), why))
 	}
 	if len(spec.OperatorManagers) > 0 {
-		c.add(field.Forbidden(path.Child("operatorManagers"), why))
+		c.Add(field.Forbidden(path.Child("operatorManagers"), why))
 	}
 	switch {
 	case len(spec.Resources) == 0:
@@ -317,239 +318,28 @@ func (c *compiler) waitsForNode(path *field.Path, spec *finalizev1alpha1.Rule, r
 		spec.Resources = []string{"pods"}
 		r.resources = c.globs(path.Child("resources"), spec.Resources)
 	case len(spec.Resources) != 1 || spec.Resources[0] != "pods":
-		c.add(field.Invalid(path.Child("resources"), spec.Resources, "a rule with waitsForNode matches pods only: leave resources out, or write [pods]"))
+		c.Add(field.Invalid(path.Child("resources"), spec.Resources, "a rule with waitsForNode matches pods only: leave resources out, or write [pods]"))
 	}
 }
 
 func (c *compiler) verify(path *field.Path, v *finalizev1alpha1.Verify, p *preset.Preset) {
 	c.preset = p
-	var kinds []string
-	if v.HTTP != nil {
-		kinds = append(kinds, "http")
-		c.http(path.Child("http"), v.HTTP)
+	named := provider.Named(v)
+	kinds := make([]string, len(named))
+	for i, spec := range named {
+		kinds[i] = spec.Kind()
+		spec.Check(c, path)
 	}
-	if v.Exec != nil {
-		kinds = append(kinds, "exec")
-		c.exec(path.Child("exec"), v.Exec)
-	}
-	if v.Kubernetes != nil {
-		kinds = append(kinds, "kubernetes")
-		c.kubernetes(path.Child("kubernetes"), v.Kubernetes)
-	}
-	switch len(kinds) {
+	switch len(named) {
 	case 0:
 		if !c.node {
-			c.add(field.Required(path, "name one provider: http, exec or kubernetes"))
+			c.Add(field.Required(path, "name one provider: "+provider.Names()))
 		}
 	case 1:
 	default:
-		c.add(field.Invalid(path, strings.Join(kinds, ", "), "name exactly one provider"))
+		c.Add(field.Invalid(path, strings.Join(kinds, ", "), "name exactly one provider"))
 	}
 }
-
-var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-
-func (c *compiler) http(path *field.Path, h *finalizev1alpha1.HTTPProvider) {
-	if h.URL == "" {
-		c.add(field.Required(path.Child("url"), ""))
-	} else if u, err := provider.ParseURLTemplate(h.URL); err != nil {
-		c.add(field.Invalid(path.Child("url"), provider.RedactURL(h.URL), err.Error()))
-	} else {
-		c.editable(path.Child("url"), h.URL)
-		if t, err := provider.ParseTemplate(h.URL); err == nil {
-			if c.node {
-				c.nodeIdentity(path.Child("url"), h.URL, t)
-			}
-			shown := h.URL // what looks like a credential is in the query: left out
-			if before, _, ok := strings.Cut(shown, "?"); ok {
-				shown = before + "?..."
-			}
-			c.readsAroundIdentity(path.Child("url"), shown, t)
-		}
-		if strings.HasPrefix(u.String(), "http://") {
-			c.warnings = append(c.warnings, fmt.Sprintf("%s: %s is plain http: its answers and headers travel unencrypted", path.Child("url"), provider.RedactURL(h.URL)))
-		}
-		for i, e := range h.PathValues {
-			if err := u.DeclarePaths([]string{e}); err != nil {
-				c.add(field.Invalid(path.Child("pathValues").Index(i), e, err.Error()+": pathValues name expressions of the url's path, as written there"))
-			}
-		}
-		for _, name := range u.QueryNames() {
-			if provider.CredentialQueryParameter(name) {
-				// The URL is shown in evidence, reports, Events and audit lines: the value
-				// is left out of the error too.
-				c.add(field.Forbidden(path.Child("url"), fmt.Sprintf("query parameter %s carries credentials, and a URL is shown in evidence, reports, Events and audit lines: "+
-					"remove it from the url and add it under query with valueFrom (an environment variable or a file), which is sent but shown as %s=REDACTED", name, name)))
-			}
-		}
-	}
-	for i, q := range h.Query {
-		qp := path.Child("query").Index(i)
-		switch {
-		case q.Name == "":
-			c.add(field.Required(qp.Child("name"), "the parameter's name"))
-		case strings.ContainsAny(q.Name, "&=#") || strings.TrimSpace(q.Name) != q.Name:
-			c.add(field.Invalid(qp.Child("name"), q.Name, "a query parameter's name holds no '&', '=', '#' or surrounding spaces"))
-		}
-		c.secretOrValue(qp, "query parameter", q.Name, q.Value, q.ValueFrom, provider.CredentialQueryParameter(q.Name))
-	}
-	switch h.Redirects {
-	case "", finalizev1alpha1.RedirectsRefuse, finalizev1alpha1.RedirectsSameHost:
-	default:
-		c.add(field.NotSupported(path.Child("redirects"), h.Redirects, []finalizev1alpha1.HTTPRedirects{finalizev1alpha1.RedirectsRefuse, finalizev1alpha1.RedirectsSameHost}))
-	}
-	switch strings.ToUpper(h.Method) {
-	case "", http.MethodGet, http.MethodHead, http.MethodPost:
-	default:
-		c.add(field.NotSupported(path.Child("method"), h.Method, []string{http.MethodGet, http.MethodHead, http.MethodPost}))
-	}
-	if h.Body != "" {
-		c.template(path.Child("body"), h.Body)
-		if m := strings.ToUpper(h.Method); m != http.MethodPost {
-			c.add(field.Invalid(path.Child("body"), field.OmitValueType{}, "a body is sent with method POST only"))
-		}
-	}
-	for i, hd := range h.Headers {
-		hp := path.Child("headers").Index(i)
-		if !headerNameRE.MatchString(hd.Name) {
-			c.add(field.Invalid(hp.Child("name"), hd.Name, "not an HTTP header name"))
-		}
-		c.secretOrValue(hp, "header", hd.Name, hd.Value, hd.ValueFrom, provider.CredentialHeader(hd.Name))
-	}
-	c.statuses(path.Child("gone"), h.Gone)
-	c.statuses(path.Child("present"), h.Present)
-	for _, s := range h.Gone {
-		if slices.Contains(h.Present, s) {
-			c.add(field.Invalid(path.Child("present"), s, "a status cannot mean both gone and present"))
-		}
-	}
-	if r := h.Response; r != nil {
-		rp := path.Child("response")
-		if r.JSONPath == "" {
-			c.add(field.Required(rp.Child("jsonPath"), "the JSONPath of the value to read, like {.status}"))
-		} else if err := jsonpath.New("response").Parse(r.JSONPath); err != nil {
-			c.add(field.Invalid(rp.Child("jsonPath"), r.JSONPath, err.Error()))
-		}
-		if len(r.Gone) == 0 {
-			c.add(field.Required(rp.Child("gone"), "the values that mean the resource is gone"))
-		}
-	}
-	if g := h.GoneResponse; g != nil {
-		gp := path.Child("goneResponse")
-		if g.MediaType == "" && !g.EmptyBody {
-			c.add(field.Required(gp, "say what the API's Gone answers look like: mediaType, emptyBody: true, or both"))
-		}
-		if g.MediaType != "" {
-			if mt, params, err := mime.ParseMediaType(g.MediaType); err != nil || len(params) > 0 || !strings.Contains(mt, "/") {
-				c.add(field.Invalid(gp.Child("mediaType"), g.MediaType, "a media type without parameters, like text/plain or application/problem+json"))
-			}
-		}
-	}
-	if t := h.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
-		c.add(field.Invalid(path.Child("tls"), field.OmitValueType{}, "a client certificate needs both certFile and keyFile"))
-	}
-	c.timeout(path.Child("timeout"), h.Timeout)
-}
-
-func (c *compiler) valueFrom(path *field.Path, src *finalizev1alpha1.ValueSource) {
-	if (src.Env == "") == (src.File == "") {
-		c.add(field.Invalid(path, field.OmitValueType{}, "set exactly one of env and file"))
-	}
-}
-
-// secretOrValue checks a header's or a query parameter's value: exactly one of a
-// templated value and valueFrom, and never a value in the policy text for a name that
-// carries credentials.
-func (c *compiler) secretOrValue(path *field.Path, what, name, value string, from *finalizev1alpha1.ValueSource, credential bool) {
-	switch {
-	case value != "" && from != nil:
-		c.add(field.Invalid(path, name, "set value or valueFrom, not both"))
-	case from != nil:
-		c.valueFrom(path.Child("valueFrom"), from)
-	case value == "":
-		c.add(field.Required(path.Child("value"), "set value or valueFrom"))
-	case credential:
-		c.add(field.Forbidden(path.Child("value"), fmt.Sprintf("%s %s carries credentials: %s", what, name, credentialHeaderHint)))
-	default:
-		c.template(path.Child("value"), value)
-	}
-}
-
-func (c *compiler) statuses(path *field.Path, codes []int32) {
-	for i, s := range codes {
-		if s < 100 || s > 599 {
-			c.add(field.Invalid(path.Index(i), s, "not an HTTP status"))
-		}
-		if s >= 300 && s < 400 {
-			c.add(field.Invalid(path.Index(i), s, "a 3xx is a redirect, which is never a verdict: it is Unknown (redirects: SameHost follows those on the same host)"))
-		}
-		if s == http.StatusTooManyRequests || s >= 500 {
-			c.add(field.Invalid(path.Index(i), s, "429 and 5xx are retried, then mean Unknown"))
-		}
-	}
-}
-
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-func (c *compiler) exec(path *field.Path, e *finalizev1alpha1.ExecProvider) {
-	if len(e.Command) == 0 || e.Command[0] == "" {
-		c.add(field.Required(path.Child("command"), "the program to run, then its arguments"))
-	} else if strings.Contains(e.Command[0], "{") {
-		c.add(field.Invalid(path.Child("command").Index(0), e.Command[0], "the program is fixed: only its arguments may be templated"))
-	}
-	for i := 1; i < len(e.Command); i++ {
-		c.template(path.Child("command").Index(i), e.Command[i])
-	}
-	for i, v := range e.Env {
-		ep := path.Child("env").Index(i)
-		if !envNameRE.MatchString(v.Name) {
-			c.add(field.Invalid(ep.Child("name"), v.Name, "not an environment variable name"))
-		}
-		// A value is not templated, and may be empty (a variable set to nothing); one
-		// whose name says it holds a credential is refused, as a header's is: the policy
-		// is read by whoever may read the CronJob.
-		switch {
-		case v.ValueFrom != nil && v.Value != "":
-			c.add(field.Invalid(ep, v.Name, "set value or valueFrom, not both"))
-		case v.ValueFrom != nil:
-			c.valueFrom(ep.Child("valueFrom"), v.ValueFrom)
-		case v.Value != "" && provider.CredentialEnv(v.Name):
-			c.add(field.Forbidden(ep.Child("value"), fmt.Sprintf("environment variable %s carries credentials: %s", v.Name, credentialHeaderHint)))
-		}
-	}
-	if e.SecretData {
-		c.warnings = append(c.warnings, fmt.Sprintf("%s: secretData is true: the program reads the values of every Secret the rule matches", path.Child("secretData")))
-	}
-	if e.AllowLeadingDash {
-		c.warnings = append(c.warnings, fmt.Sprintf("%s: allowLeadingDash is true: a value an object holds (\"--rm\") can become an option of the program; "+
-			"prefer the option and the value in one argument (\"--id={.status.id}\")", path.Child("allowLeadingDash")))
-	}
-	c.timeout(path.Child("timeout"), e.Timeout)
-}
-
-func (c *compiler) kubernetes(path *field.Path, k *finalizev1alpha1.KubernetesProvider) {
-	if k.Resource == "" {
-		c.add(field.Required(path.Child("resource"), "the type of the objects to look for, like instances.compute.example.com"))
-	}
-	switch {
-	case (k.Name == "") == (k.Selector == ""):
-		c.add(field.Invalid(path, field.OmitValueType{}, "set exactly one of name and selector"))
-	case k.Name != "":
-		c.template(path.Child("name"), k.Name)
-	default:
-		c.template(path.Child("selector"), k.Selector)
-		if _, err := labels.Parse(valuesRE.ReplaceAllString(k.Selector, "x")); err != nil {
-			c.add(field.Invalid(path.Child("selector"), k.Selector, err.Error()))
-		}
-	}
-	if k.Namespace != "" {
-		c.template(path.Child("namespace"), k.Namespace)
-	}
-	c.timeout(path.Child("timeout"), k.Timeout)
-}
-
-// valuesRE finds the values of a simple template, to check what surrounds them.
-var valuesRE = regexp.MustCompile(`\{[^}]*\}`)
 
 // editableRE finds a template value read from an annotation or a label.
 var editableRE = regexp.MustCompile(`\{\s*\.metadata\.(annotations|labels)\b`)
@@ -561,7 +351,7 @@ func (c *compiler) editable(path *field.Path, s string) {
 		if before, _, ok := strings.Cut(s, "?"); ok {
 			s = before + "?..."
 		}
-		c.warnings = append(c.warnings, fmt.Sprintf("%s: %s reads %s, which anyone who may edit the object can change, and whose writer is not checked: "+
+		c.Warn(fmt.Sprintf("%s: %s reads %s, which anyone who may edit the object can change, and whose writer is not checked: "+
 			"a wrong value there can make the provider answer Gone for the wrong resource; prefer a preset, whose identity is trusted only when the operator wrote it, "+
 			"or a field only the operator writes (status)", path, s, strings.TrimSpace(strings.TrimPrefix(m, "{"))))
 	}
@@ -578,16 +368,30 @@ func (c *compiler) readsAroundIdentity(path *field.Path, s string, t *provider.T
 	paths := t.FieldPaths()
 	for _, source := range slices.Sorted(maps.Keys(paths)) {
 		if id, ok := c.preset.IdentityAt(paths[source]); ok {
-			c.add(field.Invalid(path, s, fmt.Sprintf("%s reads %s, which preset %s reads identity %s from and trusts only when its operator wrote it: write {identity.%s} "+
+			c.Add(field.Invalid(path, s, fmt.Sprintf("%s reads %s, which preset %s reads identity %s from and trusts only when its operator wrote it: write {identity.%s} "+
 				"(or set trustIdentityFromAnyWriter to trust any writer)", source, id.From, c.preset.Name, id.Name, id.Name)))
 		}
 	}
 }
 
-func (c *compiler) template(path *field.Path, s string) {
+// URL checks the template of an http provider's URL (provider.Checks).
+func (c *compiler) URL(path *field.Path, s string, t *provider.Template) {
+	c.editable(path, s)
+	if c.node {
+		c.nodeIdentity(path, s, t)
+	}
+	shown := s // what looks like a credential is in the query: left out
+	if before, _, ok := strings.Cut(shown, "?"); ok {
+		shown = before + "?..."
+	}
+	c.readsAroundIdentity(path, shown, t)
+}
+
+// Template checks a templated value (provider.Checks).
+func (c *compiler) Template(path *field.Path, s string) {
 	t, err := provider.ParseTemplate(s)
 	if err != nil {
-		c.add(field.Invalid(path, s, err.Error()))
+		c.Add(field.Invalid(path, s, err.Error()))
 		return
 	}
 	c.editable(path, s)
@@ -599,25 +403,16 @@ func (c *compiler) template(path *field.Path, s string) {
 		switch {
 		case c.node:
 		case c.preset == nil:
-			c.add(field.Invalid(path, s, fmt.Sprintf("{identity.%s} needs a preset: identity values come from one", name)))
+			c.Add(field.Invalid(path, s, fmt.Sprintf("{identity.%s} needs a preset: identity values come from one", name)))
 		case !slices.Contains(c.preset.IdentityNames(), name):
-			c.add(field.Invalid(path, s, fmt.Sprintf("preset %s has no identity value %s; it has %s", c.preset.Name, name, strings.Join(c.preset.IdentityNames(), ", "))))
+			c.Add(field.Invalid(path, s, fmt.Sprintf("preset %s has no identity value %s; it has %s", c.preset.Name, name, strings.Join(c.preset.IdentityNames(), ", "))))
 		}
-	}
-}
-
-func (c *compiler) timeout(path *field.Path, d *metav1.Duration) {
-	if d == nil {
-		return
-	}
-	if d.Duration <= 0 || d.Duration > maxProviderTimeout {
-		c.add(field.Invalid(path, d.Duration.String(), fmt.Sprintf("must be more than 0 and at most %s", maxProviderTimeout)))
 	}
 }
 
 func (c *compiler) duration(path *field.Path, d time.Duration) time.Duration {
 	if d < 0 {
-		c.add(field.Invalid(path, d.String(), "must not be negative"))
+		c.Add(field.Invalid(path, d.String(), "must not be negative"))
 	}
 	return d
 }
@@ -625,12 +420,12 @@ func (c *compiler) duration(path *field.Path, d time.Duration) time.Duration {
 func (c *compiler) globs(path *field.Path, patterns []string) glob.Set {
 	for i, p := range patterns {
 		if p == "" {
-			c.add(field.Invalid(path.Index(i), p, "must not be empty"))
+			c.Add(field.Invalid(path.Index(i), p, "must not be empty"))
 		}
 	}
 	set, err := glob.CompileSet(slices.DeleteFunc(slices.Clone(patterns), func(p string) bool { return p == "" }))
 	if err != nil {
-		c.add(field.Invalid(path, patterns, err.Error()))
+		c.Add(field.Invalid(path, patterns, err.Error()))
 	}
 	return set
 }
@@ -664,13 +459,13 @@ func (c *compiler) namesThatExist(path *field.Path, patterns []string, n names, 
 		}
 		if !strings.ContainsAny(p, "*?") {
 			if errs := n.valid(p); len(errs) > 0 {
-				c.add(field.Invalid(path.Index(i), p, fmt.Sprintf("can never match%s: %s: %s", so, n.what, errs[0])))
+				c.Add(field.Invalid(path.Index(i), p, fmt.Sprintf("can never match%s: %s: %s", so, n.what, errs[0])))
 			}
 			continue
 		}
 		for _, r := range p {
 			if r != '*' && r != '?' && !strings.ContainsRune(n.chars, r) {
-				c.add(field.Invalid(path.Index(i), p, fmt.Sprintf("can never match%s: %s, which never holds %q", so, n.what, r)))
+				c.Add(field.Invalid(path.Index(i), p, fmt.Sprintf("can never match%s: %s, which never holds %q", so, n.what, r)))
 				break
 			}
 		}
@@ -680,7 +475,7 @@ func (c *compiler) namesThatExist(path *field.Path, patterns []string, n names, 
 func (c *compiler) selector(path *field.Path, s string) labels.Selector {
 	sel, err := labels.Parse(s)
 	if err != nil {
-		c.add(field.Invalid(path, s, err.Error()))
+		c.Add(field.Invalid(path, s, err.Error()))
 		return nil
 	}
 	return sel
@@ -699,11 +494,11 @@ func (c *compiler) excludeSelector(path *field.Path, s string, rules []finalizev
 		for _, r := range rules {
 			names = append(names, r.Name)
 		}
-		c.add(field.Invalid(path, s, fmt.Sprintf("selects every object, so no rule could ever match (%s): give the labels of the objects to exclude", strings.Join(names, ", "))))
+		c.Add(field.Invalid(path, s, fmt.Sprintf("selects every object, so no rule could ever match (%s): give the labels of the objects to exclude", strings.Join(names, ", "))))
 		return nil
 	}
 	if why := contradiction(sel); why != "" {
-		c.add(field.Invalid(path, s, "can never match, so it excludes nothing: "+why))
+		c.Add(field.Invalid(path, s, "can never match, so it excludes nothing: "+why))
 		return nil
 	}
 	return sel
@@ -715,7 +510,7 @@ func (c *compiler) shadowed() {
 	for j, later := range c.p.Rules {
 		for _, earlier := range c.p.Rules[:j] {
 			if covers(earlier, later) {
-				c.add(field.Invalid(field.NewPath("rules").Index(j), later.Name,
+				c.Add(field.Invalid(field.NewPath("rules").Index(j), later.Name,
 					fmt.Sprintf("can never match: rule %s before it matches every %s it would, and the first rule that matches wins", earlier.Name, shadowedWhat(later))))
 				break
 			}
@@ -726,24 +521,24 @@ func (c *compiler) shadowed() {
 		path := field.NewPath("rules").Index(j)
 		switch {
 		case len(ex.namespaces) > 0 && len(r.namespaces) > 0 && coversSet(ex.namespaces, r.namespaces):
-			c.add(field.Invalid(path.Child("namespaces"), r.Spec.Namespaces, "can never match: exclude.namespaces excludes them all"))
+			c.Add(field.Invalid(path.Child("namespaces"), r.Spec.Namespaces, "can never match: exclude.namespaces excludes them all"))
 		case everything(ex.namespaces) && r.Spec.WaitsForNode:
 			// Pods are namespaced. A rule of other objects that names no namespaces may
 			// still match cluster-scoped ones, which no namespace excludes.
-			c.add(field.Invalid(path, r.Name, "can never match: exclude.namespaces excludes every namespace, and the rule matches pods"))
+			c.Add(field.Invalid(path, r.Name, "can never match: exclude.namespaces excludes every namespace, and the rule matches pods"))
 		}
 		switch {
 		case len(ex.resources) > 0 && len(r.resources) > 0 && coversSet(ex.resources, r.resources):
-			c.add(field.Invalid(path.Child("resources"), r.Spec.Resources, "can never match: exclude.resources excludes them all"))
+			c.Add(field.Invalid(path.Child("resources"), r.Spec.Resources, "can never match: exclude.resources excludes them all"))
 		case len(r.resources) == 0 && everything(ex.resources):
-			c.add(field.Invalid(path, r.Name, "can never match: exclude.resources excludes every type"))
+			c.Add(field.Invalid(path, r.Name, "can never match: exclude.resources excludes every type"))
 		}
 		if r.selector == nil {
 			continue
 		}
 		for _, sel := range ex.selectors {
 			if implies(r.selector, sel) {
-				c.add(field.Invalid(path.Child("selector"), r.Spec.Selector,
+				c.Add(field.Invalid(path.Child("selector"), r.Spec.Selector,
 					fmt.Sprintf("can never match: the exclude selector %q excludes every object it selects", sel)))
 				break
 			}

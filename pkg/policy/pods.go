@@ -26,10 +26,6 @@ var nodes = kube.Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithRe
 // maxNodeControlCandidates bounds the nodes listed to draw a rule's controls from.
 const maxNodeControlCandidates = 100
 
-func hasProvider(v *finalizev1alpha1.Verify) bool {
-	return v.HTTP != nil || v.Exec != nil || v.Kubernetes != nil
-}
-
 // VerifyPod implements plan.PodVerifier: whether the machine of the node a pod's
 // deletion waits for is gone, by the first rule with waitsForNode that matches the pod.
 // The Node object's absence (the planner's fresh GET answered 404) is Gone by itself,

@@ -77,9 +77,12 @@ func NewVerifier(p *Policy, dyn dynamic.Interface, opts provider.Options) *Verif
 		cache:        map[string]*answer{}, checks: map[checkKey]*check{}, cannotRun: map[string]string{}, namespaces: map[string]*corev1.Namespace{},
 	}
 	for _, r := range p.Rules {
-		v.identityUsed[r.Name] = identityUsed(&r.Spec.Verify)
-		if r.Spec.WaitsForNode && !hasProvider(&r.Spec.Verify) {
+		spec := provider.Of(&r.Spec.Verify)
+		if spec == nil && r.Spec.WaitsForNode {
 			continue // only the Node object's absence verifies under it
+		}
+		if spec != nil {
+			v.identityUsed[r.Name] = spec.IdentityUsed()
 		}
 		prov, err := provider.New(&r.Spec.Verify, opts)
 		if err != nil {
@@ -215,40 +218,6 @@ func (v *Verifier) Verify(ctx context.Context, req plan.VerifyRequest) plan.Veri
 		v.mu.Unlock()
 	}
 	return out
-}
-
-// identityUsed says which identity values the provider of v uses: those its templates
-// name, or every one for an exec provider, which reads them all on stdin.
-func identityUsed(v *finalizev1alpha1.Verify) func(string) bool {
-	var templates []string
-	switch {
-	case v.HTTP != nil:
-		templates = append(templates, v.HTTP.URL, v.HTTP.Body)
-		for _, h := range v.HTTP.Headers {
-			templates = append(templates, h.Value)
-		}
-		for _, q := range v.HTTP.Query {
-			templates = append(templates, q.Value)
-		}
-	case v.Kubernetes != nil:
-		templates = append(templates, v.Kubernetes.Namespace, v.Kubernetes.Name, v.Kubernetes.Selector)
-	default:
-		return nil
-	}
-	used := map[string]bool{}
-	for _, s := range templates {
-		if s == "" {
-			continue
-		}
-		t, err := provider.ParseTemplate(s)
-		if err != nil {
-			return nil // validated already; if not, every value counts
-		}
-		for _, name := range t.IdentityRefs() {
-			used[name] = true
-		}
-	}
-	return func(name string) bool { return used[name] }
 }
 
 // fetch reads the full object a provider's request is built from. Only candidates are

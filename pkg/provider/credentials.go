@@ -1,6 +1,13 @@
 package provider
 
-import "regexp"
+import (
+	"fmt"
+	"regexp"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+)
 
 // The names that say a value is a credential, in one place: a policy never holds the
 // value of such a header, query parameter or exec environment variable (policy check
@@ -34,3 +41,31 @@ func CredentialHeader(name string) bool { return credentialNameRE.MatchString(na
 // exec provider's env entry of such a name comes from valueFrom, and such a variable the
 // program inherits is registered with the redactor.
 func CredentialEnv(name string) bool { return credentialNameRE.MatchString(name) }
+
+// credentialHint is what policy check says of a credential in the policy text.
+const credentialHint = "credentials come from valueFrom (an environment variable or a file), never from the policy text"
+
+// checkValueFrom checks a credential's source: an environment variable or a file.
+func checkValueFrom(c Checks, path *field.Path, src *finalizev1alpha1.ValueSource) {
+	if (src.Env == "") == (src.File == "") {
+		c.Add(field.Invalid(path, field.OmitValueType{}, "set exactly one of env and file"))
+	}
+}
+
+// checkSecretOrValue checks a header's or a query parameter's value: exactly one of a
+// templated value and valueFrom, and never a value in the policy text for a name that
+// carries credentials.
+func checkSecretOrValue(c Checks, path *field.Path, what, name, value string, from *finalizev1alpha1.ValueSource, credential bool) {
+	switch {
+	case value != "" && from != nil:
+		c.Add(field.Invalid(path, name, "set value or valueFrom, not both"))
+	case from != nil:
+		checkValueFrom(c, path.Child("valueFrom"), from)
+	case value == "":
+		c.Add(field.Required(path.Child("value"), "set value or valueFrom"))
+	case credential:
+		c.Add(field.Forbidden(path.Child("value"), fmt.Sprintf("%s %s carries credentials: %s", what, name, credentialHint)))
+	default:
+		c.Template(path.Child("value"), value)
+	}
+}

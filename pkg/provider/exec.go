@@ -14,6 +14,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
@@ -44,6 +46,63 @@ const (
 	kindVerifyResponse = "VerifyResponse"
 )
 
+func init() {
+	register(&kind[finalizev1alpha1.ExecProvider]{
+		name:             "exec",
+		spec:             func(v *finalizev1alpha1.Verify) *finalizev1alpha1.ExecProvider { return v.Exec },
+		check:            checkExec,
+		templates:        execTemplates,
+		sendsAllIdentity: true, // on stdin
+		build:            newExec,
+	})
+}
+
+// execTemplates: the arguments; the program is fixed.
+func execTemplates(e *finalizev1alpha1.ExecProvider) []string {
+	if len(e.Command) < 2 {
+		return nil
+	}
+	return e.Command[1:]
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func checkExec(c Checks, path *field.Path, e *finalizev1alpha1.ExecProvider) {
+	if len(e.Command) == 0 || e.Command[0] == "" {
+		c.Add(field.Required(path.Child("command"), "the program to run, then its arguments"))
+	} else if strings.Contains(e.Command[0], "{") {
+		c.Add(field.Invalid(path.Child("command").Index(0), e.Command[0], "the program is fixed: only its arguments may be templated"))
+	}
+	for i := 1; i < len(e.Command); i++ {
+		c.Template(path.Child("command").Index(i), e.Command[i])
+	}
+	for i, v := range e.Env {
+		ep := path.Child("env").Index(i)
+		if !envNameRE.MatchString(v.Name) {
+			c.Add(field.Invalid(ep.Child("name"), v.Name, "not an environment variable name"))
+		}
+		// A value is not templated, and may be empty (a variable set to nothing); one
+		// whose name says it holds a credential is refused, as a header's is: the policy
+		// is read by whoever may read the CronJob.
+		switch {
+		case v.ValueFrom != nil && v.Value != "":
+			c.Add(field.Invalid(ep, v.Name, "set value or valueFrom, not both"))
+		case v.ValueFrom != nil:
+			checkValueFrom(c, ep.Child("valueFrom"), v.ValueFrom)
+		case v.Value != "" && CredentialEnv(v.Name):
+			c.Add(field.Forbidden(ep.Child("value"), fmt.Sprintf("environment variable %s carries credentials: %s", v.Name, credentialHint)))
+		}
+	}
+	if e.SecretData {
+		c.Warn(fmt.Sprintf("%s: secretData is true: the program reads the values of every Secret the rule matches", path.Child("secretData")))
+	}
+	if e.AllowLeadingDash {
+		c.Warn(fmt.Sprintf("%s: allowLeadingDash is true: a value an object holds (\"--rm\") can become an option of the program; "+
+			"prefer the option and the value in one argument (\"--id={.status.id}\")", path.Child("allowLeadingDash")))
+	}
+	checkTimeout(c, path.Child("timeout"), e.Timeout)
+}
+
 type execProvider struct {
 	path string
 	args []*Template
@@ -63,7 +122,7 @@ type execEnv struct {
 	secret      *secretSource
 }
 
-func newExec(spec *finalizev1alpha1.ExecProvider, opts Options) (*execProvider, error) {
+func newExec(spec *finalizev1alpha1.ExecProvider, opts Options) (Provider, error) {
 	if len(spec.Command) == 0 {
 		return nil, errors.New("command: the program to run is missing")
 	}

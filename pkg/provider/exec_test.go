@@ -383,3 +383,10 @@ func TestExecRefusesOptionsAndControlCharacters(t *testing.T) {
 		})
 	}
 }
+
+func init() {
+	examples["exec"] = &finalizev1alpha1.Verify{Exec: &finalizev1alpha1.ExecProvider{
+		Command: []string{"/usr/local/bin/instance-gone", "--id={.status.id}", "{.metadata.name}"},
+		Env:     []finalizev1alpha1.EnvVar{{Name: "REGION", Value: "eu-west-1"}, {Name: "API_TOKEN", ValueFrom: &finalizev1alpha1.ValueSource{File: "/var/run/token"}}},
+	}}
+}

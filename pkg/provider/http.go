@@ -2,11 +2,15 @@ package provider
 
 import (
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/jsonpath"
 
@@ -24,6 +28,136 @@ const (
 
 // Default statuses: 404 and 410 mean gone, every 2xx present.
 var defaultGone = []int32{http.StatusNotFound, http.StatusGone}
+
+func init() {
+	register(&kind[finalizev1alpha1.HTTPProvider]{
+		name:      "http",
+		spec:      func(v *finalizev1alpha1.Verify) *finalizev1alpha1.HTTPProvider { return v.HTTP },
+		check:     checkHTTP,
+		templates: httpTemplates,
+		build:     newHTTP,
+	})
+}
+
+// httpTemplates: the URL, the body, and the values of headers and query parameters.
+func httpTemplates(h *finalizev1alpha1.HTTPProvider) []string {
+	templates := []string{h.URL, h.Body}
+	for _, hd := range h.Headers {
+		templates = append(templates, hd.Value)
+	}
+	for _, q := range h.Query {
+		templates = append(templates, q.Value)
+	}
+	return templates
+}
+
+var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+func checkHTTP(c Checks, path *field.Path, h *finalizev1alpha1.HTTPProvider) {
+	if h.URL == "" {
+		c.Add(field.Required(path.Child("url"), ""))
+	} else if u, err := ParseURLTemplate(h.URL); err != nil {
+		c.Add(field.Invalid(path.Child("url"), RedactURL(h.URL), err.Error()))
+	} else {
+		c.URL(path.Child("url"), h.URL, u.Template)
+		if strings.HasPrefix(u.String(), "http://") {
+			c.Warn(fmt.Sprintf("%s: %s is plain http: its answers and headers travel unencrypted", path.Child("url"), RedactURL(h.URL)))
+		}
+		for i, e := range h.PathValues {
+			if err := u.DeclarePaths([]string{e}); err != nil {
+				c.Add(field.Invalid(path.Child("pathValues").Index(i), e, err.Error()+": pathValues name expressions of the url's path, as written there"))
+			}
+		}
+		for _, name := range u.QueryNames() {
+			if CredentialQueryParameter(name) {
+				// The URL is shown in evidence, reports, Events and audit lines: the value
+				// is left out of the error too.
+				c.Add(field.Forbidden(path.Child("url"), fmt.Sprintf("query parameter %s carries credentials, and a URL is shown in evidence, reports, Events and audit lines: "+
+					"remove it from the url and add it under query with valueFrom (an environment variable or a file), which is sent but shown as %s=REDACTED", name, name)))
+			}
+		}
+	}
+	for i, q := range h.Query {
+		qp := path.Child("query").Index(i)
+		switch {
+		case q.Name == "":
+			c.Add(field.Required(qp.Child("name"), "the parameter's name"))
+		case strings.ContainsAny(q.Name, "&=#") || strings.TrimSpace(q.Name) != q.Name:
+			c.Add(field.Invalid(qp.Child("name"), q.Name, "a query parameter's name holds no '&', '=', '#' or surrounding spaces"))
+		}
+		checkSecretOrValue(c, qp, "query parameter", q.Name, q.Value, q.ValueFrom, CredentialQueryParameter(q.Name))
+	}
+	switch h.Redirects {
+	case "", finalizev1alpha1.RedirectsRefuse, finalizev1alpha1.RedirectsSameHost:
+	default:
+		c.Add(field.NotSupported(path.Child("redirects"), h.Redirects, []finalizev1alpha1.HTTPRedirects{finalizev1alpha1.RedirectsRefuse, finalizev1alpha1.RedirectsSameHost}))
+	}
+	switch strings.ToUpper(h.Method) {
+	case "", http.MethodGet, http.MethodHead, http.MethodPost:
+	default:
+		c.Add(field.NotSupported(path.Child("method"), h.Method, []string{http.MethodGet, http.MethodHead, http.MethodPost}))
+	}
+	if h.Body != "" {
+		c.Template(path.Child("body"), h.Body)
+		if m := strings.ToUpper(h.Method); m != http.MethodPost {
+			c.Add(field.Invalid(path.Child("body"), field.OmitValueType{}, "a body is sent with method POST only"))
+		}
+	}
+	for i, hd := range h.Headers {
+		hp := path.Child("headers").Index(i)
+		if !headerNameRE.MatchString(hd.Name) {
+			c.Add(field.Invalid(hp.Child("name"), hd.Name, "not an HTTP header name"))
+		}
+		checkSecretOrValue(c, hp, "header", hd.Name, hd.Value, hd.ValueFrom, CredentialHeader(hd.Name))
+	}
+	checkStatuses(c, path.Child("gone"), h.Gone)
+	checkStatuses(c, path.Child("present"), h.Present)
+	for _, s := range h.Gone {
+		if slices.Contains(h.Present, s) {
+			c.Add(field.Invalid(path.Child("present"), s, "a status cannot mean both gone and present"))
+		}
+	}
+	if r := h.Response; r != nil {
+		rp := path.Child("response")
+		if r.JSONPath == "" {
+			c.Add(field.Required(rp.Child("jsonPath"), "the JSONPath of the value to read, like {.status}"))
+		} else if err := jsonpath.New("response").Parse(r.JSONPath); err != nil {
+			c.Add(field.Invalid(rp.Child("jsonPath"), r.JSONPath, err.Error()))
+		}
+		if len(r.Gone) == 0 {
+			c.Add(field.Required(rp.Child("gone"), "the values that mean the resource is gone"))
+		}
+	}
+	if g := h.GoneResponse; g != nil {
+		gp := path.Child("goneResponse")
+		if g.MediaType == "" && !g.EmptyBody {
+			c.Add(field.Required(gp, "say what the API's Gone answers look like: mediaType, emptyBody: true, or both"))
+		}
+		if g.MediaType != "" {
+			if mt, params, err := mime.ParseMediaType(g.MediaType); err != nil || len(params) > 0 || !strings.Contains(mt, "/") {
+				c.Add(field.Invalid(gp.Child("mediaType"), g.MediaType, "a media type without parameters, like text/plain or application/problem+json"))
+			}
+		}
+	}
+	if t := h.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
+		c.Add(field.Invalid(path.Child("tls"), field.OmitValueType{}, "a client certificate needs both certFile and keyFile"))
+	}
+	checkTimeout(c, path.Child("timeout"), h.Timeout)
+}
+
+func checkStatuses(c Checks, path *field.Path, codes []int32) {
+	for i, s := range codes {
+		if s < 100 || s > 599 {
+			c.Add(field.Invalid(path.Index(i), s, "not an HTTP status"))
+		}
+		if s >= 300 && s < 400 {
+			c.Add(field.Invalid(path.Index(i), s, "a 3xx is a redirect, which is never a verdict: it is Unknown (redirects: SameHost follows those on the same host)"))
+		}
+		if s == http.StatusTooManyRequests || s >= 500 {
+			c.Add(field.Invalid(path.Index(i), s, "429 and 5xx are retried, then mean Unknown"))
+		}
+	}
+}
 
 // httpValue is a header, or a parameter the rule adds to the URL's query: a template, or
 // a secret.
@@ -55,7 +189,7 @@ type httpProvider struct {
 	backoff wait.Backoff
 }
 
-func newHTTP(spec *finalizev1alpha1.HTTPProvider, opts Options) (*httpProvider, error) {
+func newHTTP(spec *finalizev1alpha1.HTTPProvider, opts Options) (Provider, error) {
 	u, err := ParseURLTemplate(spec.URL)
 	if err != nil {
 		return nil, fmt.Errorf("url: %w", err)

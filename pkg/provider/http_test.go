@@ -536,3 +536,14 @@ func TestHTTPAnUnparsableLocationIsNotShown(t *testing.T) {
 		}
 	}
 }
+
+func init() {
+	examples["http"] = &finalizev1alpha1.Verify{HTTP: &finalizev1alpha1.HTTPProvider{
+		URL:    "https://api.example.com/v1/instances/{.status.id}?region={.spec.region}",
+		Method: "POST",
+		Body:   `{"id": "{.status.id}"}`,
+		Headers: []finalizev1alpha1.Header{{Name: "X-Tenant", Value: "{.metadata.namespace}"},
+			{Name: "Authorization", ValueFrom: &finalizev1alpha1.ValueSource{Env: "API_TOKEN", Prefix: "Bearer "}}},
+		Query: []finalizev1alpha1.QueryParameter{{Name: "view", Value: "{.spec.view}"}},
+	}}
+}

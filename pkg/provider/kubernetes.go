@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -27,6 +29,59 @@ import (
 
 // defaultKubernetesTimeout bounds one verification of the kubernetes provider.
 const defaultKubernetesTimeout = 10 * time.Second
+
+func init() {
+	register(&kind[finalizev1alpha1.KubernetesProvider]{
+		name:      "kubernetes",
+		spec:      func(v *finalizev1alpha1.Verify) *finalizev1alpha1.KubernetesProvider { return v.Kubernetes },
+		check:     checkKubernetes,
+		templates: kubernetesTemplates,
+		reads:     kubernetesReads,
+		build:     newKubernetes,
+	})
+}
+
+// kubernetesTemplates: the namespace, and the name or the selector.
+func kubernetesTemplates(k *finalizev1alpha1.KubernetesProvider) []string {
+	return []string{k.Namespace, k.Name, k.Selector}
+}
+
+// kubernetesReads: a provider without a kubeconfig or a context of its own reads the
+// cluster being reconciled: one object by name, or a list by selector.
+func kubernetesReads(k *finalizev1alpha1.KubernetesProvider) []Read {
+	if k.Kubeconfig != "" || k.Context != "" {
+		return nil
+	}
+	r := Read{Field: "verify.kubernetes.resource", Resource: k.Resource, Namespace: k.Namespace, Verb: "list", Purpose: "lists them by selector"}
+	if k.Name != "" {
+		r.Verb, r.Purpose = "get", "reads one by name"
+	}
+	return []Read{r}
+}
+
+// valuesRE finds the values of a simple template, to check what surrounds them.
+var valuesRE = regexp.MustCompile(`\{[^}]*\}`)
+
+func checkKubernetes(c Checks, path *field.Path, k *finalizev1alpha1.KubernetesProvider) {
+	if k.Resource == "" {
+		c.Add(field.Required(path.Child("resource"), "the type of the objects to look for, like instances.compute.example.com"))
+	}
+	switch {
+	case (k.Name == "") == (k.Selector == ""):
+		c.Add(field.Invalid(path, field.OmitValueType{}, "set exactly one of name and selector"))
+	case k.Name != "":
+		c.Template(path.Child("name"), k.Name)
+	default:
+		c.Template(path.Child("selector"), k.Selector)
+		if _, err := labels.Parse(valuesRE.ReplaceAllString(k.Selector, "x")); err != nil {
+			c.Add(field.Invalid(path.Child("selector"), k.Selector, err.Error()))
+		}
+	}
+	if k.Namespace != "" {
+		c.Template(path.Child("namespace"), k.Namespace)
+	}
+	checkTimeout(c, path.Child("timeout"), k.Timeout)
+}
 
 type kubernetesProvider struct {
 	spec      *finalizev1alpha1.KubernetesProvider
@@ -44,7 +99,7 @@ type kubernetesProvider struct {
 	clientErr error
 }
 
-func newKubernetes(spec *finalizev1alpha1.KubernetesProvider, opts Options) (*kubernetesProvider, error) {
+func newKubernetes(spec *finalizev1alpha1.KubernetesProvider, opts Options) (Provider, error) {
 	p := &kubernetesProvider{spec: spec, timeout: defaultKubernetesTimeout, where: "in this cluster"}
 	if spec.Timeout != nil {
 		p.timeout = spec.Timeout.Duration

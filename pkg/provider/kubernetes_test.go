@@ -205,3 +205,9 @@ func TestKubernetesAnswersAreAboutWhatWasAsked(t *testing.T) {
 		})
 	}
 }
+
+func init() {
+	examples["kubernetes"] = &finalizev1alpha1.Verify{Kubernetes: &finalizev1alpha1.KubernetesProvider{
+		Resource: "instances.compute.example.com", Namespace: "{.metadata.namespace}", Name: "{.status.instance}",
+	}}
+}

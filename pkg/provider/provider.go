@@ -94,13 +94,8 @@ func (o *Options) environ() []string {
 // (policy.Validate); New fails on what only shows at run time: a missing environment
 // variable, an unreadable CA file, a kubeconfig context that does not exist.
 func New(v *finalizev1alpha1.Verify, opts Options) (Provider, error) {
-	switch {
-	case v.HTTP != nil:
-		return newHTTP(v.HTTP, opts)
-	case v.Exec != nil:
-		return newExec(v.Exec, opts)
-	case v.Kubernetes != nil:
-		return newKubernetes(v.Kubernetes, opts)
+	if s := Of(v); s != nil {
+		return s.New(opts)
 	}
-	return nil, errors.New("no provider: verify needs one of http, exec or kubernetes")
+	return nil, errors.New("no provider: verify needs one of " + Names())
 }
