@@ -23,6 +23,7 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
 )
 
@@ -67,13 +68,8 @@ func NewMetrics(p *policy.Policy) *Metrics {
 	m.Registry.MustRegister(m.passes, m.removals, m.verdicts, m.duration, m.lastSuccess, m.brokenRules, m.cannotVerify)
 	for _, r := range p.Rules {
 		kind := "none"
-		switch v := r.Spec.Verify; {
-		case v.HTTP != nil:
-			kind = "http"
-		case v.Exec != nil:
-			kind = "exec"
-		case v.Kubernetes != nil:
-			kind = "kubernetes"
+		if spec := provider.Of(&r.Spec.Verify); spec != nil {
+			kind = spec.Kind()
 		}
 		m.providerKinds[r.Name] = kind
 		m.brokenRules.WithLabelValues(r.Name).Set(0)

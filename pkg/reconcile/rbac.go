@@ -14,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 )
 
 // RBACOptions say what the RBAC of a pass is for.
@@ -105,29 +105,27 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 		g.add(listed.Namespaces[gr], gr, fmt.Sprintf("get, list %s: the pass lists them%s to find the stuck objects rule %s matches", gr, in(listed.Namespaces[gr]), names(rulesOf(p, gr))), "get", "list")
 	}
 	warnings = append(warnings, globWarnings(p, res)...)
-	// What the kubernetes providers of the cluster itself read, named as they resolve it,
-	// where they read it (providerNamespaces).
+	// What the providers read of the cluster itself, named as they resolve it, where they
+	// read it (providerNamespaces).
 	for _, r := range p.Rules {
-		k := r.Spec.Verify.Kubernetes
-		if k == nil || k.Kubeconfig != "" || k.Context != "" {
+		spec := provider.Of(&r.Spec.Verify)
+		if spec == nil {
 			continue
 		}
-		typ, err := providerType(r.Name, k.Resource, opts.Mapper)
-		if err != nil {
-			return nil, nil, err
-		}
-		gr := typ.GroupResource()
-		if listed.All {
-			continue // get and list on every type
-		}
-		namespaces, warning := providerNamespaces(r, k, typ.Namespaced, gr)
-		if warning != "" {
-			warnings = append(warnings, warning)
-		}
-		if k.Name != "" {
-			g.add(namespaces, gr, fmt.Sprintf("get %s: the kubernetes provider of rule %s reads one by name%s", gr, r.Name, in(namespaces)), "get")
-		} else {
-			g.add(namespaces, gr, fmt.Sprintf("list %s: the kubernetes provider of rule %s lists them by selector%s", gr, r.Name, in(namespaces)), "list")
+		for _, read := range spec.Reads() {
+			typ, err := providerType(r.Name, read, opts.Mapper)
+			if err != nil {
+				return nil, nil, err
+			}
+			gr := typ.GroupResource()
+			if listed.All {
+				continue // get and list on every type
+			}
+			namespaces, warning := providerNamespaces(r, spec.Kind(), read, typ.Namespaced, gr)
+			if warning != "" {
+				warnings = append(warnings, warning)
+			}
+			g.add(namespaces, gr, fmt.Sprintf("%s %s: the %s provider of rule %s %s%s", read.Verb, gr, spec.Kind(), r.Name, read.Purpose, in(namespaces)), read.Verb)
 		}
 	}
 	// What presets read besides the object: the annotations of its namespace.
@@ -170,7 +168,7 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 		forceDeletes = true
 		forceRules = append(forceRules, r.Name)
 		g.add(nil, schema.GroupResource{Resource: "nodes"}, "get nodes: a force deletion reads the pod's node afresh: a node that exists refuses it", "get")
-		if r.Controls > 0 && (r.Spec.Verify.HTTP != nil || r.Spec.Verify.Exec != nil || r.Spec.Verify.Kubernetes != nil) {
+		if r.Controls > 0 && provider.Of(&r.Spec.Verify) != nil {
 			g.add(nil, schema.GroupResource{Resource: "nodes"}, fmt.Sprintf("list nodes: the provider of rule %s is checked against the Ready nodes", r.Name), "list")
 		}
 		namespaces, literal := literalNamespaces(r)
@@ -349,11 +347,11 @@ func clusterWideWarnings(p *policy.Policy, res *resolver, listed Listing) []stri
 	return out
 }
 
-// providerType is the type a kubernetes provider of rule reads, resolved with the
-// cluster's RESTMapper as the provider resolves it (plural, singular, Kind or short
-// name, with or without its group): the role must name the plural resource.
-func providerType(rule, resource string, mapper func() (meta.RESTMapper, error)) (kube.Resource, error) {
-	field := "verify.kubernetes.resource"
+// providerType is the type a provider of rule reads, resolved with the cluster's
+// RESTMapper as the provider resolves it (plural, singular, Kind or short name, with or
+// without its group): the role must name the plural resource.
+func providerType(rule string, read provider.Read, mapper func() (meta.RESTMapper, error)) (kube.Resource, error) {
+	field, resource := read.Field, read.Resource
 	if mapper == nil {
 		return kube.Resource{}, &UnresolvedError{Rule: rule, Field: field, Value: resource, Err: fmt.Errorf("no cluster to resolve it against")}
 	}
@@ -372,17 +370,17 @@ func providerType(rule, resource string, mapper func() (meta.RESTMapper, error))
 // objectsNamespace is the template of the namespace of the object verified.
 const objectsNamespace = "{.metadata.namespace}"
 
-// providerNamespaces are the namespaces a kubernetes provider of the cluster reads its
-// type in, or nil for every namespace: the one its rule writes literally, or the
-// object's own ({.metadata.namespace}) when the rule names its namespaces literally. A
-// namespace templated otherwise is known only per object, and a selector without a
-// namespace lists across all of them: the grant is cluster-wide, and the warning says so.
-// A cluster-scoped type is read cluster-wide.
-func providerNamespaces(r *policy.Rule, k *finalizev1alpha1.KubernetesProvider, namespaced bool, gr schema.GroupResource) ([]string, string) {
+// providerNamespaces are the namespaces a provider of kind reads its type in, or nil for
+// every namespace: the one its rule writes literally, or the object's own
+// ({.metadata.namespace}) when the rule names its namespaces literally. A namespace
+// templated otherwise is known only per object, and a selector without a namespace lists
+// across all of them: the grant is cluster-wide, and the warning says so. A
+// cluster-scoped type is read cluster-wide.
+func providerNamespaces(r *policy.Rule, kind string, read provider.Read, namespaced bool, gr schema.GroupResource) ([]string, string) {
 	if !namespaced {
 		return nil, ""
 	}
-	ns := strings.TrimSpace(k.Namespace)
+	ns := strings.TrimSpace(read.Namespace)
 	switch {
 	case ns != "" && !strings.Contains(ns, "{"):
 		return []string{ns}, ""
@@ -391,8 +389,8 @@ func providerNamespaces(r *policy.Rule, k *finalizev1alpha1.KubernetesProvider, 
 			return namespaces, ""
 		}
 	}
-	return nil, fmt.Sprintf("the kubernetes provider of rule %s reads %s in a namespace known only per object: the role may read %s in every namespace (a ClusterRole); "+
-		"to narrow it to a Role in each namespace it reads, name the provider's namespace literally, or read in the object's (namespace: %q) under a rule that names its namespaces literally", r.Name, gr, gr, objectsNamespace)
+	return nil, fmt.Sprintf("the %s provider of rule %s reads %s in a namespace known only per object: the role may read %s in every namespace (a ClusterRole); "+
+		"to narrow it to a Role in each namespace it reads, name the provider's namespace literally, or read in the object's (namespace: %q) under a rule that names its namespaces literally", kind, r.Name, gr, gr, objectsNamespace)
 }
 
 // globWarnings say which globs were resolved, to what: the role names the types the
