@@ -11,6 +11,7 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/testing"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 )
 
@@ -111,7 +112,7 @@ func TestARemovalGoesThroughTheExecutor(t *testing.T) {
 	}
 	var rec write.Record
 	line := r.Stderr[strings.LastIndex(strings.TrimSpace(r.Stderr), "\n")+1:]
-	if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Action != write.ReasonForceRemoved || rec.Reason != "INC-1" || !slices.Equal(rec.Remaining, []string{"orphan"}) || rec.Event == "" {
+	if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Action != plan.ReasonForceRemoved || rec.Reason != "INC-1" || !slices.Equal(rec.Remaining, []string{"orphan"}) || rec.Event == "" {
 		t.Errorf("audit line %q: %v %+v", line, err, rec)
 	}
 }

@@ -72,9 +72,7 @@ func (a *Action) API() finalizev1alpha1.Removal {
 		Target: a.Ref(), Finalizer: a.Finalizer.Name, Field: a.Field, Owner: a.Finalizer.Owner,
 		Rule: a.Verification.Rule, Verdict: a.Verification.Verdict, Evidence: a.Verification.Evidence,
 	}
-	if a.ForceDelete {
-		r.Action, r.Node = finalizev1alpha1.ActionForceDelete, a.Node
-	}
+	r.Action, r.Node = a.WriteKind().Action(), a.Node
 	if a.Cause != nil {
 		r.Cause = a.Cause.Reason
 	}
@@ -99,21 +97,22 @@ type Refusal struct {
 	Why                 string
 	// Verification is what the verifier answered, if it was asked.
 	Verification Verification
-	// ForceDelete: the refusal is of a pod's force deletion, whose deletion waits for the
-	// kubelet of Node; Finalizer is empty.
-	ForceDelete bool
-	Node        string
+	// Removal is the kind of the removal refused; nil for the removal of a finalizer. A
+	// refused force deletion's pod waits for the kubelet of Node; its Finalizer is empty.
+	Removal Kind
+	Node    string
 	// ObjectGone: the object was deleted (or replaced by a namesake) since the scan;
 	// nothing is left to decide.
 	ObjectGone bool
 }
 
-// API is the refusal as the plan prints it.
-func (r *Refusal) API() finalizev1alpha1.Refusal {
-	out := finalizev1alpha1.Refusal{Target: r.Target, Finalizer: r.Finalizer, Kind: r.Kind, Message: r.Why,
-		Rule: r.Verification.Rule, Verdict: r.Verification.Verdict, Evidence: r.Verification.Evidence}
-	if r.ForceDelete {
-		out.Action, out.Node = finalizev1alpha1.ActionForceDelete, r.Node
+// API is the refusal as the plan prints it: the row of the removal refused, with its
+// Kind, and why in Message.
+func (r *Refusal) API() finalizev1alpha1.Removal {
+	out := finalizev1alpha1.Removal{Target: r.Target, Node: r.Node, Finalizer: r.Finalizer, Field: r.Field, Owner: r.Owner, Cause: r.Cause,
+		Rule: r.Verification.Rule, Verdict: r.Verification.Verdict, Evidence: r.Verification.Evidence, Kind: r.Kind, Message: r.Why}
+	if r.Removal != nil {
+		out.Action = r.Removal.Action()
 	}
 	return out
 }
@@ -229,7 +228,7 @@ func (p *Planner) Plan(ctx context.Context, reqs []Request, opts Options) *Plan 
 			continue
 		}
 		a := Action{
-			Target:       Target{Resource: c.o.Resource, Namespace: c.o.Meta.Namespace, Name: c.o.Meta.Name, UID: c.o.Meta.UID, Finalizer: c.fin.Name, Field: c.fin.Field},
+			Target:       Target{Kind: FinalizerKind(c.fin.Field), Resource: c.o.Resource, Namespace: c.o.Meta.Namespace, Name: c.o.Meta.Name, UID: c.o.Meta.UID, Finalizer: c.fin.Name, Field: c.fin.Field},
 			Finalizer:    *c.fin,
 			Verification: c.verify,
 			Verified:     c.verify.Gone(),
@@ -305,11 +304,8 @@ func (p *Planner) refuse(ctx context.Context, a *Action, o *kube.Object, opts Op
 	if isSystem(a.Finalizer) && !opts.AllowSystem && !ruleAllowsSystem {
 		return &Refusal{Kind: finalizev1alpha1.RefusalSystem, Why: systemWhy(catalog, a.Finalizer, guards, cause)}
 	}
-	if a.Field == finalizev1alpha1.FieldSpecFinalizers && a.Finalizer.Name == "kubernetes" && !opts.AllowStranding {
-		if why := p.stranding(ctx, o); why != "" {
-			return &Refusal{Kind: finalizev1alpha1.RefusalStranding,
-				Why: why + "; removing it now would strand those objects in etcd, where a namespace created later under the same name shows them again"}
-		}
+	if r := a.WriteKind().refuse(ctx, p, a, o, opts); r != nil {
+		return r
 	}
 	if a.Verified || (opts.ForceUnverified && strings.TrimSpace(opts.Reason) != "") {
 		return nil
