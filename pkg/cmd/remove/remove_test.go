@@ -86,9 +86,9 @@ func TestPreviewAndDryRun(t *testing.T) {
 		t.Errorf("preview:\n%s\nwant\n%s", r.Stderr, wantPreview)
 	}
 	r = cmdtesting.Run(NewCmdRemove, cluster(), "", append([]string{"cm/cfg", "--finalizer", "a.example.com/x", "--dry-run=client", "-o", "json"}, force...)...)
-	var plan finalizev1alpha1.RemovalPlan
-	if err := json.Unmarshal([]byte(r.Stdout), &plan); err != nil || plan.Kind != "RemovalPlan" || plan.DryRun != "client" || len(plan.Actions) != 1 ||
-		plan.Actions[0].Result != finalizev1alpha1.ResultWouldRemove || plan.Actions[0].Reason != "INC-1" {
+	var got finalizev1alpha1.RemovalPlan
+	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil || got.Kind != "RemovalPlan" || got.DryRun != "client" || len(got.Actions) != 1 ||
+		got.Actions[0].Result != finalizev1alpha1.ResultWouldRemove || got.Actions[0].Reason != "INC-1" {
 		t.Errorf("-o json: %v\n%s", err, r.Stdout)
 	}
 }
