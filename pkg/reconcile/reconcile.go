@@ -273,7 +273,7 @@ func refusals(p *plan.Plan) []finalizev1alpha1.Removal {
 			a.Result = finalizev1alpha1.ResultTooYoung
 		case v.Unread():
 			// Kept, but not by a decision: the cluster could not be read to make one.
-			a.Result, a.Message, a.Error = finalizev1alpha1.ResultFailed, "", fmt.Sprintf("%s: %s", ref.Target.String(), ref.Why)
+			a.Result, a.Message, a.Error = finalizev1alpha1.ResultFailed, "", fmt.Sprintf("%s: %s", ref.Target.String(), ref.Message)
 		}
 		out = append(out, a)
 	}

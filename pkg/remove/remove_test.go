@@ -89,7 +89,7 @@ func runner(kc *kubefake.Clientset, objs ...runtime.Object) (*Runner, *metadataf
 // writes nothing, and the breaker keeps every action saying why.
 func TestAGateStopsTheRunBeforeAnyWrite(t *testing.T) {
 	refused := forced("a", "one")
-	refused.Refusals = []plan.Refusal{{Target: configmaps.Ref("a", "two", "uid-two"), Finalizer: fin, Kind: finalizev1alpha1.RefusalSystem, Why: "system"}}
+	refused.Refusals = []plan.Refusal{{Removal: finalizev1alpha1.Removal{Target: configmaps.Ref("a", "two", "uid-two"), Finalizer: fin, Kind: finalizev1alpha1.RefusalSystem, Message: "system"}}}
 	for _, tt := range []struct {
 		name    string
 		plan    *plan.Plan

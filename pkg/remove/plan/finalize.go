@@ -37,8 +37,8 @@ func (finalize) refuse(ctx context.Context, p *Planner, a *Action, o *kube.Objec
 		return nil
 	}
 	if why := p.stranding(ctx, o); why != "" {
-		return &Refusal{Kind: finalizev1alpha1.RefusalStranding,
-			Why: why + "; removing it now would strand those objects in etcd, where a namespace created later under the same name shows them again"}
+		return refusal(finalizev1alpha1.RefusalStranding,
+			why+"; removing it now would strand those objects in etcd, where a namespace created later under the same name shows them again")
 	}
 	return nil
 }

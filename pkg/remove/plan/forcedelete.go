@@ -83,10 +83,10 @@ type podRead struct {
 func readPod(ctx context.Context, kc client.Interface, o *kube.Object, margin time.Duration, now time.Time) (podRead, *Refusal, Verification) {
 	unread := func(format string, args ...any) (podRead, *Refusal, Verification) {
 		why := fmt.Sprintf(format, args...)
-		return podRead{}, &Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: why}, Verification{Status: Unread, Detail: why}
+		return podRead{}, refusal(finalizev1alpha1.RefusalUnverified, why), Verification{Status: Unread, Detail: why}
 	}
 	refuse := func(kind finalizev1alpha1.RefusalKind, format string, args ...any) (podRead, *Refusal, Verification) {
-		return podRead{}, &Refusal{Kind: kind, Why: fmt.Sprintf(format, args...)}, Verification{}
+		return podRead{}, refusal(kind, fmt.Sprintf(format, args...)), Verification{}
 	}
 	if kc == nil {
 		return unread("the pod could not be read: no client")
@@ -94,7 +94,9 @@ func readPod(ctx context.Context, kc client.Interface, o *kube.Object, margin ti
 	pod, err := kc.CoreV1().Pods(o.Meta.Namespace).Get(ctx, o.Meta.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return podRead{}, &Refusal{Kind: finalizev1alpha1.RefusalNotOverdue, Why: "the pod is gone", ObjectGone: true}, Verification{}
+		ref := refusal(finalizev1alpha1.RefusalNotOverdue, "the pod is gone")
+		ref.ObjectGone = true
+		return podRead{}, ref, Verification{}
 	case err != nil:
 		return unread("reading the pod: %v", err)
 	case pod.UID != o.Meta.UID:
@@ -144,7 +146,7 @@ func (p *Planner) planForce(ctx context.Context, o *kube.Object, opts Options) (
 	now := p.now(ctx)
 	node := ""
 	refuse := func(r *Refusal, v Verification) (*Action, *Refusal) {
-		r.Target, r.Verification, r.Node, r.Removal = o.Ref(), v, node, ForceDelete
+		r.Target, r.Verification, r.Node, r.Action = o.Ref(), v, node, ForceDelete.Action()
 		if p.CauseOf != nil {
 			if c := p.CauseOf(o); c != nil {
 				r.Cause = c.Reason
@@ -153,7 +155,7 @@ func (p *Planner) planForce(ctx context.Context, o *kube.Object, opts Options) (
 		return nil, r
 	}
 	if !IsPods(o.Resource) {
-		return refuse(&Refusal{Kind: finalizev1alpha1.RefusalNotOverdue, Why: "only a pod is force-deleted; name the finalizers to remove (--finalizer)"}, Verification{})
+		return refuse(refusal(finalizev1alpha1.RefusalNotOverdue, "only a pod is force-deleted; name the finalizers to remove (--finalizer)"), Verification{})
 	}
 	read, r, rv := readPod(ctx, p.Kube, o, margin, now)
 	if r != nil {
@@ -187,11 +189,9 @@ func (p *Planner) planForce(ctx context.Context, o *kube.Object, opts Options) (
 	switch {
 	case v.Rule == "" || a.Verified:
 	case v.Distrusted():
-		return refuse(&Refusal{Kind: finalizev1alpha1.RefusalMachinePresent,
-			Why: fmt.Sprintf("rule %s said %s, but it cannot be trusted: %s; nothing allows a force deletion against a rule's evidence: fix the rule or its provider", v.Rule, v.Verdict, v.Detail)}, v)
+		return refuse(refusal(finalizev1alpha1.RefusalMachinePresent, fmt.Sprintf("rule %s said %s, but it cannot be trusted: %s; nothing allows a force deletion against a rule's evidence: fix the rule or its provider", v.Rule, v.Verdict, v.Detail)), v)
 	case v.Verdict == finalizev1alpha1.VerdictPresent:
-		return refuse(&Refusal{Kind: finalizev1alpha1.RefusalMachinePresent,
-			Why: fmt.Sprintf("rule %s: Present: %s: the machine runs, and may still run the pod's containers; nothing allows a force deletion against a rule's evidence", v.Rule, v.Evidence)}, v)
+		return refuse(refusal(finalizev1alpha1.RefusalMachinePresent, fmt.Sprintf("rule %s: Present: %s: the machine runs, and may still run the pod's containers; nothing allows a force deletion against a rule's evidence", v.Rule, v.Evidence)), v)
 	}
 	if a.Verified || (opts.ForceUnverified && opts.Reason != "") {
 		if !a.Verified {
@@ -208,11 +208,11 @@ func (p *Planner) planForce(ctx context.Context, o *kube.Object, opts Options) (
 	case v.Rule == "":
 		why = fmt.Sprintf("no policy rule verified that %s (a rule with waitsForNode: true, or --force-unverified --reason)", what)
 	case v.Status == TooYoung:
-		return refuse(&Refusal{Kind: finalizev1alpha1.RefusalTooYoung, Why: fmt.Sprintf("rule %s does not verify it yet: %s", v.Rule, v.Evidence)}, v)
+		return refuse(refusal(finalizev1alpha1.RefusalTooYoung, fmt.Sprintf("rule %s does not verify it yet: %s", v.Rule, v.Evidence)), v)
 	case v.Unread():
 		why = fmt.Sprintf("rule %s could not verify it: %s", v.Rule, v.Detail)
 	default:
 		why = fmt.Sprintf("rule %s: %s: %s", v.Rule, v.Verdict, v.Evidence)
 	}
-	return refuse(&Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: why}, v)
+	return refuse(refusal(finalizev1alpha1.RefusalUnverified, why), v)
 }

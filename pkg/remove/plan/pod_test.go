@@ -110,8 +110,8 @@ func TestPlanForceDeletion(t *testing.T) {
 				t.Fatalf("want one refusal: %+v", p)
 			}
 			r := p.Refusals[0]
-			if r.Kind != tt.wantKind || !strings.Contains(r.Why, tt.wantWhy) || r.Removal != ForceDelete {
-				t.Errorf("refusal %s: %s, want %s containing %q", r.Kind, r.Why, tt.wantKind, tt.wantWhy)
+			if r.Kind != tt.wantKind || !strings.Contains(r.Message, tt.wantWhy) || r.Action != finalizev1alpha1.ActionForceDelete {
+				t.Errorf("refusal %s: %s, want %s containing %q", r.Kind, r.Message, tt.wantKind, tt.wantWhy)
 			}
 			if api := r.API(); api.Action != finalizev1alpha1.ActionForceDelete {
 				t.Errorf("API %+v", api)
