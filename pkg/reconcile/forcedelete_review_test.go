@@ -53,10 +53,10 @@ func TestAPassAsksToForceDeleteOnlyOverduePods(t *testing.T) {
 func TestAForceDeletionThatCouldNotBeDecidedFails(t *testing.T) {
 	ref := finalizev1alpha1.ObjectReference{Resource: "pods", Namespace: "prod", Name: "web-0"}
 	p := &plan.Plan{Refusals: []plan.Refusal{
-		{Target: ref, ForceDelete: true, Kind: finalizev1alpha1.RefusalUnverified, Why: "reading node worker-3: Forbidden",
+		{Removal: finalizev1alpha1.Removal{Target: ref, Action: finalizev1alpha1.ActionForceDelete, Kind: finalizev1alpha1.RefusalUnverified, Message: "reading node worker-3: Forbidden"},
 			Verification: plan.Verification{Status: plan.Unread, Detail: "reading node worker-3: Forbidden"}},
-		{Target: ref, ForceDelete: true, Kind: finalizev1alpha1.RefusalNotOverdue, Why: "the pod is gone", ObjectGone: true},
-		{Target: ref, ForceDelete: true, Kind: finalizev1alpha1.RefusalKubeletAlive, Why: "the kubelet of node worker-3 renewed its Lease"},
+		{Removal: finalizev1alpha1.Removal{Target: ref, Action: finalizev1alpha1.ActionForceDelete, Kind: finalizev1alpha1.RefusalNotOverdue, Message: "the pod is gone"}, ObjectGone: true},
+		{Removal: finalizev1alpha1.Removal{Target: ref, Action: finalizev1alpha1.ActionForceDelete, Kind: finalizev1alpha1.RefusalKubeletAlive, Message: "the kubelet of node worker-3 renewed its Lease"}},
 	}}
 	got := refusals(p)
 	want := []finalizev1alpha1.RemovalResult{finalizev1alpha1.ResultFailed, finalizev1alpha1.ResultObjectGone, finalizev1alpha1.ResultKept}

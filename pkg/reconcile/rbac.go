@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
 // RBACOptions say what the RBAC of a pass is for.
@@ -56,6 +57,27 @@ var namespacesType = schema.GroupResource{Resource: "namespaces"}
 
 // everyType is "*" in every API group.
 var everyType = schema.GroupResource{Group: "*", Resource: "*"}
+
+// The types the writes of the kinds of removal need besides the objects' own.
+var (
+	namespacesFinalize = schema.GroupResource{Resource: "namespaces/finalize"}
+	podsType           = schema.GroupResource{Resource: "pods"}
+	leasesType         = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+)
+
+// writeVerbs are the verbs the write of kind needs on gr (a subresource as
+// "namespaces/finalize"): what the permission check of a pass asks before it writes
+// (plan.Kind.Permissions), so that the role grants what is checked, written once.
+func writeVerbs(kind plan.Kind, gr schema.GroupResource) []string {
+	t := &plan.Target{Kind: kind, Resource: kube.Resource{GroupVersionResource: gr.WithVersion("")}, Namespace: "any", Node: "any"}
+	var verbs []string
+	for _, p := range kind.Permissions(t) {
+		if p.What() == gr.String() {
+			verbs = append(verbs, p.Verb)
+		}
+	}
+	return verbs
+}
 
 // GrantsAnnotation is the annotation on each Role and ClusterRole `kubectl finalize rbac`
 // prints that says what each of its rules is for, one line per rule: "rules[0]: ...".
@@ -141,10 +163,10 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 	}
 	if actAll != nil {
 		warnings = append(warnings, "a rule names no resources: the role may patch every type to remove finalizers; name the resources of each rule to narrow it")
-		g.add(nil, everyType, fmt.Sprintf("patch every type: rule %s names no resources, and removes finalizers with a patch", names(actAll)), "patch")
+		g.add(nil, everyType, fmt.Sprintf("patch every type: rule %s names no resources, and removes finalizers with a patch", names(actAll)), writeVerbs(plan.Patch, everyType)...)
 	}
 	for _, a := range acted {
-		g.add(a.namespaces, a.gr, fmt.Sprintf("patch %s: the pass removes%s the finalizers whose external resource rule %s verified gone", a.gr, in(a.namespaces), names(a.rules)), "patch")
+		g.add(a.namespaces, a.gr, fmt.Sprintf("patch %s: the pass removes%s the finalizers whose external resource rule %s verified gone", a.gr, in(a.namespaces), names(a.rules)), writeVerbs(plan.Patch, a.gr)...)
 	}
 	warnings = append(warnings, clusterWideWarnings(p, res, listed)...)
 	if p.MatchesNamespaceFinalizers() {
@@ -154,7 +176,7 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 				rules = append(rules, r.Name)
 			}
 		}
-		g.add(nil, schema.GroupResource{Resource: "namespaces/finalize"}, fmt.Sprintf("update namespaces/finalize: rule %s may remove a namespace's own finalizer (spec.finalizers)", names(rules)), "update")
+		g.add(nil, namespacesFinalize, fmt.Sprintf("update namespaces/finalize: rule %s may remove a namespace's own finalizer (spec.finalizers)", names(rules)), writeVerbs(plan.Finalize, namespacesFinalize)...)
 	}
 	// A force deletion reads the pod, its node and the node's Lease afresh, then deletes
 	// the pod; a rule whose provider is checked against Ready nodes lists them. Pods are
@@ -167,7 +189,7 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 		}
 		forceDeletes = true
 		forceRules = append(forceRules, r.Name)
-		g.add(nil, schema.GroupResource{Resource: "nodes"}, "get nodes: a force deletion reads the pod's node afresh: a node that exists refuses it", "get")
+		g.add(nil, plan.Nodes, "get nodes: a force deletion reads the pod's node afresh: a node that exists refuses it", writeVerbs(plan.ForceDelete, plan.Nodes)...)
 		if r.Controls > 0 && provider.Of(&r.Spec.Verify) != nil {
 			g.add(nil, schema.GroupResource{Resource: "nodes"}, fmt.Sprintf("list nodes: the provider of rule %s is checked against the Ready nodes", r.Name), "list")
 		}
@@ -187,7 +209,7 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 	}
 	forcePurpose := fmt.Sprintf("get, delete pods: rule %s force-deletes pods whose node is gone, read afresh first", names(forceRules))
 	if everywhere {
-		g.add(nil, schema.GroupResource{Resource: "pods"}, forcePurpose, "get", "delete")
+		g.add(nil, podsType, forcePurpose, writeVerbs(plan.ForceDelete, podsType)...)
 	}
 	g.add(nil, schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "create events: each removal is recorded as an Event on its object (or in default)", "create")
 	g.add(nil, schema.GroupResource{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"}, "create selfsubjectreviews: the pass says who it runs as", "create")
@@ -225,22 +247,22 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 		// then watched). Its names are the nodes', unknown in advance, so the Role is
 		// namespace-wide.
 		leases := verbsOf{}
-		leases.add(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"},
+		leases.add(leasesType,
 			"get, list, watch leases: a force deletion reads the Lease of the pod's node, then watches it before the DELETE: a recent renewal, or a change while it watches, refuses it",
-			"get", "list", "watch")
+			writeVerbs(plan.ForceDelete, leasesType)...)
 		namespaced(opts.Name+"-node-leases", corev1.NamespaceNodeLease, leases)
 	}
 	if !everywhere {
 		sort.Strings(podNamespaces)
 		for _, ns := range podNamespaces {
 			pods := verbsOf{}
-			pods.add(schema.GroupResource{Resource: "pods"}, forcePurpose, "get", "delete")
+			pods.add(podsType, forcePurpose, writeVerbs(plan.ForceDelete, podsType)...)
 			namespaced(opts.Name+"-force-delete-pods", ns, pods)
 		}
 	}
 	if ns := opts.LeaderElectNamespace; ns != "" {
 		lease := verbsOf{}
-		lease.add(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "get, create, update leases: the Lease of the leader election (--leader-elect)", "get", "create", "update")
+		lease.add(leasesType, "get, create, update leases: the Lease of the leader election (--leader-elect)", "get", "create", "update")
 		namespaced(opts.Name+"-leader-election", ns, lease)
 	}
 	return objs, warnings, nil

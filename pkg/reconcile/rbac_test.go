@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,6 +17,7 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -299,5 +301,63 @@ func TestRBACGrantsATypeWhereItsRulesAct(t *testing.T) {
 	})
 	if err != nil || !l.Policy.Excluded(policy.Subject{Resource: "secrets", Namespace: "a"}) || p.Excluded(policy.Subject{Resource: "secrets", Namespace: "a"}) {
 		t.Errorf("exclude.resources [secret] excludes secrets once resolved, and the policy as written is unchanged: %v", err)
+	}
+}
+
+// TestRBACGrantsWhatEveryKindOfRemovalNeeds: a policy whose rules make every kind of
+// removal gets, in the roles `rbac` prints, every permission a pass checks before it
+// writes (plan.Kind.Permissions), where the pass checks it: the role and the check are
+// written once, from the kinds.
+func TestRBACGrantsWhatEveryKindOfRemovalNeeds(t *testing.T) {
+	objs, _, err := RBAC(compile(t, `- {name: cm, finalizers: [x.example.com/y], resources: [configmaps], namespaces: [team-a], verify: {exec: {command: [x]}}}
+- {name: ns, finalizers: [kubernetes], resources: [namespaces], allowSystem: true, verify: {exec: {command: [x]}}}
+- {name: gone-nodes, waitsForNode: true, namespaces: [team-a]}
+`), RBACOptions{Name: "kf", Discover: served(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allows := func(p plan.Permission) bool {
+		for _, o := range objs {
+			var rules []rbacv1.PolicyRule
+			switch r := o.(type) {
+			case *rbacv1.ClusterRole:
+				rules = r.Rules
+			case *rbacv1.Role:
+				if r.Namespace != p.Namespace {
+					continue
+				}
+				rules = r.Rules
+			}
+			for _, rule := range rules {
+				resource := p.Resource
+				if p.Subresource != "" {
+					resource += "/" + p.Subresource
+				}
+				if (slices.Contains(rule.APIGroups, p.Group) || slices.Contains(rule.APIGroups, "*")) &&
+					(slices.Contains(rule.Resources, resource) || slices.Contains(rule.Resources, "*")) && slices.Contains(rule.Verbs, p.Verb) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	configmaps := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}
+	namespaces := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}}
+	pods := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}}
+	targets := map[plan.Kind]*plan.Target{
+		plan.Patch:       {Kind: plan.Patch, Resource: configmaps, Namespace: "team-a", Name: "cfg", Finalizer: "x.example.com/y"},
+		plan.Finalize:    {Kind: plan.Finalize, Resource: namespaces, Name: "team-b", Finalizer: "kubernetes", Field: finalizev1alpha1.FieldSpecFinalizers},
+		plan.ForceDelete: {Kind: plan.ForceDelete, Resource: pods, Namespace: "team-a", Name: "web-0", Node: "worker-3"},
+	}
+	for _, k := range plan.Kinds {
+		tg := targets[k]
+		if tg == nil {
+			t.Fatalf("%T: no target of that kind in this test", k)
+		}
+		for _, p := range append(k.Permissions(tg), plan.EventPermissions(tg.Namespace)[0]) {
+			if !allows(p) {
+				t.Errorf("%s: the roles do not allow %s, which a pass checks before it writes", tg, p)
+			}
+		}
 	}
 }

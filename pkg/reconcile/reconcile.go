@@ -43,7 +43,7 @@ type Options struct {
 	// WriteConcurrency bounds the objects being written at once; 0 writes one at a time.
 	WriteConcurrency int
 	// Audit records each removal; it is required unless DryRun.
-	Audit *remove.Audit
+	Audit *write.Audit
 	// Providers reach the cluster for kubernetes providers.
 	Providers provider.Options
 	// Continue, if set, is asked before each write: false stops the pass after the object
@@ -257,17 +257,15 @@ func (r *Reconciler) requests(pol *policy.Policy, res *scan.Result, now time.Tim
 	return reqs
 }
 
-// refusals are the matched finalizers the plan keeps, each with why.
+// refusals are the matched finalizers the plan keeps, each the row the plan refused,
+// with why and the result.
 func refusals(p *plan.Plan) []finalizev1alpha1.Removal {
 	var out []finalizev1alpha1.Removal
 	for i := range p.Refusals {
 		ref := &p.Refusals[i]
 		v := ref.Verification
-		a := finalizev1alpha1.Removal{Target: ref.Target, Finalizer: ref.Finalizer, Field: ref.Field, Owner: ref.Owner, Cause: ref.Cause,
-			Rule: v.Rule, Verdict: v.Verdict, Evidence: v.Evidence, Result: finalizev1alpha1.ResultKept, Message: ref.Why}
-		if ref.ForceDelete {
-			a.Action, a.Node = finalizev1alpha1.ActionForceDelete, ref.Node
-		}
+		a := ref.API()
+		a.Result = finalizev1alpha1.ResultKept
 		switch {
 		case ref.ObjectGone:
 			a.Result = finalizev1alpha1.ResultObjectGone
@@ -275,7 +273,7 @@ func refusals(p *plan.Plan) []finalizev1alpha1.Removal {
 			a.Result = finalizev1alpha1.ResultTooYoung
 		case v.Unread():
 			// Kept, but not by a decision: the cluster could not be read to make one.
-			a.Result, a.Message, a.Error = finalizev1alpha1.ResultFailed, "", fmt.Sprintf("%s: %s", ref.Target.String(), ref.Why)
+			a.Result, a.Message, a.Error = finalizev1alpha1.ResultFailed, "", fmt.Sprintf("%s: %s", ref.Target.String(), ref.Message)
 		}
 		out = append(out, a)
 	}

@@ -12,9 +12,9 @@ import (
 // (a Kept row once printed OWNER <unknown> for an owner the scan knew).
 func TestAKeptFinalizerIsReportedInFull(t *testing.T) {
 	p := &plan.Plan{Refusals: []plan.Refusal{{
-		Target: finalizev1alpha1.ObjectReference{Name: "billing"}, Finalizer: "db.example.com/finalizer",
-		Field: finalizev1alpha1.FieldMetadataFinalizers, Owner: "db-operator", Cause: finalizev1alpha1.ReasonControllerInactive,
-		Kind: finalizev1alpha1.RefusalUnverified, Why: "rule dbs: the provider answered Present",
+		Removal: finalizev1alpha1.Removal{Target: finalizev1alpha1.ObjectReference{Name: "billing"}, Finalizer: "db.example.com/finalizer",
+			Field: finalizev1alpha1.FieldMetadataFinalizers, Owner: "db-operator", Cause: finalizev1alpha1.ReasonControllerInactive,
+			Kind: finalizev1alpha1.RefusalUnverified, Message: "rule dbs: the provider answered Present"},
 		Verification: plan.Verification{Rule: "dbs", Verdict: finalizev1alpha1.VerdictPresent, Evidence: "200 OK"},
 	}}}
 	got := refusals(p)

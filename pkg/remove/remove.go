@@ -47,7 +47,7 @@ type Runner struct {
 	// gates would be removed (reconcile --dry-run).
 	PlanOnly bool
 	// Audit records each removal; it is required when DryRun is none.
-	Audit *Audit
+	Audit *write.Audit
 	// BackupDir, if set, receives each object before anything is removed from it.
 	BackupDir string
 	// Workers bounds how many objects are written at once; 0 or 1 writes one at a time.
@@ -93,8 +93,9 @@ type Gates struct {
 	// MaxForceDeletions, with Breaker: a plan with more force deletions of pods than this
 	// writes nothing either. 0 allows none.
 	MaxForceDeletions int
-	// Confirm, if set, is asked before anything is written; false writes nothing.
-	Confirm func(*plan.Plan) (bool, error)
+	// Confirm, if set, is shown the plan and asked before anything is written; false
+	// writes nothing.
+	Confirm func(*finalizev1alpha1.RemovalPlan) (bool, error)
 	// CheckPermissions asks the API server for every permission the actions need before
 	// any is written; an action that lacks one fails, naming it, and is not attempted.
 	CheckPermissions bool
@@ -113,8 +114,9 @@ const (
 	Declined Stop = "Declined"
 )
 
-// Outcome is a plan carried through its gates.
-type Outcome struct {
+// Report is a plan carried through its gates: the twin of reconcile's ReconcileReport,
+// for a person's run.
+type Report struct {
 	// Plan is the plan as the API shows it, each action in plan order with its result
 	// once the run got that far.
 	Plan *finalizev1alpha1.RemovalPlan
@@ -144,7 +146,7 @@ func (r *Runner) Plan(ctx context.Context, reqs []plan.Request) *plan.Plan {
 func (r *Runner) API(p *plan.Plan) *finalizev1alpha1.RemovalPlan {
 	out := &finalizev1alpha1.RemovalPlan{
 		TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "RemovalPlan"},
-		DryRun:   string(r.DryRun), Actions: []finalizev1alpha1.Removal{}, Refusals: []finalizev1alpha1.Refusal{},
+		DryRun:   string(r.DryRun), Actions: []finalizev1alpha1.Removal{}, Refusals: []finalizev1alpha1.Removal{},
 	}
 	for i := range p.Actions {
 		out.Actions = append(out.Actions, p.Actions[i].API())
@@ -159,15 +161,15 @@ func (r *Runner) API(p *plan.Plan) *finalizev1alpha1.RemovalPlan {
 // returns the plan with the result of each. The error joins the failures of the
 // removals, each also in its action's result; it is nil when a gate stopped the run.
 // When the run fails before anything could be written (a run that would write has no
-// Audit, Confirm failed, the audit log cannot be opened), the Outcome is nil.
-func (r *Runner) Act(ctx context.Context, p *plan.Plan, gates Gates) (*Outcome, error) {
+// Audit, Confirm failed, the audit log cannot be opened), the Report is nil.
+func (r *Runner) Act(ctx context.Context, p *plan.Plan, gates Gates) (*Report, error) {
 	writes := !r.PlanOnly && (r.DryRun == "" || r.DryRun == write.DryRunNone)
 	if writes && r.Audit == nil {
 		return nil, errors.New("refusing to remove finalizers without an audit log")
 	}
-	out := &Outcome{Plan: r.API(p)}
+	out := &Report{Plan: r.API(p)}
 	rows := out.Plan.Actions
-	stopped, err := gates.stop(p, rows)
+	stopped, err := gates.stop(p, out.Plan)
 	if err != nil {
 		return nil, err
 	}
@@ -199,9 +201,10 @@ func (r *Runner) Act(ctx context.Context, p *plan.Plan, gates Gates) (*Outcome, 
 	return out, r.write(ctx, p.Actions, allowed, rows, auditor)
 }
 
-// stop names the gate that stops the plan before anything is written, if one does; the
-// breaker keeps each action's row, saying why.
-func (g *Gates) stop(p *plan.Plan, rows []finalizev1alpha1.Removal) (Stop, error) {
+// stop names the gate that stops the plan p, shown as api, before anything is written, if
+// one does; the breaker keeps each action's row, saying why.
+func (g *Gates) stop(p *plan.Plan, api *finalizev1alpha1.RemovalPlan) (Stop, error) {
+	rows := api.Actions
 	switch {
 	case g.AllOrNothing && len(p.Refusals) > 0:
 		return Refused, nil
@@ -218,7 +221,7 @@ func (g *Gates) stop(p *plan.Plan, rows []finalizev1alpha1.Removal) (Stop, error
 		}
 		return Breaker, nil
 	case g.Confirm != nil:
-		ok, err := g.Confirm(p)
+		ok, err := g.Confirm(api)
 		if err != nil || ok {
 			return "", err
 		}
@@ -310,7 +313,7 @@ func merge(rows []finalizev1alpha1.Removal, index []int, records []*write.Record
 func ForceDeletions(p *plan.Plan) int {
 	n := 0
 	for _, a := range p.Actions {
-		if a.ForceDelete {
+		if a.WriteKind() == plan.ForceDelete {
 			n++
 		}
 	}

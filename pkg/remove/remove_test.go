@@ -54,7 +54,7 @@ func forced(ns string, names ...string) *plan.Plan {
 func podsForced(names ...string) *plan.Plan {
 	p := forced("a", names...)
 	for i := range p.Actions {
-		p.Actions[i].ForceDelete, p.Actions[i].Finalizer, p.Actions[i].Target.Finalizer = true, finalizev1alpha1.Finalizer{}, ""
+		p.Actions[i].Kind, p.Actions[i].Finalizer, p.Actions[i].Target.Finalizer = plan.ForceDelete, finalizev1alpha1.Finalizer{}, ""
 	}
 	return p
 }
@@ -65,16 +65,16 @@ func TestForceDeletionsHaveABreakerOfTheirOwn(t *testing.T) {
 	g := Gates{Breaker: true, MaxRemovals: 20, MaxForceDeletions: 2}
 	p := podsForced("one", "two")
 	p.Actions = append(p.Actions, forced("a", "three").Actions...)
-	rows := make([]finalizev1alpha1.Removal, len(p.Actions))
-	if stop, err := g.stop(p, rows); stop != "" || err != nil {
+	api := &finalizev1alpha1.RemovalPlan{Actions: make([]finalizev1alpha1.Removal, len(p.Actions))}
+	if stop, err := g.stop(p, api); stop != "" || err != nil {
 		t.Errorf("two force deletions of two allowed: stopped by %q, %v", stop, err)
 	}
 	if n := ForceDeletions(p); n != 2 {
 		t.Errorf("ForceDeletions: %d, want 2", n)
 	}
 	g.MaxForceDeletions = 1
-	if stop, _ := g.stop(p, rows); stop != Breaker || rows[2].Result != finalizev1alpha1.ResultKept {
-		t.Errorf("two force deletions of one allowed: stopped by %q, rows %+v", stop, rows)
+	if stop, _ := g.stop(p, api); stop != Breaker || api.Actions[2].Result != finalizev1alpha1.ResultKept {
+		t.Errorf("two force deletions of one allowed: stopped by %q, rows %+v", stop, api.Actions)
 	}
 }
 
@@ -89,7 +89,7 @@ func runner(kc *kubefake.Clientset, objs ...runtime.Object) (*Runner, *metadataf
 // writes nothing, and the breaker keeps every action saying why.
 func TestAGateStopsTheRunBeforeAnyWrite(t *testing.T) {
 	refused := forced("a", "one")
-	refused.Refusals = []plan.Refusal{{Target: configmaps.Ref("a", "two", "uid-two"), Finalizer: fin, Kind: finalizev1alpha1.RefusalSystem, Why: "system"}}
+	refused.Refusals = []plan.Refusal{{Removal: finalizev1alpha1.Removal{Target: configmaps.Ref("a", "two", "uid-two"), Finalizer: fin, Kind: finalizev1alpha1.RefusalSystem, Message: "system"}}}
 	for _, tt := range []struct {
 		name    string
 		plan    *plan.Plan
@@ -104,7 +104,7 @@ func TestAGateStopsTheRunBeforeAnyWrite(t *testing.T) {
 			Breaker, "not removed: the pass planned 1 removals, more than the 0 allowed (maxRemovals); nothing was written"},
 		{"too many force deletions", podsForced("one", "two"), Gates{Breaker: true, MaxRemovals: 20, MaxForceDeletions: 1},
 			Breaker, "not removed: the pass planned 2 force deletions of pods, more than the 1 allowed (maxForceDeletions); nothing was written"},
-		{"declined", forced("a", "one"), Gates{Confirm: func(*plan.Plan) (bool, error) { return false, nil }}, Declined, ""},
+		{"declined", forced("a", "one"), Gates{Confirm: func(*finalizev1alpha1.RemovalPlan) (bool, error) { return false, nil }}, Declined, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r, meta := runner(kubefake.NewClientset(), stuck("a", "one", "two")...)
@@ -124,7 +124,7 @@ func TestAGateStopsTheRunBeforeAnyWrite(t *testing.T) {
 	}
 	r, _ := runner(kubefake.NewClientset())
 	failed := errors.New("no terminal")
-	if out, err := r.Act(context.Background(), forced("a", "one"), Gates{Confirm: func(*plan.Plan) (bool, error) { return false, failed }}); out != nil || !errors.Is(err, failed) {
+	if out, err := r.Act(context.Background(), forced("a", "one"), Gates{Confirm: func(*finalizev1alpha1.RemovalPlan) (bool, error) { return false, failed }}); out != nil || !errors.Is(err, failed) {
 		t.Errorf("a confirmation that failed: %+v, %v; want no outcome and its error", out, err)
 	}
 }
@@ -135,7 +135,7 @@ func TestNoWriteWithoutAnAudit(t *testing.T) {
 	r, meta := runner(kubefake.NewClientset(), stuck("a", "one")...)
 	r.DryRun = write.DryRunNone
 	confirmed := false
-	out, err := r.Act(context.Background(), forced("a", "one"), Gates{Confirm: func(*plan.Plan) (bool, error) { confirmed = true; return true, nil }})
+	out, err := r.Act(context.Background(), forced("a", "one"), Gates{Confirm: func(*finalizev1alpha1.RemovalPlan) (bool, error) { confirmed = true; return true, nil }})
 	if out != nil || err == nil || !strings.Contains(err.Error(), "without an audit log") {
 		t.Fatalf("Act: %+v, %v; want no outcome and the missing audit named", out, err)
 	}

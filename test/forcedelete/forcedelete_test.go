@@ -195,7 +195,7 @@ func TestAPodOfADeletedNodeIsForceDeletedOnlyVerified(t *testing.T) {
 		t.Error("the pod still exists")
 	}
 	recs := auditLines(t, audit)
-	if len(recs) != 1 || recs[0].Action != write.ReasonPodForceDeleted || recs[0].Node != nodeName || !recs[0].Verified ||
+	if len(recs) != 1 || recs[0].Action != plan.ReasonPodForceDeleted || recs[0].Node != nodeName || !recs[0].Verified ||
 		!strings.Contains(recs[0].Evidence, "GET nodes/"+nodeName+": 404") || recs[0].ResourceVersion != p.ResourceVersion || !recs[0].Deleted {
 		t.Errorf("audit %+v", recs)
 	}
@@ -284,7 +284,7 @@ func TestAPodThatChangedIsNotDeleted(t *testing.T) {
 		}
 	}}
 	target := plan.Target{Resource: pods, Namespace: ns, Name: "racy", UID: p.UID, ResourceVersion: p.ResourceVersion,
-		ForceDelete: true, Node: "gone-node-xyz-" + ns, NodeGone: true, GraceMargin: time.Second}
+		Kind: plan.ForceDelete, Node: "gone-node-xyz-" + ns, NodeGone: true, GraceMargin: time.Second}
 	out, err := remover.ForceDelete(t.Context(), target, write.DryRunNone)
 	if err == nil || !strings.Contains(err.Error(), "the precondition on uid") || !strings.Contains(err.Error(), "nothing was deleted") || out.Result != "" {
 		t.Errorf("out %+v, err %v", out, err)
@@ -336,7 +336,7 @@ func TestReconcileDeletesAVerifiedPodAndKeepsTheOther(t *testing.T) {
 		t.Error("want orphan deleted and waiting kept")
 	}
 	recs := auditLines(t, audit)
-	if len(recs) != 1 || recs[0].Action != write.ReasonPodForceDeleted || recs[0].Node != never || recs[0].Rule != "gone-nodes" {
+	if len(recs) != 1 || recs[0].Action != plan.ReasonPodForceDeleted || recs[0].Node != never || recs[0].Rule != "gone-nodes" {
 		t.Errorf("audit %+v", recs)
 	}
 	if ev := event(t, ns, p.UID); !strings.HasPrefix(ev, "PodForceDeleted: ") {
@@ -426,7 +426,7 @@ func TestAPersonForcesADeletionWithAReason(t *testing.T) {
 		t.Fatalf("code %d, stdout %q; stderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	recs := auditLines(t, audit)
-	if len(recs) != 1 || recs[0].Action != write.ReasonPodForceDeletedUnverified || recs[0].Verified || recs[0].Reason != reason || recs[0].Node != "fd-down-"+ns {
+	if len(recs) != 1 || recs[0].Action != plan.ReasonPodForceDeletedUnverified || recs[0].Verified || recs[0].Reason != reason || recs[0].Node != "fd-down-"+ns {
 		t.Errorf("audit %+v", recs)
 	}
 	if ev := event(t, ns, p.UID); !strings.HasPrefix(ev, "PodForceDeletedUnverified: ") || !strings.Contains(ev, "forced with reason: "+reason) {

@@ -70,7 +70,7 @@ func readAfresh(t *testing.T, ctx context.Context, clients *client.Clients, res 
 	planner := &plan.Planner{Result: res, Content: &plan.ContentReader{Discovery: clients.Discovery, Metadata: clients.Metadata}}
 	p := planner.Plan(ctx, []plan.Request{requests[full], requests[empty]}, opts)
 	if len(p.Refusals) != 1 || p.Refusals[0].Target.Name != full || p.Refusals[0].Kind != finalizev1alpha1.RefusalStranding ||
-		!strings.Contains(p.Refusals[0].Why, "configmaps/left-behind") {
+		!strings.Contains(p.Refusals[0].Message, "configmaps/left-behind") {
 		t.Errorf("read afresh, the namespace holding a configmap: refusals %+v; want one Stranding refusal naming configmaps/left-behind", p.Refusals)
 	}
 	if len(p.Actions) != 1 || p.Actions[0].Name != empty {

@@ -26,7 +26,6 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/reconcile"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 )
@@ -416,7 +415,7 @@ func (o *Options) reconciler(ctx context.Context) (*reconcile.Reconciler, func()
 	}
 	// Opened now, once: a log that cannot be written fails the command before any pass,
 	// and every pass records to it.
-	audit := &remove.Audit{Path: o.AuditLog, Stderr: o.ErrOut, Warn: func(err error) { fmt.Fprintf(o.ErrOut, "Warning: %v\n", err) }}
+	audit := &write.Audit{Path: o.AuditLog, Stderr: o.ErrOut, Warn: func(err error) { fmt.Fprintf(o.ErrOut, "Warning: %v\n", err) }}
 	if _, err := audit.Open(ctx, o.clients.Kube); err != nil {
 		return nil, nil, err
 	}

@@ -14,19 +14,13 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/api/meta"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/util"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/reconcile"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
@@ -304,62 +298,28 @@ func (o *Options) forceDelete() bool {
 // Run plans, previews, confirms and removes.
 func (o *Options) Run(ctx context.Context) error {
 	opts, done := o.ListFlags.ScanOptions(o.ErrOut)
-	opts.Namespace = o.scope()
-	opts.PodGraceMargin = o.PodGraceMargin
 	if o.forceDelete() && o.PodGraceMargin < plan.MinPodGraceMargin {
 		o.warn(fmt.Errorf("--%s %s is below %s: a pod is force-deleted %s after its grace period, when a kubelet that still reports may not have stopped its containers yet",
 			flagPodGraceMargin, o.PodGraceMargin, plan.MinPodGraceMargin, o.PodGraceMargin))
 	}
-	// Every age (a rule's minAge, a pod's grace period and margin, a kubelet's last sign
-	// of life) is measured by the API server's clock: a run that decides by one fails
-	// without it.
-	clk := plan.NewServerClock(ctx, o.clients.Kube)
-	if err := clk.Err(); err != nil {
-		if o.policy != nil || o.forceDelete() {
-			done()
-			return fmt.Errorf("%w: a rule's minAge and a pod's grace period are measured by it; nothing was removed", err)
-		}
-		o.warn(fmt.Errorf("%w: ages are shown by this machine's clock, which may be off", err))
-	}
-	opts.Clock = clk
-	var verifier *policy.Verifier
-	if o.policy != nil {
-		verifier = policy.NewVerifier(o.policy, o.clients.Dynamic, provider.Options{Dynamic: o.clients.Dynamic, Mapper: o.mapper})
-		verifier.Clock = clk
-		// The rules' providers are checked against live objects anywhere in the cluster.
-		opts.Namespace, opts.Observe = "", verifier.Controls.Observe
-	}
-	rep, err := pipeline.Diagnose(ctx, o.clients, opts, doctor.Options{})
-	done()
-	if err != nil {
-		return err
-	}
-	util.PrintWarnings(o.ErrOut, rep.Warnings)
-	reqs, err := o.requests(ctx, rep)
-	if err != nil {
-		fmt.Fprintln(o.ErrOut, "Nothing was removed.")
-		return err
-	}
-	audit := &remove.Audit{Path: o.AuditLog, Stderr: o.ErrOut, Warn: o.warn}
+	audit := &write.Audit{Path: o.AuditLog, Stderr: o.ErrOut, Warn: o.warn}
 	defer audit.Close()
-	runner := &remove.Runner{Clients: o.clients, Scan: rep.Result, CauseOf: rep.Cause,
+	out, err := remove.Run(ctx, o.clients, remove.Config{
+		Targets: o.targets, Finalizers: o.Finalizers, All: o.AllFinalizers, ForceDelete: o.forceDelete(),
+		Policy: o.policy, Mapper: o.mapper, Scan: opts, ScanDone: done,
 		Options: plan.Options{ForceUnverified: o.ForceUnverified, Reason: o.Reason, AllowSystem: o.AllowSystem, AllowStranding: o.AllowStranding,
 			PodGraceMargin: o.PodGraceMargin},
-		DryRun: o.dryRun, Audit: audit, BackupDir: o.BackupDir, OnRecord: o.report, Warn: o.warn, Clock: clk}
-	if verifier != nil {
-		runner.Verifier = verifier
-	}
-	p := runner.Plan(ctx, reqs)
-	if verifier != nil {
-		o.warnRules(verifier)
-	}
-	confirm := func(p *plan.Plan) (bool, error) { return o.previewAndConfirm(p, runner.API(p)) }
-	out, err := runner.Act(ctx, p, remove.Gates{AllOrNothing: true, Confirm: confirm})
+		DryRun: o.dryRun, Audit: audit, BackupDir: o.BackupDir, Confirm: o.previewAndConfirm, OnRecord: o.report, Warn: o.warn,
+	})
+	var targets *remove.TargetsError
 	switch {
+	case errors.As(err, &targets):
+		fmt.Fprintln(o.ErrOut, "Nothing was removed.")
+		return err
 	case out == nil:
 		return err
 	case out.Stopped == remove.Refused:
-		return o.refused(p, out.Plan)
+		return o.refused(out.Plan)
 	case out.Stopped == remove.Declined:
 		fmt.Fprintln(o.ErrOut, "Nothing was removed.")
 		return nil
@@ -367,86 +327,16 @@ func (o *Options) Run(ctx context.Context) error {
 	return errors.Join(err, o.printPlan(out.Plan))
 }
 
-// requests are the requested removals, each from a stuck object a target names; the
-// error says why some target cannot be worked on.
-func (o *Options) requests(ctx context.Context, rep *doctor.Report) ([]plan.Request, error) {
-	var reqs []plan.Request
-	var missing []error
-	for _, t := range o.targets {
-		obj, err := o.find(ctx, rep, t)
-		if err != nil {
-			missing = append(missing, err)
-			continue
-		}
-		reqs = append(reqs, plan.Request{Object: obj, Finalizers: o.Finalizers, All: o.AllFinalizers, ForceDelete: o.forceDelete()})
-	}
-	return reqs, utilerrors.NewAggregate(missing)
-}
-
 func (o *Options) warn(err error) { fmt.Fprintf(o.ErrOut, "Warning: %v\n", err) }
 
-// warnRules says which rules' answers could not be trusted, and why.
-func (o *Options) warnRules(v *policy.Verifier) {
-	for _, st := range v.RuleStatuses() {
-		if st.Distrust == "" {
-			continue
-		}
-		what := "is not trusted"
-		if st.Broken {
-			what = "is BROKEN"
-		}
-		fmt.Fprintf(o.ErrOut, "Warning: rule %s %s: %s\n", st.Rule, what, st.Distrust)
-	}
-}
-
-// scope is the namespace a diagnosis covering every target can be limited to, or "" for
-// the whole cluster.
-func (o *Options) scope() string {
-	ns := ""
-	for i, t := range o.targets {
-		tns := t.Namespace
-		if t.Resource.IsNamespaces() {
-			tns = t.Name
-		}
-		if tns == "" || (i > 0 && tns != ns) {
-			return ""
-		}
-		ns = tns
-	}
-	return ns
-}
-
-// find returns the stuck object a target names, or says why it cannot be worked on.
-func (o *Options) find(ctx context.Context, rep *doctor.Report, t plan.Target) (*kube.Object, error) {
-	for _, obj := range rep.Result.Objects {
-		if obj.Resource.GroupResource() == t.Resource.GroupResource() && obj.Meta.Namespace == t.Namespace && obj.Meta.Name == t.Name {
-			return obj, nil
-		}
-	}
-	// Not found stuck: read it, to say why (or to find one the scan could not list).
-	remover := &write.Remover{Metadata: o.clients.Metadata, Kube: o.clients.Kube}
-	obj, err := remover.Read(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case obj.Meta.DeletionTimestamp == nil:
-		return nil, fmt.Errorf("%s is not being deleted: removing a finalizer now would let its deletion skip the cleanup later; delete it first", t.Ref())
-	case len(obj.Finalizers) == 0 && !o.forceDelete():
-		return nil, fmt.Errorf("%s is being deleted and has no finalizers left", t.Ref())
-	}
-	owner.NewResolver(owner.Builtin(), rep.Result.Groups).Annotate([]*kube.Object{obj})
-	return obj, nil
-}
-
 // refused says which requested removals were refused, and which flag would allow each.
-func (o *Options) refused(p *plan.Plan, api *finalizev1alpha1.RemovalPlan) error {
+func (o *Options) refused(api *finalizev1alpha1.RemovalPlan) error {
 	var lines []string
 	needsFlag := true
-	for _, r := range p.Refusals {
-		line := fmt.Sprintf("  %s: finalizer %s: %s", r.Target, r.Finalizer, r.Why)
-		if r.ForceDelete {
-			line = fmt.Sprintf("  %s: force deletion: %s", r.Target, r.Why)
+	for _, r := range api.Refusals {
+		line := fmt.Sprintf("  %s: finalizer %s: %s", r.Target, r.Finalizer, r.Message)
+		if r.Action == finalizev1alpha1.ActionForceDelete {
+			line = fmt.Sprintf("  %s: force deletion: %s", r.Target, r.Message)
 		}
 		if flag := unlockedBy[r.Kind]; flag != "" {
 			line += "; to remove it anyway: " + flag
@@ -459,7 +349,7 @@ func (o *Options) refused(p *plan.Plan, api *finalizev1alpha1.RemovalPlan) error
 	if err := o.printPlan(api); err != nil {
 		return err
 	}
-	err := fmt.Errorf("refusing %d of %d requested removals:\n%s", len(p.Refusals), len(p.Refusals)+len(p.Actions), strings.Join(lines, "\n"))
+	err := fmt.Errorf("refusing %d of %d requested removals:\n%s", len(api.Refusals), len(api.Refusals)+len(api.Actions), strings.Join(lines, "\n"))
 	if needsFlag {
 		return util.UsageError(err)
 	}
@@ -468,17 +358,17 @@ func (o *Options) refused(p *plan.Plan, api *finalizev1alpha1.RemovalPlan) error
 
 // previewAndConfirm shows what will be removed, then asks unless this is a dry run or
 // --yes confirmed already.
-func (o *Options) previewAndConfirm(p *plan.Plan, api *finalizev1alpha1.RemovalPlan) (bool, error) {
-	if err := o.preview(p, api); err != nil {
+func (o *Options) previewAndConfirm(api *finalizev1alpha1.RemovalPlan) (bool, error) {
+	if err := o.preview(api); err != nil {
 		return false, err
 	}
 	if o.dryRun != write.DryRunNone || o.Yes {
 		return true, nil
 	}
-	return o.confirm(p)
+	return o.confirm(api)
 }
 
-func (o *Options) preview(p *plan.Plan, api *finalizev1alpha1.RemovalPlan) error {
+func (o *Options) preview(api *finalizev1alpha1.RemovalPlan) error {
 	suffix := ""
 	switch o.dryRun {
 	case write.DryRunClient:
@@ -486,22 +376,22 @@ func (o *Options) preview(p *plan.Plan, api *finalizev1alpha1.RemovalPlan) error
 	case write.DryRunServer:
 		suffix = " (server dry run)"
 	}
-	fmt.Fprintf(o.ErrOut, "About to %s%s:\n", what(p), suffix)
+	fmt.Fprintf(o.ErrOut, "About to %s%s:\n", what(api), suffix)
 	return printer.Removals(o.ErrOut, api.Actions, printer.RemovalTableOptions{})
 }
 
 // what says what the plan does: "remove 2 finalizers from 1 object", "force-delete 1
 // pod", or both.
-func what(p *plan.Plan) string {
+func what(api *finalizev1alpha1.RemovalPlan) string {
 	pods, finalizers := 0, 0
 	objects := map[string]bool{}
-	for _, a := range p.Actions {
-		if a.ForceDelete {
+	for _, a := range api.Actions {
+		if a.Action == finalizev1alpha1.ActionForceDelete {
 			pods++
 			continue
 		}
 		finalizers++
-		objects[string(a.UID)] = true
+		objects[string(a.Target.UID)] = true
 	}
 	var parts []string
 	if pods > 0 {
@@ -514,15 +404,15 @@ func what(p *plan.Plan) string {
 }
 
 // confirm asks on a terminal; default No. Without a terminal it refuses.
-func (o *Options) confirm(p *plan.Plan) (bool, error) {
+func (o *Options) confirm(api *finalizev1alpha1.RemovalPlan) (bool, error) {
 	if !o.isTerminal() {
 		act := "remove finalizers"
-		if !strings.Contains(what(p), "finalizer") {
+		if !strings.Contains(what(api), "finalizer") {
 			act = "force-delete pods"
 		}
 		return false, util.UsageError(fmt.Errorf("refusing to %s without confirmation: stdin is not a terminal; pass --yes to confirm", act))
 	}
-	w := what(p)
+	w := what(api)
 	fmt.Fprintf(o.ErrOut, "%s%s? [y/N]: ", strings.ToUpper(w[:1]), w[1:])
 	answer, err := bufio.NewReader(o.In).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {

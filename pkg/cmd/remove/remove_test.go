@@ -11,6 +11,7 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/testing"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 )
 
@@ -85,9 +86,9 @@ func TestPreviewAndDryRun(t *testing.T) {
 		t.Errorf("preview:\n%s\nwant\n%s", r.Stderr, wantPreview)
 	}
 	r = cmdtesting.Run(NewCmdRemove, cluster(), "", append([]string{"cm/cfg", "--finalizer", "a.example.com/x", "--dry-run=client", "-o", "json"}, force...)...)
-	var plan finalizev1alpha1.RemovalPlan
-	if err := json.Unmarshal([]byte(r.Stdout), &plan); err != nil || plan.Kind != "RemovalPlan" || plan.DryRun != "client" || len(plan.Actions) != 1 ||
-		plan.Actions[0].Result != finalizev1alpha1.ResultWouldRemove || plan.Actions[0].Reason != "INC-1" {
+	var got finalizev1alpha1.RemovalPlan
+	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil || got.Kind != "RemovalPlan" || got.DryRun != "client" || len(got.Actions) != 1 ||
+		got.Actions[0].Result != finalizev1alpha1.ResultWouldRemove || got.Actions[0].Reason != "INC-1" {
 		t.Errorf("-o json: %v\n%s", err, r.Stdout)
 	}
 }
@@ -111,7 +112,7 @@ func TestARemovalGoesThroughTheExecutor(t *testing.T) {
 	}
 	var rec write.Record
 	line := r.Stderr[strings.LastIndex(strings.TrimSpace(r.Stderr), "\n")+1:]
-	if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Action != write.ReasonForceRemoved || rec.Reason != "INC-1" || !slices.Equal(rec.Remaining, []string{"orphan"}) || rec.Event == "" {
+	if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Action != plan.ReasonForceRemoved || rec.Reason != "INC-1" || !slices.Equal(rec.Remaining, []string{"orphan"}) || rec.Event == "" {
 		t.Errorf("audit line %q: %v %+v", line, err, rec)
 	}
 }

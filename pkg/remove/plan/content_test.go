@@ -32,7 +32,7 @@ func TestANamespaceTheScanDidNotIndexIsNotEmpty(t *testing.T) {
 	opts := Options{ForceUnverified: true, Reason: "x", AllowSystem: true}
 	p := (&Planner{Result: res}).Plan(context.Background(), []Request{{Object: late, All: true}, {Object: listed, All: true}}, opts)
 	if len(p.Refusals) != 1 || p.Refusals[0].Target.Name != "late" || p.Refusals[0].Kind != finalizev1alpha1.RefusalStranding ||
-		!strings.Contains(p.Refusals[0].Why, "the scan did not index what namespace late holds") {
+		!strings.Contains(p.Refusals[0].Message, "the scan did not index what namespace late holds") {
 		t.Errorf("refusals %+v; want the namespace the scan did not index refused", p.Refusals)
 	}
 	if len(p.Actions) != 1 || p.Actions[0].Name != "listed" {

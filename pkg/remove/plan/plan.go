@@ -72,9 +72,7 @@ func (a *Action) API() finalizev1alpha1.Removal {
 		Target: a.Ref(), Finalizer: a.Finalizer.Name, Field: a.Field, Owner: a.Finalizer.Owner,
 		Rule: a.Verification.Rule, Verdict: a.Verification.Verdict, Evidence: a.Verification.Evidence,
 	}
-	if a.ForceDelete {
-		r.Action, r.Node = finalizev1alpha1.ActionForceDelete, a.Node
-	}
+	r.Action, r.Node = a.WriteKind().Action(), a.Node
 	if a.Cause != nil {
 		r.Cause = a.Cause.Reason
 	}
@@ -87,34 +85,28 @@ func (a *Action) API() finalizev1alpha1.Removal {
 	return r
 }
 
-// Refusal is a removal that will not happen, and why.
+// Refusal is a removal that will not happen: its row as the API shows it (Target,
+// Action and Node, Finalizer, Field, Owner, Cause, as the scan and the doctor found them,
+// so that a kept finalizer is reported as fully as a removed one), with the refusal's Kind
+// and, in Message, why; and what the plan knew besides.
 type Refusal struct {
-	Target    finalizev1alpha1.ObjectReference
-	Finalizer string
-	// Field, Owner and Cause are the finalizer's as the scan and the doctor found them,
-	// so that a kept finalizer is reported as fully as a removed one (empty when the
-	// object has no such finalizer).
-	Field, Owner, Cause string
-	Kind                finalizev1alpha1.RefusalKind
-	Why                 string
+	finalizev1alpha1.Removal
 	// Verification is what the verifier answered, if it was asked.
 	Verification Verification
-	// ForceDelete: the refusal is of a pod's force deletion, whose deletion waits for the
-	// kubelet of Node; Finalizer is empty.
-	ForceDelete bool
-	Node        string
 	// ObjectGone: the object was deleted (or replaced by a namesake) since the scan;
 	// nothing is left to decide.
 	ObjectGone bool
 }
 
-// API is the refusal as the plan prints it.
-func (r *Refusal) API() finalizev1alpha1.Refusal {
-	out := finalizev1alpha1.Refusal{Target: r.Target, Finalizer: r.Finalizer, Kind: r.Kind, Message: r.Why,
-		Rule: r.Verification.Rule, Verdict: r.Verification.Verdict, Evidence: r.Verification.Evidence}
-	if r.ForceDelete {
-		out.Action, out.Node = finalizev1alpha1.ActionForceDelete, r.Node
-	}
+// refusal is a refusal of kind, saying why.
+func refusal(kind finalizev1alpha1.RefusalKind, why string) *Refusal {
+	return &Refusal{Removal: finalizev1alpha1.Removal{Kind: kind, Message: why}}
+}
+
+// API is the refusal's row, with what the verifier answered.
+func (r *Refusal) API() finalizev1alpha1.Removal {
+	out := r.Removal
+	out.Rule, out.Verdict, out.Evidence = r.Verification.Rule, r.Verification.Verdict, r.Verification.Evidence
 	return out
 }
 
@@ -224,12 +216,13 @@ func (p *Planner) Plan(ctx context.Context, reqs []Request, opts Options) *Plan 
 			for _, f := range c.o.Finalizers {
 				have = append(have, f.Name)
 			}
-			plan.Refusals = append(plan.Refusals, Refusal{Target: c.o.Ref(), Finalizer: c.name, Kind: finalizev1alpha1.RefusalNoSuchFinalizer,
-				Why: fmt.Sprintf("it has no such finalizer (it has: %s)", strings.Join(have, ", "))})
+			r := refusal(finalizev1alpha1.RefusalNoSuchFinalizer, fmt.Sprintf("it has no such finalizer (it has: %s)", strings.Join(have, ", ")))
+			r.Target, r.Finalizer = c.o.Ref(), c.name
+			plan.Refusals = append(plan.Refusals, *r)
 			continue
 		}
 		a := Action{
-			Target:       Target{Resource: c.o.Resource, Namespace: c.o.Meta.Namespace, Name: c.o.Meta.Name, UID: c.o.Meta.UID, Finalizer: c.fin.Name, Field: c.fin.Field},
+			Target:       Target{Kind: FinalizerKind(c.fin.Field), Resource: c.o.Resource, Namespace: c.o.Meta.Namespace, Name: c.o.Meta.Name, UID: c.o.Meta.UID, Finalizer: c.fin.Name, Field: c.fin.Field},
 			Finalizer:    *c.fin,
 			Verification: c.verify,
 			Verified:     c.verify.Gone(),
@@ -303,32 +296,27 @@ func (p *Planner) refuse(ctx context.Context, a *Action, o *kube.Object, opts Op
 	v := &a.Verification
 	ruleAllowsSystem := opts.SystemByRule && a.Verified && v.AllowSystem
 	if isSystem(a.Finalizer) && !opts.AllowSystem && !ruleAllowsSystem {
-		return &Refusal{Kind: finalizev1alpha1.RefusalSystem, Why: systemWhy(catalog, a.Finalizer, guards, cause)}
+		return refusal(finalizev1alpha1.RefusalSystem, systemWhy(catalog, a.Finalizer, guards, cause))
 	}
-	if a.Field == finalizev1alpha1.FieldSpecFinalizers && a.Finalizer.Name == "kubernetes" && !opts.AllowStranding {
-		if why := p.stranding(ctx, o); why != "" {
-			return &Refusal{Kind: finalizev1alpha1.RefusalStranding,
-				Why: why + "; removing it now would strand those objects in etcd, where a namespace created later under the same name shows them again"}
-		}
+	if r := a.WriteKind().refuse(ctx, p, a, o, opts); r != nil {
+		return r
 	}
 	if a.Verified || (opts.ForceUnverified && strings.TrimSpace(opts.Reason) != "") {
 		return nil
 	}
 	switch {
 	case v.Rule == "":
-		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: fmt.Sprintf("nothing verified that %s%s", guards, cause)}
+		return refusal(finalizev1alpha1.RefusalUnverified, fmt.Sprintf("nothing verified that %s%s", guards, cause))
 	case v.Status == TooYoung:
-		return &Refusal{Kind: finalizev1alpha1.RefusalTooYoung, Why: fmt.Sprintf("rule %s does not verify it yet: %s", v.Rule, v.Evidence)}
+		return refusal(finalizev1alpha1.RefusalTooYoung, fmt.Sprintf("rule %s does not verify it yet: %s", v.Rule, v.Evidence))
 	case v.Unread():
-		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: fmt.Sprintf("rule %s could not verify it: %s", v.Rule, v.Detail)}
+		return refusal(finalizev1alpha1.RefusalUnverified, fmt.Sprintf("rule %s could not verify it: %s", v.Rule, v.Detail))
 	case v.Status == Distrusted:
-		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified, Why: fmt.Sprintf("rule %s cannot be trusted: %s", v.Rule, v.Detail)}
+		return refusal(finalizev1alpha1.RefusalUnverified, fmt.Sprintf("rule %s cannot be trusted: %s", v.Rule, v.Detail))
 	case v.Verdict == finalizev1alpha1.VerdictRetained:
-		return &Refusal{Kind: finalizev1alpha1.RefusalUnverified,
-			Why: fmt.Sprintf("rule %s: the external resource is retained by design, and the rule does not set allowRetained: %s", v.Rule, v.Evidence)}
+		return refusal(finalizev1alpha1.RefusalUnverified, fmt.Sprintf("rule %s: the external resource is retained by design, and the rule does not set allowRetained: %s", v.Rule, v.Evidence))
 	}
-	return &Refusal{Kind: finalizev1alpha1.RefusalUnverified,
-		Why: fmt.Sprintf("rule %s: the provider answered %s: %s", v.Rule, v.Verdict, v.Evidence)}
+	return refusal(finalizev1alpha1.RefusalUnverified, fmt.Sprintf("rule %s: the provider answered %s: %s", v.Rule, v.Verdict, v.Evidence))
 }
 
 // systemWhy says why the system finalizer fin is refused: the catalogue's owner of it and

@@ -67,7 +67,7 @@ func TestPlanWithAVerifier(t *testing.T) {
 				CauseOf: func(*kube.Object) *finalizev1alpha1.Cause { return inactive }}
 			p := planner.Plan(context.Background(), []Request{{Object: db, Finalizers: []string{tt.finalizer}}}, tt.opts)
 			if tt.wantKind != "" {
-				if len(p.Refusals) != 1 || p.Refusals[0].Kind != tt.wantKind || !strings.Contains(p.Refusals[0].Why, tt.wantWhy) {
+				if len(p.Refusals) != 1 || p.Refusals[0].Kind != tt.wantKind || !strings.Contains(p.Refusals[0].Message, tt.wantWhy) {
 					t.Fatalf("want a %s refusal saying %q, got %+v", tt.wantKind, tt.wantWhy, p)
 				}
 				if r := p.Refusals[0].API(); r.Rule != tt.answer.Rule || r.Verdict != tt.answer.Verdict {
@@ -143,7 +143,7 @@ func TestPlanRefuses(t *testing.T) {
 				t.Fatalf("want one refusal, got %+v", p)
 			}
 			r := p.Refusals[0]
-			if r.Kind != tt.wantKind || !strings.Contains(r.Why, tt.wantWhy) {
+			if r.Kind != tt.wantKind || !strings.Contains(r.Message, tt.wantWhy) {
 				t.Errorf("refusal %+v, want kind %q and why containing %q", r, tt.wantKind, tt.wantWhy)
 			}
 		})
@@ -151,7 +151,7 @@ func TestPlanRefuses(t *testing.T) {
 	// With an incomplete scan, an empty-looking namespace is not proven empty.
 	res.Incomplete = []finalizev1alpha1.IncompleteResource{{GroupVersion: "metrics.example.com/v1", Reason: "DiscoveryFailed"}}
 	p := (&Planner{Result: res, CauseOf: causeOf}).Plan(context.Background(), []Request{{Object: empty, All: true}}, Options{ForceUnverified: true, Reason: "x", AllowSystem: true})
-	if len(p.Refusals) != 1 || p.Refusals[0].Kind != finalizev1alpha1.RefusalStranding || !strings.Contains(p.Refusals[0].Why, "the scan could not list metrics.example.com/v1") {
+	if len(p.Refusals) != 1 || p.Refusals[0].Kind != finalizev1alpha1.RefusalStranding || !strings.Contains(p.Refusals[0].Message, "the scan could not list metrics.example.com/v1") {
 		t.Errorf("incomplete scan: %+v", p)
 	}
 }

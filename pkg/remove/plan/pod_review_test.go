@@ -80,8 +80,8 @@ func TestEvidenceAgainstAForceDeletionCannotBeForced(t *testing.T) {
 				t.Fatalf("want one refusal: %+v", p)
 			}
 			r := p.Refusals[0]
-			if r.Kind != tt.wantKind || !strings.Contains(r.Why, tt.wantWhy) || strings.Contains(r.Why, "--force-unverified") {
-				t.Errorf("refusal %s: %s; want %s containing %q, naming no flag", r.Kind, r.Why, tt.wantKind, tt.wantWhy)
+			if r.Kind != tt.wantKind || !strings.Contains(r.Message, tt.wantWhy) || strings.Contains(r.Message, "--force-unverified") {
+				t.Errorf("refusal %s: %s; want %s containing %q, naming no flag", r.Kind, r.Message, tt.wantKind, tt.wantWhy)
 			}
 		})
 	}
@@ -137,8 +137,8 @@ func TestASignOfALiveKubeletRefusesAForceDeletion(t *testing.T) {
 					t.Fatalf("want one refusal: %+v", p)
 				}
 				r := p.Refusals[0]
-				if r.Kind != tt.wantKind || !strings.Contains(r.Why, tt.wantWhy) || r.Verification.Unread() != tt.unread || len(v.asked) != 0 {
-					t.Errorf("refusal %s: %s (unread %v, asked %d); want %s containing %q, unread %v, nothing asked", r.Kind, r.Why, r.Verification.Unread(), len(v.asked), tt.wantKind, tt.wantWhy, tt.unread)
+				if r.Kind != tt.wantKind || !strings.Contains(r.Message, tt.wantWhy) || r.Verification.Unread() != tt.unread || len(v.asked) != 0 {
+					t.Errorf("refusal %s: %s (unread %v, asked %d); want %s containing %q, unread %v, nothing asked", r.Kind, r.Message, r.Verification.Unread(), len(v.asked), tt.wantKind, tt.wantWhy, tt.unread)
 				}
 			}
 		})
@@ -201,8 +201,8 @@ func TestReadFailuresAreNotTimingRefusals(t *testing.T) {
 				t.Fatalf("want one refusal: %+v", p)
 			}
 			r := p.Refusals[0]
-			if r.Kind != tt.wantKind || r.ObjectGone != tt.gone || r.Verification.Unread() != tt.unread || !strings.Contains(r.Why, tt.wantWhy) {
-				t.Errorf("refusal %s %q (gone %v, unread %v); want %s %q, gone %v, unread %v", r.Kind, r.Why, r.ObjectGone, r.Verification.Unread(), tt.wantKind, tt.wantWhy, tt.gone, tt.unread)
+			if r.Kind != tt.wantKind || r.ObjectGone != tt.gone || r.Verification.Unread() != tt.unread || !strings.Contains(r.Message, tt.wantWhy) {
+				t.Errorf("refusal %s %q (gone %v, unread %v); want %s %q, gone %v, unread %v", r.Kind, r.Message, r.ObjectGone, r.Verification.Unread(), tt.wantKind, tt.wantWhy, tt.gone, tt.unread)
 			}
 		})
 	}

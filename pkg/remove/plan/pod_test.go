@@ -92,7 +92,7 @@ func TestPlanForceDeletion(t *testing.T) {
 					t.Fatalf("want one action: %+v", p)
 				}
 				a := p.Actions[0]
-				if !a.ForceDelete || a.Node != "worker-3" || a.UID != "uid-web" || a.ResourceVersion != tt.pod.ResourceVersion || a.Target.Finalizer != "" {
+				if a.Kind != ForceDelete || a.Node != "worker-3" || a.UID != "uid-web" || a.ResourceVersion != tt.pod.ResourceVersion || a.Target.Finalizer != "" {
 					t.Errorf("action %+v", a)
 				}
 				if a.Verified != tt.answer.Gone() || (!a.Verified && a.Reason != tt.opts.Reason) {
@@ -110,8 +110,8 @@ func TestPlanForceDeletion(t *testing.T) {
 				t.Fatalf("want one refusal: %+v", p)
 			}
 			r := p.Refusals[0]
-			if r.Kind != tt.wantKind || !strings.Contains(r.Why, tt.wantWhy) || !r.ForceDelete {
-				t.Errorf("refusal %s: %s, want %s containing %q", r.Kind, r.Why, tt.wantKind, tt.wantWhy)
+			if r.Kind != tt.wantKind || !strings.Contains(r.Message, tt.wantWhy) || r.Action != finalizev1alpha1.ActionForceDelete {
+				t.Errorf("refusal %s: %s, want %s containing %q", r.Kind, r.Message, tt.wantKind, tt.wantWhy)
 			}
 			if api := r.API(); api.Action != finalizev1alpha1.ActionForceDelete {
 				t.Errorf("API %+v", api)
@@ -130,7 +130,7 @@ func TestPlanForceDeletionBeforeTheFinalizers(t *testing.T) {
 		Finalizers: []finalizev1alpha1.Finalizer{{Name: "example.com/x", Field: finalizev1alpha1.FieldMetadataFinalizers}}}
 	planner := &Planner{Kube: fake.NewClientset(pod), Verifier: &podVerifier{}, Now: func() time.Time { return now }}
 	p := planner.Plan(t.Context(), []Request{{Object: scanned, ForceDelete: true, Finalizers: []string{"example.com/x"}}}, Options{ForceUnverified: true, Reason: "INC-2"})
-	if len(p.Actions) != 2 || !p.Actions[0].ForceDelete || p.Actions[1].ForceDelete || p.Actions[1].Finalizer.Name != "example.com/x" {
+	if len(p.Actions) != 2 || p.Actions[0].Kind != ForceDelete || p.Actions[1].Kind == ForceDelete || p.Actions[1].Finalizer.Name != "example.com/x" {
 		t.Fatalf("actions %+v", p.Actions)
 	}
 	if p.Objects() != 1 {

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -10,9 +9,12 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
-// Target is one finalizer of one object, and the uid of the object the decision to remove
-// it was made about.
+// Target is one finalizer of one object (or one pod to force-delete), and the uid of the
+// object the decision to remove it was made about.
 type Target struct {
+	// Kind is what the removal writes; unset, the removal of Finalizer from Field
+	// (FinalizerKind).
+	Kind      Kind
 	Resource  kube.Resource
 	Namespace string
 	Name      string
@@ -35,9 +37,9 @@ type Target struct {
 	// allowSystem too: the rule that matches the object may have changed with it.
 	SystemByRule bool
 
-	// ForceDelete: the target is the force deletion of a pod (Finalizer is empty), guarded
-	// by its UID and ResourceVersion (as read when planned, always set).
-	ForceDelete bool
+	// The rest is a force deletion's (Kind ForceDelete), whose Finalizer is empty and
+	// whose UID and ResourceVersion are the pod's as read when planned, always set.
+	//
 	// Node is the node whose kubelet the pod's deletion waits for; empty for a pod never
 	// scheduled.
 	Node string
@@ -65,9 +67,13 @@ func (t *Target) Ref() finalizev1alpha1.ObjectReference {
 
 // String names the target in errors: "finalizer F of configmaps/cfg -n team-a", or
 // "force deletion of pods/web-0 -n team-a".
-func (t *Target) String() string {
-	if t.ForceDelete {
-		return fmt.Sprintf("force deletion of %s", t.Ref())
+func (t *Target) String() string { return t.WriteKind().Describe(t) }
+
+// WriteKind is the target's kind: Kind, or when it is unset the removal of Finalizer from
+// Field.
+func (t *Target) WriteKind() Kind {
+	if t.Kind != nil {
+		return t.Kind
 	}
-	return fmt.Sprintf("finalizer %s of %s", t.Finalizer, t.Ref())
+	return FinalizerKind(t.Field)
 }

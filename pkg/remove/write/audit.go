@@ -30,16 +30,8 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/version"
 )
 
-// Event reasons of removals.
-const (
-	// ReasonRemoved is the reason of an Event for a removal a provider verified.
-	ReasonRemoved = "FinalizerRemoved"
-	// ReasonForceRemoved is the reason of an Event for a removal forced without
-	// verification.
-	ReasonForceRemoved = "FinalizerForceRemoved"
-	// maxNote is the API server's limit on an Event's note.
-	maxNote = 1024
-)
+// maxNote is the API server's limit on an Event's note.
+const maxNote = 1024
 
 // whoAmI asks the API server who the client is (SelfSubjectReview), for the audit.
 func whoAmI(ctx context.Context, kube client.Interface) (string, error) {
@@ -145,6 +137,58 @@ type Record struct {
 	Backup     string   `json:"backup,omitempty"`
 	Event      string   `json:"event,omitempty"`
 	Error      string   `json:"error,omitempty"`
+}
+
+// Audit is where a run records its removals: the audit log, and the user the API server
+// knows the client as. It is opened when first needed, once.
+type Audit struct {
+	// Path, if set, is the file the lines are appended to; otherwise they go to Stderr.
+	Path   string
+	Stderr io.Writer
+	// Warn receives why the user could not be named; the lines then name "<unknown>".
+	Warn func(error)
+
+	auditor *Auditor
+	file    *os.File
+}
+
+// Open opens the log and asks who the user is, the first time; later calls return the
+// same Auditor. A log that cannot be opened, or that others may write, is an error.
+func (a *Audit) Open(ctx context.Context, kube client.Interface) (*Auditor, error) {
+	if a.auditor != nil {
+		return a.auditor, nil
+	}
+	log := a.Stderr
+	if a.Path != "" {
+		f, err := OpenLog(a.Path)
+		if err != nil {
+			return nil, err
+		}
+		a.file, log = f, f
+	}
+	auditor, err := NewAuditor(ctx, kube, log)
+	if err != nil && a.Warn != nil {
+		a.Warn(fmt.Errorf("%w; the audit names the user as %s", err, auditor.User))
+	}
+	a.auditor = auditor
+	return auditor, nil
+}
+
+// Retry lets a new run try the log again after a line failed in an earlier one (see
+// Auditor.Retry). It does nothing before the log is opened.
+func (a *Audit) Retry() error {
+	if a.auditor == nil {
+		return nil
+	}
+	return a.auditor.Retry()
+}
+
+// Close closes the log file, if one was opened.
+func (a *Audit) Close() error {
+	if a.file == nil {
+		return nil
+	}
+	return a.file.Close()
 }
 
 // NewAuditor returns an Auditor that writes its lines to log and names the user the API
@@ -367,16 +411,7 @@ func newID() string {
 // the Event then goes to "default", still regarding the object. It returns the
 // Event's namespace/name.
 func (a *Auditor) Event(ctx context.Context, t plan.Target, rec *Record) (string, error) {
-	note := fmt.Sprintf("Removed finalizer %s", t.Finalizer)
-	action := "RemoveFinalizer"
-	if t.ForceDelete {
-		node := "a node"
-		if t.Node != "" {
-			node = "node " + t.Node
-		}
-		note = fmt.Sprintf("Force-deleted (gracePeriodSeconds 0) a pod whose deletion waited for the kubelet of %s", node)
-		action = "ForceDeletePod"
-	}
+	action, note := t.WriteKind().Event(&t)
 	at := ""
 	if rec.VerifiedAt != nil {
 		at = " at " + rec.VerifiedAt.UTC().Format(metav1.RFC3339Micro)

@@ -239,7 +239,7 @@ func TestARecordAfterAFailedLineStartsALineOfItsOwn(t *testing.T) {
 // has always had: tools that read it parse these bytes.
 func TestTheAuditLinesKeepTheirShape(t *testing.T) {
 	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	entry := Entry{ID: "0a1b", Time: at, User: "admin", Action: ReasonRemoved,
+	entry := Entry{ID: "0a1b", Time: at, User: "admin", Action: plan.ReasonRemoved,
 		Target:    finalizev1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "a", Name: "cfg", UID: "uid-1"},
 		Finalizer: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers, Verified: true, Rule: "dbs",
 		Verdict: finalizev1alpha1.VerdictGone, Evidence: "404"}
@@ -270,7 +270,7 @@ func TestARegisteredSecretIsInNoRecord(t *testing.T) {
 	if err := redact.Register(secret); err != nil {
 		t.Fatal(err)
 	}
-	entry := Entry{User: "admin", Action: ReasonForceRemoved, Target: finalizev1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "cfg"},
+	entry := Entry{User: "admin", Action: plan.ReasonForceRemoved, Target: finalizev1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "cfg"},
 		Finalizer: "db.example.com/finalizer", Rule: "dbs", Verdict: finalizev1alpha1.VerdictUnknown,
 		Evidence: "exit status 3; stderr: " + strings.Repeat("x", maxNote-100) + " token " + secret, Reason: "INC-1"}
 	var log strings.Builder

@@ -146,16 +146,14 @@ func (e *Executor) warn(err error) {
 // written; if an earlier line failed, the action is not attempted: nil, and the error.
 func (e *Executor) one(ctx context.Context, remover *Remover, a *plan.Action) (*Record, error) {
 	rec := &Record{Entry: Entry{
-		Action: ReasonForceRemoved, Target: a.Ref(), Finalizer: a.Finalizer.Name, Field: a.Field, Verified: a.Verified,
+		Action: a.WriteKind().Reason(a.Verified), Target: a.Ref(), Node: a.Node, Finalizer: a.Finalizer.Name, Field: a.Field, Verified: a.Verified,
 	}}
 	first := a.Verification.Record()
 	rec.verification(first)
 	if a.Verification.Rule != "" {
 		rec.Verifications = 1
 	}
-	if a.Verified {
-		rec.Action = ReasonRemoved
-	} else {
+	if !a.Verified {
 		rec.Reason = a.Reason
 	}
 	// The remover of this action records each verification made again on it, before the
@@ -180,15 +178,8 @@ func (e *Executor) one(ctx context.Context, remover *Remover, a *plan.Action) (*
 		}
 		return nil
 	}
-	act := r.Remove
-	if a.ForceDelete {
-		rec.Node, rec.Action, act = a.Node, ReasonPodForceDeletedUnverified, r.ForceDelete
-		if a.Verified {
-			rec.Action = ReasonPodForceDeleted
-		}
-	}
 	if e.DryRun != DryRunNone {
-		out, err := act(ctx, a.Target, e.DryRun)
+		out, err := r.Remove(ctx, a.Target, e.DryRun)
 		rec.Time, rec.Result, rec.Remaining = metav1.Now().UTC(), out.Result, out.Remaining
 		if err != nil {
 			rec.Error = err.Error()
@@ -234,11 +225,9 @@ func (e *Executor) one(ctx context.Context, remover *Remover, a *plan.Action) (*
 		}
 		rec.Backup = path
 	}
-	out, err := act(ctx, a.Target, DryRunNone)
-	rec.Result, rec.Attempts, rec.Reverified = out.Result, out.Attempts, out.Reverified
-	if a.Verified || a.ForceDelete {
-		rec.ResourceVersion = out.Pinned
-	}
+	out, err := r.Remove(ctx, a.Target, DryRunNone)
+	// Pinned is empty for a forced removal of a finalizer, which no verification pinned.
+	rec.Result, rec.Attempts, rec.Reverified, rec.ResourceVersion = out.Result, out.Attempts, out.Reverified, out.Pinned
 	if err != nil {
 		return rec, finish(err)
 	}

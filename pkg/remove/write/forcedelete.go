@@ -20,16 +20,6 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
-// Event reasons of force deletions.
-const (
-	// ReasonPodForceDeleted is the reason of an Event for the force deletion of a pod that
-	// a rule verified: the machine of its node is gone.
-	ReasonPodForceDeleted = "PodForceDeleted"
-	// ReasonPodForceDeletedUnverified is the reason of an Event for a force deletion a
-	// person forced without verification (--force-unverified --reason).
-	ReasonPodForceDeletedUnverified = "PodForceDeletedUnverified"
-)
-
 // ForceDelete deletes the pod t names with gracePeriodSeconds 0, preconditioned on the
 // uid and resourceVersion it was planned from, after reading the pod and its node once
 // more and watching its node's Lease: nothing is deleted when the pod changed, is no
@@ -39,8 +29,8 @@ const (
 // A pod that changed since it was planned is not decided again here: the error says so,
 // and the next run plans it afresh. With DryRunClient it only reads; with DryRunServer
 // the DELETE is sent with dryRun=All.
-func (r *Remover) ForceDelete(ctx context.Context, t plan.Target, dry DryRun) (Outcome, error) {
-	out := Outcome{Attempts: 1, Pinned: t.ResourceVersion}
+func (r *Remover) ForceDelete(ctx context.Context, t plan.Target, dry DryRun) (Effect, error) {
+	out := Effect{Attempts: 1, Pinned: t.ResourceVersion}
 	if t.UID == "" || t.ResourceVersion == "" {
 		return out, fmt.Errorf("%s: refusing a force deletion without the uid and resourceVersion of the pod it was decided for", t.String())
 	}
@@ -105,7 +95,14 @@ func (r *Remover) ForceDelete(ctx context.Context, t plan.Target, dry DryRun) (O
 	case unanswered(err):
 		return out, fmt.Errorf("%s: the API server did not answer the DELETE (%w): whether the pod was deleted is unknown until it is read again, which a rerun does", t.String(), err)
 	}
-	return out, writeError(t, "delete", err)
+	return out, writeError(t, err)
+}
+
+// forceDelete is ForceDelete as the write of the plan.ForceDelete kind: a pod that
+// changed is never decided again here, but planned afresh by the next run.
+func (r *Remover) forceDelete(ctx context.Context, t *plan.Target, dry DryRun, _ int) (Effect, bool, error) {
+	out, err := r.ForceDelete(ctx, *t, dry)
+	return out, false, err
 }
 
 // checkNode reads the pod's node and its Lease once more, and says why the pod must not
@@ -191,7 +188,7 @@ func (r *Remover) startLeaseWatches(ctx context.Context, actions []plan.Action) 
 	ctx, cancel := context.WithCancel(ctx)
 	ws := &leaseWatches{}
 	for i := range actions {
-		if a := &actions[i]; a.ForceDelete && a.Node != "" {
+		if a := &actions[i]; a.WriteKind() == plan.ForceDelete && a.Node != "" {
 			ws.start(ctx, r.Kube, a.Node, r.LeaseWatch)
 		}
 	}

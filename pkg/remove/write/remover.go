@@ -2,17 +2,13 @@ package write
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
@@ -56,8 +52,8 @@ const (
 	ObjectGone = finalizev1alpha1.ResultObjectGone
 )
 
-// Outcome is what a removal did and what the object looks like after it.
-type Outcome struct {
+// Effect is what a removal did and what the object looks like after it.
+type Effect struct {
 	Result Result
 	// Deleted: after the removal the object is gone.
 	Deleted bool
@@ -117,16 +113,24 @@ type Remover struct {
 	leases *leaseWatches
 }
 
-// Remove removes one finalizer. With DryRunClient it only reads; with DryRunServer the
-// write is sent with dryRun=All, so admission (webhooks included) runs and nothing changes.
-func (r *Remover) Remove(ctx context.Context, t plan.Target, dry DryRun) (Outcome, error) {
+// writes are the write of each kind of removal (plan.Kinds), each in the file of its
+// kind: one attempt, after which again says that the object changed under it and the
+// removal must be decided anew.
+var writes = map[plan.Kind]func(r *Remover, ctx context.Context, t *plan.Target, dry DryRun, attempt int) (out Effect, again bool, err error){
+	plan.Patch:       (*Remover).patch,
+	plan.Finalize:    (*Remover).finalize,
+	plan.ForceDelete: (*Remover).forceDelete,
+}
+
+// Remove makes the removal t names, of whatever kind: a finalizer, or a pod's force
+// deletion. With DryRunClient it only reads; with DryRunServer the write is sent with
+// dryRun=All, so admission (webhooks included) runs and nothing changes.
+func (r *Remover) Remove(ctx context.Context, t plan.Target, dry DryRun) (Effect, error) {
 	attempts := r.MaxAttempts
 	if attempts <= 0 {
 		attempts = defaultMaxAttempts
 	}
-	if t.UID == "" {
-		return Outcome{}, fmt.Errorf("%s: refusing to remove a finalizer without the uid of the object it was decided for", t.String())
-	}
+	try := writes[t.WriteKind()]
 	var lastErr error
 	var unanswered *unansweredError
 	reverified := 0
@@ -134,19 +138,15 @@ func (r *Remover) Remove(ctx context.Context, t plan.Target, dry DryRun) (Outcom
 	pause := client.ServerErrorBackoff
 	for attempt := 1; attempt <= attempts; attempt++ {
 		var (
-			out   Outcome
+			out   Effect
 			again bool
 			err   error
 		)
-		if t.Field == finalizev1alpha1.FieldSpecFinalizers {
-			out, again, err = r.removeSpec(ctx, &t, dry, attempt)
-		} else {
-			out, again, err = r.removeMetadata(ctx, &t, dry, attempt)
-		}
+		out, again, err = try(r, ctx, &t, dry, attempt)
 		if errors.Is(err, errChangedSinceVerified) {
 			v, rerr := r.reverify(ctx, &t)
 			if rerr != nil {
-				return Outcome{Attempts: attempt, Reverified: reverified, Verification: verification}, rerr
+				return Effect{Attempts: attempt, Reverified: reverified, Verification: verification}, rerr
 			}
 			reverified, verification = reverified+1, v
 		}
@@ -161,7 +161,7 @@ func (r *Remover) Remove(ctx context.Context, t plan.Target, dry DryRun) (Outcom
 			// The write may or may not have been applied: wait, then read and decide anew.
 			select {
 			case <-ctx.Done():
-				return Outcome{Attempts: attempt, Reverified: reverified, Verification: verification}, fmt.Errorf("%s: %w; %s", t.String(), err, unknownOutcome)
+				return Effect{Attempts: attempt, Reverified: reverified, Verification: verification}, fmt.Errorf("%s: %w; %s", t.String(), err, unknownOutcome)
 			case <-time.After(pause.Step()):
 			}
 		}
@@ -169,9 +169,9 @@ func (r *Remover) Remove(ctx context.Context, t plan.Target, dry DryRun) (Outcom
 		lastErr = err
 	}
 	if errors.As(lastErr, &unanswered) {
-		return Outcome{Attempts: attempts, Reverified: reverified, Verification: verification}, fmt.Errorf("%s: gave up after %d attempts, the API server kept failing: %w; %s", t.String(), attempts, lastErr, unknownOutcome)
+		return Effect{Attempts: attempts, Reverified: reverified, Verification: verification}, fmt.Errorf("%s: gave up after %d attempts, the API server kept failing: %w; %s", t.String(), attempts, lastErr, unknownOutcome)
 	}
-	return Outcome{Attempts: attempts, Reverified: reverified, Verification: verification}, fmt.Errorf("%s: gave up after %d attempts, the object kept changing: %w", t.String(), attempts, lastErr)
+	return Effect{Attempts: attempts, Reverified: reverified, Verification: verification}, fmt.Errorf("%s: gave up after %d attempts, the object kept changing: %w", t.String(), attempts, lastErr)
 }
 
 // unknownOutcome ends the error of a write whose answer never came.
@@ -228,168 +228,19 @@ func (r *Remover) metadataResource(t *plan.Target) metadata.ResourceInterface {
 	return c
 }
 
-// removeMetadata makes one attempt; again reports that the object changed and the
-// removal must be decided anew.
-func (r *Remover) removeMetadata(ctx context.Context, t *plan.Target, dry DryRun, attempt int) (Outcome, bool, error) {
-	res := r.metadataResource(t)
-	idx := -1
-	if attempt == 1 && t.ResourceVersion != "" && t.Finalizers != nil && dry != DryRunClient {
-		// Pinned to what was verified: the guarded write itself checks that nothing changed.
-		idx = slices.Index(t.Finalizers, t.Finalizer)
+// decidedFor refuses a removal without the uid of the object it was decided for.
+func decidedFor(t *plan.Target) error {
+	if t.UID == "" {
+		return fmt.Errorf("%s: refusing to remove a finalizer without the uid of the object it was decided for", t.String())
 	}
-	if idx < 0 {
-		cur, err := res.Get(ctx, t.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return Outcome{Result: ObjectGone, Deleted: true}, false, nil
-		}
-		if err != nil {
-			return Outcome{}, false, fmt.Errorf("reading %s: %w", t.Ref(), err)
-		}
-		if cur.UID != t.UID {
-			return Outcome{}, false, fmt.Errorf("%s: %w (uid %s, expected %s): nothing was removed", t.String(), ErrUIDChanged, cur.UID, t.UID)
-		}
-		if idx = slices.Index(cur.Finalizers, t.Finalizer); idx < 0 {
-			return Outcome{Result: AlreadyRemoved, Remaining: cur.Finalizers}, false, nil
-		}
-		if t.ResourceVersion != "" && cur.ResourceVersion != t.ResourceVersion {
-			return Outcome{}, true, errChangedSinceVerified
-		}
-		if dry == DryRunClient {
-			return Outcome{Result: WouldRemove, Remaining: slices.Delete(slices.Clone(cur.Finalizers), idx, idx+1)}, false, nil
-		}
-	}
-	patch, err := pinnedPatch(t.UID, t.ResourceVersion, idx, t.Finalizer)
-	if err != nil {
-		return Outcome{}, false, err
-	}
-	if r.BeforeWrite != nil {
-		r.BeforeWrite(attempt)
-	}
-	opts := metav1.PatchOptions{FieldManager: FieldManager}
-	if dry == DryRunServer {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	after, err := res.Patch(ctx, t.Name, types.JSONPatchType, patch, opts)
-	switch {
-	case err == nil:
-		if dry == DryRunServer {
-			return Outcome{Result: WouldRemove, Remaining: after.Finalizers}, false, nil
-		}
-		if t.Resource.IsNamespaces() {
-			return Outcome{Result: Removed}, false, nil // spec.finalizers are not in the response: Observe reads them
-		}
-		return observed(after), false, nil
-	case apierrors.IsConflict(err), apierrors.IsInvalid(err), apierrors.IsNotFound(err):
-		// A failed test (422), a conflict (409) or a vanished object: look again.
-		return Outcome{}, true, err
-	case unanswered(err):
-		return Outcome{}, true, &unansweredError{err}
-	}
-	return Outcome{}, false, writeError(*t, "patch", err)
+	return nil
 }
 
-// observed is the outcome of a removal as the write's response shows the object. A
-// write that leaves a deleted object without finalizers, and with no grace period left,
-// is the write in which the API server deletes it (the registry deletes during the
-// update), and the response is the object as deleted. A pod still within its grace
-// period is not deleted by that write: the kubelet deletes it later, so its outcome is
-// left for Observe.
-func observed(after *metav1.PartialObjectMetadata) Outcome {
-	out := Outcome{Result: Removed, Remaining: after.Finalizers}
-	switch {
-	case len(after.Finalizers) > 0:
-		out.Observed = true
-	case after.DeletionTimestamp != nil && after.DeletionGracePeriodSeconds != nil && *after.DeletionGracePeriodSeconds == 0:
-		out.Observed, out.Deleted, out.Remaining = true, true, nil
-	}
-	return out
-}
-
-// Patch is the guarded JSON patch that removes finalizer at index idx of the object with
-// uid: it fails, changing nothing, unless the object is still that one and the finalizer
-// is still at that index.
-func Patch(uid types.UID, idx int, finalizer string) ([]byte, error) {
-	return pinnedPatch(uid, "", idx, finalizer)
-}
-
-// pinnedPatch is Patch that also fails unless the object is still at resourceVersion, the
-// version a provider verified; an empty resourceVersion pins nothing.
-func pinnedPatch(uid types.UID, resourceVersion string, idx int, finalizer string) ([]byte, error) {
-	path := fmt.Sprintf("/metadata/finalizers/%d", idx)
-	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": uid}}
-	if resourceVersion != "" {
-		ops = append(ops, map[string]any{"op": "test", "path": "/metadata/resourceVersion", "value": resourceVersion})
-	}
-	ops = append(ops,
-		map[string]any{"op": "test", "path": path, "value": finalizer},
-		map[string]any{"op": "remove", "path": path})
-	return json.Marshal(ops)
-}
-
-// removeSpec removes a namespace's spec.finalizers entry through /finalize, guarded by
-// the resourceVersion it read.
-func (r *Remover) removeSpec(ctx context.Context, t *plan.Target, dry DryRun, attempt int) (Outcome, bool, error) {
-	ns, err := r.Kube.CoreV1().Namespaces().Get(ctx, t.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return Outcome{Result: ObjectGone, Deleted: true}, false, nil
-	}
-	if err != nil {
-		return Outcome{}, false, fmt.Errorf("reading namespace %s: %w", t.Name, err)
-	}
-	if ns.UID != t.UID {
-		return Outcome{}, false, fmt.Errorf("%s: %w (uid %s, expected %s): nothing was removed", t.String(), ErrUIDChanged, ns.UID, t.UID)
-	}
-	idx := slices.Index(ns.Spec.Finalizers, corev1.FinalizerName(t.Finalizer))
-	if idx < 0 {
-		return Outcome{Result: AlreadyRemoved, Remaining: allFinalizers(&ns.ObjectMeta, ns)}, false, nil
-	}
-	if t.ResourceVersion != "" && ns.ResourceVersion != t.ResourceVersion {
-		return Outcome{}, true, errChangedSinceVerified
-	}
-	ns.Spec.Finalizers = slices.Delete(ns.Spec.Finalizers, idx, idx+1)
-	if dry == DryRunClient {
-		return Outcome{Result: WouldRemove, Remaining: allFinalizers(&ns.ObjectMeta, ns)}, false, nil
-	}
-	if r.BeforeWrite != nil {
-		r.BeforeWrite(attempt)
-	}
-	opts := metav1.UpdateOptions{FieldManager: FieldManager}
-	if dry == DryRunServer {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	// ns carries the resourceVersion just read: the precondition of the update.
-	after, err := r.Kube.CoreV1().Namespaces().Finalize(ctx, ns, opts)
-	switch {
-	case err == nil:
-		if dry == DryRunServer {
-			return Outcome{Result: WouldRemove, Remaining: allFinalizers(&after.ObjectMeta, after)}, false, nil
-		}
-		return Outcome{Result: Removed}, false, nil
-	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
-		return Outcome{}, true, err
-	case unanswered(err):
-		return Outcome{}, true, &unansweredError{err}
-	}
-	return Outcome{}, false, writeError(*t, "update", err)
-}
-
-func allFinalizers(meta *metav1.ObjectMeta, ns *corev1.Namespace) []string {
-	out := slices.Clone(meta.Finalizers)
-	if ns != nil {
-		for _, f := range ns.Spec.Finalizers {
-			out = append(out, string(f))
-		}
-	}
-	return out
-}
-
-// writeError explains a failed write: the permission that is missing, or the webhook
-// that refused.
-func writeError(t plan.Target, verb string, err error) error {
-	resource := t.Resource.String()
-	if t.Field == finalizev1alpha1.FieldSpecFinalizers {
-		resource = "namespaces/finalize"
-	}
+// writeError explains a failed write: the permission that is missing (the first its kind
+// needs, the write itself), or the webhook that refused.
+func writeError(t plan.Target, err error) error {
+	w := t.WriteKind().Permissions(&t)[0]
+	verb, resource := w.Verb, w.What()
 	where := ""
 	if t.Namespace != "" {
 		where = fmt.Sprintf(" in namespace %q", t.Namespace)

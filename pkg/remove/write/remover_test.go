@@ -182,3 +182,16 @@ func TestAWriteWithoutAnAnswerIsReadAgain(t *testing.T) {
 		t.Errorf("a write without an answer, then no server: %v", err)
 	}
 }
+
+// TestEveryKindHasAWrite: the remover makes the write of every kind of removal the plan
+// may decide.
+func TestEveryKindHasAWrite(t *testing.T) {
+	for _, k := range plan.Kinds {
+		if writes[k] == nil {
+			t.Errorf("%T has no write", k)
+		}
+	}
+	if len(writes) != len(plan.Kinds) {
+		t.Errorf("%d writes for %d kinds", len(writes), len(plan.Kinds))
+	}
+}

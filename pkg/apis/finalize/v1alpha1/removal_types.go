@@ -103,12 +103,15 @@ type RemovalPlan struct {
 	metav1.TypeMeta `json:",inline"`
 
 	// DryRun is none, client or server.
-	DryRun   string    `json:"dryRun,omitempty"`
-	Actions  []Removal `json:"actions"`
-	Refusals []Refusal `json:"refusals"`
+	DryRun  string    `json:"dryRun,omitempty"`
+	Actions []Removal `json:"actions"`
+	// Refusals are the requested removals that will not happen: the same rows as
+	// Actions, each with its Kind and, in Message, why.
+	Refusals []Removal `json:"refusals"`
 }
 
-// Removal is one finalizer of one object: planned, then carried out.
+// Removal is one finalizer of one object (or one pod to force-delete): planned, then
+// carried out, or refused.
 type Removal struct {
 	Target ObjectReference `json:"target"`
 	// Action is ForceDelete for the force deletion of a pod, whose Finalizer is empty;
@@ -146,6 +149,9 @@ type Removal struct {
 	// Reason is why a person forced the removal without verification.
 	Reason string        `json:"reason,omitempty"`
 	Result RemovalResult `json:"result,omitempty"`
+	// Kind says why the plan refused the removal, when it did: a RemovalPlan's refusals
+	// and the rows a reconcile pass kept by a refusal carry it.
+	Kind RefusalKind `json:"kind,omitempty"`
 	// Message says why the finalizer was kept.
 	Message string `json:"message,omitempty"`
 	Error   string `json:"error,omitempty"`
@@ -163,21 +169,6 @@ type VerificationRecord struct {
 
 // Forced reports whether a person forced the removal without a provider's Gone.
 func (r *Removal) Forced() bool { return r.Reason != "" }
-
-// Refusal is a requested removal that will not happen, and why.
-type Refusal struct {
-	Target ObjectReference `json:"target"`
-	// Action and Node are a refused force deletion's, as in Removal.
-	Action    RemovalAction `json:"action,omitempty"`
-	Node      string        `json:"node,omitempty"`
-	Finalizer string        `json:"finalizer"`
-	Kind      RefusalKind   `json:"kind"`
-	Message   string        `json:"message"`
-	// Rule, Verdict and Evidence tell what a provider answered, when one was asked.
-	Rule     string  `json:"rule,omitempty"`
-	Verdict  Verdict `json:"verdict,omitempty"`
-	Evidence string  `json:"evidence,omitempty"`
-}
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
