@@ -117,23 +117,33 @@ func (f *facts) accessOf(w *workloadState, o *kube.Object) access {
 // said once, and no more are asked: an authorizer that times out is not asked again for
 // every object.
 func (f *facts) may(user string, groups []string, attrs authorizationv1.ResourceAttributes) (allowed, checked bool) {
-	if f.reviewsRefused {
+	if f.read[reviewsRefusedKey{}] != nil {
 		return false, false
 	}
-	key := fmt.Sprintf("%s\x00%+v", user, attrs)
-	if v, ok := f.reviews[key]; ok {
-		return v, true
+	key := reviewKey{user, attrs}
+	if v, ok := f.read[key]; ok {
+		return v.(bool), true
 	}
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &attrs}}
 	got, err := f.kube.AuthorizationV1().SubjectAccessReviews().Create(f.ctx, sar, metav1.CreateOptions{})
 	if err != nil {
-		f.reviewsRefused = true
+		f.read[reviewsRefusedKey{}] = true
 		f.warnf("could not ask whether controllers' ServiceAccounts may act on the objects they hold (SubjectAccessReview): %v", err)
 		return false, false
 	}
-	f.reviews[key] = got.Status.Allowed
+	f.read[key] = got.Status.Allowed
 	return got.Status.Allowed, true
 }
+
+// reviewKey keys the answer of one SubjectAccessReview; reviewsRefusedKey is set once
+// a review failed, and no more are asked.
+type (
+	reviewKey struct {
+		user  string
+		attrs authorizationv1.ResourceAttributes
+	}
+	reviewsRefusedKey struct{}
+)
 
 // allowed says exactly what the reviews allowed, and what that does not show. Only
 // meaningful when the reviews were made and nothing is missing.

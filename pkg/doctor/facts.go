@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,8 +19,9 @@ import (
 )
 
 // facts holds what the doctor read, each thing read at most once: the scan and its index,
-// and the targeted reads each rule family makes (apiservice.go, webhook.go, storage.go,
-// controller.go). One diagnosis uses it from one goroutine.
+// and, in one store, the targeted reads each rule family makes. A family keys its reads
+// by a key type of its own (apiServicesKey in apiservice.go, nodeKey in pod.go ...), so
+// adding one adds no field here. One diagnosis uses it from one goroutine.
 type facts struct {
 	ctx  context.Context
 	kube client.Interface
@@ -38,24 +36,8 @@ type facts struct {
 
 	warnings []string
 
-	apiServicesOnce sync.Once
-	apiServices     map[string]*apiService // by "group/version"
-
-	webhooksOnce sync.Once
-	webhooks     []webhook
-
-	services map[types.NamespacedName]*serviceState
-	pods     map[string][]corev1.Pod
-	events   map[string][]eventsv1.Event
-	// warningsRead: the cluster-wide read of warnings was considered (controller.go).
-	warningsRead bool
-
-	// workloadsByName are the workloads named like each controller (workload.go).
-	workloadsByName map[string]workloads
-	// reviews are the answers of SubjectAccessReviews (access.go); reviewsRefused: a
-	// review failed (refused, or any other error), and no more are asked.
-	reviews        map[string]bool
-	reviewsRefused bool
+	// read holds the targeted reads, by their key (once).
+	read map[any]any
 }
 
 func newFacts(ctx context.Context, kc client.Interface, dyn dynamic.Interface, res *scan.Result) *facts {
@@ -63,12 +45,7 @@ func newFacts(ctx context.Context, kc client.Interface, dyn dynamic.Interface, r
 		ctx: ctx, kube: kc, dyn: dyn, res: res, now: res.Now,
 		byUID:       map[types.UID]*kube.Object{},
 		byNamespace: map[string][]*kube.Object{},
-		services:    map[types.NamespacedName]*serviceState{},
-		pods:        map[string][]corev1.Pod{},
-		events:      map[string][]eventsv1.Event{},
-
-		workloadsByName: map[string]workloads{},
-		reviews:         map[string]bool{},
+		read:        map[any]any{},
 	}
 	for _, o := range res.Objects {
 		f.byUID[o.Meta.UID] = o
@@ -77,6 +54,16 @@ func newFacts(ctx context.Context, kc client.Interface, dyn dynamic.Interface, r
 		}
 	}
 	return f
+}
+
+// once returns what key names, reading it with get the first time it is asked.
+func once[K comparable, V any](f *facts, key K, get func() V) V {
+	if v, ok := f.read[key]; ok {
+		return v.(V)
+	}
+	v := get()
+	f.read[key] = v
+	return v
 }
 
 // each lists a collection in pages of f.chunk and calls fn with every item, a pointer

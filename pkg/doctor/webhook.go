@@ -18,6 +18,31 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
+func init() {
+	register(family{
+		causes: []Cause{
+			{Reason: finalizev1alpha1.ReasonWebhookBlocking, Priority: 1,
+				Help: "a failurePolicy Fail webhook without a backend rejects every update of the object",
+				Doc:  "a `failurePolicy: Fail` webhook intercepts UPDATE of the object (rules, `matchPolicy`, scope, namespace and object selectors as the API server applies them) and its service does not exist or has no ready endpoints: nobody can remove the finalizer"},
+		},
+		// The update that removes a metadata finalizer, and a namespace's /finalize.
+		object: func(d *diagnoser, o *kube.Object) []finding {
+			var fs []finding
+			if len(o.Meta.Finalizers) > 0 {
+				if bw := d.f.blockingWebhooks(o, ""); len(bw) > 0 {
+					fs = append(fs, webhookFinding(bw))
+				}
+			}
+			if hasSpecFinalizers(o) {
+				if bw := d.f.blockingWebhooks(o, "finalize"); len(bw) > 0 {
+					fs = append(fs, webhookFinding(bw))
+				}
+			}
+			return fs
+		},
+	})
+}
+
 // webhookConfigurationResources are the types of the configurations a blocking webhook
 // lives in, by kind.
 var webhookConfigurationResources = map[string]kube.Resource{
@@ -184,10 +209,14 @@ type serviceState struct {
 	Err    error
 }
 
+// serviceKey keys the state of one Service.
+type serviceKey types.NamespacedName
+
 func (f *facts) service(key types.NamespacedName) *serviceState {
-	if s, ok := f.services[key]; ok {
-		return s
-	}
+	return once(f, serviceKey(key), func() *serviceState { return f.readService(key) })
+}
+
+func (f *facts) readService(key types.NamespacedName) *serviceState {
 	s := &serviceState{}
 	if _, err := f.kube.CoreV1().Services(key.Namespace).Get(f.ctx, key.Name, metav1.GetOptions{}); err == nil {
 		s.Exists = true
@@ -204,7 +233,6 @@ func (f *facts) service(key types.NamespacedName) *serviceState {
 	} else if !apierrors.IsNotFound(err) {
 		s.Err = err
 	}
-	f.services[key] = s
 	return s
 }
 
@@ -221,16 +249,20 @@ func (s *serviceState) describe(key types.NamespacedName) string {
 	return ""
 }
 
+// webhooksKey keys the webhooks with failurePolicy Fail, listed once.
+type webhooksKey struct{}
+
 // failingWebhooks returns the webhooks with failurePolicy Fail.
 func (f *facts) failingWebhooks() []webhook {
-	f.webhooksOnce.Do(func() {
+	return once(f, webhooksKey{}, func() []webhook {
+		var out []webhook
 		admission := f.kube.AdmissionregistrationV1()
 		f.listWebhooks("validatingwebhookconfigurations", func(opts metav1.ListOptions) (runtime.Object, error) {
 			return admission.ValidatingWebhookConfigurations().List(f.ctx, opts)
 		}, func(obj runtime.Object) {
 			c := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
 			for _, w := range c.Webhooks {
-				f.addWebhook("ValidatingWebhookConfiguration", c.Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
+				out = addWebhook(out, "ValidatingWebhookConfiguration", c.Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
 			}
 		})
 		f.listWebhooks("mutatingwebhookconfigurations", func(opts metav1.ListOptions) (runtime.Object, error) {
@@ -238,11 +270,11 @@ func (f *facts) failingWebhooks() []webhook {
 		}, func(obj runtime.Object) {
 			c := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
 			for _, w := range c.Webhooks {
-				f.addWebhook("MutatingWebhookConfiguration", c.Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
+				out = addWebhook(out, "MutatingWebhookConfiguration", c.Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
 			}
 		})
+		return out
 	})
-	return f.webhooks
 }
 
 // listWebhooks reads every configuration of one kind, page by page, into add; a failed
@@ -258,17 +290,17 @@ func (f *facts) listWebhooks(resource string, list func(metav1.ListOptions) (run
 }
 
 // addWebhook keeps a webhook that fails closed: failurePolicy Fail, the default.
-func (f *facts) addWebhook(kind, configuration, name string, policy *admissionregistrationv1.FailurePolicyType, rules []admissionregistrationv1.RuleWithOperations,
-	namespaceSelector, objectSelector *metav1.LabelSelector, mp *admissionregistrationv1.MatchPolicyType, cc admissionregistrationv1.WebhookClientConfig) {
+func addWebhook(out []webhook, kind, configuration, name string, policy *admissionregistrationv1.FailurePolicyType, rules []admissionregistrationv1.RuleWithOperations,
+	namespaceSelector, objectSelector *metav1.LabelSelector, mp *admissionregistrationv1.MatchPolicyType, cc admissionregistrationv1.WebhookClientConfig) []webhook {
 	if policy != nil && *policy != admissionregistrationv1.Fail {
-		return
+		return out
 	}
 	w := webhook{Kind: kind, Configuration: configuration, Name: name, Rules: rules,
 		NamespaceSelector: namespaceSelector, ObjectSelector: objectSelector, MatchPolicy: matchPolicy(mp)}
 	if cc.Service != nil {
 		w.Service = &types.NamespacedName{Namespace: cc.Service.Namespace, Name: cc.Service.Name}
 	}
-	f.webhooks = append(f.webhooks, w)
+	return append(out, w)
 }
 
 func matchPolicy(p *admissionregistrationv1.MatchPolicyType) admissionregistrationv1.MatchPolicyType {

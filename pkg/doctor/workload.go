@@ -68,6 +68,9 @@ type workloads struct {
 	unread []string
 }
 
+// workloadsKey keys the workloads named like one controller.
+type workloadsKey string
+
 // workloadsOf finds the Deployments, StatefulSets and DaemonSets named like a controller,
 // or labelled app.kubernetes.io/name with its name, anywhere in the cluster, whatever the
 // scan looked at: from the scan's index when the scan listed every workload of the
@@ -81,11 +84,7 @@ func (f *facts) workloadsOf(names ...string) workloads {
 			continue
 		}
 		seen[n] = true
-		w, ok := f.workloadsByName[n]
-		if !ok {
-			w = f.readWorkloads(n)
-			f.workloadsByName[n] = w
-		}
+		w := once(f, workloadsKey(n), func() workloads { return f.readWorkloads(n) })
 		for _, st := range w.found {
 			if !slices.ContainsFunc(out.found, func(x workloadState) bool {
 				return x.Kind == st.Kind && x.Namespace == st.Namespace && x.Name == st.Name
