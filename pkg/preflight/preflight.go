@@ -196,12 +196,9 @@ func (r *run) list() error {
 // predict finds every hazard.
 func (r *run) predict() {
 	r.controllers = map[types.UID]map[string]doctor.Controller{}
-	r.controllerHazards()
-	r.crdHazards()
-	r.webhookHazards()
-	r.conversionHazards()
-	r.apiServiceHazards()
-	r.claimHazards()
+	for _, h := range hazards {
+		r.rep.Hazards = append(r.rep.Hazards, h.find(r)...)
+	}
 	r.warnings = append(r.warnings, r.finder.Warnings()...)
 	sortIncomplete(r.rep.Incomplete)
 }
