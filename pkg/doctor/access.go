@@ -7,6 +7,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/controller"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
@@ -40,7 +41,7 @@ type access struct {
 // scope first, and in the namespace only when denied there, so a controller allowed
 // cluster-wide costs five reviews whatever the number of namespaces. Each distinct
 // question is asked once per diagnosis.
-func (f *facts) accessOf(w *workloadState, o *kube.Object) access {
+func (f *facts) accessOf(w *controller.Workload, o *kube.Object) access {
 	a := access{serviceAccount: w.Namespace + "/" + w.ServiceAccount, user: "system:serviceaccount:" + w.Namespace + ":" + w.ServiceAccount}
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + w.Namespace, "system:authenticated"}
 	attrs := func(verb, name, sub string) authorizationv1.ResourceAttributes {

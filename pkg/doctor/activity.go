@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/controller"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
@@ -68,35 +69,35 @@ func (a *activity) ignoredNote(now time.Time, manager string) string {
 
 // activity measures the writes of id's field manager. managedFields keep whole seconds:
 // a write in the very second of the deletion proves nothing.
-func (d *diagnoser) activity(o *kube.Object, id *controllerID) activity {
+func (d *diagnoser) activity(o *kube.Object, id *controller.Identity) activity {
 	var a activity
-	if id.manager == "" {
+	if id.Manager == "" {
 		return a
 	}
 	deleted := o.Meta.DeletionTimestamp.Time
 	for i := range o.Meta.ManagedFields {
 		e := &o.Meta.ManagedFields[i]
-		if e.Manager == id.manager && e.Time != nil && e.Time.After(a.objLast) {
+		if e.Manager == id.Manager && e.Time != nil && e.Time.After(a.objLast) {
 			a.objLast = e.Time.Time
 		}
 	}
 	a.wroteObj = a.objLast.After(deleted)
-	if sharedManagerName(id.manager) {
+	if sharedManagerName(id.Manager) {
 		group := o.Resource.Group
 		a.group = &group
-		a.anyLast, a.seen = d.f.res.ManagerGroupActivity[scan.ManagerGroup{Manager: id.manager, Group: group}]
-		if all, ok := d.f.res.ManagerActivity[id.manager]; ok && all.After(a.anyLast) && all.After(deleted) && all.After(a.objLast) {
+		a.anyLast, a.seen = d.f.res.ManagerGroupActivity[scan.ManagerGroup{Manager: id.Manager, Group: group}]
+		if all, ok := d.f.res.ManagerActivity[id.Manager]; ok && all.After(a.anyLast) && all.After(deleted) && all.After(a.objLast) {
 			a.ignoredLast, a.ignored = all, true
 		}
 	} else {
-		a.anyLast, a.seen = d.f.res.ManagerActivity[id.manager]
+		a.anyLast, a.seen = d.f.res.ManagerActivity[id.Manager]
 	}
 	a.wroteElsewhere = a.anyLast.After(deleted) && a.anyLast.After(a.objLast)
 	return a
 }
 
 // aliveEvidence says why a controller is taken to run.
-func aliveEvidence(now time.Time, running []workloadState, act activity, recentElsewhere bool) []string {
+func aliveEvidence(now time.Time, running []controller.Workload, act activity, recentElsewhere bool) []string {
 	var out []string
 	for _, w := range running {
 		out = append(out, "its "+w.String())

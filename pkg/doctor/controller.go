@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/controller"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 )
@@ -59,15 +60,15 @@ func (d *diagnoser) custom(o *kube.Object, fin finalizev1alpha1.Finalizer) findi
 func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) finding {
 	now := d.f.now
 	deleted := o.Meta.DeletionTimestamp.Time
-	id := d.identify(o, fin)
+	id := controller.Identify(d.catalog, o, fin)
 	removeCmd := fmt.Sprintf("kubectl finalize remove %s --finalizer %s", o.Ref(), fin.Name)
 	if owner.IsSystem(fin.Name) {
 		// remove refuses a system finalizer without it: the command shown is the one that works.
 		removeCmd += " --allow-system"
 	}
 	guards := "what the finalizer guards is really gone"
-	if id.entry != nil && id.entry.Purpose != "" {
-		guards = id.entry.Purpose
+	if id.Entry != nil && id.Entry.Purpose != "" {
+		guards = id.Entry.Purpose
 	}
 
 	// Warnings from the finalizer's owner since the deletion began: it is alive, and
@@ -84,12 +85,12 @@ func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) f
 		if subject == "" {
 			subject = reporter
 		}
-		if !id.reports(reporterOf(e)) && id.who != "" {
-			subject = id.who
+		if !id.Reports(reporterOf(e)) && id.Who != "" {
+			subject = id.Who
 			if proof := d.provenOwner(e, &id, fin); proof != "" {
 				as = " (" + proof + ")"
 			} else {
-				as = fmt.Sprintf(" (taken as %s's, not proven: nothing shows it is another party than %s, which is expected to remove %s)", id.who, id.who, fin.Name)
+				as = fmt.Sprintf(" (taken as %s's, not proven: nothing shows it is another party than %s, which is expected to remove %s)", id.Who, id.Who, fin.Name)
 			}
 		}
 		return rooted(finalizev1alpha1.ReasonControllerFailing, controllerSubject(subject),
@@ -98,20 +99,20 @@ func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) f
 			fmt.Sprintf("%s is failing to clean up (%s)", subject, e.Reason))
 	}
 
-	if id.who == "" {
+	if id.Who == "" {
 		return rooted(finalizev1alpha1.ReasonUnknown, finalizev1alpha1.Subject{Kind: "Finalizer", Name: fin.Name},
 			fmt.Sprintf("nothing tells who should remove %s: no field manager wrote it as a controller, no known controller owns it, and it names no served API group", fin.Name),
 			fmt.Sprintf("find who added it (kubectl get %s -o yaml --show-managed-fields) and what it guards before removing it", o.Ref()),
 			"nobody is known to own finalizer "+fin.Name)
 	}
-	if id.manager == "" && len(id.workloads) == 0 {
+	if id.Manager == "" && len(id.WorkloadNames) == 0 {
 		return d.unlocated(o, fin, &id, guards, removeCmd)
 	}
 
-	ws := d.f.workloadsOf(id.workloads...)
-	var running []workloadState
-	for _, w := range ws.found {
-		if w.running() {
+	ws := d.f.workloads.Workloads(d.f.ctx, id.WorkloadNames...)
+	var running []controller.Workload
+	for _, w := range ws.Found {
+		if w.Running() {
 			running = append(running, w)
 		}
 	}
@@ -122,74 +123,74 @@ func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) f
 	// A workload of the controller was found and none of its replicas is ready: a write
 	// elsewhere by a manager of the same name ("manager" is the name of many programs)
 	// does not bring it back to life.
-	down := len(ws.found) > 0 && len(running) == 0
+	down := len(ws.Found) > 0 && len(running) == 0
 	alive := len(running) > 0 || recentObj || (recentElsewhere && !down)
 	scope := d.f.scope()
 
 	switch {
 	case recentObj:
 		return progressing(o, fmt.Sprintf("%s is active: it last wrote this object %s ago, after the deletion began %s ago (only the writes of %s, which wrote the finalizer, count); stuck is not proven yet: only after %s without a write to the object",
-			id.manager, ago(now, act.objLast), ago(now, deleted), id.manager, duration.HumanDuration(window)), id.who)
+			id.Manager, ago(now, act.objLast), ago(now, deleted), id.Manager, duration.HumanDuration(window)), id.Who)
 	case alive && now.Sub(deleted) < window:
 		quiet := fmt.Sprintf("it has not written to this object since; stuck is not proven yet: only after %s without a write to the object", duration.HumanDuration(window))
-		if id.manager == "" {
+		if id.Manager == "" {
 			quiet = fmt.Sprintf("no controller wrote the finalizer, so its writes to the object cannot be told; stuck is not proven yet: only %s after the deletion began", duration.HumanDuration(window))
 		}
 		return progressing(o, fmt.Sprintf("%s runs (%s), and the deletion began %s ago: %s",
-			id.who, strings.Join(aliveEvidence(now, running, act, recentElsewhere), "; "), ago(now, deleted), quiet), id.who)
+			id.Who, strings.Join(aliveEvidence(now, running, act, recentElsewhere), "; "), ago(now, deleted), quiet), id.Who)
 	case alive:
 		return d.idle(o, fin, &id, running, ws, act, recentElsewhere, guards, removeCmd)
 	}
 
-	workloadNote := describeWorkloads(id.workloads, ws)
+	workloadNote := describeWorkloads(id.WorkloadNames, ws)
 	var lastNote string
 	switch {
-	case id.manager == "":
+	case id.Manager == "":
 	case act.wroteObj:
 		lastNote = fmt.Sprintf("%s last wrote this object %s ago, %s after the deletion began, and nothing since (only the writes of %s, which wrote the finalizer, count)",
-			id.manager, ago(now, act.objLast), duration.HumanDuration(act.objLast.Sub(deleted)), id.manager)
+			id.Manager, ago(now, act.objLast), duration.HumanDuration(act.objLast.Sub(deleted)), id.Manager)
 	case act.seen && act.wroteElsewhere:
 		lastNote = fmt.Sprintf("%s has written nothing to this object since the deletion began %s ago (only the writes of %s, which wrote the finalizer, count)",
-			id.manager, ago(now, deleted), id.manager)
+			id.Manager, ago(now, deleted), id.Manager)
 	case act.seen:
 		lastNote = fmt.Sprintf("%s has written nothing since the deletion began %s ago (its last write %s: %s ago; only the writes of %s, which wrote the finalizer, count)",
-			id.manager, ago(now, deleted), scope, ago(now, act.anyLast), id.manager)
+			id.Manager, ago(now, deleted), scope, ago(now, act.anyLast), id.Manager)
 	default:
-		lastNote = fmt.Sprintf("%s has written nothing %s", id.manager, scope)
+		lastNote = fmt.Sprintf("%s has written nothing %s", id.Manager, scope)
 	}
 	// Never claim absence from a partial look: a workload kind that could not be read may
 	// hold the controller, running.
-	if len(ws.unread) > 0 {
-		m := fmt.Sprintf("%s is expected to remove %s, but whether it runs cannot be told: %s", id.who, fin.Name, workloadNote)
+	if len(ws.Unread) > 0 {
+		m := fmt.Sprintf("%s is expected to remove %s, but whether it runs cannot be told: %s", id.Who, fin.Name, workloadNote)
 		if lastNote != "" {
 			m += "; " + lastNote
 		}
-		kinds := strings.ToLower(strings.Join(ws.unread, "s,")) + "s"
-		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(id.who), m,
+		kinds := strings.ToLower(strings.Join(ws.Unread, "s,")) + "s"
+		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(id.Who), m,
 			fmt.Sprintf("get the read the doctor could not make (kubectl get %s -A -l %s=%s, and by name %s; or run the doctor as someone who may list %s) and check that %s runs; if it is gone for good, check that %s, then: %s",
-				kinds, appNameLabel, id.workloads[0], id.workloads[0], kinds, id.who, guards, removeCmd),
-			fmt.Sprintf("whether %s runs cannot be told", id.who))
+				kinds, controller.AppNameLabel, id.WorkloadNames[0], id.WorkloadNames[0], kinds, id.Who, guards, removeCmd),
+			fmt.Sprintf("whether %s runs cannot be told", id.Who))
 	}
-	if id.manager == "" {
-		return inactive(id.who, fmt.Sprintf("%s is expected to remove %s; %s", id.who, fin.Name, workloadNote), guards, removeCmd)
+	if id.Manager == "" {
+		return inactive(id.Who, fmt.Sprintf("%s is expected to remove %s; %s", id.Who, fin.Name, workloadNote), guards, removeCmd)
 	}
 	// No workload found, and its writes measured only where a narrowed scan looked:
 	// whether it runs elsewhere in the cluster is not known.
-	if len(ws.found) == 0 && scope != d.f.clusterScope() {
-		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(id.who),
-			fmt.Sprintf("%s is expected to remove %s, but whether it runs cannot be told from this scan: %s; %s, and its writes elsewhere in the cluster were not measured", id.who, fin.Name, workloadNote, lastNote),
+	if len(ws.Found) == 0 && scope != d.f.clusterScope() {
+		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(id.Who),
+			fmt.Sprintf("%s is expected to remove %s, but whether it runs cannot be told from this scan: %s; %s, and its writes elsewhere in the cluster were not measured", id.Who, fin.Name, workloadNote, lastNote),
 			fmt.Sprintf("run the doctor without -n, -l or TYPE/NAME to measure its writes cluster-wide (kubectl finalize doctor); if it is gone for good, check that %s, then: %s", guards, removeCmd),
-			fmt.Sprintf("whether %s runs cannot be told from a narrowed scan", id.who))
+			fmt.Sprintf("whether %s runs cannot be told from a narrowed scan", id.Who))
 	}
-	fd := inactive(id.who, lastNote+"; "+workloadNote, guards, removeCmd)
+	fd := inactive(id.Who, lastNote+"; "+workloadNote, guards, removeCmd)
 	if down && act.wroteElsewhere {
 		where := "elsewhere"
 		if act.group != nil {
 			where = "to " + act.elsewhere()
 		}
-		fd.message += fmt.Sprintf("; %s also wrote %s %s ago (another instance or another program of that name)", id.manager, where, ago(now, act.anyLast))
+		fd.message += fmt.Sprintf("; %s also wrote %s %s ago (another instance or another program of that name)", id.Manager, where, ago(now, act.anyLast))
 	}
-	if n := act.ignoredNote(now, id.manager); n != "" {
+	if n := act.ignoredNote(now, id.Manager); n != "" {
 		fd.message += "; " + n
 	}
 	return fd
@@ -198,17 +199,17 @@ func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) f
 // unlocated explains a finalizer whose owner is known by description only: no
 // controller wrote it, and no workload name is known. The next step says how to find
 // the controller.
-func (d *diagnoser) unlocated(o *kube.Object, fin finalizev1alpha1.Finalizer, id *controllerID, guards, removeCmd string) finding {
+func (d *diagnoser) unlocated(o *kube.Object, fin finalizev1alpha1.Finalizer, id *controller.Identity, guards, removeCmd string) finding {
 	wrote := "no field manager wrote the finalizer"
 	switch {
-	case id.writer != "" && owner.IsGenericManager(id.writer):
-		wrote = fmt.Sprintf("the finalizer was written by %s, a client that applies manifests for people, not a controller", id.writer)
-	case id.writer != "":
-		wrote = fmt.Sprintf("the finalizer was written by %s, which the catalogue does not name as its owner (it added the finalizer, as a restore or a copy does; it is not expected to remove it)", id.writer)
+	case id.Writer != "" && owner.IsGenericManager(id.Writer):
+		wrote = fmt.Sprintf("the finalizer was written by %s, a client that applies manifests for people, not a controller", id.Writer)
+	case id.Writer != "":
+		wrote = fmt.Sprintf("the finalizer was written by %s, which the catalogue does not name as its owner (it added the finalizer, as a restore or a copy does; it is not expected to remove it)", id.Writer)
 	}
 	if fin.OwnerSource != finalizev1alpha1.OwnerSourceCatalog {
 		by := ""
-		if id.writer != "" {
+		if id.Writer != "" {
 			by = " (" + wrote + ")"
 		}
 		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject("controller of API group "+fin.Owner),
@@ -217,37 +218,37 @@ func (d *diagnoser) unlocated(o *kube.Object, fin finalizev1alpha1.Finalizer, id
 			"the controller of API group "+fin.Owner+" could not be identified")
 	}
 	locate := fmt.Sprintf("which controller handles %s and that it runs (kubectl get deployments,statefulsets,daemonsets -A; who wrote the object: kubectl get %s -o yaml --show-managed-fields)", o.Resource, o.Ref())
-	if id.entry != nil && id.entry.Locate != "" {
-		locate = id.entry.Locate
+	if id.Entry != nil && id.Entry.Locate != "" {
+		locate = id.Entry.Locate
 	}
-	return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(id.who),
-		fmt.Sprintf("%s is expected to remove %s, but nothing identifies where it runs: %s, and no workload is known for it", id.who, fin.Name, wrote),
+	return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(id.Who),
+		fmt.Sprintf("%s is expected to remove %s, but nothing identifies where it runs: %s, and no workload is known for it", id.Who, fin.Name, wrote),
 		fmt.Sprintf("find out %s; if no controller will remove it, check that %s, then: %s", locate, guards, removeCmd),
-		fmt.Sprintf("where %s runs cannot be told", id.who))
+		fmt.Sprintf("where %s runs cannot be told", id.Who))
 }
 
 // idle explains a controller that runs but has not written to the object for the
 // progress window: it may not be allowed to act on it (ControllerForbidden), or it
 // ignores it for a reason its logs tell (ControllerIdle).
-func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *controllerID, running []workloadState, ws workloads, act activity, recentElsewhere bool, guards, removeCmd string) finding {
+func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *controller.Identity, running []controller.Workload, ws controller.Workloads, act activity, recentElsewhere bool, guards, removeCmd string) finding {
 	now := d.f.now
 	deleted := o.Meta.DeletionTimestamp.Time
 	quiet := fmt.Sprintf("has written nothing to this object since the deletion began %s ago", ago(now, deleted))
 	switch {
 	case act.wroteObj:
 		quiet = fmt.Sprintf("last wrote this object %s ago, %s after the deletion began, and nothing since", ago(now, act.objLast), duration.HumanDuration(act.objLast.Sub(deleted)))
-	case id.manager == "":
+	case id.Manager == "":
 		quiet = fmt.Sprintf("has not removed %s since the deletion began %s ago (no controller wrote the finalizer, so its writes to the object cannot be told)", fin.Name, ago(now, deleted))
 	}
 	evidence := strings.Join(aliveEvidence(now, running, act, recentElsewhere), "; ")
-	msg := fmt.Sprintf("%s runs (%s) but %s: longer than the progress window (%s), within which a controller at work on an object writes to it", id.who, evidence, quiet, duration.HumanDuration(d.progressWindow))
+	msg := fmt.Sprintf("%s runs (%s) but %s: longer than the progress window (%s), within which a controller at work on an object writes to it", id.Who, evidence, quiet, duration.HumanDuration(d.progressWindow))
 
 	// What its pod templates and its ServiceAccounts say, workload by workload.
 	var checks, notes, forbidden []string
 	var canI string
 	for i := range running {
 		w := &running[i]
-		if ex := w.excludes(o.Meta.Namespace); ex != "" {
+		if ex := w.Excludes(o.Meta.Namespace); ex != "" {
 			notes = append(notes, fmt.Sprintf("%s %s/%s: %s", w.Kind, w.Namespace, w.Name, ex))
 		}
 		a := d.f.accessOf(w, o)
@@ -266,31 +267,31 @@ func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *con
 	}
 	switch {
 	case len(running) > 0:
-	case len(ws.unread) > 0:
-		checks = append(checks, describeWorkloads(id.workloads, ws)+", so its permissions cannot be checked from here")
-	case len(ws.found) > 0:
-		checks = append(checks, describeWorkloads(id.workloads, ws)+", so its permissions cannot be checked from here")
+	case len(ws.Unread) > 0:
+		checks = append(checks, describeWorkloads(id.WorkloadNames, ws)+", so its permissions cannot be checked from here")
+	case len(ws.Found) > 0:
+		checks = append(checks, describeWorkloads(id.WorkloadNames, ws)+", so its permissions cannot be checked from here")
 	default:
 		checks = append(checks, "no workload of it was found in the cluster (it may run outside), so its permissions cannot be checked from here")
 	}
 	if len(forbidden) > 0 && len(forbidden) == len(running) {
-		m := fmt.Sprintf("%s runs (%s) but %s", id.who, evidence, strings.Join(forbidden, "; "))
+		m := fmt.Sprintf("%s runs (%s) but %s", id.Who, evidence, strings.Join(forbidden, "; "))
 		if len(notes) > 0 {
 			m += "; " + strings.Join(notes, "; ")
 		}
-		return rooted(finalizev1alpha1.ReasonControllerForbidden, controllerSubject(id.who), m,
+		return rooted(finalizev1alpha1.ReasonControllerForbidden, controllerSubject(id.Who), m,
 			fmt.Sprintf("grant what it lacks (a Role or ClusterRole with those verbs on %s, bound to its ServiceAccount; an operator upgraded without its RBAC, or installed for other namespaces, often lacks it), and check: %s; it then removes %s itself", o.Resource, canI, fin.Name),
-			fmt.Sprintf("%s may not act on the objects it holds", id.who)).
-			withRootNext(fmt.Sprintf("grant %s's ServiceAccount the permissions named above; it then removes its finalizers itself", id.who))
+			fmt.Sprintf("%s may not act on the objects it holds", id.Who)).
+			withRootNext(fmt.Sprintf("grant %s's ServiceAccount the permissions named above; it then removes its finalizers itself", id.Who))
 	}
 	for _, c := range append(checks, notes...) {
 		msg += "; " + c
 	}
 	var steps []string
 	for _, w := range running {
-		steps = append(steps, w.logsCommand(now.Sub(deleted)))
+		steps = append(steps, w.LogsCommand(now.Sub(deleted)))
 	}
-	next := "find out why a running " + id.who + " ignores it: "
+	next := "find out why a running " + id.Who + " ignores it: "
 	if len(steps) > 0 {
 		next += "its logs (" + strings.Join(steps, "; ") + ")"
 	} else {
@@ -307,9 +308,9 @@ func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *con
 		next += ", and whether it may act on it (" + canI + ")"
 	}
 	next += fmt.Sprintf("; it removes %s once it reconciles the object; if it never will, check that %s, then: %s", fin.Name, guards, removeCmd)
-	return rooted(finalizev1alpha1.ReasonControllerIdle, controllerSubject(id.who), msg, next,
-		fmt.Sprintf("%s runs but does not act on the objects it holds", id.who)).
-		withRootNext(fmt.Sprintf("read %s's logs for the objects it holds, and check that it watches their namespaces and may patch them", id.who))
+	return rooted(finalizev1alpha1.ReasonControllerIdle, controllerSubject(id.Who), msg, next,
+		fmt.Sprintf("%s runs but does not act on the objects it holds", id.Who)).
+		withRootNext(fmt.Sprintf("read %s's logs for the objects it holds, and check that it watches their namespaces and may patch them", id.Who))
 }
 
 // inNamespace is where o is, for people.
@@ -320,32 +321,20 @@ func inNamespace(o *kube.Object) string {
 	return "in namespace " + o.Meta.Namespace
 }
 
-// logsKind is kubectl's short name of each workload kind.
-var logsKind = map[string]string{"Deployment": "deploy", "StatefulSet": "sts", "DaemonSet": "ds"}
-
-// sinceFlag is a --since value that covers d, in whole minutes (at least one).
-func sinceFlag(d time.Duration) string {
-	m := int(d/time.Minute) + 1
-	if m >= 60*48 {
-		return "48h"
-	}
-	return fmt.Sprintf("%dm", m)
-}
-
 // describeWorkloads says what was found of a controller's workloads, and never claims
 // absence from a look that failed.
-func describeWorkloads(names []string, ws workloads) string {
+func describeWorkloads(names []string, ws controller.Workloads) string {
 	var found []string
-	for _, w := range ws.found {
+	for _, w := range ws.Found {
 		found = append(found, w.String())
 	}
 	switch {
-	case len(found) > 0 && len(ws.unread) > 0:
-		return fmt.Sprintf("its %s; its %ss could not be read, so whether another of its workloads runs is not known", strings.Join(found, ", "), strings.Join(ws.unread, "s, "))
+	case len(found) > 0 && len(ws.Unread) > 0:
+		return fmt.Sprintf("its %s; its %ss could not be read, so whether another of its workloads runs is not known", strings.Join(found, ", "), strings.Join(ws.Unread, "s, "))
 	case len(found) > 0:
 		return "its " + strings.Join(found, ", ")
-	case len(ws.unread) > 0:
-		return fmt.Sprintf("its %ss could not be read, so whether it runs in the cluster is not known", strings.Join(ws.unread, "s, "))
+	case len(ws.Unread) > 0:
+		return fmt.Sprintf("its %ss could not be read, so whether it runs in the cluster is not known", strings.Join(ws.Unread, "s, "))
 	case len(names) > 0:
 		return fmt.Sprintf("no Deployment, StatefulSet or DaemonSet named %s was found in the cluster (by name or app.kubernetes.io/name label; it may run outside the cluster)", strings.Join(names, " or "))
 	}
@@ -353,11 +342,11 @@ func describeWorkloads(names []string, ws workloads) string {
 }
 
 // itOr is "it" when the controller is the reporter, else the controller's name.
-func itOr(controller, reporter string) string {
-	if controller == reporter {
+func itOr(who, reporter string) string {
+	if who == reporter {
 		return "it"
 	}
-	return controller
+	return who
 }
 
 func inactive(who, msg, guards, removeCmd string) finding {

@@ -74,7 +74,7 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error
 		grace = defaultNamespaceGrace
 	}
 	f := newFacts(ctx, d.Kube, d.Dynamic, res)
-	f.chunk = d.ChunkSize
+	f.chunk, f.workloads.ChunkSize = d.ChunkSize, d.ChunkSize
 	window := d.ProgressWindow
 	if window <= 0 {
 		window = DefaultProgressWindow

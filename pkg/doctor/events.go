@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/controller"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
@@ -28,18 +29,18 @@ import (
 // manager that wrote the finalizer (its managedFields), or its reportingInstance is a pod
 // name of one of the owner's workloads (controller-runtime reports the pod's hostname).
 // It says how, or "" when nothing proves it.
-func (d *diagnoser) provenOwner(e *eventsv1.Event, id *controllerID, fin finalizev1alpha1.Finalizer) string {
-	if id.manager != "" {
+func (d *diagnoser) provenOwner(e *eventsv1.Event, id *controller.Identity, fin finalizev1alpha1.Finalizer) string {
+	if id.Manager != "" {
 		for _, m := range e.ManagedFields {
-			if m.Manager == id.manager {
-				return fmt.Sprintf("its Event was written by field manager %s, which wrote %s", id.manager, fin.Name)
+			if m.Manager == id.Manager {
+				return fmt.Sprintf("its Event was written by field manager %s, which wrote %s", id.Manager, fin.Name)
 			}
 		}
 	}
-	if e.ReportingInstance == "" || len(id.workloads) == 0 {
+	if e.ReportingInstance == "" || len(id.WorkloadNames) == 0 {
 		return ""
 	}
-	for _, w := range d.f.workloadsOf(id.workloads...).found {
+	for _, w := range d.f.workloads.Workloads(d.f.ctx, id.WorkloadNames...).Found {
 		if strings.HasPrefix(e.ReportingInstance, w.Name+"-") {
 			return fmt.Sprintf("it reports from %s, a pod name of its %s %s/%s", e.ReportingInstance, w.Kind, w.Namespace, w.Name)
 		}
@@ -50,10 +51,10 @@ func (d *diagnoser) provenOwner(e *eventsv1.Event, id *controllerID, fin finaliz
 // ownedWarnings are the warnings about o since its deletion began that count as fin's
 // owner's: those id reported, and those of any reporter not proven to be another party
 // (anotherParty); latest first.
-func (d *diagnoser) ownedWarnings(o *kube.Object, fin finalizev1alpha1.Finalizer, id *controllerID) []eventsv1.Event {
+func (d *diagnoser) ownedWarnings(o *kube.Object, fin finalizev1alpha1.Finalizer, id *controller.Identity) []eventsv1.Event {
 	var out []eventsv1.Event
 	for _, e := range d.f.warningsFor(o, o.Meta.DeletionTimestamp.Time) {
-		if r := reporterOf(&e); id.reports(r) || !d.anotherParty(o, fin, r) {
+		if r := reporterOf(&e); id.Reports(r) || !d.anotherParty(o, fin, r) {
 			out = append(out, e)
 		}
 	}
@@ -70,7 +71,7 @@ func (d *diagnoser) ownedWarnings(o *kube.Object, fin finalizev1alpha1.Finalizer
 // finding of o is ControllerFailing (a rule other than the controller's explained the
 // finalizer), it is context too, without a claim about whose it is.
 func (d *diagnoser) warningContext(o *kube.Object, fs []finding) []string {
-	var ids []controllerID
+	var ids []controller.Identity
 	custom := false
 	for _, fin := range o.Finalizers {
 		if fin.Field != finalizev1alpha1.FieldMetadataFinalizers {
@@ -81,7 +82,7 @@ func (d *diagnoser) warningContext(o *kube.Object, fs []finding) []string {
 		default:
 			custom = true
 		}
-		ids = append(ids, d.identify(o, fin))
+		ids = append(ids, controller.Identify(d.catalog, o, fin))
 	}
 	if !custom {
 		return nil
@@ -94,11 +95,11 @@ func (d *diagnoser) warningContext(o *kube.Object, fs []finding) []string {
 	for i := range warns {
 		e := &warns[i]
 		reporter := reporterOf(e)
-		if slices.ContainsFunc(ids, func(id controllerID) bool { return id.reports(reporter) }) || seen[[2]string{reporter, e.Reason}] {
+		if slices.ContainsFunc(ids, func(id controller.Identity) bool { return id.Reports(reporter) }) || seen[[2]string{reporter, e.Reason}] {
 			continue
 		}
 		whose := "it owns none of the object's finalizers"
-		if !kubernetesReporters.Has(strings.ToLower(reporter)) {
+		if !controller.KubernetesComponent(reporter) {
 			if failing {
 				continue // counted as a finalizer owner's (ownedWarnings)
 			}
@@ -252,4 +253,25 @@ func reporterOf(e *eventsv1.Event) string {
 		return e.ReportingController
 	}
 	return e.DeprecatedSource.Component
+}
+
+// anotherParty says whether reporter is positively someone other than the owner of fin
+// on o: a Kubernetes component that is not fin's owner, or the owner of another
+// finalizer o carries. Any other reporter may be fin's owner under a name of its own (a
+// kubebuilder operator writes as "manager" and records Events as "database-controller"),
+// so its warnings count as the owner's.
+func (d *diagnoser) anotherParty(o *kube.Object, fin finalizev1alpha1.Finalizer, reporter string) bool {
+	if controller.KubernetesComponent(reporter) {
+		return true
+	}
+	for _, other := range o.Finalizers {
+		if other.Field != finalizev1alpha1.FieldMetadataFinalizers || other.Name == fin.Name {
+			continue
+		}
+		id := controller.Identify(d.catalog, o, other)
+		if id.Reports(reporter) {
+			return true
+		}
+	}
+	return false
 }

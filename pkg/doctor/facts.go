@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/controller"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
-
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -38,6 +38,8 @@ type facts struct {
 
 	// read holds the targeted reads, by their key (once).
 	read map[any]any
+	// workloads finds controllers' workloads, each name's once.
+	workloads *controller.Finder
 }
 
 func newFacts(ctx context.Context, kc client.Interface, dyn dynamic.Interface, res *scan.Result) *facts {
@@ -47,6 +49,7 @@ func newFacts(ctx context.Context, kc client.Interface, dyn dynamic.Interface, r
 		byNamespace: map[string][]*kube.Object{},
 		read:        map[any]any{},
 	}
+	f.workloads = &controller.Finder{Dynamic: dyn, Scan: res, Warnf: f.warnf}
 	for _, o := range res.Objects {
 		f.byUID[o.Meta.UID] = o
 		if o.Meta.Namespace != "" {

@@ -6,23 +6,40 @@ import (
 	"strings"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/controller"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 )
 
 // Who removes a finalizer, as the doctor finds it, and whether the deletion takes it away.
 
-// controller is the controller of fin on o, found once.
-func (r *run) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) doctor.Controller {
+// finalizerController is who is expected to remove a finalizer (controller.Identify),
+// and the workloads found for it anywhere in the cluster.
+type finalizerController struct {
+	// Name is the controller's name in messages, "" when nothing names one.
+	Name string
+	// Workloads are its Deployments, StatefulSets and DaemonSets; Unread the workload
+	// kinds that could not be read: absence is not proven.
+	Workloads []controller.Workload
+	Unread    []string
+}
+
+// controller is the controller of fin on o (fin's owner filled in by pkg/owner), found
+// once.
+func (r *run) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) finalizerController {
 	m := r.controllers[o.Meta.UID]
 	if m == nil {
-		m = map[string]doctor.Controller{}
+		m = map[string]finalizerController{}
 		r.controllers[o.Meta.UID] = m
 	}
 	c, ok := m[fin.Name]
 	if !ok {
-		c = r.finder.Controller(o, fin)
+		id := controller.Identify(owner.Builtin(), o, fin)
+		c.Name = id.Who
+		if len(id.WorkloadNames) > 0 {
+			ws := r.finder.Workloads(r.ctx, id.WorkloadNames...)
+			c.Workloads, c.Unread = ws.Found, ws.Unread
+		}
 		m[fin.Name] = c
 	}
 	return c
@@ -50,7 +67,7 @@ func customFinalizers(o *kube.Object) []finalizev1alpha1.Finalizer {
 
 // workloadRef is the reference to a controller's workload, uid included when it was
 // listed.
-func (r *run) workloadRef(w doctor.WorkloadRef) finalizev1alpha1.ObjectReference {
+func (r *run) workloadRef(w controller.Workload) finalizev1alpha1.ObjectReference {
 	gr := workloadKindGR[w.Kind]
 	if ref, ok := r.kept.workloads[nameKey(gr, w.Namespace, w.Name)]; ok {
 		return ref
@@ -60,7 +77,7 @@ func (r *run) workloadRef(w doctor.WorkloadRef) finalizev1alpha1.ObjectReference
 
 // survives says whether a workload of the controller that runs (asks for pods) is not
 // deleted.
-func (r *run) survives(c doctor.Controller) bool {
+func (r *run) survives(c finalizerController) bool {
 	for _, w := range c.Workloads {
 		if !r.set.has(r.workloadRef(w)) && w.Desired > 0 {
 			return true
@@ -71,7 +88,7 @@ func (r *run) survives(c doctor.Controller) bool {
 
 // servedAfter says whether a workload of the controller that stays runs and, as far as
 // its pod template says, watches namespace ns.
-func (r *run) servedAfter(c doctor.Controller, ns string) bool {
+func (r *run) servedAfter(c finalizerController, ns string) bool {
 	for _, w := range c.Workloads {
 		if !r.set.has(r.workloadRef(w)) && w.Desired > 0 && w.WatchesNamespace(ns) {
 			return true
@@ -82,7 +99,7 @@ func (r *run) servedAfter(c doctor.Controller, ns string) bool {
 
 // anyDeleted says whether the deletion removes a workload of the controller: if not,
 // it changes nothing to whether the controller runs.
-func (r *run) anyDeleted(c doctor.Controller) bool {
+func (r *run) anyDeleted(c finalizerController) bool {
 	for _, w := range c.Workloads {
 		if r.set.has(r.workloadRef(w)) {
 			return true
@@ -93,7 +110,7 @@ func (r *run) anyDeleted(c doctor.Controller) bool {
 
 // idle describes the workloads of c that stay but do not remove finalizers of objects in
 // namespace ns: scaled to zero, or limited to other namespaces.
-func (r *run) idle(c doctor.Controller, ns string) string {
+func (r *run) idle(c finalizerController, ns string) string {
 	var out []string
 	for _, w := range c.Workloads {
 		switch {
@@ -101,7 +118,7 @@ func (r *run) idle(c doctor.Controller, ns string) string {
 		case w.Desired == 0:
 			out = append(out, fmt.Sprintf("%s %s/%s (scaled to 0)", w.Kind, w.Namespace, w.Name))
 		case !w.WatchesNamespace(ns):
-			out = append(out, fmt.Sprintf("%s %s/%s (watches only %s)", w.Kind, w.Namespace, w.Name, strings.Join(w.Watches, ", ")))
+			out = append(out, fmt.Sprintf("%s %s/%s (watches only %s)", w.Kind, w.Namespace, w.Name, strings.Join(w.WatchedNamespaces(), ", ")))
 		}
 	}
 	return strings.Join(out, ", ")
@@ -109,7 +126,7 @@ func (r *run) idle(c doctor.Controller, ns string) string {
 
 // unreadWorkloads makes the prediction incomplete for the workload kinds of c that could
 // not be read (once a type): whether the deletion removes c is not known.
-func (r *run) unreadWorkloads(c doctor.Controller) {
+func (r *run) unreadWorkloads(c finalizerController) {
 	for _, kind := range c.Unread {
 		gr, ok := workloadKindGR[kind]
 		if !ok {
@@ -128,11 +145,11 @@ func (r *run) unreadWorkloads(c doctor.Controller) {
 
 // survivorsElsewhere names the workloads of c that stay, when the deletion removes every
 // workload of c in namespace ns and at least one is there; "" otherwise.
-func (r *run) survivorsElsewhere(c doctor.Controller, ns string) string {
+func (r *run) survivorsElsewhere(c finalizerController, ns string) string {
 	if ns == "" {
 		return ""
 	}
-	var here, stay []doctor.WorkloadRef
+	var here, stay []controller.Workload
 	for _, w := range c.Workloads {
 		deleted := r.set.has(r.workloadRef(w))
 		serves := !deleted && w.Desired > 0 && w.WatchesNamespace(ns)
@@ -141,7 +158,7 @@ func (r *run) survivorsElsewhere(c doctor.Controller, ns string) string {
 			return ""
 		case w.Namespace == ns && deleted:
 			here = append(here, w)
-		case serves && w.Watches != nil:
+		case serves && w.WatchedNamespaces() != nil:
 			return "" // it says it watches ns
 		case serves:
 			stay = append(stay, w)
@@ -154,8 +171,8 @@ func (r *run) survivorsElsewhere(c doctor.Controller, ns string) string {
 }
 
 // deletedOf are the workloads of c the deletion removes.
-func (r *run) deletedOf(c doctor.Controller) []doctor.WorkloadRef {
-	var out []doctor.WorkloadRef
+func (r *run) deletedOf(c finalizerController) []controller.Workload {
+	var out []controller.Workload
 	for _, w := range c.Workloads {
 		if r.set.has(r.workloadRef(w)) {
 			out = append(out, w)
@@ -165,8 +182,8 @@ func (r *run) deletedOf(c doctor.Controller) []doctor.WorkloadRef {
 }
 
 // deletedIn are the workloads of c in namespace ns.
-func (r *run) deletedIn(c doctor.Controller, ns string) []doctor.WorkloadRef {
-	var out []doctor.WorkloadRef
+func (r *run) deletedIn(c finalizerController, ns string) []controller.Workload {
+	var out []controller.Workload
 	for _, w := range c.Workloads {
 		if w.Namespace == ns {
 			out = append(out, w)
@@ -177,7 +194,7 @@ func (r *run) deletedIn(c doctor.Controller, ns string) []doctor.WorkloadRef {
 
 // deletedWorkloadRef is the cause of a ControllerDeleted hazard: the controller's first
 // workload in namespace ns that the deletion removes, else its first.
-func (r *run) deletedWorkloadRef(c doctor.Controller, ns string) finalizev1alpha1.ObjectReference {
+func (r *run) deletedWorkloadRef(c finalizerController, ns string) finalizev1alpha1.ObjectReference {
 	for _, w := range c.Workloads {
 		if ref := r.workloadRef(w); w.Namespace == ns && r.set.has(ref) {
 			return ref
@@ -187,7 +204,7 @@ func (r *run) deletedWorkloadRef(c doctor.Controller, ns string) finalizev1alpha
 }
 
 // describeWorkloads is "Deployment ops/db-operator, StatefulSet ...".
-func describeWorkloads(ws []doctor.WorkloadRef) string {
+func describeWorkloads(ws []controller.Workload) string {
 	var out []string
 	for _, w := range ws {
 		out = append(out, fmt.Sprintf("%s %s/%s", w.Kind, w.Namespace, w.Name))

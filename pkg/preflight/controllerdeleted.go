@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/controller"
 )
 
 // controllerDeleted: objects whose finalizers' controller the deletion removes. Objects
@@ -63,7 +63,7 @@ func (controllerDeleted) find(r *run) []finalizev1alpha1.Hazard {
 			if others == "" {
 				idleHere = r.idle(c, ns)
 			}
-			inside := ns != "" && r.set.namespaces[ns] && slices.ContainsFunc(c.Workloads, func(w doctor.WorkloadRef) bool { return w.Namespace == ns })
+			inside := ns != "" && r.set.namespaces[ns] && slices.ContainsFunc(c.Workloads, func(w controller.Workload) bool { return w.Namespace == ns })
 			var key controllerKey
 			if inside {
 				key = controllerKey{reason: finalizev1alpha1.HazardOperatorDeletedFirst, controller: c.Name, perNamespace: true, namespace: ns}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/admission"
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 )
 
@@ -53,7 +54,7 @@ func (conversionWebhook) find(r *run) []finalizev1alpha1.Hazard {
 		if hasURL {
 			urlp = &url
 		}
-		key, ok := clientConfigService(svc, urlp)
+		key, ok := admission.Service(svc, urlp)
 		if !ok {
 			return
 		}

@@ -18,9 +18,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/admission"
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/controller"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
@@ -214,8 +215,8 @@ func TestAControllerWhoseWorkloadsCannotBeReadMakesThePredictionIncomplete(t *te
 	})
 	kc := fake.NewClientset()
 	r := &run{ctx: t.Context(), p: &Preflight{Clients: &client.Clients{Kube: kc, Dynamic: dyn}}, set: s, kept: newListing(s),
-		rep: &finalizev1alpha1.PreflightReport{}, controllers: map[types.UID]map[string]doctor.Controller{}}
-	r.finder = doctor.NewControllerFinder(t.Context(), kc, dyn, &scan.Result{}, 0)
+		rep: &finalizev1alpha1.PreflightReport{}, controllers: map[types.UID]map[string]finalizerController{}}
+	r.finder = &controller.Finder{Dynamic: dyn, Scan: &scan.Result{}, Warnf: r.warnOnce}
 	widgets := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, Kind: "Widget", Namespaced: true}
 	o := kube.NewObject(widgets, &metav1.ObjectMeta{Namespace: "team", Name: "w", UID: "w1", Finalizers: []string{"example.com/cleanup"}}, nil)
 	o.Finalizers[0].Owner, o.Finalizers[0].OwnerSource = "op", finalizev1alpha1.OwnerSourceManagedFields
@@ -244,7 +245,7 @@ func TestAWebhookURLThatNamesAService(t *testing.T) {
 		"https://hook.ops.svc.example.com/validate":        "",
 		"https://hook.ops.svc.cluster.local.example.com/x": "",
 	} {
-		key, ok := clientConfigService(nil, &url)
+		key, ok := admission.Service(nil, &url)
 		if got := map[bool]string{true: key.String()}[ok]; got != want {
 			t.Errorf("%s: %q, want %q", url, got, want)
 		}

@@ -2,10 +2,8 @@ package preflight
 
 import (
 	"fmt"
-	neturl "net/url"
 	"strings"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,7 +13,7 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 )
 
-// Whether a deletion takes a service away, and which service a webhook calls.
+// Whether a deletion takes a service away.
 
 // serviceGone says how the deletion takes a service away: the service is deleted, or
 // every workload whose pods it selects is; "" when it stays served, or does not exist
@@ -94,30 +92,4 @@ func (r *run) serviceGoneUncached(key types.NamespacedName) string {
 		names = append(names, w.ResourceName())
 	}
 	return fmt.Sprintf("the pods of its service %s are those of %s, which the deletion removes", key, strings.Join(names, ", "))
-}
-
-// clientConfigService is the service a webhook's client config calls: its service, or
-// the in-cluster service its URL names by DNS (https://NAME.NAMESPACE.svc[.cluster.local]
-// [:PORT]/...), which an API server that resolves cluster DNS reaches.
-func clientConfigService(svc *admissionregistrationv1.ServiceReference, url *string) (types.NamespacedName, bool) {
-	if svc != nil {
-		return types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, svc.Name != ""
-	}
-	if url == nil {
-		return types.NamespacedName{}, false
-	}
-	u, err := neturl.Parse(*url)
-	if err != nil {
-		return types.NamespacedName{}, false
-	}
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	host, ok := strings.CutSuffix(host, ".svc.cluster.local")
-	if !ok {
-		host, ok = strings.CutSuffix(host, ".svc")
-	}
-	name, ns, two := strings.Cut(host, ".")
-	if !ok || !two || name == "" || ns == "" || strings.Contains(ns, ".") {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: ns, Name: name}, true
 }

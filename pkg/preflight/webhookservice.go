@@ -8,20 +8,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/admission"
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
 )
 
 // admissionWebhook is what the prediction reads of a validating or mutating webhook.
 type admissionWebhook struct {
-	name              string
-	policy            *admissionregistrationv1.FailurePolicyType
-	rules             []admissionregistrationv1.RuleWithOperations
-	namespaceSelector *metav1.LabelSelector
-	objectSelector    *metav1.LabelSelector
-	matchPolicy       *admissionregistrationv1.MatchPolicyType
-	service           *admissionregistrationv1.ServiceReference
-	url               *string
+	name   string
+	policy *admissionregistrationv1.FailurePolicyType
+	admission.Webhook
+	service *admissionregistrationv1.ServiceReference
+	url     *string
+}
+
+// admissionWebhookOf is what the prediction reads of w.
+func admissionWebhookOf(name string, policy *admissionregistrationv1.FailurePolicyType, rules []admissionregistrationv1.RuleWithOperations,
+	namespaceSelector, objectSelector *metav1.LabelSelector, mp *admissionregistrationv1.MatchPolicyType, cc admissionregistrationv1.WebhookClientConfig) admissionWebhook {
+	return admissionWebhook{name: name, policy: policy, service: cc.Service, url: cc.URL,
+		Webhook: admission.Webhook{Rules: rules, NamespaceSelector: namespaceSelector, ObjectSelector: objectSelector, MatchPolicy: admission.MatchPolicy(mp)}}
 }
 
 // webhookService: a failurePolicy Fail admission webhook whose service the deletion
@@ -30,24 +34,24 @@ type webhookService struct{}
 
 func (webhookService) find(r *run) []finalizev1alpha1.Hazard {
 	var out []finalizev1alpha1.Hazard
-	admission := r.p.Clients.Kube.AdmissionregistrationV1()
+	configs := r.p.Clients.Kube.AdmissionregistrationV1()
 	r.each(validatingResource.GroupVersionResource, func(opts metav1.ListOptions) (runtime.Object, error) {
-		return admission.ValidatingWebhookConfigurations().List(r.ctx, opts)
+		return configs.ValidatingWebhookConfigurations().List(r.ctx, opts)
 	}, func(obj runtime.Object) {
 		c := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
 		var hooks []admissionWebhook
 		for _, w := range c.Webhooks {
-			hooks = append(hooks, admissionWebhook{w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig.Service, w.ClientConfig.URL})
+			hooks = append(hooks, admissionWebhookOf(w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig))
 		}
 		out = append(out, r.webhookHazard(validatingResource.Ref("", c.Name, c.UID), hooks)...)
 	})
 	r.each(mutatingResource.GroupVersionResource, func(opts metav1.ListOptions) (runtime.Object, error) {
-		return admission.MutatingWebhookConfigurations().List(r.ctx, opts)
+		return configs.MutatingWebhookConfigurations().List(r.ctx, opts)
 	}, func(obj runtime.Object) {
 		c := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
 		var hooks []admissionWebhook
 		for _, w := range c.Webhooks {
-			hooks = append(hooks, admissionWebhook{w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig.Service, w.ClientConfig.URL})
+			hooks = append(hooks, admissionWebhookOf(w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig))
 		}
 		out = append(out, r.webhookHazard(mutatingResource.Ref("", c.Name, c.UID), hooks)...)
 	})
@@ -65,7 +69,7 @@ func (r *run) webhookHazard(cfg finalizev1alpha1.ObjectReference, hooks []admiss
 		if w.policy != nil && *w.policy != admissionregistrationv1.Fail {
 			continue
 		}
-		key, ok := clientConfigService(w.service, w.url)
+		key, ok := admission.Service(w.service, w.url)
 		if !ok {
 			continue
 		}
@@ -77,11 +81,11 @@ func (r *run) webhookHazard(cfg finalizev1alpha1.ObjectReference, hooks []admiss
 			return finalizev1alpha1.Hazard{Reason: finalizev1alpha1.HazardWebhookServiceDeleted, Cause: cfg, Objects: []finalizev1alpha1.ObjectReference{}}
 		})
 		for _, o := range r.kept.finalized {
-			if r.set.has(o.Ref()) && doctor.WebhookInterceptsUpdate(w.rules, w.namespaceSelector, w.objectSelector, w.matchPolicy, o, r.nsLabels(o)) {
+			if r.set.has(o.Ref()) && w.InterceptsUpdate(o, "", r.nsLabels(o)) {
 				h.add(cfg.Name, nil, o.Ref())
 			}
 		}
-		said = append(said, fmt.Sprintf("webhook %s has failurePolicy Fail and %s: it would reject every request it intercepts (%s), cluster-wide", w.name, why, describeRules(w.rules)))
+		said = append(said, fmt.Sprintf("webhook %s has failurePolicy Fail and %s: it would reject every request it intercepts (%s), cluster-wide", w.name, why, describeRules(w.Rules)))
 	}
 	var out []finalizev1alpha1.Hazard
 	for _, key := range h.keys {

@@ -1,4 +1,9 @@
-package doctor
+// Package controller finds who is expected to remove a finalizer and whether it runs:
+// its identity (the catalogue, the field manager that wrote the finalizer, the names its
+// workloads and Events go by) and its workloads anywhere in the cluster (readiness,
+// ServiceAccount, the namespaces their pod templates watch). The doctor (pkg/doctor) and
+// preflight (pkg/preflight) ask it alike.
+package controller
 
 import (
 	"slices"
@@ -12,71 +17,67 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 )
 
-// Who is expected to remove a finalizer, and how the doctor knows its reports: the
-// catalogue, the field manager that wrote the finalizer, and the names its workloads and
-// Events go by.
-
-// controllerID is who is expected to remove a finalizer, and how the doctor finds it.
-type controllerID struct {
-	// manager is the field manager whose writes are measured: the owner found in
+// Identity is who is expected to remove a finalizer, and the names it goes by.
+type Identity struct {
+	// Manager is the field manager whose writes are measured: the owner found in
 	// managedFields, else the controller that wrote the finalizer. Empty when no
 	// controller wrote it. Nothing else counts: another manager writing the object (the
 	// namespace controller rewriting a namespace's conditions) says nothing about the
 	// finalizer's owner.
-	manager string
-	// who names the controller in messages: the manager, else the owner.
-	who string
-	// workloads are the names (or app.kubernetes.io/name labels) its workloads may have.
-	workloads []string
-	// entry is the finalizer's catalogue entry, if any.
-	entry *owner.Entry
-	// writer is the client that wrote the finalizer when no controller did (kubectl,
+	Manager string
+	// Who names the controller in messages: the manager, else the owner.
+	Who string
+	// WorkloadNames are the names (or app.kubernetes.io/name labels) its workloads may have.
+	WorkloadNames []string
+	// Entry is the finalizer's catalogue entry, if any.
+	Entry *owner.Entry
+	// Writer is the client that wrote the finalizer when no controller did (kubectl,
 	// helm, a GitOps applier): it added the finalizer, but is not expected to remove it.
-	writer string
+	Writer string
 }
 
-// identify names the controller expected to remove fin. When the catalogue knows the
+// Identify names the controller expected to remove fin. When the catalogue knows the
 // finalizer but names no workload for it, the field manager that wrote it is the
 // controller (unless it is a generic client, or one the catalogue names as the owner:
 // Flux's kustomize-controller applies manifests for people, and writes
 // finalizers.fluxcd.io for itself).
-func (d *diagnoser) identify(o *kube.Object, fin finalizev1alpha1.Finalizer) controllerID {
-	var id controllerID
-	if e, ok := d.catalog.Lookup(fin.Name); ok {
-		id.entry = e
+func Identify(catalog *owner.Catalog, o *kube.Object, fin finalizev1alpha1.Finalizer) Identity {
+	var id Identity
+	if e, ok := catalog.Lookup(fin.Name); ok {
+		id.Entry = e
 	}
 	writers := owner.Writers(o.Meta.ManagedFields, fin.Field, fin.Name)
 	if fin.OwnerSource == finalizev1alpha1.OwnerSourceManagedFields {
-		id.manager = fin.Owner
+		id.Manager = fin.Owner
 	}
 	// When the catalogue names the owner (Kubernetes itself, or the owner's field managers
 	// or workloads), a writer it does not name is not the owner: velero restoring a
 	// Service with the cloud service controller's finalizer only added it (addedBy).
-	named := id.entry != nil && (id.entry.ControlPlane || len(id.entry.Managers) > 0 || len(id.entry.Workloads) > 0)
+	named := id.Entry != nil && (id.Entry.ControlPlane || len(id.Entry.Managers) > 0 || len(id.Entry.Workloads) > 0)
 	for _, w := range writers {
-		if id.manager == "" && !owner.IsGenericManager(w) && (!named || catalogueNames(id.entry, w)) {
-			id.manager = w
+		if id.Manager == "" && !owner.IsGenericManager(w) && (!named || catalogueNames(id.Entry, w)) {
+			id.Manager = w
 		}
 	}
 	for _, w := range writers {
-		if id.manager == "" && id.entry != nil && slices.Contains(id.entry.Managers, w) {
-			id.manager = w
+		if id.Manager == "" && id.Entry != nil && slices.Contains(id.Entry.Managers, w) {
+			id.Manager = w
 		}
 	}
-	if id.manager == "" && len(writers) > 0 {
-		id.writer = writers[0]
+	if id.Manager == "" && len(writers) > 0 {
+		id.Writer = writers[0]
 	}
-	id.who = id.manager
-	if id.who == "" {
-		id.who = fin.Owner
+	id.Who = id.Manager
+	if id.Who == "" {
+		id.Who = fin.Owner
 	}
-	if id.manager != "" {
-		id.workloads = append(id.workloads, id.manager)
+	if id.Manager != "" {
+		id.WorkloadNames = append(id.WorkloadNames, id.Manager)
 	}
-	if id.entry != nil && fin.OwnerSource == finalizev1alpha1.OwnerSourceCatalog {
-		for _, n := range id.entry.WorkloadNames() {
-			if !slices.Contains(id.workloads, n) {
-				id.workloads = append(id.workloads, n)
+	if id.Entry != nil && fin.OwnerSource == finalizev1alpha1.OwnerSourceCatalog {
+		for _, n := range id.Entry.WorkloadNames() {
+			if !slices.Contains(id.WorkloadNames, n) {
+				id.WorkloadNames = append(id.WorkloadNames, n)
 			}
 		}
 	}
@@ -102,21 +103,21 @@ func catalogueNames(e *owner.Entry, w string) bool {
 	return false
 }
 
-// reports says whether an Event's reporter is this controller: its field manager, a
+// Reports says whether an Event's reporter is this controller: its field manager, a
 // workload name of it, the reporter Kubernetes' own controller of a system finalizer
 // records Events as, or (when nothing wrote the finalizer as a controller) a manager the
 // catalogue names; equal, or one of them the other followed by a dash
 // (cert-manager-challenges is cert-manager).
-func (id *controllerID) reports(reporter string) bool {
+func (id *Identity) Reports(reporter string) bool {
 	if reporter == "" {
 		return false
 	}
-	names := append([]string{id.manager}, id.workloads...)
-	if id.manager == "" && id.entry != nil {
-		names = append(names, id.entry.Managers...)
+	names := append([]string{id.Manager}, id.WorkloadNames...)
+	if id.Manager == "" && id.Entry != nil {
+		names = append(names, id.Entry.Managers...)
 	}
-	if id.entry != nil {
-		names = append(names, systemReporters[id.entry.Finalizer]...)
+	if id.Entry != nil {
+		names = append(names, systemReporters[id.Entry.Finalizer]...)
 	}
 	for _, n := range names {
 		if n == "" {
@@ -140,8 +141,8 @@ var systemReporters = map[string][]string{
 	"kubernetes":                                  {"namespace-controller"},
 	metav1.FinalizerOrphanDependents:              {"garbage-collector-controller"},
 	metav1.FinalizerDeleteDependents:              {"garbage-collector-controller"},
-	finalizerPVC:                                  {"pvc-protection-controller"},
-	finalizerPV:                                   {"pv-protection-controller"},
+	"kubernetes.io/pvc-protection":                {"pvc-protection-controller"},
+	"kubernetes.io/pv-protection":                 {"pv-protection-controller"},
 }
 
 // kubernetesReporters are the reporters of Kubernetes' own components: the kubelet, the
@@ -163,23 +164,8 @@ var kubernetesReporters = sets.New(
 	"bootstrap-signer", "token-cleaner", "resource-claim-controller", "service-cidrs-controller",
 )
 
-// anotherParty says whether reporter is positively someone other than the owner of fin
-// on o: a Kubernetes component that is not fin's owner, or the owner of another
-// finalizer o carries. Any other reporter may be fin's owner under a name of its own (a
-// kubebuilder operator writes as "manager" and records Events as "database-controller"),
-// so its warnings count as the owner's.
-func (d *diagnoser) anotherParty(o *kube.Object, fin finalizev1alpha1.Finalizer, reporter string) bool {
-	if kubernetesReporters.Has(strings.ToLower(reporter)) {
-		return true
-	}
-	for _, other := range o.Finalizers {
-		if other.Field != finalizev1alpha1.FieldMetadataFinalizers || other.Name == fin.Name {
-			continue
-		}
-		id := d.identify(o, other)
-		if id.reports(reporter) {
-			return true
-		}
-	}
-	return false
+// KubernetesComponent says whether an Event's reporter is one of Kubernetes' own
+// components (kubernetesReporters): never an operator.
+func KubernetesComponent(reporter string) bool {
+	return kubernetesReporters.Has(strings.ToLower(reporter))
 }
