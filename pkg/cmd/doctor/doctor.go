@@ -295,9 +295,7 @@ func (o *Options) notStuck(ctx context.Context, now time.Time) error {
 	}
 	msg := "is not being deleted"
 	switch {
-	case meta.DeletionTimestamp != nil && o.target.Resource == "pods" && o.target.APIVersion == "v1" &&
-		meta.DeletionGracePeriodSeconds != nil && *meta.DeletionGracePeriodSeconds > 0 &&
-		now.Sub(meta.DeletionTimestamp.Time) < o.PodGraceMargin:
+	case o.target.Resource == "pods" && o.target.APIVersion == "v1" && scan.PodWithinMargin(&meta.ObjectMeta, now, o.PodGraceMargin):
 		msg = o.podWithinMargin(meta.DeletionTimestamp.Time, now)
 	case meta.DeletionTimestamp != nil && len(meta.Finalizers) == 0:
 		msg = "is being deleted and has no finalizers left: it goes shortly"
