@@ -130,8 +130,8 @@ func (id *Identity) Reports(reporter string) bool {
 	return false
 }
 
-// systemReporters are the reporters of Kubernetes' own controllers that remove a system
-// finalizer handled by the controller rules (custom).
+// systemReporters are the reporters of Kubernetes' own controllers that remove system
+// finalizers, by finalizer: the names their Events go by.
 var systemReporters = map[string][]string{
 	"service.kubernetes.io/load-balancer-cleanup": {"service-controller", "service-lb-controller"},
 	"batch.kubernetes.io/job-tracking":            {"job-controller"},

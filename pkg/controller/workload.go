@@ -88,7 +88,7 @@ func (w *Workload) WatchesNamespace(ns string) bool {
 	return watched == nil || ns == "" || slices.Contains(watched, ns)
 }
 
-// LogsCommand reads the logs of every pod of the workload since d ago: by its selector's
+// LogsCommand is the command that reads the logs of every pod of the workload since d ago: by its selector's
 // matchLabels (with leader election, one pod of several works, and kubectl logs
 // deploy/NAME reads one chosen pod, perhaps a standby), every container, each line
 // prefixed with its pod and container; by kind and name only when the selector has no
