@@ -7,6 +7,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/controller"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
@@ -40,7 +41,7 @@ type access struct {
 // scope first, and in the namespace only when denied there, so a controller allowed
 // cluster-wide costs five reviews whatever the number of namespaces. Each distinct
 // question is asked once per diagnosis.
-func (f *facts) accessOf(w *workloadState, o *kube.Object) access {
+func (f *facts) accessOf(w *controller.Workload, o *kube.Object) access {
 	a := access{serviceAccount: w.Namespace + "/" + w.ServiceAccount, user: "system:serviceaccount:" + w.Namespace + ":" + w.ServiceAccount}
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + w.Namespace, "system:authenticated"}
 	attrs := func(verb, name, sub string) authorizationv1.ResourceAttributes {
@@ -117,23 +118,33 @@ func (f *facts) accessOf(w *workloadState, o *kube.Object) access {
 // said once, and no more are asked: an authorizer that times out is not asked again for
 // every object.
 func (f *facts) may(user string, groups []string, attrs authorizationv1.ResourceAttributes) (allowed, checked bool) {
-	if f.reviewsRefused {
+	if f.read[reviewsRefusedKey{}] != nil {
 		return false, false
 	}
-	key := fmt.Sprintf("%s\x00%+v", user, attrs)
-	if v, ok := f.reviews[key]; ok {
-		return v, true
+	key := reviewKey{user, attrs}
+	if v, ok := f.read[key]; ok {
+		return v.(bool), true
 	}
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &attrs}}
 	got, err := f.kube.AuthorizationV1().SubjectAccessReviews().Create(f.ctx, sar, metav1.CreateOptions{})
 	if err != nil {
-		f.reviewsRefused = true
+		f.read[reviewsRefusedKey{}] = true
 		f.warnf("could not ask whether controllers' ServiceAccounts may act on the objects they hold (SubjectAccessReview): %v", err)
 		return false, false
 	}
-	f.reviews[key] = got.Status.Allowed
+	f.read[key] = got.Status.Allowed
 	return got.Status.Allowed, true
 }
+
+// reviewKey keys the answer of one SubjectAccessReview; reviewsRefusedKey is set once
+// a review failed, and no more are asked.
+type (
+	reviewKey struct {
+		user  string
+		attrs authorizationv1.ResourceAttributes
+	}
+	reviewsRefusedKey struct{}
+)
 
 // allowed says exactly what the reviews allowed, and what that does not show. Only
 // meaningful when the reviews were made and nothing is missing.

@@ -15,6 +15,14 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 )
 
+func init() {
+	register(family{causes: []Cause{
+		{Reason: finalizev1alpha1.ReasonAPIServiceUnavailable, Priority: 0,
+			Help: "an APIService is unavailable, so the namespace controller or the garbage collector cannot finish",
+			Doc:  "a namespace reports `NamespaceDeletionDiscoveryFailure`, or the garbage collector waits while a group version cannot be discovered; the APIService and its `Available` condition are named"},
+	}})
+}
+
 // apiService is an APIService and whether the aggregator finds it available.
 type apiService struct {
 	Name      string
@@ -26,10 +34,13 @@ type apiService struct {
 	Message   string
 }
 
+// apiServicesKey keys every APIService, by "group/version", listed once.
+type apiServicesKey struct{}
+
 // apiServiceFor returns the APIService of a group version ("metrics.k8s.io/v1beta1").
 func (f *facts) apiServiceFor(gv string) *apiService {
-	f.apiServicesOnce.Do(func() {
-		f.apiServices = map[string]*apiService{}
+	return once(f, apiServicesKey{}, func() map[string]*apiService {
+		all := map[string]*apiService{}
 		err := f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
 			return f.dyn.Resource(apiServicesResource.GroupVersionResource).List(f.ctx, opts)
 		}, metav1.ListOptions{}, func(obj runtime.Object) error {
@@ -38,14 +49,14 @@ func (f *facts) apiServiceFor(gv string) *apiService {
 			if a.Group == "" {
 				gv = a.Version
 			}
-			f.apiServices[gv] = a
+			all[gv] = a
 			return nil
 		})
 		if err != nil {
 			f.warnf("could not list apiservices.apiregistration.k8s.io, so unavailable APIServices are not named: %v", err)
 		}
-	})
-	return f.apiServices[gv]
+		return all
+	})[gv]
 }
 
 func parseAPIService(u *unstructured.Unstructured) *apiService {

@@ -99,6 +99,14 @@ func (c *conversionCRD) listedVersion() string {
 	return c.Listed.Version
 }
 
+func init() {
+	register(family{causes: []Cause{
+		{Reason: finalizev1alpha1.ReasonConversionWebhookUnavailable, Priority: 0,
+			Help: "a CRD's conversion webhook fails: its lists fail, and so does the deletion of every namespace where the namespace controller's list of the type fails",
+			Doc:  "a CRD's conversion webhook fails (its service does not exist or has no ready endpoints, looked up now; else TLS, a refused connection or a timeout, as the API server reported it), and the namespace is tied to it: its own conditions name the failure and the same list made now still fails, or (no conditions yet) a list of the type in that namespace made now fails with the conversion error. The CRD is the root cause of every namespace it blocks; the scan's `incomplete` entry for the type has the same reason and says the same"},
+	}})
+}
+
 // conversion is the diagnosis of one CRD's failing conversion webhook, said the same way
 // for every namespace it blocks and in the scan's incomplete entry.
 type conversion struct {
@@ -126,12 +134,23 @@ func (d *diagnoser) conversionOf(fail scan.ConversionFailure) *conversion {
 	if key == "" {
 		key = crd.Kind + "." + crd.Group
 	}
-	if c, ok := d.conversions[key]; ok {
-		return c
-	}
-	if d.conversions == nil {
-		d.conversions = map[string]*conversion{}
-	}
+	return once(d.f, conversionKey(key), func() *conversion { return d.diagnoseConversion(crd, fail) })
+}
+
+// conversionKey keys the diagnosis of one CRD's failing conversion webhook; crdsKey
+// every CRD, listed once.
+type (
+	conversionKey string
+	crdsKey       struct{}
+)
+
+// crds are every CRD and the error of their list.
+type crds struct {
+	items []*unstructured.Unstructured
+	err   error
+}
+
+func (d *diagnoser) diagnoseConversion(crd *conversionCRD, fail scan.ConversionFailure) *conversion {
 	c := &conversion{crd: crd, fail: fail, problem: d.webhookProblem(crd, fail), lists: map[string]*liveList{}}
 	via := ""
 	switch {
@@ -152,7 +171,6 @@ func (d *diagnoser) conversionOf(fail scan.ConversionFailure) *conversion {
 	c.message = fmt.Sprintf("the conversion webhook of CRD %s%s fails: %s; objects stored at %s cannot be read at another version, so lists of %s at %s fail (kubectl's, this scan's, the namespace controller's): in the namespaces that hold such objects, and, once the API server's watch cache of the type cannot initialize, in every namespace. The namespace controller lists every namespaced type at its preferred version in each namespace it deletes (once the namespace's pods are gone), so no namespace being deleted can finish while that list fails there",
 		crd.label(), via, c.problem, fail.From, what, crd.listedVersion())
 	c.next = conversionNext(crd, fail, c.problem)
-	d.conversions[key] = c
 	return c
 }
 
@@ -214,24 +232,24 @@ func (d *diagnoser) resolveConversionCRD(fail scan.ConversionFailure) *conversio
 // spec.names.kind are crd's, and sets its name and the version lists fail at: its
 // preferred version, the highest served one in Kubernetes' version order.
 func (d *diagnoser) crdOfKind(crd *conversionCRD) *unstructured.Unstructured {
-	if !d.crdsRead {
-		d.crdsRead = true
-		err := d.f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
+	all := once(d.f, crdsKey{}, func() crds {
+		var all crds
+		all.err = d.f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
 			return d.f.dyn.Resource(crdsResource.GroupVersionResource).List(d.f.ctx, opts)
 		}, metav1.ListOptions{}, func(obj runtime.Object) error {
-			d.crds = append(d.crds, obj.(*unstructured.Unstructured).DeepCopy())
+			all.items = append(all.items, obj.(*unstructured.Unstructured).DeepCopy())
 			return nil
 		})
-		if err != nil {
-			d.crdsErr = err
-			d.f.warnf("could not list customresourcedefinitions to name the CRD of a failing conversion webhook: %v", err)
+		if all.err != nil {
+			d.f.warnf("could not list customresourcedefinitions to name the CRD of a failing conversion webhook: %v", all.err)
 		}
-	}
-	if d.crdsErr != nil {
-		crd.unresolved = "the CRDs could not be listed: " + d.crdsErr.Error()
+		return all
+	})
+	if all.err != nil {
+		crd.unresolved = "the CRDs could not be listed: " + all.err.Error()
 		return nil
 	}
-	for _, u := range d.crds {
+	for _, u := range all.items {
 		group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
 		kind, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
 		plural, _, _ := unstructured.NestedString(u.Object, "spec", "names", "plural")

@@ -13,6 +13,22 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
+func init() {
+	register(family{
+		causes: []Cause{
+			{Reason: finalizev1alpha1.ReasonInstancesRemaining, Priority: 2,
+				Help: "a CRD's instances remain",
+				Doc:  "a CRD with `customresourcecleanup`: how many instances remain, which are stuck, and the CRD's `Terminating` condition"},
+		},
+		finalizers: []rule{{
+			applies: func(o *kube.Object, fin finalizev1alpha1.Finalizer) bool {
+				return fin.Name == finalizerCRD && o.Resource.GroupResource() == crdsResource.GroupResource()
+			},
+			explain: func(d *diagnoser, o *kube.Object, _ finalizev1alpha1.Finalizer) []finding { return []finding{d.crd(o)} },
+		}},
+	})
+}
+
 const crdFinalizerBy = "CRD finalizer controller (kube-apiserver)"
 
 // crd: the CRD finalizer deletes every instance, then removes itself.

@@ -16,6 +16,33 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
+func init() {
+	register(family{
+		causes: []Cause{
+			{Reason: finalizev1alpha1.ReasonSnapshotsUsingClaim, Priority: 2,
+				Help: "VolumeSnapshots taken from the claim are not ready yet",
+				Doc:  "`snapshot.storage.kubernetes.io/pvc-as-source-protection`: the VolumeSnapshots taken from the claim that are not ready (their error first); the ready ones are named too. None pending: the snapshot-controller is judged as any controller"},
+			{Reason: finalizev1alpha1.ReasonVolumeStillAttached, Priority: 2,
+				Help: "VolumeAttachments still attach the volume to nodes",
+				Doc:  "`external-attacher/<driver>` on a PV: its VolumeAttachments, their nodes, attached or being detached, and their attach or detach errors. None left: the external-attacher is judged as any controller"},
+		},
+		finalizers: []rule{
+			{applies: func(o *kube.Object, fin finalizev1alpha1.Finalizer) bool {
+				return fin.Name == finalizerSnapshotSource && o.Resource.GroupResource() == claimsResource.GroupResource()
+			},
+				explain: func(d *diagnoser, o *kube.Object, fin finalizev1alpha1.Finalizer) []finding {
+					return []finding{d.snapshotSource(o, fin)}
+				}},
+			{applies: func(o *kube.Object, fin finalizev1alpha1.Finalizer) bool {
+				return strings.HasPrefix(fin.Name, finalizerAttacherPrefix) && isVolume(o)
+			},
+				explain: func(d *diagnoser, o *kube.Object, fin finalizev1alpha1.Finalizer) []finding {
+					return []finding{d.attached(o, fin)}
+				}},
+		},
+	})
+}
+
 // The protections of the CSI sidecars that wait for other storage objects: the
 // snapshot-controller keeps a claim while snapshots are taken from it, the
 // external-attacher keeps a volume while it is attached to nodes.
@@ -30,15 +57,24 @@ var (
 	volumeAttachmentsResource = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"}, Kind: "VolumeAttachment"}
 )
 
-// csiFacts caches the storage objects the CSI rules read: VolumeSnapshots per
-// namespace, and every VolumeAttachment.
-type csiFacts struct {
-	snapshots        map[string][]volumeSnapshot
-	snapshotsErr     map[string]error
-	attachments      []volumeAttachment
-	attachmentsRead  bool
-	attachmentsError error
-}
+// snapshotsKey keys the VolumeSnapshots of a namespace; attachmentsKey every
+// VolumeAttachment.
+type (
+	snapshotsKey   string
+	attachmentsKey struct{}
+)
+
+// snapshots and attachments are a list read and its error.
+type (
+	snapshots struct {
+		items []volumeSnapshot
+		err   error
+	}
+	attachments struct {
+		items []volumeAttachment
+		err   error
+	}
+)
 
 type volumeSnapshot struct {
 	Name, Namespace, Source string
@@ -57,20 +93,14 @@ type volumeAttachment struct {
 	Error                        string
 }
 
-func (d *diagnoser) csi() *csiFacts {
-	if d.csiFacts == nil {
-		d.csiFacts = &csiFacts{snapshots: map[string][]volumeSnapshot{}, snapshotsErr: map[string]error{}}
-	}
-	return d.csiFacts
-}
-
 // volumeSnapshotsIn lists the VolumeSnapshots of a namespace, in pages, keeping what the
 // rule needs.
 func (d *diagnoser) volumeSnapshotsIn(ns string) ([]volumeSnapshot, error) {
-	c := d.csi()
-	if s, ok := c.snapshots[ns]; ok {
-		return s, c.snapshotsErr[ns]
-	}
+	s := once(d.f, snapshotsKey(ns), func() snapshots { return d.readVolumeSnapshots(ns) })
+	return s.items, s.err
+}
+
+func (d *diagnoser) readVolumeSnapshots(ns string) snapshots {
 	var out []volumeSnapshot
 	err := d.f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
 		return d.f.dyn.Resource(volumeSnapshotsResource.GroupVersionResource).Namespace(ns).List(d.f.ctx, opts)
@@ -92,8 +122,7 @@ func (d *diagnoser) volumeSnapshotsIn(ns string) ([]volumeSnapshot, error) {
 		out = append(out, s)
 		return nil
 	})
-	c.snapshots[ns], c.snapshotsErr[ns] = out, err
-	return out, err
+	return snapshots{out, err}
 }
 
 // snapshotSource: the snapshot-controller keeps pvc-as-source-protection on a claim while
@@ -166,12 +195,13 @@ func (d *diagnoser) snapshotSource(o *kube.Object, fin finalizev1alpha1.Finalize
 
 // volumeAttachments lists every VolumeAttachment once, in pages.
 func (d *diagnoser) volumeAttachments() ([]volumeAttachment, error) {
-	c := d.csi()
-	if c.attachmentsRead {
-		return c.attachments, c.attachmentsError
-	}
-	c.attachmentsRead = true
-	c.attachmentsError = d.f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
+	a := once(d.f, attachmentsKey{}, d.readVolumeAttachments)
+	return a.items, a.err
+}
+
+func (d *diagnoser) readVolumeAttachments() attachments {
+	var c attachments
+	c.err = d.f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
 		return d.f.dyn.Resource(volumeAttachmentsResource.GroupVersionResource).List(d.f.ctx, opts)
 	}, metav1.ListOptions{}, func(obj runtime.Object) error {
 		u := obj.(*unstructured.Unstructured)
@@ -186,14 +216,14 @@ func (d *diagnoser) volumeAttachments() ([]volumeAttachment, error) {
 			a.Error = "attach failed: " + msg
 		}
 		if a.Volume != "" {
-			c.attachments = append(c.attachments, a)
+			c.items = append(c.items, a)
 		}
 		return nil
 	})
-	if c.attachmentsError != nil {
-		d.f.warnf("could not list volumeattachments.storage.k8s.io, so the nodes that hold volumes are not named: %v", c.attachmentsError)
+	if c.err != nil {
+		d.f.warnf("could not list volumeattachments.storage.k8s.io, so the nodes that hold volumes are not named: %v", c.err)
 	}
-	return c.attachments, c.attachmentsError
+	return c
 }
 
 func (a *volumeAttachment) state() string {

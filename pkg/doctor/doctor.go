@@ -74,7 +74,7 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error
 		grace = defaultNamespaceGrace
 	}
 	f := newFacts(ctx, d.Kube, d.Dynamic, res)
-	f.chunk = d.ChunkSize
+	f.chunk, f.workloads.ChunkSize = d.ChunkSize, d.ChunkSize
 	window := d.ProgressWindow
 	if window <= 0 {
 		window = DefaultProgressWindow
@@ -105,7 +105,7 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error
 
 // merge turns the findings of one object into its cause.
 func merge(findings []finding) *finalizev1alpha1.Cause {
-	sort.SliceStable(findings, func(i, j int) bool { return priority[findings[i].reason] < priority[findings[j].reason] })
+	sort.SliceStable(findings, func(i, j int) bool { return priority(findings[i].reason) < priority(findings[j].reason) })
 	top := findings[0]
 	c := &finalizev1alpha1.Cause{Reason: top.reason, Message: top.message, NextStep: top.next}
 	var also []string
@@ -141,7 +141,7 @@ func merge(findings []finding) *finalizev1alpha1.Cause {
 // gatherRoots follows what each object waits for down to root causes, and groups the
 // objects by root cause.
 func (rep *Report) gatherRoots(leaves map[types.UID][]*rootSpec) {
-	byKey := map[string]*finalizev1alpha1.RootCause{}
+	byKey := map[rootKey]*finalizev1alpha1.RootCause{}
 	rootOf := func(spec *rootSpec) *finalizev1alpha1.RootCause {
 		r, ok := byKey[spec.key()]
 		if !ok {
@@ -192,8 +192,8 @@ func (rep *Report) gatherRoots(leaves map[types.UID][]*rootSpec) {
 		if len(a.Objects) != len(b.Objects) {
 			return len(a.Objects) > len(b.Objects)
 		}
-		if priority[a.Reason] != priority[b.Reason] {
-			return priority[a.Reason] < priority[b.Reason]
+		if priority(a.Reason) != priority(b.Reason) {
+			return priority(a.Reason) < priority(b.Reason)
 		}
 		return a.Subject.Kind+a.Subject.Namespace+a.Subject.Name < b.Subject.Kind+b.Subject.Namespace+b.Subject.Name
 	})

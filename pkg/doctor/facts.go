@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,14 +13,15 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/controller"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
-
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
 // facts holds what the doctor read, each thing read at most once: the scan and its index,
-// and the targeted reads each rule family makes (apiservice.go, webhook.go, storage.go,
-// controller.go). One diagnosis uses it from one goroutine.
+// and, in one store, the targeted reads each rule family makes. A family keys its reads
+// by a key type of its own (apiServicesKey in apiservice.go, nodeKey in pod.go ...), so
+// adding one adds no field here. One diagnosis uses it from one goroutine.
 type facts struct {
 	ctx  context.Context
 	kube client.Interface
@@ -38,24 +36,10 @@ type facts struct {
 
 	warnings []string
 
-	apiServicesOnce sync.Once
-	apiServices     map[string]*apiService // by "group/version"
-
-	webhooksOnce sync.Once
-	webhooks     []webhook
-
-	services map[types.NamespacedName]*serviceState
-	pods     map[string][]corev1.Pod
-	events   map[string][]eventsv1.Event
-	// warningsRead: the cluster-wide read of warnings was considered (controller.go).
-	warningsRead bool
-
-	// workloadsByName are the workloads named like each controller (workload.go).
-	workloadsByName map[string]workloads
-	// reviews are the answers of SubjectAccessReviews (access.go); reviewsRefused: a
-	// review failed (refused, or any other error), and no more are asked.
-	reviews        map[string]bool
-	reviewsRefused bool
+	// read holds the targeted reads, by their key (once).
+	read map[any]any
+	// workloads finds controllers' workloads, each name's once.
+	workloads *controller.Finder
 }
 
 func newFacts(ctx context.Context, kc client.Interface, dyn dynamic.Interface, res *scan.Result) *facts {
@@ -63,13 +47,9 @@ func newFacts(ctx context.Context, kc client.Interface, dyn dynamic.Interface, r
 		ctx: ctx, kube: kc, dyn: dyn, res: res, now: res.Now,
 		byUID:       map[types.UID]*kube.Object{},
 		byNamespace: map[string][]*kube.Object{},
-		services:    map[types.NamespacedName]*serviceState{},
-		pods:        map[string][]corev1.Pod{},
-		events:      map[string][]eventsv1.Event{},
-
-		workloadsByName: map[string]workloads{},
-		reviews:         map[string]bool{},
+		read:        map[any]any{},
 	}
+	f.workloads = &controller.Finder{Dynamic: dyn, Scan: res, Warnf: f.warnf}
 	for _, o := range res.Objects {
 		f.byUID[o.Meta.UID] = o
 		if o.Meta.Namespace != "" {
@@ -77,6 +57,16 @@ func newFacts(ctx context.Context, kc client.Interface, dyn dynamic.Interface, r
 		}
 	}
 	return f
+}
+
+// once returns what key names, reading it with get the first time it is asked.
+func once[K comparable, V any](f *facts, key K, get func() V) V {
+	if v, ok := f.read[key]; ok {
+		return v.(V)
+	}
+	v := get()
+	f.read[key] = v
+	return v
 }
 
 // each lists a collection in pages of f.chunk and calls fn with every item, a pointer

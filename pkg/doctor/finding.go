@@ -34,9 +34,13 @@ type rootSpec struct {
 	message, next string
 }
 
-func (r *rootSpec) key() string {
-	return r.reason + "\x00" + r.subject.Kind + "\x00" + r.subject.Namespace + "\x00" + r.subject.Name
+// rootKey tells root causes apart: by reason and subject.
+type rootKey struct {
+	reason  string
+	subject finalizev1alpha1.Subject
 }
+
+func (r *rootSpec) key() rootKey { return rootKey{r.reason, r.subject} }
 
 // rooted is a finding that is a root cause itself: subject is what it is about, message
 // what it says of this object, and rootMessage what the root cause says once for every
@@ -52,28 +56,6 @@ func rooted(reason string, subject finalizev1alpha1.Subject, message, next, root
 func (fd finding) withRootNext(next string) finding {
 	fd.root.next = next
 	return fd
-}
-
-// priority orders the causes of one object: what blocks everyone first, what the
-// operator can act on next, and "not proven yet" last.
-var priority = map[string]int{
-	finalizev1alpha1.ReasonAPIServiceUnavailable:        0,
-	finalizev1alpha1.ReasonConversionWebhookUnavailable: 0,
-	finalizev1alpha1.ReasonWebhookBlocking:              1,
-	finalizev1alpha1.ReasonNamespaceContentRemaining:    2,
-	finalizev1alpha1.ReasonNamespaceFinalizersRemaining: 2,
-	finalizev1alpha1.ReasonDependentsRemaining:          2,
-	finalizev1alpha1.ReasonInstancesRemaining:           2,
-	finalizev1alpha1.ReasonPodsUsingClaim:               2,
-	finalizev1alpha1.ReasonClaimStillBound:              2,
-	finalizev1alpha1.ReasonSnapshotsUsingClaim:          2,
-	finalizev1alpha1.ReasonVolumeStillAttached:          2,
-	finalizev1alpha1.ReasonControllerFailing:            3,
-	finalizev1alpha1.ReasonControllerForbidden:          3,
-	finalizev1alpha1.ReasonControllerInactive:           4,
-	finalizev1alpha1.ReasonControllerIdle:               4,
-	finalizev1alpha1.ReasonProgressing:                  5,
-	finalizev1alpha1.ReasonUnknown:                      6,
 }
 
 // The types the doctor names in blockers and subjects.

@@ -4,12 +4,33 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
+
+func init() {
+	register(family{
+		causes: []Cause{
+			{Reason: finalizev1alpha1.ReasonDependentsRemaining, Priority: 2,
+				Help: "dependents that block their owner's deletion still exist",
+				Doc:  "`foregroundDeletion`: the dependents with `blockOwnerDeletion` that still exist"},
+		},
+		finalizers: []rule{
+			{applies: func(_ *kube.Object, fin finalizev1alpha1.Finalizer) bool {
+				return fin.Name == metav1.FinalizerDeleteDependents
+			},
+				explain: func(d *diagnoser, o *kube.Object, _ finalizev1alpha1.Finalizer) []finding { return d.foreground(o) }},
+			{applies: func(_ *kube.Object, fin finalizev1alpha1.Finalizer) bool {
+				return fin.Name == metav1.FinalizerOrphanDependents
+			},
+				explain: func(d *diagnoser, o *kube.Object, _ finalizev1alpha1.Finalizer) []finding { return d.orphan(o) }},
+		},
+	})
+}
 
 const gcOwner = "garbage collector (kube-controller-manager)"
 

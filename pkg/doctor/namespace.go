@@ -12,6 +12,30 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
+func init() {
+	register(family{
+		causes: []Cause{
+			{Reason: finalizev1alpha1.ReasonNamespaceContentRemaining, Priority: 2,
+				Help: "the namespace still holds objects",
+				Doc:  "from the namespace controller's conditions, whatever their wording; the stuck objects still in the namespace are its blockers"},
+			{Reason: finalizev1alpha1.ReasonNamespaceFinalizersRemaining, Priority: 2,
+				Help: "objects in the namespace still carry finalizers",
+				Doc:  "from the namespace controller's conditions, whatever their wording; the stuck objects still in the namespace are its blockers"},
+		},
+		object: func(d *diagnoser, o *kube.Object) []finding {
+			if !hasSpecFinalizers(o) {
+				return nil
+			}
+			return d.namespace(o)
+		},
+	})
+}
+
+// hasSpecFinalizers: o is a namespace whose spec finalizers remain.
+func hasSpecFinalizers(o *kube.Object) bool {
+	return o.Resource.IsNamespaces() && o.Namespace != nil && len(o.Namespace.Spec.Finalizers) > 0
+}
+
 const nsOwner = "namespace controller (kube-controller-manager)"
 
 // defaultNamespaceGrace is how long a deleted namespace may go without deletion

@@ -36,9 +36,25 @@ const (
 )
 
 func init() {
-	for _, r := range []string{finalizev1alpha1.ReasonNodeGone, finalizev1alpha1.ReasonNodeNotReady, finalizev1alpha1.ReasonKubeletNotFinishing} {
-		priority[r] = 2
-	}
+	register(family{
+		causes: []Cause{
+			{Reason: finalizev1alpha1.ReasonNodeGone, Priority: 2,
+				Help: "a pod waits for its kubelet past --pod-grace-margin, and its Node object does not exist",
+				Doc:  "a pod whose deletion waits for its kubelet (see below) is bound to a node whose Node object does not exist"},
+			{Reason: finalizev1alpha1.ReasonNodeNotReady, Priority: 2,
+				Help: "a pod waits for its kubelet past --pod-grace-margin, and its node is NotReady or Unknown, or its kubelet shows no sign of life",
+				Doc:  "a pod whose deletion waits for its kubelet is bound to a node that has Ready `False` or `Unknown` (since when, reason and message), or Ready `True` while its kubelet shows no sign of life within 100 s by the rule a force deletion is refused by ([safety.md](safety.md#force-deleting-a-pod-whose-node-is-gone)); the last heartbeat is the latest of the Ready condition's `lastHeartbeatTime`, the node's Lease `renewTime` and the Lease's last change as the API server saw it"},
+			{Reason: finalizev1alpha1.ReasonKubeletNotFinishing, Priority: 2,
+				Help: "a pod waits for its kubelet past --pod-grace-margin, and its node is Ready, but the kubelet has not stopped its containers or released its volumes",
+				Doc:  "a pod whose deletion waits for its kubelet is bound to a node that is Ready, and its kubelet reports: the containers it has not stopped, and the pod's volumes still in the node's `status.volumesInUse` or attached by a VolumeAttachment, with their CSI drivers"},
+		},
+		object: func(d *diagnoser, o *kube.Object) []finding {
+			if o.WaitsFor == nil {
+				return nil
+			}
+			return []finding{d.podWaitsForKubelet(o)}
+		},
+	})
 }
 
 // nodeState is what the doctor read of one node.
@@ -55,20 +71,16 @@ type nodeState struct {
 	source    string
 }
 
-// podFacts caches the nodes read for pods.
-type podFacts struct {
-	nodes map[string]*nodeState
-}
+// nodeKey keys what the doctor read of one node.
+type nodeKey string
 
 func (d *diagnoser) node(name string) *nodeState {
-	if d.podFacts == nil {
-		d.podFacts = &podFacts{nodes: map[string]*nodeState{}}
-	}
-	if s, ok := d.podFacts.nodes[name]; ok {
-		return s
-	}
+	return once(d.f, nodeKey(name), func() *nodeState { return d.readNode(name) })
+}
+
+// readNode reads a node and its Lease.
+func (d *diagnoser) readNode(name string) *nodeState {
 	s := &nodeState{}
-	d.podFacts.nodes[name] = s
 	n, err := d.f.kube.CoreV1().Nodes().Get(d.f.ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -12,16 +12,47 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
+func init() {
+	register(family{
+		causes: []Cause{
+			{Reason: finalizev1alpha1.ReasonPodsUsingClaim, Priority: 2,
+				Help: "scheduled pods still use the claim",
+				Doc:  "like the pvc-protection controller of v1.36: every *scheduled* pod that references the claim, running or finished (a Succeeded pod holds the claim until it is deleted)"},
+			{Reason: finalizev1alpha1.ReasonClaimStillBound, Priority: 2,
+				Help: "the volume is still bound to its claim",
+				Doc:  "the PV's phase is `Bound`; the claim is named (and diagnosed, if stuck)"},
+		},
+		finalizers: []rule{
+			{applies: func(o *kube.Object, fin finalizev1alpha1.Finalizer) bool {
+				return fin.Name == finalizerPVC && o.Resource.GroupResource() == claimsResource.GroupResource()
+			},
+				explain: func(d *diagnoser, o *kube.Object, _ finalizev1alpha1.Finalizer) []finding { return []finding{d.pvc(o)} }},
+			{applies: func(o *kube.Object, fin finalizev1alpha1.Finalizer) bool {
+				return fin.Name == finalizerPV && isVolume(o)
+			},
+				explain: func(d *diagnoser, o *kube.Object, _ finalizev1alpha1.Finalizer) []finding { return []finding{d.pv(o)} }},
+		},
+	})
+}
+
+// isVolume: o is a PersistentVolume.
+func isVolume(o *kube.Object) bool {
+	return o.Resource.Group == "" && o.Resource.Resource == "persistentvolumes"
+}
+
 const (
 	pvcOwner = "pvc-protection controller (kube-controller-manager)"
 	pvOwner  = "pv-protection controller (kube-controller-manager)"
 )
 
+// podsKey keys the pods of a namespace that mount a claim.
+type podsKey string
+
 // podsIn returns the pods of a namespace that mount a claim: listed in pages, only
-// those kept.
+// those kept. A list that failed is made again for the next claim.
 func (f *facts) podsIn(ns string) ([]corev1.Pod, bool) {
-	if pods, ok := f.pods[ns]; ok {
-		return pods, true
+	if pods, ok := f.read[podsKey(ns)]; ok {
+		return pods.([]corev1.Pod), true
 	}
 	var pods []corev1.Pod
 	err := f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
@@ -45,7 +76,7 @@ func (f *facts) podsIn(ns string) ([]corev1.Pod, bool) {
 		f.warnf("could not list pods in namespace %s, so the pods that hold its claims are not named: %v", ns, err)
 		return nil, false
 	}
-	f.pods[ns] = pods
+	f.read[podsKey(ns)] = pods
 	return pods, true
 }
 

@@ -2,21 +2,45 @@ package doctor
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/admission"
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
+
+func init() {
+	register(family{
+		causes: []Cause{
+			{Reason: finalizev1alpha1.ReasonWebhookBlocking, Priority: 1,
+				Help: "a failurePolicy Fail webhook without a backend rejects every update of the object",
+				Doc:  "a `failurePolicy: Fail` webhook intercepts UPDATE of the object (rules, `matchPolicy`, scope, namespace and object selectors as the API server applies them) and its service does not exist or has no ready endpoints: nobody can remove the finalizer"},
+		},
+		// The update that removes a metadata finalizer, and a namespace's /finalize.
+		object: func(d *diagnoser, o *kube.Object) []finding {
+			var fs []finding
+			if len(o.Meta.Finalizers) > 0 {
+				if bw := d.f.blockingWebhooks(o, ""); len(bw) > 0 {
+					fs = append(fs, webhookFinding(bw))
+				}
+			}
+			if hasSpecFinalizers(o) {
+				if bw := d.f.blockingWebhooks(o, "finalize"); len(bw) > 0 {
+					fs = append(fs, webhookFinding(bw))
+				}
+			}
+			return fs
+		},
+	})
+}
 
 // webhookConfigurationResources are the types of the configurations a blocking webhook
 // lives in, by kind.
@@ -55,14 +79,11 @@ func serviceOf(w blockingWebhook) string {
 
 // webhook is one admission webhook that rejects requests when its backend fails.
 type webhook struct {
-	Kind              string // ValidatingWebhookConfiguration or MutatingWebhookConfiguration
-	Configuration     string
-	Name              string
-	Rules             []admissionregistrationv1.RuleWithOperations
-	NamespaceSelector *metav1.LabelSelector
-	ObjectSelector    *metav1.LabelSelector
-	MatchPolicy       admissionregistrationv1.MatchPolicyType
-	Service           *types.NamespacedName
+	Kind          string // ValidatingWebhookConfiguration or MutatingWebhookConfiguration
+	Configuration string
+	Name          string
+	admission.Webhook
+	Service *types.NamespacedName
 }
 
 // blockingWebhook is a webhook that would reject the update that removes a finalizer.
@@ -77,7 +98,7 @@ type blockingWebhook struct {
 func (f *facts) blockingWebhooks(o *kube.Object, sub string) []blockingWebhook {
 	var out []blockingWebhook
 	for _, w := range f.failingWebhooks() {
-		if w.Service == nil || !w.intercepts(o, sub, f.namespaceLabels(o)) {
+		if w.Service == nil || !w.InterceptsUpdate(o, sub, f.namespaceLabels(o)) {
 			continue // a URL webhook's backend cannot be checked from the cluster
 		}
 		st := f.service(*w.Service)
@@ -101,78 +122,6 @@ func (f *facts) namespaceLabels(o *kube.Object) map[string]string {
 	return f.res.Index.NamespaceLabels[o.Meta.Namespace]
 }
 
-// intercepts reports whether the webhook is called for an UPDATE of o.
-func (w *webhook) intercepts(o *kube.Object, sub string, nsLabels map[string]string) bool {
-	r := o.Resource
-	matched := false
-	for i := range w.Rules {
-		rule := &w.Rules[i]
-		if !hasOperation(rule.Operations, admissionregistrationv1.Update) ||
-			!matchesAny(rule.APIGroups, r.Group) ||
-			// With matchPolicy Equivalent (the default) a rule for another version of the
-			// same resource still applies.
-			(w.MatchPolicy == admissionregistrationv1.Exact && !matchesAny(rule.APIVersions, r.Version)) ||
-			!matchesResource(rule.Resources, r.Resource, sub) ||
-			!matchesScope(rule.Scope, r.Namespaced) {
-			continue
-		}
-		matched = true
-		break
-	}
-	if !matched {
-		return false
-	}
-	if !selects(w.ObjectSelector, o.Meta.Labels) {
-		return false
-	}
-	// Cluster-scoped objects other than namespaces ignore the namespaceSelector.
-	if r.Namespaced || r.IsNamespaces() {
-		return selects(w.NamespaceSelector, nsLabels)
-	}
-	return true
-}
-
-func selects(sel *metav1.LabelSelector, set map[string]string) bool {
-	if sel == nil {
-		return true
-	}
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return true // a selector the API server accepted; err on the side of "it applies"
-	}
-	return s.Matches(labels.Set(set))
-}
-
-func hasOperation(ops []admissionregistrationv1.OperationType, op admissionregistrationv1.OperationType) bool {
-	return slices.Contains(ops, op) || slices.Contains(ops, admissionregistrationv1.OperationAll)
-}
-
-func matchesAny(list []string, v string) bool {
-	return slices.Contains(list, v) || slices.Contains(list, "*")
-}
-
-func matchesResource(list []string, resource, sub string) bool {
-	for _, r := range list {
-		switch {
-		case sub == "" && (r == resource || r == "*"):
-			return true
-		case sub != "" && (r == resource+"/"+sub || r == resource+"/*" || r == "*/"+sub || r == "*/*"):
-			return true
-		}
-	}
-	return false
-}
-
-func matchesScope(scope *admissionregistrationv1.ScopeType, namespaced bool) bool {
-	if scope == nil || *scope == admissionregistrationv1.AllScopes {
-		return true
-	}
-	if namespaced {
-		return *scope == admissionregistrationv1.NamespacedScope
-	}
-	return *scope == admissionregistrationv1.ClusterScope
-}
-
 func (b *blockingWebhook) String() string {
 	return fmt.Sprintf("%s %s (webhook %s): %s", b.Kind, b.Configuration, b.Name, b.Problem)
 }
@@ -184,10 +133,14 @@ type serviceState struct {
 	Err    error
 }
 
+// serviceKey keys the state of one Service.
+type serviceKey types.NamespacedName
+
 func (f *facts) service(key types.NamespacedName) *serviceState {
-	if s, ok := f.services[key]; ok {
-		return s
-	}
+	return once(f, serviceKey(key), func() *serviceState { return f.readService(key) })
+}
+
+func (f *facts) readService(key types.NamespacedName) *serviceState {
 	s := &serviceState{}
 	if _, err := f.kube.CoreV1().Services(key.Namespace).Get(f.ctx, key.Name, metav1.GetOptions{}); err == nil {
 		s.Exists = true
@@ -204,7 +157,6 @@ func (f *facts) service(key types.NamespacedName) *serviceState {
 	} else if !apierrors.IsNotFound(err) {
 		s.Err = err
 	}
-	f.services[key] = s
 	return s
 }
 
@@ -221,28 +173,32 @@ func (s *serviceState) describe(key types.NamespacedName) string {
 	return ""
 }
 
+// webhooksKey keys the webhooks with failurePolicy Fail, listed once.
+type webhooksKey struct{}
+
 // failingWebhooks returns the webhooks with failurePolicy Fail.
 func (f *facts) failingWebhooks() []webhook {
-	f.webhooksOnce.Do(func() {
-		admission := f.kube.AdmissionregistrationV1()
+	return once(f, webhooksKey{}, func() []webhook {
+		var out []webhook
+		configs := f.kube.AdmissionregistrationV1()
 		f.listWebhooks("validatingwebhookconfigurations", func(opts metav1.ListOptions) (runtime.Object, error) {
-			return admission.ValidatingWebhookConfigurations().List(f.ctx, opts)
+			return configs.ValidatingWebhookConfigurations().List(f.ctx, opts)
 		}, func(obj runtime.Object) {
 			c := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
 			for _, w := range c.Webhooks {
-				f.addWebhook("ValidatingWebhookConfiguration", c.Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
+				out = addWebhook(out, "ValidatingWebhookConfiguration", c.Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
 			}
 		})
 		f.listWebhooks("mutatingwebhookconfigurations", func(opts metav1.ListOptions) (runtime.Object, error) {
-			return admission.MutatingWebhookConfigurations().List(f.ctx, opts)
+			return configs.MutatingWebhookConfigurations().List(f.ctx, opts)
 		}, func(obj runtime.Object) {
 			c := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
 			for _, w := range c.Webhooks {
-				f.addWebhook("MutatingWebhookConfiguration", c.Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
+				out = addWebhook(out, "MutatingWebhookConfiguration", c.Name, w.Name, w.FailurePolicy, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.MatchPolicy, w.ClientConfig)
 			}
 		})
+		return out
 	})
-	return f.webhooks
 }
 
 // listWebhooks reads every configuration of one kind, page by page, into add; a failed
@@ -258,22 +214,15 @@ func (f *facts) listWebhooks(resource string, list func(metav1.ListOptions) (run
 }
 
 // addWebhook keeps a webhook that fails closed: failurePolicy Fail, the default.
-func (f *facts) addWebhook(kind, configuration, name string, policy *admissionregistrationv1.FailurePolicyType, rules []admissionregistrationv1.RuleWithOperations,
-	namespaceSelector, objectSelector *metav1.LabelSelector, mp *admissionregistrationv1.MatchPolicyType, cc admissionregistrationv1.WebhookClientConfig) {
+func addWebhook(out []webhook, kind, configuration, name string, policy *admissionregistrationv1.FailurePolicyType, rules []admissionregistrationv1.RuleWithOperations,
+	namespaceSelector, objectSelector *metav1.LabelSelector, mp *admissionregistrationv1.MatchPolicyType, cc admissionregistrationv1.WebhookClientConfig) []webhook {
 	if policy != nil && *policy != admissionregistrationv1.Fail {
-		return
+		return out
 	}
-	w := webhook{Kind: kind, Configuration: configuration, Name: name, Rules: rules,
-		NamespaceSelector: namespaceSelector, ObjectSelector: objectSelector, MatchPolicy: matchPolicy(mp)}
+	w := webhook{Kind: kind, Configuration: configuration, Name: name,
+		Webhook: admission.Webhook{Rules: rules, NamespaceSelector: namespaceSelector, ObjectSelector: objectSelector, MatchPolicy: admission.MatchPolicy(mp)}}
 	if cc.Service != nil {
 		w.Service = &types.NamespacedName{Namespace: cc.Service.Namespace, Name: cc.Service.Name}
 	}
-	f.webhooks = append(f.webhooks, w)
-}
-
-func matchPolicy(p *admissionregistrationv1.MatchPolicyType) admissionregistrationv1.MatchPolicyType {
-	if p == nil {
-		return admissionregistrationv1.Equivalent
-	}
-	return *p
+	return append(out, w)
 }

@@ -9,7 +9,10 @@
 // APIServices, conversion webhooks and pods that matter. Nothing is written.
 //
 //   - preflight.go: the run, the deletion set and what is kept of the listing.
-//   - hazards.go: the hazards, one function each, and their safe orders.
+//   - hazard.go: the hazard interface, the families in the order they are looked for,
+//     and their safe orders; each family in a file of its own (controllerdeleted.go,
+//     crdinstances.go, webhookservice.go, conversionwebhook.go, apiserviceservice.go,
+//     claiminuse.go), sharing controller.go and service.go.
 //   - helm.go: the objects of a Helm release, from its record in the cluster.
 //   - print.go: the text output.
 package preflight

@@ -3,6 +3,7 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,7 +17,7 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/controller"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
@@ -106,16 +107,24 @@ type run struct {
 
 	res      *scan.Result
 	kept     *listing
-	finder   *doctor.ControllerFinder
+	finder   *controller.Finder
 	warnings []string
 	// controllers caches the controller of each (object, finalizer).
-	controllers map[types.UID]map[string]doctor.Controller
+	controllers map[types.UID]map[string]finalizerController
 	// gone caches how the deletion takes each service away (serviceGone).
 	gone map[types.NamespacedName]string
 }
 
 func (r *run) warnf(format string, args ...any) {
 	r.warnings = append(r.warnings, fmt.Sprintf(format, args...))
+}
+
+// warnOnce is warnf for reads that may fail alike for several controllers: it says
+// each thing once.
+func (r *run) warnOnce(format string, args ...any) {
+	if msg := fmt.Sprintf(format, args...); !slices.Contains(r.warnings, msg) {
+		r.warnings = append(r.warnings, msg)
+	}
 }
 
 // incomplete records a read that failed: the prediction may miss hazards there.
@@ -189,20 +198,16 @@ func (r *run) list() error {
 	r.set.collectGarbage(r.kept.dependents)
 	r.rep.Deleted = r.kept.deletedCount(r.set)
 	owner.NewResolver(owner.Builtin(), res.Groups).Annotate(r.kept.finalized)
-	r.finder = doctor.NewControllerFinder(r.ctx, r.p.Clients.Kube, r.p.Clients.Dynamic, res, opts.ChunkSize)
+	r.finder = &controller.Finder{Dynamic: r.p.Clients.Dynamic, Scan: res, ChunkSize: opts.ChunkSize, Warnf: r.warnOnce}
 	return nil
 }
 
 // predict finds every hazard.
 func (r *run) predict() {
-	r.controllers = map[types.UID]map[string]doctor.Controller{}
-	r.controllerHazards()
-	r.crdHazards()
-	r.webhookHazards()
-	r.conversionHazards()
-	r.apiServiceHazards()
-	r.claimHazards()
-	r.warnings = append(r.warnings, r.finder.Warnings()...)
+	r.controllers = map[types.UID]map[string]finalizerController{}
+	for _, h := range hazards {
+		r.rep.Hazards = append(r.rep.Hazards, h.find(r)...)
+	}
 	sortIncomplete(r.rep.Incomplete)
 }
 

@@ -18,9 +18,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/admission"
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/doctor"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/controller"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
@@ -193,9 +194,9 @@ func TestAnUnsetFailurePolicyAndALocalAPIService(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ops", Name: "hook"}
 	r.kept.services[key] = ref(schema.GroupResource{Resource: "services"}, "Service", "ops", "hook", "s1")
 
-	r.webhookHazard(validatingResource.Ref("", "hook", "v1"), []admissionWebhook{{name: "check.example.com",
-		service: &admissionregistrationv1.ServiceReference{Namespace: "ops", Name: "hook"}}})
-	r.apiServiceHazards()
+	r.rep.Hazards = append(r.rep.Hazards, r.webhookHazard(validatingResource.Ref("", "hook", "v1"), []admissionWebhook{{name: "check.example.com",
+		service: &admissionregistrationv1.ServiceReference{Namespace: "ops", Name: "hook"}}})...)
+	r.rep.Hazards = append(r.rep.Hazards, apiServiceService{}.find(r)...)
 	if len(r.rep.Hazards) != 1 || r.rep.Hazards[0].Reason != finalizev1alpha1.HazardWebhookServiceDeleted || len(r.rep.Incomplete) != 0 {
 		t.Errorf("hazards %+v, incomplete %+v: want the webhook's only", r.rep.Hazards, r.rep.Incomplete)
 	}
@@ -214,14 +215,14 @@ func TestAControllerWhoseWorkloadsCannotBeReadMakesThePredictionIncomplete(t *te
 	})
 	kc := fake.NewClientset()
 	r := &run{ctx: t.Context(), p: &Preflight{Clients: &client.Clients{Kube: kc, Dynamic: dyn}}, set: s, kept: newListing(s),
-		rep: &finalizev1alpha1.PreflightReport{}, controllers: map[types.UID]map[string]doctor.Controller{}}
-	r.finder = doctor.NewControllerFinder(t.Context(), kc, dyn, &scan.Result{}, 0)
+		rep: &finalizev1alpha1.PreflightReport{}, controllers: map[types.UID]map[string]finalizerController{}}
+	r.finder = &controller.Finder{Dynamic: dyn, Scan: &scan.Result{}, Warnf: r.warnOnce}
 	widgets := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, Kind: "Widget", Namespaced: true}
 	o := kube.NewObject(widgets, &metav1.ObjectMeta{Namespace: "team", Name: "w", UID: "w1", Finalizers: []string{"example.com/cleanup"}}, nil)
 	o.Finalizers[0].Owner, o.Finalizers[0].OwnerSource = "op", finalizev1alpha1.OwnerSourceManagedFields
 	r.kept.finalized = append(r.kept.finalized, o)
 
-	r.controllerHazards()
+	r.rep.Hazards = append(r.rep.Hazards, controllerDeleted{}.find(r)...)
 	if len(r.rep.Hazards) != 0 || len(r.rep.Incomplete) != 3 {
 		t.Fatalf("hazards %+v, incomplete %+v: want deployments, statefulsets and daemonsets incomplete", r.rep.Hazards, r.rep.Incomplete)
 	}
@@ -244,7 +245,7 @@ func TestAWebhookURLThatNamesAService(t *testing.T) {
 		"https://hook.ops.svc.example.com/validate":        "",
 		"https://hook.ops.svc.cluster.local.example.com/x": "",
 	} {
-		key, ok := clientConfigService(nil, &url)
+		key, ok := admission.Service(nil, &url)
 		if got := map[bool]string{true: key.String()}[ok]; got != want {
 			t.Errorf("%s: %q, want %q", url, got, want)
 		}
@@ -256,7 +257,7 @@ func TestAWebhookURLThatNamesAService(t *testing.T) {
 		rep: &finalizev1alpha1.PreflightReport{}}
 	r.kept.services[types.NamespacedName{Namespace: "ops", Name: "hook"}] = ref(schema.GroupResource{Resource: "services"}, "Service", "ops", "hook", "s1")
 	url := "https://hook.ops.svc:443/validate"
-	r.webhookHazard(validatingResource.Ref("", "hook", "v1"), []admissionWebhook{{name: "check.example.com", url: &url}})
+	r.rep.Hazards = append(r.rep.Hazards, r.webhookHazard(validatingResource.Ref("", "hook", "v1"), []admissionWebhook{{name: "check.example.com", url: &url}})...)
 	if len(r.rep.Hazards) != 1 || !strings.Contains(r.rep.Hazards[0].Message, "its service ops/hook is deleted") {
 		t.Errorf("hazards %+v", r.rep.Hazards)
 	}
@@ -273,7 +274,7 @@ func TestAnEphemeralVolumesClaimInUse(t *testing.T) {
 	r := &run{ctx: t.Context(), p: &Preflight{Clients: &client.Clients{Kube: fake.NewClientset(pod)}}, set: s, kept: newListing(s),
 		rep: &finalizev1alpha1.PreflightReport{}}
 	r.kept.claims = append(r.kept.claims, claim)
-	r.claimHazards()
+	r.rep.Hazards = append(r.rep.Hazards, claimInUse{}.find(r)...)
 	if len(r.rep.Hazards) != 1 || r.rep.Hazards[0].Reason != finalizev1alpha1.HazardClaimInUse || !strings.Contains(r.rep.Hazards[0].Message, "(web-0)") {
 		t.Errorf("hazards %+v", r.rep.Hazards)
 	}

@@ -69,6 +69,15 @@ func podDeletionAt(meta *metav1.ObjectMeta, now time.Time, margin time.Duration)
 	}
 }
 
+// PodWithinMargin says whether a pod being deleted still has time to stop by itself:
+// its grace period is not over, or ended less than margin ago. The scan does not list
+// such a pod for its kubelet (only for its finalizers, as any object), and
+// `doctor TYPE/NAME` says so of it.
+func PodWithinMargin(meta *metav1.ObjectMeta, now time.Time, margin time.Duration) bool {
+	d := podDeletionAt(meta, now, margin)
+	return d == podInGrace || d == podWaiting
+}
+
 // listPod decides whether a pod is listed: a pod whose grace period is not over never is,
 // an overdue pod always is (with WaitsFor set), and any other with finalizers is, as any
 // object. pending collects the overdue pods, whose nodes are read once the type is listed.

@@ -178,3 +178,27 @@ func mustGlob(t *testing.T, patterns ...string) glob.Set {
 	}
 	return s
 }
+
+// A pod whose grace period is not over, or ended less than the margin ago, still has
+// time to stop by itself; one deleted with no grace period, or overdue, does not.
+func TestPodWithinMarginIsTheScansRule(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	pod := func(deleted time.Duration, grace int64) *metav1.ObjectMeta {
+		return &metav1.ObjectMeta{DeletionTimestamp: &metav1.Time{Time: now.Add(-deleted)}, DeletionGracePeriodSeconds: &grace}
+	}
+	for _, tc := range []struct {
+		name string
+		meta *metav1.ObjectMeta
+		want bool
+	}{
+		{"not deleted", &metav1.ObjectMeta{}, false},
+		{"grace period not over", pod(-10*time.Second, 30), true},
+		{"grace period over, within the margin", pod(30*time.Second, 30), true},
+		{"past the margin", pod(2*time.Minute, 30), false},
+		{"no grace period", pod(30*time.Second, 0), false},
+	} {
+		if got := PodWithinMargin(tc.meta, now, time.Minute); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,7 +26,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
-const long = `Explain why objects are stuck in Terminating, and the next safe step.
+var long = `Explain why objects are stuck in Terminating, and the next safe step.
 
 Without an argument, every stuck object of the cluster (or of the namespace given with
 -n) is diagnosed, and the diagnoses are grouped by root cause: one unavailable
@@ -35,20 +36,7 @@ With TYPE/NAME, the doctor explains that one object as a tree: its finalizers an
 owns them, why each is still there, and below it everything it waits for, down to the
 root causes. For a namespace, that is its whole remaining content.
 
-Causes (the reason names are stable, for scripts): APIServiceUnavailable,
-NamespaceContentRemaining, NamespaceFinalizersRemaining, PodsUsingClaim,
-ClaimStillBound, DependentsRemaining, InstancesRemaining, ControllerInactive,
-ControllerFailing, WebhookBlocking, Progressing (the controller is at work: stuck is not
-proven yet), Unknown, ControllerIdle (the controller runs but has not written to the
-object for --progress-window), ControllerForbidden (it runs, but its ServiceAccount may
-not watch or patch the object), ConversionWebhookUnavailable (a CRD's conversion webhook
-fails: its lists fail, and so does the deletion of every namespace where the namespace
-controller's list of the type fails),
-SnapshotsUsingClaim (VolumeSnapshots taken from the claim are not ready yet),
-VolumeStillAttached (VolumeAttachments still attach the volume to nodes), and for a pod
-whose deletion waits for its kubelet past --pod-grace-margin: NodeGone (its Node object
-does not exist), NodeNotReady (its node is NotReady or Unknown), KubeletNotFinishing (its
-node is Ready, but the kubelet has not stopped its containers or released its volumes).
+` + causes() + `
 
 The doctor reads the scan's metadata and a few objects more (APIServices, webhook
 configurations and their endpoints, CRDs, the type of a failing conversion webhook in
@@ -62,6 +50,29 @@ is diagnosed on its own and its root causes printed under its context; then the 
 causes found in more than one cluster are said once, with their clusters: the same
 operator gone in four clusters is one finding. A cluster that cannot be read is
 reported as incomplete (exit status 3).`
+
+// causes lists the causes the doctor registers, most urgent first, in two columns as
+// kubectl's help lists things: the reason, and when it is given, wrapped to 88 columns.
+func causes() string {
+	const indent, width = 32, 88
+	var b strings.Builder
+	b.WriteString("Causes, most urgent first (the reason names are stable, for scripts):")
+	for _, c := range doctor.Causes() {
+		line := fmt.Sprintf("\n  %-*s", indent-2, c.Reason)
+		for _, word := range strings.Fields(c.Help) {
+			if len(line) > indent+1 && len(line)+1+len(word) > width+1 {
+				b.WriteString(line)
+				line = "\n" + strings.Repeat(" ", indent)
+			}
+			if len(line) > indent+1 {
+				line += " "
+			}
+			line += word
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
 
 const example = `  # Every stuck object, grouped by root cause
   kubectl finalize doctor
@@ -284,9 +295,7 @@ func (o *Options) notStuck(ctx context.Context, now time.Time) error {
 	}
 	msg := "is not being deleted"
 	switch {
-	case meta.DeletionTimestamp != nil && o.target.Resource == "pods" && o.target.APIVersion == "v1" &&
-		meta.DeletionGracePeriodSeconds != nil && *meta.DeletionGracePeriodSeconds > 0 &&
-		now.Sub(meta.DeletionTimestamp.Time) < o.PodGraceMargin:
+	case o.target.Resource == "pods" && o.target.APIVersion == "v1" && scan.PodWithinMargin(&meta.ObjectMeta, now, o.PodGraceMargin):
 		msg = o.podWithinMargin(meta.DeletionTimestamp.Time, now)
 	case meta.DeletionTimestamp != nil && len(meta.Finalizers) == 0:
 		msg = "is being deleted and has no finalizers left: it goes shortly"

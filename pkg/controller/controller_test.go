@@ -1,0 +1,109 @@
+package controller
+
+import (
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+)
+
+// The field manager that wrote a finalizer is its controller, and the name its
+// workloads are looked for by; a generic client that wrote it is only its writer.
+func TestIdentifyTakesTheWriterOfTheFinalizerUnlessGeneric(t *testing.T) {
+	widgets := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, Kind: "Widget", Namespaced: true}
+	written := func(manager string) *kube.Object {
+		fields := metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{"v:\"example.com/cleanup\"":{}}}}`)
+		o := kube.NewObject(widgets, &metav1.ObjectMeta{Namespace: "team", Name: "w", Finalizers: []string{"example.com/cleanup"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: fields}}}, nil)
+		o.Finalizers[0].Owner, o.Finalizers[0].OwnerSource = "example.com", finalizev1alpha1.OwnerSourceAPIGroup
+		return o
+	}
+	o := written("widget-operator")
+	id := Identify(owner.Builtin(), o, o.Finalizers[0])
+	if id.Manager != "widget-operator" || id.Who != "widget-operator" || len(id.WorkloadNames) != 1 || id.WorkloadNames[0] != "widget-operator" || id.Writer != "" {
+		t.Errorf("%+v: want widget-operator as manager, name and workload name", id)
+	}
+	if !id.Reports("widget-operator-controller") || id.Reports("kubelet") {
+		t.Errorf("reports: want its own name followed by a dash, not the kubelet's")
+	}
+	o = written("kubectl-client-side-apply")
+	id = Identify(owner.Builtin(), o, o.Finalizers[0])
+	if id.Manager != "" || id.Writer != "kubectl-client-side-apply" || id.Who != "example.com" {
+		t.Errorf("%+v: want kubectl as the writer only, the API group as the name", id)
+	}
+	if !KubernetesComponent("Garbage-Collector-Controller") || KubernetesComponent("widget-operator") {
+		t.Error("KubernetesComponent: want Kubernetes' own reporters only, in any case")
+	}
+}
+
+// A workload's watched namespaces answer two questions: whether one that stays will
+// reconcile a namespace (all settings together, any "every namespace" winning), and
+// whether any one setting may keep a running one from it.
+func TestTheNamespacesAWorkloadWatches(t *testing.T) {
+	for _, tc := range []struct {
+		watches            []WatchSetting
+		watched            []string
+		watchesB, excludeB bool
+	}{
+		{nil, nil, true, false},
+		{[]WatchSetting{{Setting: "env WATCH_NAMESPACE", Namespaces: []string{"a"}}}, []string{"a"}, false, true},
+		{[]WatchSetting{{Setting: "env WATCH_NAMESPACE", Namespaces: []string{"a", "b"}}}, []string{"a", "b"}, true, false},
+		{[]WatchSetting{{Setting: "env WATCH_NAMESPACE", Namespaces: []string{"a"}}, {Setting: "flag --namespaces"}}, nil, true, true},
+		{[]WatchSetting{{Setting: "env WATCH_NAMESPACE", Namespaces: []string{"a"}}, {Setting: "flag --namespaces", Namespaces: []string{"b"}}}, []string{"a", "b"}, true, true},
+	} {
+		w := &Workload{Kind: "Deployment", Namespace: "ops", Name: "op", Watches: tc.watches}
+		if got := w.WatchedNamespaces(); fmt.Sprint(got) != fmt.Sprint(tc.watched) || (got == nil) != (tc.watched == nil) {
+			t.Errorf("%+v: watched %q, want %q", tc.watches, got, tc.watched)
+		}
+		if got := w.WatchesNamespace("b"); got != tc.watchesB {
+			t.Errorf("%+v: watches b %v, want %v", tc.watches, got, tc.watchesB)
+		}
+		if got := w.Excludes("b") != ""; got != tc.excludeB {
+			t.Errorf("%+v: excludes b %v, want %v", tc.watches, got, tc.excludeB)
+		}
+	}
+}
+
+// Each name's workloads are read once, by name and by app.kubernetes.io/name, anywhere
+// in the cluster; a kind that cannot be read is unread, never absent.
+func TestFinderReadsEachNameOnce(t *testing.T) {
+	deploy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"namespace": "ops", "name": "op"},
+		"spec":     map[string]any{"replicas": int64(2), "template": map[string]any{"spec": map[string]any{"serviceAccountName": "op-sa"}}},
+		"status":   map[string]any{"readyReplicas": int64(1)}}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		{Group: "apps", Version: "v1", Resource: "deployments"}: "DeploymentList", {Group: "apps", Version: "v1", Resource: "statefulsets"}: "StatefulSetList",
+		{Group: "apps", Version: "v1", Resource: "daemonsets"}: "DaemonSetList"}, deploy)
+	lists := 0
+	dyn.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		lists++
+		if a.GetResource().Resource == "daemonsets" {
+			return true, nil, fmt.Errorf("no daemonsets today")
+		}
+		return false, nil, nil
+	})
+	var warnings []string
+	f := &Finder{Dynamic: dyn, Scan: &scan.Result{}, Warnf: func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) }}
+	ws := f.Workloads(t.Context(), "op", "op")
+	if len(ws.Found) != 1 || ws.Found[0].String() != "Deployment ops/op has 1/2 ready replicas" || ws.Found[0].ServiceAccount != "op-sa" || !ws.Found[0].Running() {
+		t.Fatalf("found %+v", ws.Found)
+	}
+	if len(ws.Unread) != 1 || ws.Unread[0] != "DaemonSet" || len(warnings) != 1 {
+		t.Errorf("unread %v, warnings %q: want daemonsets unread and said once", ws.Unread, warnings)
+	}
+	before := lists
+	f.Workloads(t.Context(), "op")
+	if lists != before {
+		t.Errorf("%d more lists: want the name's workloads read once", lists-before)
+	}
+}

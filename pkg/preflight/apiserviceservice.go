@@ -1,0 +1,45 @@
+package preflight
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+)
+
+// apiServiceService: an APIService that stays, whose service the deletion removes.
+type apiServiceService struct{}
+
+func (apiServiceService) find(r *run) []finalizev1alpha1.Hazard {
+	var out []finalizev1alpha1.Hazard
+	res := r.p.Clients.Dynamic.Resource(apiServicesResource.GroupVersionResource)
+	r.each(apiServicesResource.GroupVersionResource, func(opts metav1.ListOptions) (runtime.Object, error) {
+		return res.List(r.ctx, opts)
+	}, func(obj runtime.Object) {
+		u := obj.(*unstructured.Unstructured)
+		ref := apiServicesResource.Ref("", u.GetName(), u.GetUID())
+		ns, _, _ := unstructured.NestedString(u.Object, "spec", "service", "namespace")
+		name, _, _ := unstructured.NestedString(u.Object, "spec", "service", "name")
+		if name == "" || r.set.has(ref) {
+			return
+		}
+		why := r.serviceGone(types.NamespacedName{Namespace: ns, Name: name})
+		if why == "" {
+			return
+		}
+		hz := finalizev1alpha1.Hazard{Reason: finalizev1alpha1.HazardAPIServiceServiceDeleted, Cause: ref, Objects: []finalizev1alpha1.ObjectReference{}}
+		for n := range r.set.namespaces {
+			hz.Objects = append(hz.Objects, r.namespaceRef(n))
+		}
+		sortRefs(hz.Objects)
+		hz.Message = fmt.Sprintf("APIService %s stays, but %s: it becomes unavailable, and then no namespace in the cluster can finish deleting (the namespace controller must list every type) and the garbage collector cannot be sure of its group",
+			u.GetName(), why)
+		hz.SafeOrder = append([]string{fmt.Sprintf("delete the APIService first: kubectl delete %s", ref.ResourceName())}, r.finalSteps()...)
+		out = append(out, hz)
+	})
+	return out
+}

@@ -1,0 +1,57 @@
+package preflight
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+)
+
+// crdInstances: a CRD deleted while instances of it carry finalizers.
+type crdInstances struct{}
+
+func (crdInstances) find(r *run) []finalizev1alpha1.Hazard {
+	var h grouped[string] // by CRD name
+	owners := map[string][]string{}
+	for _, o := range r.kept.finalized {
+		crd := r.set.types[o.Resource.GroupResource()]
+		if crd == "" {
+			continue
+		}
+		for _, fin := range customFinalizers(o) {
+			c := r.controller(o, fin)
+			h.add(crd, func() finalizev1alpha1.Hazard {
+				return finalizev1alpha1.Hazard{Reason: finalizev1alpha1.HazardCRDInstancesWithFinalizers, Cause: r.crdRef(crd)}
+			}, o.Ref())
+			var state string
+			switch {
+			case c.Name == "":
+				state = fmt.Sprintf("%s, whose controller is not known", fin.Name)
+			case len(c.Workloads) == 0 && len(c.Unread) > 0:
+				state = fmt.Sprintf("%s of %s, whose workloads could not be read", fin.Name, c.Name)
+			case len(c.Workloads) == 0:
+				state = fmt.Sprintf("%s of %s, which runs as no Deployment, StatefulSet or DaemonSet found in the cluster", fin.Name, c.Name)
+			case r.survives(c):
+				state = fmt.Sprintf("%s of %s, which survives the deletion (%s)", fin.Name, c.Name, describeWorkloads(c.Workloads))
+			default:
+				state = fmt.Sprintf("%s of %s, which is deleted too (%s)", fin.Name, c.Name, describeWorkloads(c.Workloads))
+			}
+			if !slices.Contains(owners[crd], state) {
+				owners[crd] = append(owners[crd], state)
+			}
+		}
+	}
+	var out []finalizev1alpha1.Hazard
+	for _, crd := range h.keys {
+		hz := h.byKey[crd]
+		sortRefs(hz.Objects)
+		gr := hz.Objects[0].GroupResource()
+		hz.Message = fmt.Sprintf("%s of CRD %s carry finalizers: %s; deleting the CRD deletes them, and it stays Terminating until every finalizer is removed",
+			plural(len(hz.Objects), "instance"), crd, strings.Join(owners[crd], "; "))
+		hz.SafeOrder = append([]string{fmt.Sprintf("while their controllers run, delete the instances; kubectl waits until they are gone: kubectl delete %s --all --all-namespaces", gr)},
+			r.finalSteps()...)
+		out = append(out, *hz)
+	}
+	return out
+}
