@@ -385,6 +385,7 @@ func (c *compiler) URL(path *field.Path, s string, t *provider.Template) {
 		shown = before + "?..."
 	}
 	c.readsAroundIdentity(path, shown, t)
+	c.identityRefs(path, shown, t)
 }
 
 // Template checks a templated value (provider.Checks).
@@ -399,6 +400,14 @@ func (c *compiler) Template(path *field.Path, s string) {
 		c.nodeIdentity(path, s, t)
 	}
 	c.readsAroundIdentity(path, s, t)
+	c.identityRefs(path, s, t)
+}
+
+// identityRefs checks that every {identity.NAME} a template names is a value the rule's
+// preset gives (a waitsForNode rule's are the node's, checked by nodeIdentity): in a URL
+// as in a header or body, so that a name no preset gives fails at load, not as an
+// Unknown at every request.
+func (c *compiler) identityRefs(path *field.Path, s string, t *provider.Template) {
 	for _, name := range t.IdentityRefs() {
 		switch {
 		case c.node:

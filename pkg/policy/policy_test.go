@@ -123,6 +123,10 @@ func TestInvalidPolicies(t *testing.T) {
 			"    exec: {command: [x, \"--name={.metadata.annotations.crossplane\\\\.io/external-name}\"]}\n",
 			[]string{"rules[0].verify.http.url: Invalid value: \"https://x/v1/{.status.atProvider.arn}\": {.status.atProvider.arn} reads status.atProvider.arn, which preset crossplane-managed reads identity arn from and trusts only when its operator wrote it: write {identity.arn}",
 				"rules[0].verify.exec.command[1]: Invalid value", "write {identity.externalName}"}},
+		{"an identity value in a URL that no preset gives", rule("    http: {url: \"https://x/v1/{identity.externalName}\"}\n") +
+			"- name: p\n  preset: crossplane-managed\n  resources: [buckets.s3.aws.upbound.io]\n  verify:\n    http: {url: \"https://x/v1/{identity.nope}?a=b\"}\n",
+			[]string{`rules[0].verify.http.url: Invalid value: "https://x/v1/{identity.externalName}": {identity.externalName} needs a preset: identity values come from one`,
+				`rules[1].verify.http.url: Invalid value: "https://x/v1/{identity.nope}?...": preset crossplane-managed has no identity value nope; it has`}},
 		{"credentials in the policy", rule("    http: {url: \"https://x/y\", headers: [{name: X-Api-Key, value: abc}]}\n"), []string{"rules[0].verify.http.headers[0].value: Forbidden: header X-Api-Key carries credentials"}},
 		{"an Azure API Management key", rule("    http: {url: \"https://x/y\", headers: [{name: Ocp-Apim-Subscription-Key, value: abc}]}\n"), []string{"headers[0].value: Forbidden: header Ocp-Apim-Subscription-Key carries credentials"}},
 		{"more credential headers", rule("    http: {url: \"https://x/y\", headers: [{name: X-Auth-Token, value: a}, {name: Private-Token, value: b}, {name: X-Functions-Key, value: c}, {name: DD-Application-Key, value: d}, {name: X-Session-Id, value: e}, {name: X-Goog-Iap-Jwt-Assertion, value: f}, {name: X-Hub-Signature, value: g}]}\n"),
