@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; exit 1' TERM INT
-for mod in . hack/k8s-bins hack/tools hack/release hack/receivers hack/image hack/krew hack/cni; do
+for mod in . test/infra/k8s-bins hack/tools hack/release test/infra/receivers hack/image hack/krew test/infra/cni; do
   # tidy -diff changes nothing, and fetches every module (and go.mod file) that the
   # build, the tests and `make verify`'s own tidy check of this module need.
   (cd "$mod" && exec go mod tidy -diff >/dev/null) &

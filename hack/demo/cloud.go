@@ -2,39 +2,33 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/pki"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
-// The demo cloud: a small HTTPS API on loopback that knows which of the demo's databases
-// still exist. `demo up` starts it as a detached process of its own (this program, run
-// as "demo cloud"), and `demo down` stops it, like the control plane.
+// The demo cloud: test/fakecloud's cloud API on loopback, knowing which of the demo's
+// databases still exist. `demo up` starts it as a detached process of its own (this
+// program, run as "demo cloud"), and `demo down` stops it, like the control plane.
 //
-//	GET /v1/instances/ID: 200 {"id": ID, "state": "available"} when the instance exists,
-//	                      404 {"error": "..."} when it does not
+//	GET /instances/ID: 200 {"id": ID, "state": "available"} when the instance exists,
+//	                   404 {"error": {"code": "InstanceNotFound", ...}} when it does not
 //
 // The instances are the lines of DIR/cloud/instances, read at each request: delete a
 // line and the cloud has deleted that database.
@@ -114,7 +108,7 @@ func waitCloud(url, caFile string) error {
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := client.Get(url + "/v1/instances/ready-check")
+		resp, err := client.Get(url + "/instances/ready-check")
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusNotFound {
@@ -129,38 +123,13 @@ func waitCloud(url, caFile string) error {
 	}
 }
 
-// writeCert makes a self-signed certificate for 127.0.0.1: its own CA.
+// writeCert writes the cloud's CA and its serving certificate for 127.0.0.1.
 func writeCert(dir string) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
+	ca := pki.NewCA("kubectl-finalize demo cloud CA")
+	if err := os.WriteFile(filepath.Join(dir, cloudCA), ca.PEM, 0o644); err != nil {
 		return err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "kubectl-finalize demo cloud"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(30 * 24 * time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return err
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return err
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	for name, b := range map[string][]byte{cloudCA: certPEM, cloudCert: certPEM} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return err
-		}
-	}
-	return os.WriteFile(filepath.Join(dir, cloudKey), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	return ca.Serving("kubectl-finalize demo cloud", "127.0.0.1").Write(filepath.Join(dir, cloudCert), filepath.Join(dir, cloudKey))
 }
 
 // serveCloud is the detached cloud: it serves on the socket startCloud handed over
@@ -195,26 +164,29 @@ func serveCloud(dir string) error {
 	return nil
 }
 
+// cloudHandler is the cloud of the instances listed in the file instances, logging
+// each request and its answer.
 func cloudHandler(instances string) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/instances/{id}", func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
+	cloud := fakecloud.Listing(func() ([]string, error) {
 		b, err := os.ReadFile(instances)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if !slices.Contains(strings.Fields(string(b)), id) {
-			w.WriteHeader(http.StatusNotFound)
-			_ = json.NewEncoder(w).Encode(map[string]string{"error": "instance " + id + " not found"})
-			fmt.Printf("%s GET %s: 404\n", time.Now().Format(time.TimeOnly), r.URL.Path)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "state": "available"})
-		fmt.Printf("%s GET %s: 200\n", time.Now().Format(time.TimeOnly), r.URL.Path)
+		return strings.Fields(string(b)), err
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		cloud.ServeHTTP(sw, r)
+		fmt.Printf("%s %s %s: %d\n", time.Now().Format(time.TimeOnly), r.Method, r.URL.Path, sw.code)
+	})
+}
+
+// statusWriter remembers the status code of an answer, for the log.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // stopCloud stops the cloud whose PID is in dir: SIGTERM to its session, SIGKILL after

@@ -45,7 +45,7 @@ func TestCloudOutlivesAndStops(t *testing.T) {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	status := func(id string) int {
 		t.Helper()
-		resp, err := client.Get(url + "/v1/instances/" + id)
+		resp, err := client.Get(url + "/instances/" + id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestCloudOutlivesAndStops(t *testing.T) {
 		seed.InstanceID("reports-2023-db"): 404, seed.InstanceID("reports-2024-db"): 404,
 	} {
 		if got := status(id); got != want {
-			t.Errorf("GET /v1/instances/%s: %d, want %d", id, got, want)
+			t.Errorf("GET /instances/%s: %d, want %d", id, got, want)
 		}
 	}
 	// The instances file is read at each request: a line deleted is a database deleted.
@@ -72,7 +72,7 @@ func TestCloudOutlivesAndStops(t *testing.T) {
 	if err := stopCloud(dir); err != nil {
 		t.Fatal(err)
 	}
-	if resp, err := client.Get(url + "/v1/instances/x"); err == nil {
+	if resp, err := client.Get(url + "/instances/x"); err == nil {
 		_ = resp.Body.Close()
 		t.Fatalf("the cloud still answers after stopCloud: %s", resp.Status)
 	}

@@ -158,7 +158,7 @@ rules:
   resources: [%[2]q]
   verify:
     http:
-      url: "%[3]s/v1/instances/{.status.instanceID}"
+      url: "%[3]s/instances/{.status.instanceID}"
       tls: {caFile: %[4]q}
   # The cloud's Gone answers are trusted only after it called live databases that carry
   # the finalizer Present: healthy/live-db is one.
