@@ -1,4 +1,4 @@
-package main
+package env
 
 import (
 	"context"
@@ -23,9 +23,10 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
-// The demo cloud: test/fakecloud's cloud API on loopback, knowing which of the demo's
-// databases still exist. `demo up` starts it as a detached process of its own (this
-// program, run as "demo cloud"), and `demo down` stops it, like the control plane.
+// The cloud: test/fakecloud's cloud API on loopback, knowing which of the seeded
+// databases still exist. Start runs it as a process of its own (the running program,
+// run as "PROGRAM cloud --dir DIR", which calls ServeCloud), and Stop stops it, like the
+// control plane.
 //
 //	GET /instances/ID: 200 {"id": ID, "state": "available"} when the instance exists,
 //	                   404 {"error": {"code": "InstanceNotFound", ...}} when it does not
@@ -44,8 +45,8 @@ const (
 
 // startCloud writes the cloud's certificate and instances into dir/cloud, starts the
 // cloud on a loopback port, and returns its URL and the file of its CA. A detached
-// cloud outlives this process (make demo; stopCloud stops it); an attached one is
-// killed by the kernel when this process ends.
+// cloud outlives this process (stopCloud stops it); an attached one is killed by the
+// kernel when this process ends.
 func startCloud(dir string, detached bool) (url, caFile string, err error) {
 	cdir := filepath.Join(dir, cloudDir)
 	if err := os.MkdirAll(cdir, 0o755); err != nil {
@@ -86,7 +87,7 @@ func startCloud(dir string, detached bool) (url, caFile string, err error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
 	if err := cmd.Start(); err != nil {
-		return "", "", fmt.Errorf("starting the demo cloud: %w", err)
+		return "", "", fmt.Errorf("starting the cloud: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(cdir, cloudPID), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 		return "", "", err
@@ -117,7 +118,7 @@ func waitCloud(url, caFile string) error {
 			err = fmt.Errorf("status %s", resp.Status)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the demo cloud did not answer at %s: %w", url, err)
+			return fmt.Errorf("the cloud did not answer at %s: %w", url, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -125,16 +126,17 @@ func waitCloud(url, caFile string) error {
 
 // writeCert writes the cloud's CA and its serving certificate for 127.0.0.1.
 func writeCert(dir string) error {
-	ca := pki.NewCA("kubectl-finalize demo cloud CA")
+	ca := pki.NewCA("kubectl-finalize test cloud CA")
 	if err := os.WriteFile(filepath.Join(dir, cloudCA), ca.PEM, 0o644); err != nil {
 		return err
 	}
-	return ca.Serving("kubectl-finalize demo cloud", "127.0.0.1").Write(filepath.Join(dir, cloudCert), filepath.Join(dir, cloudKey))
+	return ca.Serving("kubectl-finalize test cloud", "127.0.0.1").Write(filepath.Join(dir, cloudCert), filepath.Join(dir, cloudKey))
 }
 
-// serveCloud is the detached cloud: it serves on the socket startCloud handed over
-// until SIGTERM.
-func serveCloud(dir string) error {
+// ServeCloud is the cloud's process: a program that starts an Env calls it when it is
+// run as "PROGRAM cloud --dir DIR", and it serves on the socket Start handed over until
+// SIGTERM.
+func ServeCloud(dir string) error {
 	cdir := filepath.Join(dir, cloudDir)
 	cert, err := tls.LoadX509KeyPair(filepath.Join(cdir, cloudCert), filepath.Join(cdir, cloudKey))
 	if err != nil {
@@ -142,7 +144,7 @@ func serveCloud(dir string) error {
 	}
 	l, err := net.FileListener(os.NewFile(3, "listener"))
 	if err != nil {
-		return fmt.Errorf("the socket from demo up: %w", err)
+		return fmt.Errorf("the socket from Start: %w", err)
 	}
 	srv := &http.Server{
 		Handler:           cloudHandler(filepath.Join(cdir, cloudInstance)),
@@ -157,7 +159,7 @@ func serveCloud(dir string) error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	fmt.Printf("demo cloud: serving https://%s, instances from %s\n", l.Addr(), filepath.Join(cdir, cloudInstance))
+	fmt.Printf("cloud: serving https://%s, instances from %s\n", l.Addr(), filepath.Join(cdir, cloudInstance))
 	if err := srv.ServeTLS(l, "", ""); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -210,13 +212,13 @@ func stopCloud(dir string) error {
 		return nil // no such process, or not the cloud of this folder
 	}
 	if err != nil {
-		return fmt.Errorf("reading the demo cloud's command line: %w", err)
+		return fmt.Errorf("reading the cloud's command line: %w", err)
 	}
 	if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil {
 		if errors.Is(err, syscall.ESRCH) {
 			return nil
 		}
-		return fmt.Errorf("stopping the demo cloud: %w", err)
+		return fmt.Errorf("stopping the cloud: %w", err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		// Reaps the cloud when this process started it (the tests); ECHILD otherwise.
