@@ -13,9 +13,9 @@ TOOLBIN  := $(CURDIR)/$(BIN)/tools
 # built from the Go module proxy into a cache outside the repository.
 K8S_BINS  = $(shell test/infra/k8s-bins/build.sh)
 # Every build and test here is static and -trimpath, as the release (.goreleaser.yaml) and
-# the control plane (test/infra/k8s-bins) are: the packages they share then compile once on a
-# cold machine, not once per configuration. The race detector needs cgo: test-unit turns
-# it back on for itself.
+# the control plane (test/infra/k8s-bins) are: the packages they share then compile once
+# on a cold machine, not once per configuration. The race detector needs cgo: test-unit
+# turns it back on for itself.
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(filter-out -trimpath,$(shell go env GOFLAGS)) -trimpath)
 # Integration packages each start a control plane; two at a time fit two cores.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # prefetch-modules.sh downloads what every Go module of the repository needs (the
-# plugin's, and each of hack/'s: the control plane, the linters, the release tooling,
-# the metric receivers, the image packer, krew, the CNI plugins) into the module cache,
-# all at once. On a cold machine `make test` otherwise waits on downloads one module at a
+# plugin's, and each of hack/'s and test/infra/'s: the control plane, the linters, the
+# release tooling, the metric receivers, the image packer, krew, the CNI plugins) into
+# the module cache, all at once. On a cold machine `make test` otherwise waits on downloads one module at a
 # time between its CPU-bound builds (`go mod tidy -diff` of hack/tools alone fetched for
 # six minutes); .ci/run starts this in the background first, so the downloads overlap the
 # control plane's build. It runs safely beside other go commands (the module cache locks
