@@ -11,11 +11,11 @@ RELEASER := go tool -modfile=hack/release/go.mod goreleaser
 TOOLBIN  := $(CURDIR)/$(BIN)/tools
 # The control plane binaries (etcd, kube-apiserver, kube-controller-manager, kubectl),
 # built from the Go module proxy into a cache outside the repository.
-K8S_BINS  = $(shell hack/k8s-bins/build.sh)
+K8S_BINS  = $(shell test/infra/k8s-bins/build.sh)
 # Every build and test here is static and -trimpath, as the release (.goreleaser.yaml) and
-# the control plane (hack/k8s-bins) are: the packages they share then compile once on a
-# cold machine, not once per configuration. The race detector needs cgo: test-unit turns
-# it back on for itself.
+# the control plane (test/infra/k8s-bins) are: the packages they share then compile once
+# on a cold machine, not once per configuration. The race detector needs cgo: test-unit
+# turns it back on for itself.
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(filter-out -trimpath,$(shell go env GOFLAGS)) -trimpath)
 # Integration packages each start a control plane; two at a time fit two cores.
@@ -45,7 +45,7 @@ install: ## Install kubectl-finalize and its completion script into GOBIN.
 
 .PHONY: k8s-bins
 k8s-bins: ## Build the test control plane (about 5 minutes cold, instant when cached).
-	@hack/k8s-bins/build.sh
+	@test/infra/k8s-bins/build.sh
 
 ##@ Test
 
@@ -189,7 +189,7 @@ verify: ## Fail if go.mod, formatting, generated code or docs are stale; check t
 # The modules whose go.mod and go.sum must be tidy. Their checks run at once: on a cold
 # machine each one waits on the module proxy far more than on the CPU (one after the
 # other, they took 9 to 16 minutes of a cold run).
-TIDY_MODULES := . hack/tools hack/k8s-bins hack/cni hack/receivers hack/image hack/krew
+TIDY_MODULES := . hack/tools test/infra/k8s-bins test/infra/cni test/infra/receivers hack/image hack/krew
 
 .PHONY: verify-tidy
 verify-tidy: ## Fail if the go.mod or go.sum of any module is not tidy (checked in parallel).

@@ -14,8 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
-	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
+	"github.com/kubectl-finalize/kubectl-finalize/test/env"
 )
 
 // A shot is one command whose real output the docs show: as text in docs/demo/NAME.txt
@@ -49,23 +48,16 @@ func capture(out, readme string, check bool) error {
 	if b, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("building kubectl-finalize: %w\n%s", err, b)
 	}
-	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: filepath.Join(tmp, "cluster"), Controllers: controlplane.DefaultControllers})
+	e, err := env.Start(ctx, env.Options{Dir: filepath.Join(tmp, "demo")})
 	if err != nil {
 		return err
 	}
-	defer cp.Stop()
-	s, err := seed.New(cp.Config, "")
-	if err != nil {
-		return err
-	}
-	if _, err := s.All(ctx); err != nil {
-		return fmt.Errorf("seeding: %w", err)
-	}
+	defer e.Stop()
 	run := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, filepath.Join(cp.BinDir, "kubectl"), append([]string{"finalize"}, args...)...)
+		cmd := exec.CommandContext(ctx, filepath.Join(e.BinDir, "kubectl"), append([]string{"finalize"}, args...)...)
 		cmd.Env = append(os.Environ(),
-			"PATH="+bin+string(os.PathListSeparator)+cp.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"),
-			"KUBECONFIG="+cp.AdminKubeconfig)
+			"PATH="+bin+string(os.PathListSeparator)+e.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"),
+			"KUBECONFIG="+e.AdminKubeconfig)
 		// One pipe for both streams, as a terminal shows them.
 		var b bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &b, &b
@@ -94,7 +86,7 @@ func capture(out, readme string, check bool) error {
 			return err
 		}
 	}
-	if err := captureTry(ctx, tmp, cp, s, bin); err != nil {
+	if err := captureTry(ctx, e, bin); err != nil {
 		return err
 	}
 	if check {
@@ -107,25 +99,16 @@ func capture(out, readme string, check bool) error {
 	return updateReadme(readme, out)
 }
 
-// captureTry starts the demo cloud and writes the demo's policy, as make demo does, and
-// runs the Try list's commands that write, as make demo prints them (checkTry).
-func captureTry(ctx context.Context, tmp string, cp *controlplane.ControlPlane, s *seed.Seeder, bin string) error {
-	dir := filepath.Join(tmp, "demo")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	url, policy, err := startVerifier(dir, s, false)
-	defer func() { _ = stopCloud(dir) }()
-	if err != nil {
-		return err
-	}
+// captureTry runs the Try list's commands that write, as make demo prints them, against
+// the demo's cloud and policy (checkTry).
+func captureTry(ctx context.Context, e *env.Env, bin string) error {
 	var printed bytes.Buffer
-	printTry(&printed, dir, cp.AdminKubeconfig, cp.BinDir, policy, url, s.DatabaseFinalizer())
+	printTry(&printed, e.Dir, e.AdminKubeconfig, e.BinDir, e.Policy, e.CloudURL, e.Seeder.DatabaseFinalizer())
 	kubectl := func(args ...string) (string, int, error) {
-		cmd := exec.CommandContext(ctx, filepath.Join(cp.BinDir, "kubectl"), args...)
+		cmd := exec.CommandContext(ctx, filepath.Join(e.BinDir, "kubectl"), args...)
 		cmd.Env = append(os.Environ(),
-			"PATH="+bin+string(os.PathListSeparator)+cp.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"),
-			"KUBECONFIG="+cp.AdminKubeconfig)
+			"PATH="+bin+string(os.PathListSeparator)+e.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"),
+			"KUBECONFIG="+e.AdminKubeconfig)
 		b, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {

@@ -2,99 +2,33 @@ package main
 
 import (
 	"bytes"
-	"crypto/tls"
-	"crypto/x509"
-	"net/http"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
-	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
-// TestMain lets the test binary be the demo cloud that startCloud starts (it runs
-// os.Executable with "cloud --dir DIR").
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "cloud" {
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
-
-// TestCloudOutlivesAndStops starts the cloud as make demo does, asks it about the demo's
-// databases, deletes one of them in it, and stops it as make demo-down does. (The Try
-// list's commands run against it in capture --check, make verify.)
-func TestCloudOutlivesAndStops(t *testing.T) {
-	dir := t.TempDir()
-	url, caFile, err := startCloud(dir, true)
+// TestTheDemoUsesOnlyThePublicTestEnvironment: of test/, the demo imports test/env
+// alone, the package kept stable for it; the rest of test/ changes with the tests.
+func TestTheDemoUsesOnlyThePublicTestEnvironment(t *testing.T) {
+	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = stopCloud(dir) })
-	ca, err := os.ReadFile(caFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca)
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	status := func(id string) int {
-		t.Helper()
-		resp, err := client.Get(url + "/v1/instances/" + id)
+	const testTree = "github.com/kubectl-finalize/kubectl-finalize/test/"
+	for _, f := range files {
+		parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = resp.Body.Close()
-		return resp.StatusCode
-	}
-	for id, want := range map[string]int{
-		seed.InstanceID("orders-db"): 200, seed.InstanceID("live-db"): 200,
-		seed.InstanceID("reports-2023-db"): 404, seed.InstanceID("reports-2024-db"): 404,
-	} {
-		if got := status(id); got != want {
-			t.Errorf("GET /v1/instances/%s: %d, want %d", id, got, want)
+		for _, imp := range parsed.Imports {
+			if path := strings.Trim(imp.Path.Value, `"`); strings.HasPrefix(path, testTree) && path != testTree+"env" {
+				t.Errorf("%s imports %s: the demo uses test/env alone", f, path)
+			}
 		}
-	}
-	// The instances file is read at each request: a line deleted is a database deleted.
-	instances := filepath.Join(dir, cloudDir, cloudInstance)
-	b, _ := os.ReadFile(instances)
-	if err := os.WriteFile(instances, bytes.ReplaceAll(b, []byte(seed.InstanceID("orders-db")+"\n"), nil), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := status(seed.InstanceID("orders-db")); got != 404 {
-		t.Errorf("orders-db deleted from the cloud: %d, want 404", got)
-	}
-	if err := stopCloud(dir); err != nil {
-		t.Fatal(err)
-	}
-	if resp, err := client.Get(url + "/v1/instances/x"); err == nil {
-		_ = resp.Body.Close()
-		t.Fatalf("the cloud still answers after stopCloud: %s", resp.Status)
-	}
-	if err := stopCloud(dir); err != nil {
-		t.Fatalf("stopping a stopped cloud: %v", err)
-	}
-}
-
-// TestDemoPolicyIsValidWithoutWarnings: the policy make demo writes is the kind the
-// docs recommend: HTTPS with a CA file, status fields only, live controls.
-func TestDemoPolicyIsValidWithoutWarnings(t *testing.T) {
-	s := &seed.Seeder{}
-	spec, errs := policy.Decode([]byte(demoPolicy(s, "https://127.0.0.1:12345", "/demo/cloud/ca.pem")))
-	if len(errs) > 0 {
-		t.Fatal(errs.ToAggregate())
-	}
-	p, errs, warnings := policy.Compile(spec)
-	if len(errs) > 0 || len(warnings) > 0 {
-		t.Fatalf("errors %v, warnings %v", errs.ToAggregate(), warnings)
-	}
-	if len(p.Rules) != 1 || p.Rules[0].Controls == 0 || !p.Rules[0].RequireLive {
-		t.Fatalf("want one rule with live controls: %+v", p.Rules)
 	}
 }
 

@@ -24,8 +24,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
-	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
+	"github.com/kubectl-finalize/kubectl-finalize/test/env"
 )
 
 func main() {
@@ -47,7 +46,7 @@ func main() {
 	case "up":
 		fail(up(abs, os.Stdout))
 	case "cloud": // the detached demo cloud that up starts
-		fail(serveCloud(abs))
+		fail(env.ServeCloud(abs))
 	case "down":
 		fail(down(abs))
 	case "capture":
@@ -71,44 +70,16 @@ func up(dir string, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{
-		Dir:         dir,
-		Controllers: controlplane.DefaultControllers,
-		Detached:    true,
-		Log:         os.Stderr,
-	})
+	e, err := env.Start(ctx, env.Options{Dir: dir, Detached: true, Log: os.Stderr})
 	if err != nil {
 		return err
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.Rename(cp.AdminKubeconfig, kubeconfig); err != nil {
+	if err := os.Rename(e.AdminKubeconfig, kubeconfig); err != nil {
 		return err
 	}
-	s, err := seed.New(cp.Config, "")
-	if err != nil {
-		return err
-	}
-	s.Log = os.Stderr
-	if _, err := s.All(ctx); err != nil {
-		return fmt.Errorf("seeding: %w (logs in %s)", err, dir)
-	}
-	url, policy, err := startVerifier(dir, s, true)
-	if err != nil {
-		return fmt.Errorf("%w (logs in %s)", err, dir)
-	}
-	printTry(out, dir, kubeconfig, cp.BinDir, policy, url, s.DatabaseFinalizer())
+	printTry(out, dir, kubeconfig, e.BinDir, e.Policy, e.CloudURL, e.Seeder.DatabaseFinalizer())
 	return nil
-}
-
-// startVerifier starts the demo cloud and writes the demo's policy, which asks it, into
-// dir; it returns the cloud's URL and the policy's file.
-func startVerifier(dir string, s *seed.Seeder, detached bool) (url, policy string, err error) {
-	url, caFile, err := startCloud(dir, detached)
-	if err != nil {
-		return "", "", err
-	}
-	policy = filepath.Join(dir, "policy.yaml")
-	return url, policy, os.WriteFile(policy, []byte(demoPolicy(s, url, caFile)), 0o644)
 }
 
 // printTry prints how to point kubectl at the demo, and what to try. Every command of
@@ -142,35 +113,8 @@ Stop it with: make demo-down
 `, dir, kubeconfig, binDir, policy, url, finalizer, filepath.Join(dir, "audit.jsonl"))
 }
 
-// demoPolicy is the demo's policy: the database operator's finalizer may go once the
-// demo cloud says the database's instance is gone.
-func demoPolicy(s *seed.Seeder, url, caFile string) string {
-	return fmt.Sprintf(`# The demo's policy (docs/policy.md): a database's finalizer may be removed once the demo
-# cloud, asked about the instance in the database's status, answers 404.
-apiVersion: kubectl-finalize.github.io/v1alpha1
-kind: Policy
-# The demo's objects are seconds old; in a real cluster keep the default, 15m, so that a
-# controller that is merely slow is left to finish.
-minAge: 0s
-rules:
-- name: demo-databases
-  finalizers: [%[1]q]
-  resources: [%[2]q]
-  verify:
-    http:
-      url: "%[3]s/v1/instances/{.status.instanceID}"
-      tls: {caFile: %[4]q}
-  # The cloud's Gone answers are trusted only after it called live databases that carry
-  # the finalizer Present: healthy/live-db is one.
-  controls: {count: 3, requireLive: true}
-`, s.DatabaseFinalizer(), s.DatabaseCRD().Name(), url, caFile)
-}
-
 func down(dir string) error {
-	if err := stopCloud(dir); err != nil {
-		return err
-	}
-	if err := controlplane.StopDir(dir); err != nil {
+	if err := env.Stop(dir); err != nil {
 		return err
 	}
 	return os.RemoveAll(dir)

@@ -13,9 +13,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 
-sum=$(sha256sum go.mod go.sum build.sh ../lib/cache.sh | sha256sum | cut -c1-12)
+sum=$(sha256sum go.mod go.sum build.sh ../../test/infra/lib/cache.sh | sha256sum | cut -c1-12)
 cache_root=${KREW_BINS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-finalize/krew}
-. ../lib/cache.sh
+. ../../test/infra/lib/cache.sh
 cache_open "$cache_root" "$cache_root/$sum" kubectl-krew validate-krew-manifest
 
 echo "build.sh: building krew into $cache_dest (about 15 seconds on 2 cores when the modules are cached)" >&2

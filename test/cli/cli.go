@@ -1,12 +1,11 @@
-// Package cli runs the kubectl-finalize root command in the test process, with a
-// kubeconfig, and returns what it printed and the exit code main would use.
+// Package cli runs kubectl-finalize for the tests: its root command in the test process
+// (Run), or a binary built from it (Build) as a process of its own (RunBinary). Cmd runs
+// every process a test starts, kubectl-finalize, kubectl or a provider, and returns what
+// it printed and its exit code.
 package cli
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,11 +41,7 @@ func RunWithInput(t testing.TB, kubeconfig, stdin string, args ...string) Result
 	streams, flush := util.RedactStreams(test)
 	root := cmd.NewCmdFinalize(streams)
 	root.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
-	ctx := context.Background()
-	if tt, ok := t.(interface{ Context() context.Context }); ok {
-		ctx = tt.Context()
-	}
-	err := root.ExecuteContext(ctx)
+	err := root.ExecuteContext(testContext(t))
 	util.PrintError(streams.ErrOut, err)
 	flush()
 	return Result{Stdout: out.String(), Stderr: errOut.String(), Code: util.ExitCode(err)}
@@ -57,26 +52,24 @@ func RunWithInput(t testing.TB, kubeconfig, stdin string, args ...string) Result
 // streams and klog's output it sets up) runs too.
 func RunBinary(t testing.TB, binary, kubeconfig string, env []string, args ...string) Result {
 	t.Helper()
-	proc := exec.Command(binary, append([]string{"--kubeconfig", kubeconfig}, args...)...)
-	proc.Env = append(os.Environ(), env...)
-	var stdout, stderr bytes.Buffer
-	proc.Stdout, proc.Stderr = &stdout, &stderr
-	err := proc.Run()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("running %s: %v", binary, err)
-	}
-	return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: proc.ProcessState.ExitCode()}
+	return Cmd{Path: binary, Args: append([]string{"--kubeconfig", kubeconfig}, args...), Env: env}.Run(t)
 }
 
 // Build builds kubectl-finalize into dir, for the tests that run it as a process of its
 // own, and returns the binary's path.
 func Build(dir string) (string, error) {
 	binary := filepath.Join(dir, "kubectl-finalize")
-	if out, err := exec.Command("go", "build", "-o", binary, "github.com/kubectl-finalize/kubectl-finalize/cmd/kubectl-finalize").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building kubectl-finalize: %w\n%s", err, out)
+	return binary, GoBuild(binary, "github.com/kubectl-finalize/kubectl-finalize/cmd/kubectl-finalize")
+}
+
+// GoBuild builds the Go package pkg into the file out, with flags (-ldflags ...) before
+// the package.
+func GoBuild(out, pkg string, flags ...string) error {
+	args := append(append([]string{"build", "-o", out}, flags...), pkg)
+	if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s: %w\n%s", pkg, err, b)
 	}
-	return binary, nil
+	return nil
 }
 
 // BuildInto is a controlplane.Setup that builds kubectl-finalize into the setup's

@@ -1,7 +1,7 @@
 // Package controlplane starts a real etcd, kube-apiserver and, when asked,
 // kube-controller-manager on 127.0.0.1, for integration tests and the demo.
 //
-// The binaries come from hack/k8s-bins (built from the Go module proxy); their folder is
+// The binaries come from test/infra/k8s-bins (built from the Go module proxy); their folder is
 // taken from $KUBEBUILDER_ASSETS, or build.sh is run to find or build them. The API server
 // serves TLS with RBAC authorization; the admin is in system:masters, and any other user or
 // ServiceAccount can be given a client configuration of its own.
@@ -48,7 +48,7 @@ var DefaultControllers = []string{
 // Options configure a control plane.
 type Options struct {
 	// BinDir holds etcd, kube-apiserver, kube-controller-manager and kubectl.
-	// Empty: $KUBEBUILDER_ASSETS, else the folder hack/k8s-bins/build.sh prints.
+	// Empty: $KUBEBUILDER_ASSETS, else the folder test/infra/k8s-bins/build.sh prints.
 	BinDir string
 	// Dir keeps the state, certificates, kubeconfigs and logs. Empty: a temporary folder,
 	// removed by Stop.
@@ -61,7 +61,7 @@ type Options struct {
 	// EtcdFlags are added to etcd's flags, e.g. {"quota-backend-bytes": "8589934592"}.
 	EtcdFlags map[string]string
 	// Node starts a node beside the control plane: containerd and runc (installed by
-	// hack/node/install-runtime.sh when missing), a locally built pause image, a kubelet
+	// test/infra/node/install-runtime.sh when missing), a locally built pause image, a kubelet
 	// registered as NodeName, kube-scheduler, and kube-controller-manager with
 	// NodeControllers added to Controllers (or to DefaultControllers). Pods run with the
 	// host's network only and must carry NetworkOverlay; the node refuses others.
@@ -99,7 +99,7 @@ type ControlPlane struct {
 
 	opts      Options
 	ownDir    bool
-	pki       *pki
+	certs     *certs
 	apiURL    string
 	apiArgs   []string
 	etcd      *process
@@ -157,7 +157,7 @@ func (cp *ControlPlane) logf(format string, args ...any) {
 func (cp *ControlPlane) start(ctx context.Context) error {
 	began := time.Now()
 	var err error
-	if cp.pki, err = newPKI(filepath.Join(cp.Dir, "pki")); err != nil {
+	if cp.certs, err = newCerts(filepath.Join(cp.Dir, "pki")); err != nil {
 		return fmt.Errorf("creating certificates: %w", err)
 	}
 	if cp.opts.Node {
@@ -254,11 +254,11 @@ func (cp *ControlPlane) startEtcdAndAPIServer(ctx context.Context) error {
 		return err
 	}
 
-	certFile, keyFile, err := cp.pki.writeServing()
+	certFile, keyFile, err := cp.certs.writeServing()
 	if err != nil {
 		return err
 	}
-	saPub, saKey, err := cp.pki.writeServiceAccountKeys()
+	saPub, saKey, err := cp.certs.writeServiceAccountKeys()
 	if err != nil {
 		return err
 	}
@@ -269,7 +269,7 @@ func (cp *ControlPlane) startEtcdAndAPIServer(ctx context.Context) error {
 		"secure-port":                      strconv.Itoa(ports[2]),
 		"tls-cert-file":                    certFile,
 		"tls-private-key-file":             keyFile,
-		"client-ca-file":                   cp.pki.path("ca.crt"),
+		"client-ca-file":                   cp.certs.path("ca.crt"),
 		"service-account-issuer":           "https://kubernetes.default.svc.cluster.local",
 		"service-account-key-file":         saPub,
 		"service-account-signing-key-file": saKey,
@@ -386,8 +386,8 @@ func (cp *ControlPlane) StartControllerManager(ctx context.Context, controllers 
 	if cp.Node != nil {
 		// The token controller signs legacy tokens; the publisher writes kube-root-ca.crt,
 		// the CA a pod's in-cluster client trusts.
-		flags["service-account-private-key-file"] = cp.pki.path("sa.key")
-		flags["root-ca-file"] = cp.pki.path("ca.crt")
+		flags["service-account-private-key-file"] = cp.certs.path("sa.key")
+		flags["root-ca-file"] = cp.certs.path("ca.crt")
 	}
 	cp.kcm, err = startProcess("kube-controller-manager", filepath.Join(cp.BinDir, "kube-controller-manager"), flagList(flags), cp.Dir, cp.opts.Detached)
 	if err != nil {
@@ -525,22 +525,19 @@ func (cp *ControlPlane) ServiceAccountConfig(ctx context.Context, namespace, nam
 	return &rest.Config{
 		Host:            cp.apiURL,
 		BearerToken:     tr.Status.Token,
-		TLSClientConfig: rest.TLSClientConfig{CAData: cp.pki.caPEM},
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.certs.ca.PEM},
 		QPS:             testQPS, Burst: testBurst,
 	}, nil
 }
 
 func (cp *ControlPlane) clientCertConfig(user string, groups ...string) (*rest.Config, error) {
-	cert, key, err := cp.pki.issue(user, groups, nil)
-	if err != nil {
-		return nil, err
-	}
+	pair := cp.certs.ca.Client(user, groups...)
 	return &rest.Config{
 		Host: cp.apiURL,
 		TLSClientConfig: rest.TLSClientConfig{
-			CAData:   cp.pki.caPEM,
-			CertData: cert,
-			KeyData:  key,
+			CAData:   cp.certs.ca.PEM,
+			CertData: pair.CertPEM,
+			KeyData:  pair.KeyPEM,
 		},
 		// Tests are not to wait on client-go's default 5 requests a second.
 		QPS: testQPS, Burst: testBurst,
@@ -570,7 +567,7 @@ func WriteKubeconfigContexts(path, current string, contexts map[string]*rest.Con
 }
 
 // BinDir finds the control plane binaries: dir if set, else $KUBEBUILDER_ASSETS, else the
-// folder hack/k8s-bins/build.sh prints (building them on first use).
+// folder test/infra/k8s-bins/build.sh prints (building them on first use).
 func BinDir(dir string) (string, error) {
 	if dir == "" {
 		dir = os.Getenv("KUBEBUILDER_ASSETS")
@@ -580,17 +577,17 @@ func BinDir(dir string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("KUBEBUILDER_ASSETS is not set and %w", err)
 		}
-		cmd := exec.Command(filepath.Join(root, "hack", "k8s-bins", "build.sh"))
+		cmd := exec.Command(filepath.Join(root, "test", "infra", "k8s-bins", "build.sh"))
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()
 		if err != nil {
-			return "", fmt.Errorf("building the control plane with hack/k8s-bins/build.sh: %w", err)
+			return "", fmt.Errorf("building the control plane with test/infra/k8s-bins/build.sh: %w", err)
 		}
 		dir = strings.TrimSpace(string(out))
 	}
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"} {
 		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			return "", fmt.Errorf("control plane binary %s missing in %s (run hack/k8s-bins/build.sh): %w", b, dir, err)
+			return "", fmt.Errorf("control plane binary %s missing in %s (run test/infra/k8s-bins/build.sh): %w", b, dir, err)
 		}
 	}
 	return dir, nil
@@ -602,12 +599,12 @@ func repoRoot() (string, error) {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "hack", "k8s-bins", "build.sh")); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, "test", "infra", "k8s-bins", "build.sh")); err == nil {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("hack/k8s-bins/build.sh was not found above the working directory")
+			return "", errors.New("test/infra/k8s-bins/build.sh was not found above the working directory")
 		}
 		dir = parent
 	}

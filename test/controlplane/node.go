@@ -40,7 +40,7 @@ const NodeName = "127.0.0.1"
 // that listen on the same port can run on two nodes without colliding.
 func nodeName(i int) string { return fmt.Sprintf("127.0.0.%d", i+1) }
 
-// PauseImage is the sandbox image of the test node, built locally from hack/node/pause.
+// PauseImage is the sandbox image of the test node, built locally from test/infra/node/pause.
 const PauseImage = "kubectl-finalize.test/pause:1"
 
 // NodeControllers are the kube-controller-manager controllers workloads need on the test
@@ -119,7 +119,7 @@ func (cp *ControlPlane) startNode(ctx context.Context, n *Node) error {
 	}
 	cp.logf("controlplane: containerd of %s ready after %s", n.Name, time.Since(began).Round(time.Millisecond))
 	if n == cp.Node {
-		if err := n.buildImage(ctx, PauseImage, "./hack/node/pause", "65535:65535"); err != nil {
+		if err := n.buildImage(ctx, PauseImage, "./test/infra/node/pause", "65535:65535"); err != nil {
 			return fmt.Errorf("building the pause image: %w", err)
 		}
 		if err := n.startScheduler(ctx); err != nil {
@@ -141,14 +141,14 @@ func (cp *ControlPlane) startNode(ctx context.Context, n *Node) error {
 func checkNodeBinaries(binDir string) error {
 	for _, b := range []string{"kubelet", "kube-scheduler"} {
 		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
-			return fmt.Errorf("node binary %s missing in %s (run hack/k8s-bins/build.sh): %w", b, binDir, err)
+			return fmt.Errorf("node binary %s missing in %s (run test/infra/k8s-bins/build.sh): %w", b, binDir, err)
 		}
 	}
 	return nil
 }
 
 // runtimeDir finds containerd, its runc shim and runc, installing them with
-// hack/node/install-runtime.sh when they are missing.
+// test/infra/node/install-runtime.sh when they are missing.
 func runtimeDir() (string, error) {
 	need := []string{"containerd", "ctr", "containerd-shim-runc-v2", "runc"}
 	found := true
@@ -161,7 +161,7 @@ func runtimeDir() (string, error) {
 		p, _ := exec.LookPath("containerd")
 		return filepath.Dir(p), nil
 	}
-	dir, err := repoScript("installing containerd and runc", "hack", "node", "install-runtime.sh")
+	dir, err := repoScript("installing containerd and runc", "test", "infra", "node", "install-runtime.sh")
 	if err != nil {
 		return "", fmt.Errorf("containerd is missing: %w", err)
 	}
@@ -373,15 +373,8 @@ func (n *Node) startKubelet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cert, key, err := cp.pki.issue("system:node:"+n.Name, nil, []string{n.Name})
+	certFile, keyFile, err := cp.certs.write("kubelet"+n.suffix(), cp.certs.ca.Serving("system:node:"+n.Name, n.Name))
 	if err != nil {
-		return err
-	}
-	certFile, keyFile := cp.pki.path("kubelet"+n.suffix()+".crt"), cp.pki.path("kubelet"+n.suffix()+".key")
-	if err := os.WriteFile(certFile, cert, 0o600); err != nil {
-		return err
-	}
-	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
 		return err
 	}
 	// A port free on 127.0.0.1; the kubelet binds it on the node's own address.
@@ -415,7 +408,7 @@ func (n *Node) startKubelet(ctx context.Context) error {
 		"authentication": map[string]any{
 			"anonymous": map[string]bool{"enabled": false},
 			"webhook":   map[string]bool{"enabled": true},
-			"x509":      map[string]string{"clientCAFile": cp.pki.path("ca.crt")},
+			"x509":      map[string]string{"clientCAFile": cp.certs.path("ca.crt")},
 		},
 		"authorization":             map[string]string{"mode": "Webhook"},
 		"containerRuntimeEndpoint":  "unix://" + n.socket,
@@ -486,15 +479,8 @@ func (cp *ControlPlane) waitHealthz(ctx context.Context, p *process, port int) e
 // Node authorizer for the kubelet, the ServiceAccount admission plugin (pods get their
 // token), and the way to the kubelet for logs and exec (its InternalIP, 127.0.0.1).
 func (cp *ControlPlane) nodeAPIServerFlags(flags map[string]string) error {
-	cert, key, err := cp.pki.issue("kube-apiserver-kubelet-client", []string{"system:masters"}, nil)
+	certFile, keyFile, err := cp.certs.write("apiserver-kubelet-client", cp.certs.ca.Client("kube-apiserver-kubelet-client", "system:masters"))
 	if err != nil {
-		return err
-	}
-	certFile, keyFile := cp.pki.path("apiserver-kubelet-client.crt"), cp.pki.path("apiserver-kubelet-client.key")
-	if err := os.WriteFile(certFile, cert, 0o600); err != nil {
-		return err
-	}
-	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
 		return err
 	}
 	flags["authorization-mode"] = "Node,RBAC"
@@ -502,7 +488,7 @@ func (cp *ControlPlane) nodeAPIServerFlags(flags map[string]string) error {
 	flags["enable-admission-plugins"] = "NodeRestriction"
 	flags["kubelet-client-certificate"] = certFile
 	flags["kubelet-client-key"] = keyFile
-	flags["kubelet-certificate-authority"] = cp.pki.path("ca.crt")
+	flags["kubelet-certificate-authority"] = cp.certs.path("ca.crt")
 	flags["kubelet-preferred-address-types"] = "InternalIP"
 	return nil
 }
@@ -796,7 +782,7 @@ func (n *Node) processes() []*process {
 var errNodeDetached = errors.New("a node cannot be detached")
 
 // repoScript runs one of the repository's scripts that build or install something and
-// print its folder (hack/node/install-runtime.sh, hack/cni/build.sh), with its progress
+// print its folder (test/infra/node/install-runtime.sh, test/infra/cni/build.sh), with its progress
 // on stderr, and returns that folder; what says what the script is for, in errors.
 func repoScript(what string, path ...string) (string, error) {
 	root, err := repoRoot()

@@ -36,7 +36,7 @@ import (
 //   - every node's containerd and kubelet run in that namespace (a process started from
 //     a thread that entered it), so the CNI bridge plugin, which makes the bridge and the
 //     veth ends in its caller's namespace, puts them there; containerd's CNI bin_dir is
-//     hack/cni's build (bridge, host-local, loopback), its conf_dir a bridge conflist of
+//     test/infra/cni's build (bridge, host-local, loopback), its conf_dir a bridge conflist of
 //     the node's own;
 //   - node i's pods get addresses of 10.88.i.0/24 on bridge kf<i>, whose gateway
 //     10.88.i.1 is made before any pod so that a test can listen there (Node.Listen).
@@ -260,18 +260,18 @@ func ipTool() (string, error) {
 }
 
 // cniBinDir is the folder of the CNI plugins: $KUBECTL_FINALIZE_CNI_BINS, else the one
-// hack/cni/build.sh prints (building them on first use).
+// test/infra/cni/build.sh prints (building them on first use).
 func cniBinDir() (string, error) {
 	dir := os.Getenv("KUBECTL_FINALIZE_CNI_BINS")
 	if dir == "" {
 		var err error
-		if dir, err = repoScript("building the CNI plugins", "hack", "cni", "build.sh"); err != nil {
+		if dir, err = repoScript("building the CNI plugins", "test", "infra", "cni", "build.sh"); err != nil {
 			return "", fmt.Errorf("KUBECTL_FINALIZE_CNI_BINS is not set: %w", err)
 		}
 	}
 	for _, b := range []string{"bridge", "host-local", "loopback"} {
 		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			return "", fmt.Errorf("CNI plugin %s missing in %s (run hack/cni/build.sh): %w", b, dir, err)
+			return "", fmt.Errorf("CNI plugin %s missing in %s (run test/infra/cni/build.sh): %w", b, dir, err)
 		}
 	}
 	return dir, nil
@@ -440,7 +440,7 @@ func (n *Node) startProcess(name, bin string, args []string, env []string) (*pro
 }
 
 // cniConfig is the CNI part of containerd's CRI configuration: with a pod network, the
-// plugins of hack/cni and a bridge conflist of n's own, written into n's folder;
+// plugins of test/infra/cni and a bridge conflist of n's own, written into n's folder;
 // without, an empty folder (pods use the host's network only).
 func (n *Node) cniConfig() (string, error) {
 	dir := filepath.Join(n.Dir, "containerd")
@@ -483,7 +483,7 @@ func (n *Node) cniConfig() (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf(`  [plugins."io.containerd.grpc.v1.cri".cni]
-    # The pod network: hack/cni's plugins, a bridge in the network namespace containerd
+    # The pod network: test/infra/cni's plugins, a bridge in the network namespace containerd
     # runs in (see podnetwork.go).
     bin_dir = %q
     conf_dir = %q

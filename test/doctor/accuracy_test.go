@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -216,8 +214,8 @@ func TestOneDeadOperatorIsSaidOnce(t *testing.T) {
 	if len(names) != 30 || names[0] != "widget.scale.accuracy.example/w-00" {
 		t.Fatalf("-o name: %q", names)
 	}
-	out, err := exec.Command(filepath.Join(cp.BinDir, "kubectl"), append([]string{"--kubeconfig", cp.AdminKubeconfig, "get", "-n", ns, "-o", "name"}, names...)...).CombinedOutput()
-	if err != nil || strings.Fields(string(out))[0] != names[0] {
-		t.Errorf("kubectl get %s: %v\n%s", names[0], err, out)
+	r = cli.Kubectl(cp, append([]string{"get", "-n", ns, "-o", "name"}, names...)...).Run(t)
+	if out := strings.Fields(r.Stdout + r.Stderr); r.Code != 0 || len(out) == 0 || out[0] != names[0] {
+		t.Errorf("kubectl get %s: exit %d\n%s%s", names[0], r.Code, r.Stdout, r.Stderr)
 	}
 }

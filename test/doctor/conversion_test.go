@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -29,7 +27,7 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
-	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
+	"github.com/kubectl-finalize/kubectl-finalize/test/pki"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
@@ -222,9 +220,8 @@ func TestAConversionWebhookThatIsDown(t *testing.T) {
 		if m == nil {
 			t.Fatalf("no patch in the next step of %s: %s", r.Subject.Name, r.NextStep)
 		}
-		out, err := exec.CommandContext(ctx, filepath.Join(plane.BinDir, "kubectl"), "--kubeconfig", plane.AdminKubeconfig, "patch", "crd", m[1], "--type=json", "-p", m[2]).CombinedOutput()
-		if err != nil {
-			t.Fatalf("the next step's patch of %s: %v\n%s", m[1], err, out)
+		if r := cli.Kubectl(plane, "patch", "crd", m[1], "--type=json", "-p", m[2]).Run(t); r.Code != 0 {
+			t.Fatalf("the next step's patch of %s: exit %d\n%s%s", m[1], r.Code, r.Stdout, r.Stderr)
 		}
 		patched++
 	}
@@ -297,7 +294,7 @@ func TestAStaleConversionReportIsProgressing(t *testing.T) {
 	defer plane.Stop()
 	c := plane.Kube(t)
 
-	ca := fixture.NewCA(t, "conversion-webhook")
+	ca := pki.NewCA("conversion-webhook")
 	var healthy atomic.Bool
 	webhook := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !healthy.Load() {
@@ -322,7 +319,7 @@ func TestAStaleConversionReportIsProgressing(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(resp)
 	}))
-	webhook.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Serving(t, "127.0.0.1", "127.0.0.1")}, MinVersion: tls.VersionTLS12}
+	webhook.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Serving("127.0.0.1", "127.0.0.1").TLS()}, MinVersion: tls.VersionTLS12}
 	webhook.StartTLS()
 	defer webhook.Close()
 	if !strings.HasPrefix(webhook.URL, "https://127.0.0.1:") {

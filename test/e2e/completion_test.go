@@ -51,10 +51,10 @@ func seedCompletion(t *testing.T) {
 func complete(t *testing.T, args ...string) ([]string, string) {
 	t.Helper()
 	r := kubectl(t, append([]string{"__complete", "finalize"}, args...)...)
-	if r.code != 0 {
-		t.Fatalf("kubectl __complete finalize %q: code %d, stderr %q", args, r.code, r.stderr)
+	if r.Code != 0 {
+		t.Fatalf("kubectl __complete finalize %q: code %d, stderr %q", args, r.Code, r.Stderr)
 	}
-	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
 	directive := lines[len(lines)-1]
 	var candidates []string
 	for _, l := range lines[:len(lines)-1] {

@@ -3,17 +3,11 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 )
 
@@ -31,11 +25,9 @@ func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp, 
 // beside it, into binDir.
 func buildPlugin(dir string, _ *controlplane.Options) error {
 	binDir = dir
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-finalize"),
-		"-ldflags", "-X github.com/kubectl-finalize/kubectl-finalize/pkg/version.version="+testVersion,
-		"github.com/kubectl-finalize/kubectl-finalize/cmd/kubectl-finalize")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building kubectl-finalize: %w\n%s", err, out)
+	if err := cli.GoBuild(filepath.Join(dir, "kubectl-finalize"), "github.com/kubectl-finalize/kubectl-finalize/cmd/kubectl-finalize",
+		"-ldflags", "-X github.com/kubectl-finalize/kubectl-finalize/pkg/version.version="+testVersion); err != nil {
+		return err
 	}
 	script, err := os.ReadFile("../../completion/kubectl_complete-finalize")
 	if err != nil {
@@ -44,45 +36,24 @@ func buildPlugin(dir string, _ *controlplane.Options) error {
 	return os.WriteFile(filepath.Join(dir, "kubectl_complete-finalize"), script, 0o755)
 }
 
-// result is what one run of a command printed and how it exited.
-type result struct {
-	stdout, stderr string
-	code           int
-}
-
 // kubectl runs the kubectl built with the control plane, with the plugin on PATH and the
 // admin kubeconfig.
-func kubectl(t *testing.T, args ...string) result {
+func kubectl(t *testing.T, args ...string) cli.Result {
 	t.Helper()
 	return runCmd(t, filepath.Join(cp.BinDir, "kubectl"), nil, args...)
 }
 
 // plugin runs kubectl-finalize directly.
-func plugin(t *testing.T, args ...string) result {
+func plugin(t *testing.T, args ...string) cli.Result {
 	t.Helper()
 	return runCmd(t, filepath.Join(binDir, "kubectl-finalize"), nil, args...)
 }
 
-func runCmd(t *testing.T, bin string, env []string, args ...string) result {
+// runCmd runs bin with the plugin and kubectl on PATH, the admin kubeconfig, and env.
+func runCmd(t *testing.T, bin string, env []string, args ...string) cli.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(),
-		"PATH="+binDir+string(os.PathListSeparator)+cp.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"KUBECONFIG="+cp.AdminKubeconfig,
-	)
-	cmd.Env = append(cmd.Env, env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		r.code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("running %s %s: %v", bin, strings.Join(args, " "), err)
-	}
-	return r
+	return cli.Cmd{Path: bin, Args: args, Env: append([]string{
+		"PATH=" + binDir + string(os.PathListSeparator) + cp.BinDir + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"KUBECONFIG=" + cp.AdminKubeconfig,
+	}, env...)}.Run(t)
 }

@@ -46,8 +46,8 @@ rules:
 			pathsBefore := p.UnpagedPaths()
 			r := runCmd(t, filepath.Join(binDir, "kubectl-finalize"), env, args...)
 			c := p.Counts().Sub(before)
-			if r.code != 0 && r.code != 3 {
-				t.Fatalf("%v: exit %d\n%s", args, r.code, r.stderr)
+			if r.Code != 0 && r.Code != 3 {
+				t.Fatalf("%v: exit %d\n%s", args, r.Code, r.Stderr)
 			}
 			if c.Lists == 0 {
 				t.Fatalf("%v: the proxy saw no list: is it in the path?", args)

@@ -1,30 +1,21 @@
 package e2e
 
 import (
-	"bytes"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 )
 
-// onTerminal runs kubectl-finalize on a pseudo-terminal (script(1)) and types input.
+// onTerminal runs kubectl-finalize on a pseudo-terminal and types input.
 func onTerminal(t *testing.T, input string, args ...string) string {
 	t.Helper()
-	line := filepath.Join(binDir, "kubectl-finalize") + " --kubeconfig " + cp.AdminKubeconfig
-	for _, a := range args {
-		line += " '" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	cmd := exec.CommandContext(t.Context(), "script", "-qec", line, "/dev/null")
-	cmd.Stdin = strings.NewReader(input)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	_ = cmd.Run()
-	return out.String()
+	return cli.Cmd{Path: filepath.Join(binDir, "kubectl-finalize"), Args: append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...),
+		Stdin: input, Terminal: true}.Run(t).Stdout
 }
 
 // TestRemoveAsksOnATerminal: the question defaults to No; "y" removes.

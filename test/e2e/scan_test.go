@@ -1,16 +1,15 @@
 package e2e
 
 import (
-	"bytes"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
@@ -125,47 +124,44 @@ func golden(t *testing.T, name, got string) {
 func TestScanTable(t *testing.T) {
 	seedStuck(t)
 	r := kubectl(t, "finalize", "scan")
-	if r.code != 0 || r.stderr != "" {
-		t.Fatalf("kubectl finalize scan: code %d, stderr %q", r.code, r.stderr)
+	if r.Code != 0 || r.Stderr != "" {
+		t.Fatalf("kubectl finalize scan: code %d, stderr %q", r.Code, r.Stderr)
 	}
-	golden(t, "scan.golden", cells(t, r.stdout, "AGE"))
+	golden(t, "scan.golden", cells(t, r.Stdout, "AGE"))
 
 	r = kubectl(t, "finalize", "scan", "-o", "wide")
-	if r.code != 0 {
-		t.Fatalf("kubectl finalize scan -o wide: code %d, stderr %q", r.code, r.stderr)
+	if r.Code != 0 {
+		t.Fatalf("kubectl finalize scan -o wide: code %d, stderr %q", r.Code, r.Stderr)
 	}
-	golden(t, "scan-wide.golden", cells(t, r.stdout, "AGE", "DELETED", "UID"))
+	golden(t, "scan-wide.golden", cells(t, r.Stdout, "AGE", "DELETED", "UID"))
 }
 
 // TestScanProgress shows a progress line on a terminal only; through a pipe, stderr stays
 // empty.
 func TestScanProgress(t *testing.T) {
 	seedStuck(t)
-	if r := plugin(t, "scan"); r.stderr != "" {
-		t.Errorf("not a terminal: stderr must be empty, got %q", r.stderr)
+	if r := plugin(t, "scan"); r.Stderr != "" {
+		t.Errorf("not a terminal: stderr must be empty, got %q", r.Stderr)
 	}
-	// script(1) runs the command on a pseudo-terminal.
-	cmd := exec.CommandContext(t.Context(), "script", "-qec", filepath.Join(binDir, "kubectl-finalize")+" scan --kubeconfig "+cp.AdminKubeconfig, "/dev/null")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("script: %v\n%s", err, out.String())
+	r := cli.Cmd{Path: filepath.Join(binDir, "kubectl-finalize"), Args: []string{"scan", "--kubeconfig", cp.AdminKubeconfig}, Terminal: true}.Run(t)
+	if r.Code != 0 {
+		t.Fatalf("scan on a terminal: exit %d\n%s", r.Code, r.Stdout)
 	}
-	if !regexp.MustCompile(`\r\x1b\[Kscanning: \d+/\d+ resource types, \d+ objects, \d+ stuck`).MatchString(out.String()) {
-		t.Errorf("no progress line on a terminal: %q", out.String())
+	if !regexp.MustCompile(`\r\x1b\[Kscanning: \d+/\d+ resource types, \d+ objects, \d+ stuck`).MatchString(r.Stdout) {
+		t.Errorf("no progress line on a terminal: %q", r.Stdout)
 	}
-	if !strings.Contains(out.String(), "databases.db.e2e.demo.kubectl-finalize.io/orders-db") {
-		t.Errorf("no table after the progress line: %q", out.String())
+	if !strings.Contains(r.Stdout, "databases.db.e2e.demo.kubectl-finalize.io/orders-db") {
+		t.Errorf("no table after the progress line: %q", r.Stdout)
 	}
 }
 
 func TestScanWithTheAPIServerDown(t *testing.T) {
 	r := plugin(t, "scan", "--server", "https://127.0.0.1:1")
-	if r.code != 1 || r.stdout != "" {
-		t.Fatalf("code %d, stdout %q; want 1 and nothing on stdout", r.code, r.stdout)
+	if r.Code != 1 || r.Stdout != "" {
+		t.Fatalf("code %d, stdout %q; want 1 and nothing on stdout", r.Code, r.Stdout)
 	}
 	want := "error: the connection to the server 127.0.0.1:1 was refused - did you specify the right host or port?\n"
-	if r.stderr != want {
-		t.Errorf("stderr %q, want %q", r.stderr, want)
+	if r.Stderr != want {
+		t.Errorf("stderr %q, want %q", r.Stderr, want)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 )
 
 // TestABusyOrFailingAPIServerIsWaitedFor: the API server answers a third of the
@@ -80,8 +81,8 @@ func TestABusyOrFailingAPIServerIsWaitedFor(t *testing.T) {
 	}
 	scan := runCmd(t, bin, env, "scan", "-o", "name")
 	doctor := runCmd(t, bin, env, "doctor", "-o", "json")
-	if scan.code != 0 || doctor.code != 0 {
-		t.Fatalf("undisturbed: scan %d, doctor %d\n%s%s", scan.code, doctor.code, scan.stderr, doctor.stderr)
+	if scan.Code != 0 || doctor.Code != 0 {
+		t.Fatalf("undisturbed: scan %d, doctor %d\n%s%s", scan.Code, doctor.Code, scan.Stderr, doctor.Stderr)
 	}
 
 	for _, f := range failures {
@@ -89,18 +90,18 @@ func TestABusyOrFailingAPIServerIsWaitedFor(t *testing.T) {
 			p.Fail(3, f.code, f.retryAfter)
 			defer p.Fail(0, 0, "")
 			failedScan := runCmd(t, bin, env, "scan", "-o", "name")
-			if failedScan.code != 0 || others(failedScan.stdout) != others(scan.stdout) {
-				t.Errorf("scan: exit %d\n%s\nwant\n%s\n%s", failedScan.code, failedScan.stdout, scan.stdout, failedScan.stderr)
+			if failedScan.Code != 0 || others(failedScan.Stdout) != others(scan.Stdout) {
+				t.Errorf("scan: exit %d\n%s\nwant\n%s\n%s", failedScan.Code, failedScan.Stdout, scan.Stdout, failedScan.Stderr)
 			}
 			failedDoctor := runCmd(t, bin, env, "doctor", "-o", "json")
-			if failedDoctor.code != 0 || !slices.Equal(causes(failedDoctor.stdout), causes(doctor.stdout)) {
-				t.Errorf("doctor: exit %d, causes %v, want %v\n%s", failedDoctor.code, causes(failedDoctor.stdout), causes(doctor.stdout), failedDoctor.stderr)
+			if failedDoctor.Code != 0 || !slices.Equal(causes(failedDoctor.Stdout), causes(doctor.Stdout)) {
+				t.Errorf("doctor: exit %d, causes %v, want %v\n%s", failedDoctor.Code, causes(failedDoctor.Stdout), causes(doctor.Stdout), failedDoctor.Stderr)
 			}
 			name := fmt.Sprintf("db-%d", f.code)
 			audit := filepath.Join(t.TempDir(), "audit.jsonl")
 			rm := runCmd(t, bin, env, "remove", "configmap/"+name, "-n", ns.Name, "--finalizer", fin, "--force-unverified", "--reason", "throttle test", "--yes", "--audit-log", audit)
-			if rm.code != 0 {
-				t.Errorf("remove: exit %d\n%s%s", rm.code, rm.stdout, rm.stderr)
+			if rm.Code != 0 {
+				t.Errorf("remove: exit %d\n%s%s", rm.Code, rm.Stdout, rm.Stderr)
 			}
 			if _, err := cms.Get(ctx, name, metav1.GetOptions{}); err == nil {
 				t.Errorf("configmap/%s is still there after the removal", name)
@@ -111,10 +112,10 @@ func TestABusyOrFailingAPIServerIsWaitedFor(t *testing.T) {
 			if p.Throttled() < 10 {
 				t.Errorf("only %d requests were answered %d; the test disturbed too little to show anything", p.Throttled(), f.code)
 			}
-			for _, r := range []result{failedScan, failedDoctor, rm} {
-				if strings.Contains(r.stderr, "Warning") || strings.Contains(r.stderr, "error") || strings.Contains(r.stderr, "Too many requests") ||
-					strings.Contains(r.stderr, "etcdserver") || strings.Contains(r.stderr, "unable to handle") || strings.Contains(r.stderr, "Timeout") {
-					t.Errorf("a %d reached the user instead of being retried:\n%s", f.code, r.stderr)
+			for _, r := range []cli.Result{failedScan, failedDoctor, rm} {
+				if strings.Contains(r.Stderr, "Warning") || strings.Contains(r.Stderr, "error") || strings.Contains(r.Stderr, "Too many requests") ||
+					strings.Contains(r.Stderr, "etcdserver") || strings.Contains(r.Stderr, "unable to handle") || strings.Contains(r.Stderr, "Timeout") {
+					t.Errorf("a %d reached the user instead of being retried:\n%s", f.code, r.Stderr)
 				}
 			}
 			t.Logf("%d requests answered %d (Retry-After %q) and retried", p.Throttled(), f.code, f.retryAfter)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,7 +40,10 @@ import (
 //   - empty*: 404 with an empty body and no Content-Type
 //   - elsewhere*: a JSON 404 from another server ("Server: envoy"): a gateway's own
 //   - undead*: a JSON 404 whose body says the instance is live: {"state":"available"}
-//   - anything else: 200 {"state":"available"}
+//   - anything else: 200 {"id": ID, "state": "available"}
+//
+// A Cloud made by Listing knows its instances instead: the IDs its list holds answer 200,
+// every other ID 404, whatever its prefix.
 //
 // An ARN (arn:aws:rds:REGION:ACCOUNT:db:ID) names the instance its last part names.
 //
@@ -75,14 +79,23 @@ type Cloud struct {
 	hits  map[string]int
 	on    func(id string)
 	gone  map[string]bool
+	// listed, when set, lists the instances that exist (Listing).
+	listed func() ([]string, error)
 }
 
 // New starts a Cloud for the test.
 func New(t testing.TB) *Cloud {
 	t.Helper()
 	c := &Cloud{hits: map[string]int{}, gone: map[string]bool{}}
-	c.Server, c.CAFile = TLSServer(t, http.HandlerFunc(c.serve))
+	c.Server, c.CAFile = TLSServer(t, c)
 	return c
+}
+
+// Listing is a Cloud, not started, whose instances are those instances lists, asked at
+// each request: the demo's cloud, which serves it from a process of its own and lists
+// the lines of a file, so that a line deleted is an instance deleted.
+func Listing(instances func() ([]string, error)) *Cloud {
+	return &Cloud{hits: map[string]int{}, gone: map[string]bool{}, listed: instances}
 }
 
 // TLSServer starts an HTTPS server of handler for t, with a CA of its own, and writes
@@ -160,14 +173,15 @@ func notFound(w http.ResponseWriter, id string) {
 }
 
 // available is the API's answer about a live instance.
-func available(w http.ResponseWriter) {
-	writeJSON(w, http.StatusOK, map[string]string{"state": "available"})
+func available(w http.ResponseWriter, id string) {
+	writeJSON(w, http.StatusOK, map[string]string{"id": id, "state": "available"})
 }
 
 // nginxNotFound is the page nginx answers 404 with.
 const nginxNotFound = "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
 
-func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers as the cloud API.
+func (c *Cloud) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.EscapedPath()
 	c.mu.Lock()
 	c.paths = append(c.paths, path)
@@ -189,7 +203,7 @@ func (c *Cloud) serve(w http.ResponseWriter, r *http.Request) {
 		case authorized:
 			c.instance(w, r, id)
 		case strings.HasPrefix(id, "public"):
-			available(w)
+			available(w, id)
 		default:
 			notFound(w, id)
 		}
@@ -230,6 +244,10 @@ func (c *Cloud) instance(w http.ResponseWriter, r *http.Request, id string) {
 		on(id)
 	}
 	unescaped, _ := url.PathUnescape(id)
+	if c.listed != nil {
+		c.listedInstance(w, unescaped)
+		return
+	}
 	switch {
 	case gone, strings.HasPrefix(id, "deleted"), strings.HasPrefix(id, "changing"), strings.HasPrefix(id, "replaced"),
 		placeholders[strings.ToLower(strings.TrimSpace(unescaped))], !instanceID.MatchString(unescaped):
@@ -282,7 +300,20 @@ func (c *Cloud) instance(w http.ResponseWriter, r *http.Request, id string) {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"state": "deleted"})
 	default:
-		available(w)
+		available(w, unescaped)
+	}
+}
+
+// listedInstance answers about an instance of a Listing cloud.
+func (c *Cloud) listedInstance(w http.ResponseWriter, id string) {
+	instances, err := c.listed()
+	switch {
+	case err != nil:
+		apiError(w, http.StatusInternalServerError, "InternalError", err.Error())
+	case slices.Contains(instances, id):
+		available(w, id)
+	default:
+		notFound(w, id)
 	}
 }
 

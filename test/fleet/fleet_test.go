@@ -3,13 +3,11 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -295,13 +293,11 @@ func TestOtherCommandsTakeOneContext(t *testing.T) {
 
 // TestTheProgressLineCountsClusters: on a terminal, clusters done of all.
 func TestTheProgressLineCountsClusters(t *testing.T) {
-	cmd := exec.CommandContext(t.Context(), "script", "-qec", binary+" scan --kubeconfig "+kubeconfig+" --context alpha --context beta", "/dev/null")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("script: %v\n%s", err, out.String())
+	r := cli.Cmd{Path: binary, Args: []string{"scan", "--kubeconfig", kubeconfig, "--context", "alpha", "--context", "beta"}, Terminal: true}.Run(t)
+	if r.Code != 0 {
+		t.Fatalf("scan on a terminal: exit %d\n%s", r.Code, r.Stdout)
 	}
-	if !regexp.MustCompile(`\r\x1b\[Kscanning: [12]/2 clusters done`).MatchString(out.String()) {
-		t.Errorf("no progress line counting clusters: %q", out.String())
+	if !regexp.MustCompile(`\r\x1b\[Kscanning: [12]/2 clusters done`).MatchString(r.Stdout) {
+		t.Errorf("no progress line counting clusters: %q", r.Stdout)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -323,11 +322,9 @@ func serviceAccountWith(t *testing.T, policy string) string {
 	if r.Code != 0 {
 		t.Fatalf("rbac: %s", r.Stderr)
 	}
-	kubectl := exec.Command(filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "apply", "-f", "-")
-	kubectl.Stdin = strings.NewReader(r.Stdout)
-	if out, err := kubectl.CombinedOutput(); err != nil {
-		t.Fatalf("applying the RBAC: %v\n%s", err, out)
-	}
+	apply := cli.Kubectl(cp, "apply", "-f", "-")
+	apply.Stdin = r.Stdout
+	apply.Succeed(t)
 	t.Cleanup(func() {
 		_ = kc.RbacV1().ClusterRoles().Delete(context.Background(), ns, metav1.DeleteOptions{})
 		_ = kc.RbacV1().ClusterRoleBindings().Delete(context.Background(), ns, metav1.DeleteOptions{})

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 )
 
@@ -141,9 +141,8 @@ func TestPodRunsAndItsLogIsReadThroughTheAPI(t *testing.T) {
 	if log := podLog(t, ns, "echo"); log != "hello from the node\n" {
 		t.Fatalf("log through pods/log %q, want %q", log, "hello from the node\n")
 	}
-	out, err := exec.CommandContext(t.Context(), filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "-n", ns, "logs", "echo").CombinedOutput()
-	if err != nil || string(out) != "hello from the node\n" {
-		t.Fatalf("kubectl logs: %v, output %q", err, out)
+	if r := cli.Kubectl(cp, "-n", ns, "logs", "echo").Run(t); r.Code != 0 || r.Stdout+r.Stderr != "hello from the node\n" {
+		t.Fatalf("kubectl logs: exit %d, output %q", r.Code, r.Stdout+r.Stderr)
 	}
 }
 

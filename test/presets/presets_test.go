@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -439,20 +438,13 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 	w.object(gvr, "", "control", fin, name("live-sub"), nil, nil, true)
 	w.object(gvr, "", "by-operator", fin, name("deleted-sub-1"), nil, nil, false)
 	w.object(gvr, "", "annotated", fin, name("sub-2"), nil, nil, false)
-	kubectl := exec.Command(filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "annotate", "--overwrite",
-		"subscriptions.identity.presets.example/annotated", "crossplane.io/external-name=deleted-typo")
-	if out, err := kubectl.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl annotate: %v\n%s", err, out)
-	}
+	cli.Kubectl(cp, "annotate", "--overwrite", "subscriptions.identity.presets.example/annotated", "crossplane.io/external-name=deleted-typo").Succeed(t)
 	// A client that names itself: kubectl with --field-manager, or curl through kubectl
 	// proxy (its user agent, "curl", is its field manager). No blocklist knows these names;
 	// neither wrote the finalizer, so neither is the operator.
-	helper := exec.Command(filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "annotate", "--overwrite", "--field-manager=crossplane-helper",
-		"subscriptions.identity.presets.example/helped", "crossplane.io/external-name=deleted-helper-typo")
 	w.object(gvr, "", "helped", fin, name("sub-4"), nil, nil, false)
-	if out, err := helper.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl annotate --field-manager: %v\n%s", err, out)
-	}
+	cli.Kubectl(cp, "annotate", "--overwrite", "--field-manager=crossplane-helper",
+		"subscriptions.identity.presets.example/helped", "crossplane.io/external-name=deleted-helper-typo").Succeed(t)
 	w.object(gvr, "", "curled", fin, name("sub-5"), nil, nil, false)
 	if _, err := w.dyn.Resource(gvr).Patch(t.Context(), "curled", types.MergePatchType, []byte(`{"metadata":{"annotations":{"crossplane.io/external-name":"deleted-curl-typo"}}}`),
 		metav1.PatchOptions{FieldManager: "curl"}); err != nil {
@@ -498,11 +490,9 @@ func TestAScriptThatWroteStatusIsNotTheOperator(t *testing.T) {
 	w.object(gvr, "", "control", fin, map[string]string{"crossplane.io/external-name": "live-queue"}, nil, nil, true)
 
 	manifest := fmt.Sprintf("apiVersion: %s\nkind: Queue\nmetadata:\n  name: scripted\n  finalizers: [%s]\n", gvr.GroupVersion(), fin)
-	create := exec.Command(filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "create", "-f", "-")
-	create.Stdin = strings.NewReader(manifest)
-	if out, err := create.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl create: %v\n%s", err, out)
-	}
+	create := cli.Kubectl(cp, "create", "-f", "-")
+	create.Stdin = manifest
+	create.Succeed(t)
 	queues := w.dyn.Resource(gvr)
 	t.Cleanup(func() {
 		// t's context is done by now.
@@ -610,11 +600,7 @@ func TestAPresetsIdentityIsReadOnlyThroughThePreset(t *testing.T) {
 	name := func(n string) map[string]string { return map[string]string{"crossplane.io/external-name": n} }
 	w.object(gvr, "", "control", fin, name("live-topic"), nil, nil, true)
 	w.object(gvr, "", "annotated", fin, name("topic-2"), nil, nil, false)
-	kubectl := exec.Command(filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "annotate", "--overwrite",
-		"topics.raw.presets.example/annotated", "crossplane.io/external-name=deleted-topic-typo")
-	if out, err := kubectl.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl annotate: %v\n%s", err, out)
-	}
+	cli.Kubectl(cp, "annotate", "--overwrite", "topics.raw.presets.example/annotated", "crossplane.io/external-name=deleted-topic-typo").Succeed(t)
 	rules := fmt.Sprintf(`- name: topics
   preset: crossplane-managed
   resources: [topics.raw.presets.example]

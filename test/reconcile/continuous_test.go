@@ -29,7 +29,7 @@ import (
 func (p *process) reports(t *testing.T) []*finalizev1alpha1.ReconcileReport {
 	t.Helper()
 	var out []*finalizev1alpha1.ReconcileReport
-	dec := json.NewDecoder(strings.NewReader(p.stdout.String()))
+	dec := json.NewDecoder(strings.NewReader(p.Stdout.String()))
 	for {
 		rep := &finalizev1alpha1.ReconcileReport{}
 		if err := dec.Decode(rep); err != nil {
@@ -49,7 +49,7 @@ func (p *process) awaitPasses(t *testing.T, n int) []*finalizev1alpha1.Reconcile
 		reps = p.reports(t)
 		return len(reps) >= base+n, nil
 	}); err != nil {
-		t.Fatalf("%d passes did not come; stderr:\n%s", n, p.stderr.String())
+		t.Fatalf("%d passes did not come; stderr:\n%s", n, p.Stderr.String())
 	}
 	return reps
 }
@@ -191,8 +191,8 @@ func TestContinuousModeDropsATypeRemovedAfterItStarted(t *testing.T) {
 			t.Errorf("a pass after the CRD was removed still lists its type: %+v", in)
 		}
 	}
-	if strings.Contains(p.stderr.String(), "the server could not find the requested resource") {
-		t.Errorf("a pass failed on the removed type; stderr:\n%s", p.stderr.String())
+	if strings.Contains(p.Stderr.String(), "the server could not find the requested resource") {
+		t.Errorf("a pass failed on the removed type; stderr:\n%s", p.Stderr.String())
 	}
 }
 
@@ -232,9 +232,9 @@ func TestAContinuousRunThatCannotListItsRulesTypeIsNoSuccess(t *testing.T) {
 	if last := reps[len(reps)-1]; len(last.Incomplete) == 0 {
 		t.Fatalf("the pass listed the type its role does not grant: %+v", last)
 	}
-	addr := regexp.MustCompile(`Serving /metrics and /healthz on (\S+)`).FindStringSubmatch(p.stderr.String())
+	addr := regexp.MustCompile(`Serving /metrics and /healthz on (\S+)`).FindStringSubmatch(p.Stderr.String())
 	if addr == nil {
-		t.Fatalf("no metrics address; stderr:\n%s", p.stderr.String())
+		t.Fatalf("no metrics address; stderr:\n%s", p.Stderr.String())
 	}
 	resp, err := http.Get("http://" + addr[1] + "/metrics")
 	if err != nil {

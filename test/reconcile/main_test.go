@@ -4,12 +4,7 @@
 package reconcile
 
 import (
-	"bytes"
-	"errors"
-	"os/exec"
-	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,56 +73,10 @@ func action(t *testing.T, rep *finalizev1alpha1.ReconcileReport, name string) fi
 	return finalizev1alpha1.Removal{}
 }
 
-// syncBuffer is a buffer a process writes to while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // process is a kubectl-finalize running on its own.
-type process struct {
-	cmd            *exec.Cmd
-	stdout, stderr syncBuffer
-}
+type process struct{ *cli.Process }
 
 func start(t *testing.T, kubeconfig string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(binary, append([]string{"--kubeconfig", kubeconfig}, args...)...)}
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
-	return p
-}
-
-// wait waits for the process to exit, at most d.
-func (p *process) wait(t *testing.T, d time.Duration) int {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		// A non-zero exit is an *exec.ExitError; the code tells it.
-		var exit *exec.ExitError
-		if err != nil && !errors.As(err, &exit) {
-			t.Fatalf("waiting for the process: %v", err)
-		}
-		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(d):
-		t.Fatalf("still running after %s; stderr:\n%s", d, p.stderr.String())
-	}
-	return -1
+	return &process{cli.Cmd{Path: binary, Args: append([]string{"--kubeconfig", kubeconfig}, args...)}.Start(t)}
 }

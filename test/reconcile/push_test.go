@@ -27,7 +27,7 @@ import (
 )
 
 // The receivers of a pass's metrics, the Prometheus Pushgateway and node_exporter, are
-// built from hack/receivers, a module of their own, into a cache folder outside the
+// built from test/infra/receivers, a module of their own, into a cache folder outside the
 // repository keyed by that module's go.mod and go.sum: cold, with the modules to
 // download, under three minutes on two cores; warm, nothing.
 var (
@@ -46,7 +46,7 @@ func receivers(t *testing.T) string {
 }
 
 func buildReceivers() (string, error) {
-	module, err := filepath.Abs(filepath.Join("..", "..", "hack", "receivers"))
+	module, err := filepath.Abs(filepath.Join("..", "..", "test", "infra", "receivers"))
 	if err != nil {
 		return "", err
 	}
@@ -110,13 +110,7 @@ func freeAddress(t *testing.T) string {
 func receiver(t *testing.T, name, ready string, args ...string) string {
 	t.Helper()
 	addr := freeAddress(t)
-	var log syncBuffer
-	cmd := exec.Command(filepath.Join(receivers(t), name), append([]string{"--web.listen-address=" + addr}, args...)...)
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	p := cli.Cmd{Path: filepath.Join(receivers(t), name), Args: append([]string{"--web.listen-address=" + addr}, args...)}.Start(t)
 	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		resp, err := http.Get("http://" + addr + ready)
 		if err == nil {
@@ -124,7 +118,7 @@ func receiver(t *testing.T, name, ready string, args ...string) string {
 		}
 		return err == nil && resp.StatusCode == http.StatusOK, nil // not listening yet: try again
 	}); err != nil {
-		t.Fatalf("%s did not answer on %s:\n%s", name, addr, log.String())
+		t.Fatalf("%s did not answer on %s:\n%s%s", name, addr, p.Stdout.String(), p.Stderr.String())
 	}
 	return addr
 }
@@ -220,8 +214,8 @@ func absent(t *testing.T, mfs map[string]*dto.MetricFamily, name string, labels 
 func runOnce(t *testing.T, policy string, extra ...string) (*finalizev1alpha1.ReconcileReport, int, string) {
 	t.Helper()
 	p := start(t, cp.AdminKubeconfig, append([]string{"reconcile", "--once", "--policy", policy, "-o", "json"}, extra...)...)
-	code := p.wait(t, 60*time.Second)
-	return cli.Report(t, cli.Result{Stdout: p.stdout.String(), Stderr: p.stderr.String(), Code: code}), code, p.stderr.String()
+	code := p.Wait(t, 60*time.Second)
+	return cli.Report(t, cli.Result{Stdout: p.Stdout.String(), Stderr: p.Stderr.String(), Code: code}), code, p.Stderr.String()
 }
 
 // passMetrics are the series the pass of TestMetricsArePushedToAPushgateway and
@@ -306,8 +300,8 @@ func TestMetricsArePushedToAPushgateway(t *testing.T) {
 	// A pass that cannot run at all (its audit log cannot be opened) pushes that too.
 	p := start(t, cp.AdminKubeconfig, append([]string{"reconcile", "--once", "--policy", cli.WritePolicy(t, "", c.Rule("dbs", fin, "")),
 		"--audit-log", filepath.Join(t.TempDir(), "missing", "audit.jsonl")}, push...)...)
-	if code := p.wait(t, 60*time.Second); code != 1 {
-		t.Fatalf("a pass whose audit log cannot be opened: code %d, stderr:\n%s", code, p.stderr.String())
+	if code := p.Wait(t, 60*time.Second); code != 1 {
+		t.Fatalf("a pass whose audit log cannot be opened: code %d, stderr:\n%s", code, p.Stderr.String())
 	}
 	mfs = scrape(t, gateway)
 	expect(t, mfs, group,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -155,11 +154,11 @@ func TestEveryVerbTheGeneratedRBACGrantsIsUsed(t *testing.T) {
 		lease, err := kube.CoordinationV1().Leases(saNamespace).Get(ctx, "kubectl-finalize", metav1.GetOptions{})
 		return err == nil && lease.Spec.RenewTime != nil && lease.Spec.AcquireTime != nil && lease.Spec.RenewTime.After(lease.Spec.AcquireTime.Time), nil
 	}); err != nil {
-		t.Fatalf("the Lease was not taken and renewed; stderr:\n%s", p.stderr.String())
+		t.Fatalf("the Lease was not taken and renewed; stderr:\n%s", p.Stderr.String())
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.wait(t, 20*time.Second); code != 0 {
-		t.Errorf("the replica exited %d:\n%s", code, p.stderr.String())
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.Wait(t, 20*time.Second); code != 0 {
+		t.Errorf("the replica exited %d:\n%s", code, p.Stderr.String())
 	}
 
 	used := map[grant]int{}
@@ -219,8 +218,8 @@ func buildExecProvider(t *testing.T) string {
 	t.Helper()
 	execProviderOnce.Do(func() {
 		out := filepath.Join(filepath.Dir(binary), "exec-provider")
-		if b, err := exec.Command("go", "build", "-o", out, "../../docs/examples/exec-provider").CombinedOutput(); err != nil {
-			t.Fatalf("building the example exec provider: %v\n%s", err, b)
+		if err := cli.GoBuild(out, "../../docs/examples/exec-provider"); err != nil {
+			t.Fatal(err)
 		}
 		execProvider = out
 	})

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -239,11 +238,9 @@ func serviceAccountWith(t *testing.T, policy string, edit func(string) string, l
 	if edit != nil {
 		manifests = edit(manifests)
 	}
-	kubectl := exec.Command(filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "apply", "-f", "-")
-	kubectl.Stdin = strings.NewReader(manifests)
-	if out, err := kubectl.CombinedOutput(); err != nil {
-		t.Fatalf("applying the RBAC: %v\n%s", err, out)
-	}
+	apply := cli.Kubectl(cp, "apply", "-f", "-")
+	apply.Stdin = manifests
+	apply.Succeed(t)
 	t.Cleanup(func() {
 		_ = kube.RbacV1().ClusterRoles().Delete(t.Context(), ns, metav1.DeleteOptions{})
 		_ = kube.RbacV1().ClusterRoleBindings().Delete(t.Context(), ns, metav1.DeleteOptions{})
@@ -262,8 +259,8 @@ func serviceAccountWith(t *testing.T, policy string, edit func(string) string, l
 // canI asks the real kubectl whether the kubeconfig's user may do something.
 func canI(t *testing.T, kubeconfig string, args ...string) bool {
 	t.Helper()
-	out, _ := exec.Command(filepath.Join(cp.BinDir, "kubectl"), append([]string{"--kubeconfig", kubeconfig, "auth", "can-i"}, args...)...).Output()
-	return strings.TrimSpace(string(out)) == "yes"
+	r := cli.Cmd{Path: filepath.Join(cp.BinDir, "kubectl"), Args: append([]string{"--kubeconfig", kubeconfig, "auth", "can-i"}, args...)}.Run(t)
+	return strings.TrimSpace(r.Stdout) == "yes"
 }
 
 // TestTheGeneratedRBACIsEnoughAndNoMore runs a pass as a ServiceAccount bound to what
@@ -342,13 +339,13 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
 		return c.Hits("slow-1") > 0, nil
 	}); err != nil {
-		t.Fatalf("the provider was never asked; stderr:\n%s", p.stderr.String())
+		t.Fatalf("the provider was never asked; stderr:\n%s", p.Stderr.String())
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if code := p.wait(t, 15*time.Second); code != 0 || !strings.Contains(p.stderr.String(), "Stopped.") {
-		t.Errorf("exit %d, stderr:\n%s", code, p.stderr.String())
+	if code := p.Wait(t, 15*time.Second); code != 0 || !strings.Contains(p.Stderr.String(), "Stopped.") {
+		t.Errorf("exit %d, stderr:\n%s", code, p.Stderr.String())
 	}
 	c.Delay = 0
 	if rep, r := pass(t, cp.AdminKubeconfig, policy); r.Code != 0 || action(t, rep, "slow").Result != finalizev1alpha1.ResultRemoved {
@@ -375,12 +372,12 @@ func TestTwoReplicasNeverBothAct(t *testing.T) {
 		left, err := cp.Kube(t).CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(left.Items) == 1, nil
 	}); err != nil {
-		t.Fatalf("the objects were not removed; stderr 0:\n%s\nstderr 1:\n%s", ps[0].stderr.String(), ps[1].stderr.String())
+		t.Fatalf("the objects were not removed; stderr 0:\n%s\nstderr 1:\n%s", ps[0].Stderr.String(), ps[1].Stderr.String())
 	}
 	time.Sleep(3 * time.Second) // a few more passes of whoever leads
 	for _, p := range ps {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		p.wait(t, 20*time.Second)
+		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+		p.Wait(t, 20*time.Second)
 	}
 	// One record (the complete line after an intent line) per removal.
 	lines := func(i int) int {
@@ -411,13 +408,13 @@ func TestMetricsCountWhatTheReportSays(t *testing.T) {
 	p := start(t, cp.AdminKubeconfig, "reconcile", "--policy", policy, "--interval", "1h", "--metrics-bind-address", "127.0.0.1:0", "-o", "json")
 	var addr string
 	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		m := regexp.MustCompile(`Serving /metrics and /healthz on (\S+)`).FindStringSubmatch(p.stderr.String())
+		m := regexp.MustCompile(`Serving /metrics and /healthz on (\S+)`).FindStringSubmatch(p.Stderr.String())
 		if m != nil {
 			addr = m[1]
 		}
-		return addr != "" && strings.Contains(p.stdout.String(), `"kind": "ReconcileReport"`) && strings.Contains(p.stdout.String(), `"completionTime"`), nil
+		return addr != "" && strings.Contains(p.Stdout.String(), `"kind": "ReconcileReport"`) && strings.Contains(p.Stdout.String(), `"completionTime"`), nil
 	}); err != nil {
-		t.Fatalf("no pass; stderr:\n%s", p.stderr.String())
+		t.Fatalf("no pass; stderr:\n%s", p.Stderr.String())
 	}
 	get := func(path string) string {
 		resp, err := http.Get("http://" + addr + path)
@@ -452,8 +449,8 @@ func TestMetricsCountWhatTheReportSays(t *testing.T) {
 	if h := get("/healthz"); h != "ok" {
 		t.Errorf("/healthz: %q", h)
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	p.wait(t, 10*time.Second)
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	p.Wait(t, 10*time.Second)
 }
 
 func grepMetrics(s string) string {
@@ -485,13 +482,9 @@ func TestTheRBACOfTheExamplePolicyIsCheckedIn(t *testing.T) {
 // TestTheDeployBasesRenderAndTheAPIServerAcceptsThem: kubectl kustomize renders each base,
 // and the API server accepts the result (--dry-run=server).
 func TestTheDeployBasesRenderAndTheAPIServerAcceptsThem(t *testing.T) {
-	kubectl := filepath.Join(cp.BinDir, "kubectl")
 	for _, base := range []string{"cronjob", "deployment"} {
-		rendered, err := exec.Command(kubectl, "kustomize", filepath.Join("..", "..", "docs", "deploy", base)).Output()
-		if err != nil {
-			t.Fatalf("kubectl kustomize docs/deploy/%s: %v", base, err)
-		}
-		docs := strings.Split(string(rendered), "\n---\n")
+		rendered := cli.Kubectl(cp, "kustomize", filepath.Join("..", "..", "docs", "deploy", base)).Succeed(t).Stdout
+		docs := strings.Split(rendered, "\n---\n")
 		kinds := map[string]bool{}
 		for _, d := range docs {
 			var obj struct{ Kind string }
@@ -506,10 +499,10 @@ func TestTheDeployBasesRenderAndTheAPIServerAcceptsThem(t *testing.T) {
 		}
 		// A server dry run of what lives in a namespace needs the namespace.
 		_, _ = cp.Kube(t).CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubectl-finalize"}}, metav1.CreateOptions{})
-		apply := exec.Command(kubectl, "--kubeconfig", cp.AdminKubeconfig, "apply", "--dry-run=server", "-f", "-")
-		apply.Stdin = strings.NewReader(string(rendered))
-		if out, err := apply.CombinedOutput(); err != nil {
-			t.Errorf("the API server refuses docs/deploy/%s: %v\n%s", base, err, out)
+		apply := cli.Kubectl(cp, "apply", "--dry-run=server", "-f", "-")
+		apply.Stdin = rendered
+		if r := apply.Run(t); r.Code != 0 {
+			t.Errorf("the API server refuses docs/deploy/%s: exit %d\n%s%s", base, r.Code, r.Stdout, r.Stderr)
 		}
 	}
 }

@@ -1,8 +1,6 @@
 package seed_test
 
 import (
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
@@ -55,7 +54,6 @@ func TestAllScenarios(t *testing.T) {
 		}
 		return u.GetDeletionTimestamp(), fins
 	}
-	kubectl := filepath.Join(cp.BinDir, "kubectl")
 	for _, sc := range scenarios {
 		for _, o := range sc.Stuck {
 			ts, fins := get(o)
@@ -68,13 +66,12 @@ func TestAllScenarios(t *testing.T) {
 				}
 			}
 			// What a user sees: kubectl reports the deletion timestamp.
-			args := []string{"--kubeconfig", cp.AdminKubeconfig, "get", o.Resource.GroupResource().String(), o.Name, "-o", "jsonpath={.metadata.deletionTimestamp}"}
+			args := []string{"get", o.Resource.GroupResource().String(), o.Name, "-o", "jsonpath={.metadata.deletionTimestamp}"}
 			if o.Namespace != "" {
 				args = append(args, "-n", o.Namespace)
 			}
-			out, err := exec.CommandContext(ctx, kubectl, args...).CombinedOutput()
-			if err != nil || strings.TrimSpace(string(out)) == "" {
-				t.Errorf("%s: kubectl get %s: %q, %v", sc.Name, o, out, err)
+			if r := cli.Kubectl(cp, args...).Run(t); r.Code != 0 || strings.TrimSpace(r.Stdout+r.Stderr) == "" {
+				t.Errorf("%s: kubectl get %s: exit %d, %q", sc.Name, o, r.Code, r.Stdout+r.Stderr)
 			}
 		}
 		for _, o := range sc.Healthy {

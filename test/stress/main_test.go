@@ -6,11 +6,8 @@ package stress
 
 import (
 	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,14 +49,8 @@ type measured struct {
 // runMeasured runs kubectl-finalize with args against the control plane.
 func runMeasured(t *testing.T, env []string, args ...string) measured {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := cli.Cmd{Path: binary, Args: append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...), Env: env}.Start(t)
 	var peak atomic.Int64
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -67,7 +58,7 @@ func runMeasured(t *testing.T, env []string, args ...string) measured {
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			if kb := statusKB(cmd.Process.Pid, "VmHWM:"); kb > peak.Load() {
+			if kb := statusKB(p.Cmd.Process.Pid, "VmHWM:"); kb > peak.Load() {
 				peak.Store(kb)
 			}
 			select {
@@ -77,14 +68,10 @@ func runMeasured(t *testing.T, env []string, args ...string) measured {
 			}
 		}
 	})
-	err := cmd.Wait()
+	code := p.Wait(t, 10*time.Minute)
 	close(done)
 	wg.Wait()
-	m := measured{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode(), Took: time.Since(start), PeakRSS: peak.Load() << 10}
-	if exit := (*exec.ExitError)(nil); err != nil && !errors.As(err, &exit) {
-		t.Fatalf("running kubectl-finalize: %v", err)
-	}
-	return m
+	return measured{Stdout: p.Stdout.String(), Stderr: p.Stderr.String(), Code: code, Took: time.Since(start), PeakRSS: peak.Load() << 10}
 }
 
 // statusKB reads a "Name: N kB" line of /proc/pid/status; 0 once the process is gone.

@@ -49,10 +49,7 @@ func TestMain(m *testing.M) {
 // buildExampleProvider builds docs/examples/exec-provider.
 func buildExampleProvider(dir string, _ *controlplane.Options) error {
 	exampleProvider = filepath.Join(dir, "exec-provider")
-	if out, err := exec.Command("go", "build", "-o", exampleProvider, "../../docs/examples/exec-provider").CombinedOutput(); err != nil {
-		return fmt.Errorf("building the example provider: %w\n%s", err, out)
-	}
-	return nil
+	return cli.GoBuild(exampleProvider, "../../docs/examples/exec-provider")
 }
 
 // testProvider answers a VerifyRequest as args[0] says.

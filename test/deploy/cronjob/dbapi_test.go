@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
+	"github.com/kubectl-finalize/kubectl-finalize/test/pki"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
@@ -333,8 +334,8 @@ func (d *dbAPI) record() (asked, refused, wrong []string) {
 // signed it.
 func dbAPICertificate(t *testing.T) (tls.Certificate, []byte) {
 	t.Helper()
-	ca := fixture.NewCA(t, "dbapi test CA")
-	return ca.Serving(t, dbAPIHost, dbAPIHost), ca.PEM
+	ca := pki.NewCA("dbapi test CA")
+	return ca.Serving(dbAPIHost, dbAPIHost).TLS(), ca.PEM
 }
 
 // dbAPIOverlay is the overlay's part for the shipped policy's provider, the least the

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -64,15 +63,10 @@ func RepoPath(elems ...string) string {
 // its stdout and its stderr (warnings); a failure fails the test.
 func Kubectl(t testing.TB, cp *controlplane.ControlPlane, stdin string, args ...string) (stdout, stderr string) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), filepath.Join(cp.BinDir, "kubectl"), append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, errb.String())
-	}
-	return string(out), errb.String()
+	kubectl := cli.Kubectl(cp, args...)
+	kubectl.Stdin = stdin
+	r := kubectl.Succeed(t)
+	return r.Stdout, r.Stderr
 }
 
 // Kustomize renders the kustomization in dir with the control plane's kubectl.

@@ -140,10 +140,10 @@ func generatedRBAC(t *testing.T, policy string, edit func(string) string) accoun
 	if edit != nil {
 		a.manifests = edit(a.manifests)
 	}
-	kubectl := exec.CommandContext(t.Context(), filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "apply", "-f", "-")
-	kubectl.Stdin = strings.NewReader(a.manifests)
-	if out, err := kubectl.CombinedOutput(); err != nil {
-		t.Fatalf("applying the generated RBAC: %v\n%s\n%s", err, out, a.manifests)
+	apply := cli.Kubectl(cp, "apply", "-f", "-")
+	apply.Stdin = a.manifests
+	if r := apply.Run(t); r.Code != 0 {
+		t.Fatalf("applying the generated RBAC: exit %d\n%s%s\n%s", r.Code, r.Stdout, r.Stderr, a.manifests)
 	}
 	t.Cleanup(func() {
 		_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), a.namespace, metav1.DeleteOptions{})

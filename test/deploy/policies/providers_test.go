@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
+	"github.com/kubectl-finalize/kubectl-finalize/test/pki"
 )
 
 // clientCN is the common name of the client certificate the pass presents.
@@ -40,9 +41,10 @@ type mtlsAPI struct {
 
 func newMTLSAPI(t *testing.T) *mtlsAPI {
 	t.Helper()
-	ca := fixture.NewCA(t, "dbapi client CA")
+	ca := pki.NewCA("dbapi client CA")
 	api := &mtlsAPI{}
-	api.clientCert, api.clientKey = ca.Client(t, clientCN)
+	client := ca.Client(clientCN)
+	api.clientCert, api.clientKey = client.CertPEM, client.KeyPEM
 	api.Server = httptest.NewUnstartedServer(http.HandlerFunc(api.serve))
 	api.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool(), MinVersion: tls.VersionTLS12}
 	api.StartTLS()

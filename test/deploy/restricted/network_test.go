@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 )
@@ -263,10 +263,9 @@ func TestThePodNetworkGuard(t *testing.T) {
 	// Admission runs before the API server looks the pod or Service up: objects that do
 	// not exist show the refusal without any chance of a connection.
 	for _, path := range []string{"pods/absent:8080/proxy/", "services/absent:8080/proxy/"} {
-		out, err := exec.CommandContext(t.Context(), filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", cp.AdminKubeconfig,
-			"get", "--raw", "/api/v1/namespaces/"+ns+"/"+path).CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "network rule") {
-			t.Errorf("the API server's proxy, %s: %v: %s; want the network rule to refuse it", path, err, out)
+		r := cli.Kubectl(cp, "get", "--raw", "/api/v1/namespaces/"+ns+"/"+path).Run(t)
+		if r.Code == 0 || !strings.Contains(r.Stdout+r.Stderr, "network rule") {
+			t.Errorf("the API server's proxy, %s: exit %d: %s%s; want the network rule to refuse it", path, r.Code, r.Stdout, r.Stderr)
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/test/deploy/overlay"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
+	"github.com/kubectl-finalize/kubectl-finalize/test/pki"
 )
 
 const (
@@ -36,7 +37,7 @@ const (
 func provider(t *testing.T, handler http.Handler) (url, caPEM string) {
 	t.Helper()
 	gw := cp.Node.Gateway()
-	ca := fixture.NewCA(t, "restricted-test-provider-ca")
+	ca := pki.NewCA("restricted-test-provider-ca")
 	l, err := cp.Node.Listen("tcp", net.JoinHostPort(gw, "0"))
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +45,7 @@ func provider(t *testing.T, handler http.Handler) (url, caPEM string) {
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{ca.Serving(t, gw, gw)}, MinVersion: tls.VersionTLS12},
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{ca.Serving(gw, gw).TLS()}, MinVersion: tls.VersionTLS12},
 	}
 	go func() { _ = srv.ServeTLS(l, "", "") }()
 	t.Cleanup(func() { _ = srv.Close() })

@@ -1,40 +1,35 @@
-package main
+package env
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
+	"github.com/kubectl-finalize/kubectl-finalize/test/pki"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
-// The demo cloud: a small HTTPS API on loopback that knows which of the demo's databases
-// still exist. `demo up` starts it as a detached process of its own (this program, run
-// as "demo cloud"), and `demo down` stops it, like the control plane.
+// The cloud: test/fakecloud's cloud API on loopback, knowing which of the seeded
+// databases still exist. Start runs it as a process of its own (the running program,
+// run as "PROGRAM cloud --dir DIR", which calls ServeCloud), and Stop stops it, like the
+// control plane.
 //
-//	GET /v1/instances/ID: 200 {"id": ID, "state": "available"} when the instance exists,
-//	                      404 {"error": "..."} when it does not
+//	GET /instances/ID: 200 {"id": ID, "state": "available"} when the instance exists,
+//	                   404 {"error": {"code": "InstanceNotFound", ...}} when it does not
 //
 // The instances are the lines of DIR/cloud/instances, read at each request: delete a
 // line and the cloud has deleted that database.
@@ -50,8 +45,8 @@ const (
 
 // startCloud writes the cloud's certificate and instances into dir/cloud, starts the
 // cloud on a loopback port, and returns its URL and the file of its CA. A detached
-// cloud outlives this process (make demo; stopCloud stops it); an attached one is
-// killed by the kernel when this process ends.
+// cloud outlives this process (stopCloud stops it); an attached one is killed by the
+// kernel when this process ends.
 func startCloud(dir string, detached bool) (url, caFile string, err error) {
 	cdir := filepath.Join(dir, cloudDir)
 	if err := os.MkdirAll(cdir, 0o755); err != nil {
@@ -92,7 +87,7 @@ func startCloud(dir string, detached bool) (url, caFile string, err error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
 	if err := cmd.Start(); err != nil {
-		return "", "", fmt.Errorf("starting the demo cloud: %w", err)
+		return "", "", fmt.Errorf("starting the cloud: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(cdir, cloudPID), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 		return "", "", err
@@ -114,7 +109,7 @@ func waitCloud(url, caFile string) error {
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := client.Get(url + "/v1/instances/ready-check")
+		resp, err := client.Get(url + "/instances/ready-check")
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusNotFound {
@@ -123,49 +118,25 @@ func waitCloud(url, caFile string) error {
 			err = fmt.Errorf("status %s", resp.Status)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the demo cloud did not answer at %s: %w", url, err)
+			return fmt.Errorf("the cloud did not answer at %s: %w", url, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-// writeCert makes a self-signed certificate for 127.0.0.1: its own CA.
+// writeCert writes the cloud's CA and its serving certificate for 127.0.0.1.
 func writeCert(dir string) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
+	ca := pki.NewCA("kubectl-finalize test cloud CA")
+	if err := os.WriteFile(filepath.Join(dir, cloudCA), ca.PEM, 0o644); err != nil {
 		return err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "kubectl-finalize demo cloud"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(30 * 24 * time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return err
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return err
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	for name, b := range map[string][]byte{cloudCA: certPEM, cloudCert: certPEM} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return err
-		}
-	}
-	return os.WriteFile(filepath.Join(dir, cloudKey), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	return ca.Serving("kubectl-finalize test cloud", "127.0.0.1").Write(filepath.Join(dir, cloudCert), filepath.Join(dir, cloudKey))
 }
 
-// serveCloud is the detached cloud: it serves on the socket startCloud handed over
-// until SIGTERM.
-func serveCloud(dir string) error {
+// ServeCloud is the cloud's process: a program that starts an Env calls it when it is
+// run as "PROGRAM cloud --dir DIR", and it serves on the socket Start handed over until
+// SIGTERM.
+func ServeCloud(dir string) error {
 	cdir := filepath.Join(dir, cloudDir)
 	cert, err := tls.LoadX509KeyPair(filepath.Join(cdir, cloudCert), filepath.Join(cdir, cloudKey))
 	if err != nil {
@@ -173,7 +144,7 @@ func serveCloud(dir string) error {
 	}
 	l, err := net.FileListener(os.NewFile(3, "listener"))
 	if err != nil {
-		return fmt.Errorf("the socket from demo up: %w", err)
+		return fmt.Errorf("the socket from Start: %w", err)
 	}
 	srv := &http.Server{
 		Handler:           cloudHandler(filepath.Join(cdir, cloudInstance)),
@@ -188,33 +159,36 @@ func serveCloud(dir string) error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	fmt.Printf("demo cloud: serving https://%s, instances from %s\n", l.Addr(), filepath.Join(cdir, cloudInstance))
+	fmt.Printf("cloud: serving https://%s, instances from %s\n", l.Addr(), filepath.Join(cdir, cloudInstance))
 	if err := srv.ServeTLS(l, "", ""); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
 }
 
+// cloudHandler is the cloud of the instances listed in the file instances, logging
+// each request and its answer.
 func cloudHandler(instances string) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/instances/{id}", func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
+	cloud := fakecloud.Listing(func() ([]string, error) {
 		b, err := os.ReadFile(instances)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if !slices.Contains(strings.Fields(string(b)), id) {
-			w.WriteHeader(http.StatusNotFound)
-			_ = json.NewEncoder(w).Encode(map[string]string{"error": "instance " + id + " not found"})
-			fmt.Printf("%s GET %s: 404\n", time.Now().Format(time.TimeOnly), r.URL.Path)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "state": "available"})
-		fmt.Printf("%s GET %s: 200\n", time.Now().Format(time.TimeOnly), r.URL.Path)
+		return strings.Fields(string(b)), err
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		cloud.ServeHTTP(sw, r)
+		fmt.Printf("%s %s %s: %d\n", time.Now().Format(time.TimeOnly), r.Method, r.URL.Path, sw.code)
+	})
+}
+
+// statusWriter remembers the status code of an answer, for the log.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // stopCloud stops the cloud whose PID is in dir: SIGTERM to its session, SIGKILL after
@@ -238,13 +212,13 @@ func stopCloud(dir string) error {
 		return nil // no such process, or not the cloud of this folder
 	}
 	if err != nil {
-		return fmt.Errorf("reading the demo cloud's command line: %w", err)
+		return fmt.Errorf("reading the cloud's command line: %w", err)
 	}
 	if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil {
 		if errors.Is(err, syscall.ESRCH) {
 			return nil
 		}
-		return fmt.Errorf("stopping the demo cloud: %w", err)
+		return fmt.Errorf("stopping the cloud: %w", err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		// Reaps the cloud when this process started it (the tests); ECHILD otherwise.

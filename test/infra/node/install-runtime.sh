@@ -4,7 +4,7 @@
 # containerd-shim-runc-v2 and runc. It never starts or configures a system service:
 # test/controlplane starts containerd itself, with its own config, root, state and socket.
 #
-#   hack/node/install-runtime.sh    # /usr/bin
+#   test/infra/node/install-runtime.sh    # /usr/bin
 set -euo pipefail
 
 need=(containerd ctr containerd-shim-runc-v2 runc)
