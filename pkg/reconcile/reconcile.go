@@ -248,7 +248,7 @@ func (r *Reconciler) requests(pol *policy.Policy, res *scan.Result, now time.Tim
 		// that the node's machine is gone. A pod held only by its finalizers (a grace
 		// period of 0 already) or still in its grace period and margin is not asked for:
 		// asking would only keep it, every pass.
-		force := plan.IsPods(o.Resource) && pol.MatchPod(s) != nil &&
+		force := o.Resource.IsPods() && pol.MatchPod(s) != nil &&
 			plan.Overdue(&corev1.Pod{ObjectMeta: o.Meta}, margin, now) == ""
 		if len(names) > 0 || force {
 			reqs = append(reqs, plan.Request{Object: o, Finalizers: names, ForceDelete: force})

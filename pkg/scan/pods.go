@@ -34,48 +34,13 @@ import (
 // beyond it, the namespace's pods are listed instead.
 const maxPodGetsPerNamespace = 20
 
-func isPods(r kube.Resource) bool { return r.Group == "" && r.Resource == "pods" }
-
-// podDeletion is what the metadata of a pod says about its deletion at now.
-type podDeletion int
-
-const (
-	// podNotDeleting: no deletionTimestamp.
-	podNotDeleting podDeletion = iota
-	// podInGrace: the grace period is not over; the pod may still stop on its own.
-	podInGrace
-	// podKubeletDone: the kubelet (or a force deletion) finished; only finalizers hold it.
-	podKubeletDone
-	// podWaiting: the grace period is over and the kubelet has not finished, within
-	// the margin.
-	podWaiting
-	// podOverdue: the grace period has been over for more than the margin, and the
-	// kubelet has not finished.
-	podOverdue
-)
-
-func podDeletionAt(meta *metav1.ObjectMeta, now time.Time, margin time.Duration) podDeletion {
-	switch {
-	case meta.DeletionTimestamp == nil:
-		return podNotDeleting
-	case now.Before(meta.DeletionTimestamp.Time):
-		return podInGrace
-	case meta.DeletionGracePeriodSeconds == nil || *meta.DeletionGracePeriodSeconds == 0:
-		return podKubeletDone
-	case now.Sub(meta.DeletionTimestamp.Time) < margin:
-		return podWaiting
-	default:
-		return podOverdue
-	}
-}
-
 // PodWithinMargin says whether a pod being deleted still has time to stop by itself:
 // its grace period is not over, or ended less than margin ago. The scan does not list
 // such a pod for its kubelet (only for its finalizers, as any object), and
 // `doctor TYPE/NAME` says so of it.
 func PodWithinMargin(meta *metav1.ObjectMeta, now time.Time, margin time.Duration) bool {
-	d := podDeletionAt(meta, now, margin)
-	return d == podInGrace || d == podWaiting
+	d := kube.PodDeletionAt(meta, now, margin)
+	return d == kube.PodInGrace || d == kube.PodWaiting
 }
 
 // listPod decides whether a pod is listed: a pod whose grace period is not over never is,
@@ -86,18 +51,18 @@ func (tr *typeResult) listPod(r kube.Resource, meta *metav1.ObjectMeta, opts Opt
 	if margin <= 0 {
 		margin = DefaultPodGraceMargin
 	}
-	d := podDeletionAt(meta, now, margin)
+	d := kube.PodDeletionAt(meta, now, margin)
 	switch {
-	case d == podNotDeleting || d == podInGrace:
+	case d == kube.PodNotDeleting || d == kube.PodInGrace:
 		return
-	case d != podOverdue && !stuck(meta, nil):
+	case d != kube.PodOverdue && !stuck(meta, nil):
 		return
 	case !keep(meta, nil, opts, now):
 		return
 	}
 	o := kube.NewObject(r, meta, nil)
 	tr.objects = append(tr.objects, o)
-	if d == podOverdue {
+	if d == kube.PodOverdue {
 		o.WaitsFor = &finalizev1alpha1.WaitsFor{}
 		tr.pending = append(tr.pending, o)
 	}

@@ -399,7 +399,7 @@ func (s *Scanner) listPagesOf(ctx context.Context, lister metadata.ResourceInter
 			if opts.Observe != nil {
 				opts.Observe(r, meta, nil)
 			}
-			if isPods(r) {
+			if r.IsPods() {
 				tr.listPod(r, meta, opts, now)
 				continue
 			}

@@ -288,7 +288,7 @@ func (o *Options) forceDelete() bool {
 		return false
 	}
 	for _, t := range o.targets {
-		if !plan.IsPods(t.Resource) {
+		if !t.Resource.IsPods() {
 			return false
 		}
 	}

@@ -154,7 +154,7 @@ func (p *Planner) planForce(ctx context.Context, o *kube.Object, opts Options) (
 		}
 		return nil, r
 	}
-	if !IsPods(o.Resource) {
+	if !o.Resource.IsPods() {
 		return refuse(refusal(finalizev1alpha1.RefusalNotOverdue, "only a pod is force-deleted; name the finalizers to remove (--finalizer)"), Verification{})
 	}
 	read, r, rv := readPod(ctx, p.Kube, o, margin, now)

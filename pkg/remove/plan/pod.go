@@ -61,24 +61,25 @@ func IsReady(n *corev1.Node) bool {
 }
 
 // Overdue says why a pod may not be force-deleted yet, or "": it must be being deleted,
-// and its deletionTimestamp (the end of its grace period) at least margin in the past.
+// waiting for its kubelet, and its deletionTimestamp (the end of its grace period) at
+// least margin in the past, by kube.PodDeletionAt, the rule the scan lists pods by.
 func Overdue(pod *corev1.Pod, margin time.Duration, now time.Time) string {
 	dt := pod.DeletionTimestamp
-	switch {
-	case dt == nil:
+	switch kube.PodDeletionAt(&pod.ObjectMeta, now, margin) {
+	case kube.PodNotDeleting:
 		return "it is not being deleted: delete it first (kubectl delete), and its kubelet gets its grace period"
-	case pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0:
+	case kube.PodKubeletDone:
+		if pod.DeletionGracePeriodSeconds == nil {
+			return "its deletion waits for no kubelet (it has no grace period, which the API server sets on every pod it deletes gracefully): only its finalizers hold it, and a force deletion changes nothing; their removal is what it waits for"
+		}
 		return "its deletion waits for no kubelet (its grace period is 0 already): only its finalizers hold it, and a force deletion changes nothing; their removal is what it waits for"
-	case now.Sub(dt.Time) < margin:
+	case kube.PodInGrace, kube.PodWaiting:
 		left := margin - now.Sub(dt.Time)
 		return fmt.Sprintf("its grace period ends at %s, and a force deletion waits %s more after it (margin %s): its kubelet may still stop it",
 			dt.UTC().Format(time.RFC3339), duration.HumanDuration(left), margin)
 	}
 	return ""
 }
-
-// IsPods reports whether r is the core pods resource.
-func IsPods(r kube.Resource) bool { return r.Group == "" && r.Resource == "pods" }
 
 // MirrorPodAnnotation marks a mirror pod: the API server's copy of a static pod that a
 // kubelet runs from a file on its node. Deleting it stops nothing: the kubelet creates it

@@ -69,6 +69,8 @@ func TestPlanForceDeletion(t *testing.T) {
 			Options{ForceUnverified: true, Reason: "INC-1"}, finalizev1alpha1.RefusalNotOverdue, "a force deletion waits", false},
 		{"a grace period of 0 waits for no kubelet", stuckPod(now.Add(-time.Hour), 0), nil, gone,
 			Options{ForceUnverified: true, Reason: "INC-1"}, finalizev1alpha1.RefusalNotOverdue, "waits for no kubelet", false},
+		{"no grace period waits for no kubelet either", func() *corev1.Pod { p := overdue.DeepCopy(); p.DeletionGracePeriodSeconds = nil; return p }(), nil, gone,
+			Options{ForceUnverified: true, Reason: "INC-1"}, finalizev1alpha1.RefusalNotOverdue, "it has no grace period", false},
 		{"not being deleted", func() *corev1.Pod { p := overdue.DeepCopy(); p.DeletionTimestamp = nil; return p }(), nil, gone,
 			Options{}, finalizev1alpha1.RefusalNotOverdue, "not being deleted", false},
 		{"a namesake", func() *corev1.Pod { p := overdue.DeepCopy(); p.UID = "other"; return p }(), nil, gone,
