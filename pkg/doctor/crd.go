@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,14 +50,14 @@ func (d *diagnoser) crd(o *kube.Object) finding {
 	}
 	switch {
 	case len(stuck) > 0:
-		fd.message = fmt.Sprintf("%s of the CRD stuck", plural(len(stuck), "instance"))
+		fd.message = fmt.Sprintf("%s of the CRD stuck", words.Count(len(stuck), "instance"))
 		if counted && count > int64(len(stuck)) {
-			fd.message = fmt.Sprintf("%s of the CRD remain, %d of them stuck", plural(int(count), "instance"), len(stuck))
+			fd.message = fmt.Sprintf("%s of the CRD remain, %d of them stuck", words.Count(int(count), "instance"), len(stuck))
 		}
 		fd.next = "the CRD goes once its instances are gone: see their causes"
 	case counted && count > 0:
 		fd.reason = finalizev1alpha1.ReasonProgressing
-		fd.message = fmt.Sprintf("%s of the CRD remain and are being deleted", plural(int(count), "instance"))
+		fd.message = fmt.Sprintf("%s of the CRD remain and are being deleted", words.Count(int(count), "instance"))
 		fd.next = "wait: the CRD finalizer in kube-apiserver deletes the instances"
 		fd.root = &rootSpec{reason: finalizev1alpha1.ReasonProgressing, subject: controllerSubject(crdFinalizerBy), message: "the CRD finalizer is deleting instances", next: "wait"}
 	default:

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -186,7 +188,7 @@ func (d *diagnoser) snapshotSource(o *kube.Object, fin finalizev1alpha1.Finalize
 	}
 	verb := map[bool]string{true: "is", false: "are"}[len(pending) == 1]
 	fd.message = fmt.Sprintf("%s taken from the claim %s not ready: %s; %s keeps the claim until %s ready",
-		plural(len(pending), "VolumeSnapshot"), verb, strings.Join(names, ", "), fin.Name, map[bool]string{true: "it is", false: "they are"}[len(pending) == 1])
+		words.Count(len(pending), "VolumeSnapshot"), verb, strings.Join(names, ", "), fin.Name, map[bool]string{true: "it is", false: "they are"}[len(pending) == 1])
 	if len(ready) > 0 {
 		fd.message += fmt.Sprintf("; already ready: %s", strings.Join(readyNames, ", "))
 	}
@@ -279,7 +281,7 @@ func (d *diagnoser) attached(o *kube.Object, fin finalizev1alpha1.Finalizer) fin
 		fd.next = "its VolumeAttachments are being deleted themselves: see their causes"
 	}
 	fd.message = fmt.Sprintf("%s still %s the volume: %s; %s keeps it until %s gone",
-		plural(len(mine), "VolumeAttachment"), map[bool]string{true: "attaches", false: "attach"}[len(mine) == 1], strings.Join(names, ", "), fin.Name,
+		words.Count(len(mine), "VolumeAttachment"), map[bool]string{true: "attaches", false: "attach"}[len(mine) == 1], strings.Join(names, ", "), fin.Name,
 		map[bool]string{true: "it is", false: "they are"}[len(mine) == 1])
 	return fd
 }

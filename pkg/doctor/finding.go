@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,13 +82,6 @@ func subjectOf(o *kube.Object) finalizev1alpha1.Subject {
 
 func stuckBlocker(o *kube.Object, msg string) finalizev1alpha1.Blocker {
 	return finalizev1alpha1.Blocker{Target: o.Ref(), Stuck: true, Message: msg}
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func ago(now, t time.Time) string { return duration.HumanDuration(now.Sub(t)) }

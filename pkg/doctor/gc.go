@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
@@ -79,7 +81,7 @@ func (d *diagnoser) foreground(o *kube.Object) []finding {
 		fd.blockers = append(fd.blockers, finalizev1alpha1.Blocker{Target: r, Message: state})
 		names = append(names, r.String()+" ("+state+")")
 	}
-	fd.message = fmt.Sprintf("deleted in the foreground, it waits for %s with blockOwnerDeletion: %s", plural(len(blocking), "dependent"), strings.Join(names, ", "))
+	fd.message = fmt.Sprintf("deleted in the foreground, it waits for %s with blockOwnerDeletion: %s", words.Count(len(blocking), "dependent"), strings.Join(names, ", "))
 	out := []finding{fd}
 	if len(fd.waitsOn) == 0 {
 		if notDeleted > 0 {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
@@ -117,7 +119,7 @@ func (d *diagnoser) namespace(o *kube.Object) []finding {
 			// holds has no finalizers (no stuck object is in it): that pass deletes it.
 			msg := strings.Join(stale, "; ") + ": the namespace controller tries a namespace again at most a minute after a failed pass ends (kube-controller-manager v1.36; a pass under way when the webhook came back can take minutes, its lists of the type retried) and then rewrites its conditions"
 			if held != nil && held.Count > 0 {
-				msg += fmt.Sprintf("; the namespace still holds %s without finalizers, which that pass deletes", plural(int(held.Count), "object"))
+				msg += fmt.Sprintf("; the namespace still holds %s without finalizers, which that pass deletes", words.Count(int(held.Count), "object"))
 			}
 			return []finding{progressing(o, msg, nsOwner)}
 		default:
@@ -177,11 +179,11 @@ func (d *diagnoser) contentWithoutFinalizers(o *kube.Object, fd *finding, failed
 		if content.Count == 1 {
 			verb = "remains"
 		}
-		why = fmt.Sprintf("%s without finalizers %s: %s", plural(int(content.Count), "object"), verb, strings.Join(names, ", "))
+		why = fmt.Sprintf("%s without finalizers %s: %s", words.Count(int(content.Count), "object"), verb, strings.Join(names, ", "))
 		if pods {
 			if rest := content.Count - content.Deleting; rest > 0 {
 				why += fmt.Sprintf("; the namespace controller deletes the pods first, so the other %s %s not deleted until they are gone",
-					plural(int(rest), "object"), map[bool]string{true: "is", false: "are"}[rest == 1])
+					words.Count(int(rest), "object"), map[bool]string{true: "is", false: "are"}[rest == 1])
 			}
 			next = fmt.Sprintf("pods being deleted wait for the kubelet of their node; if that node is gone for good, delete them at once: kubectl delete pods -n %s --all --grace-period=0 --force", o.Meta.Name)
 		}

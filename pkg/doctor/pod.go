@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -371,5 +373,5 @@ func podsWaitingMessage(pods []*kube.Object) string {
 	if len(pods) == 1 {
 		return "1 pod being deleted waits for its kubelet"
 	}
-	return plural(len(pods), "pod") + " being deleted wait for their kubelets"
+	return words.Count(len(pods), "pod") + " being deleted wait for their kubelets"
 }

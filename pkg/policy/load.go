@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -83,16 +85,9 @@ type InvalidError struct {
 }
 
 func (e *InvalidError) Error() string {
-	lines := []string{fmt.Sprintf("%s: the policy is invalid (%d %s):", e.File, len(e.Errors), plural(len(e.Errors), "problem"))}
+	lines := []string{fmt.Sprintf("%s: the policy is invalid (%d %s):", e.File, len(e.Errors), words.Noun(len(e.Errors), "problem"))}
 	for _, err := range e.Errors {
 		lines = append(lines, "  "+err.Error())
 	}
 	return strings.Join(lines, "\n")
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return noun
-	}
-	return noun + "s"
 }

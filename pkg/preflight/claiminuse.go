@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -72,7 +74,7 @@ func (claimInUse) find(r *run) []finalizev1alpha1.Hazard {
 			out = append(out, finalizev1alpha1.Hazard{
 				Reason: finalizev1alpha1.HazardClaimInUse, Cause: claim, Objects: []finalizev1alpha1.ObjectReference{claim},
 				Message: fmt.Sprintf("claim %s/%s is deleted, but %s that the deletion does not remove still %s it (%s): kubernetes.io/pvc-protection keeps it Terminating until they are gone",
-					ns, n, plural(len(pods), "pod"), map[bool]string{true: "uses", false: "use"}[len(pods) == 1], strings.Join(pods, ", ")),
+					ns, n, words.Count(len(pods), "pod"), map[bool]string{true: "uses", false: "use"}[len(pods) == 1], strings.Join(pods, ", ")),
 				SafeOrder: append([]string{fmt.Sprintf("stop the pods that use it first (scale their workload down, or delete them): kubectl delete pods -n %s %s", ns, strings.Join(pods, " "))},
 					r.finalSteps()...),
 			})

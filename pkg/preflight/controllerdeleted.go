@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/controller"
 )
@@ -116,7 +118,7 @@ func (controllerDeleted) find(r *run) []finalizev1alpha1.Hazard {
 		switch hz.Reason {
 		case finalizev1alpha1.HazardOperatorDeletedFirst:
 			hz.Message = fmt.Sprintf("namespace %s holds %s (%s) and %s that carry its finalizers (%s): deleting the namespace deletes its pods first, so %s is gone before it can remove them, and the namespace stays Terminating",
-				hz.Cause.Name, name, workloads, plural(len(hz.Objects), "object"), finalizers, name)
+				hz.Cause.Name, name, workloads, words.Count(len(hz.Objects), "object"), finalizers, name)
 			if others := g.survivors; others != "" {
 				hz.Message += fmt.Sprintf(" (unless %s, which stays, watches namespace %s: an operator installed per namespace does not)", others, hz.Cause.Name)
 			}
@@ -136,11 +138,11 @@ func (controllerDeleted) find(r *run) []finalizev1alpha1.Hazard {
 			}
 			switch {
 			case len(staying) == 0:
-				msg += fmt.Sprintf(": %s deleted with it would stay Terminating", plural(len(deleting), "object"))
+				msg += fmt.Sprintf(": %s deleted with it would stay Terminating", words.Count(len(deleting), "object"))
 			case len(deleting) == 0:
 				msg += ": " + stayStuck(len(staying), "object")
 			default:
-				msg += fmt.Sprintf(": %s deleted with it would stay Terminating, and %s", plural(len(deleting), "object"), stayStuck(len(staying), "other"))
+				msg += fmt.Sprintf(": %s deleted with it would stay Terminating, and %s", words.Count(len(deleting), "object"), stayStuck(len(staying), "other"))
 			}
 			hz.Message = msg
 			hz.SafeOrder = []string{fmt.Sprintf("while %s runs, delete the objects that carry its finalizers; kubectl waits until they are gone: %s", name, strings.Join(deleteCommands(hz.Objects), "; "))}

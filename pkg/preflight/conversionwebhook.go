@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -66,7 +68,7 @@ func (conversionWebhook) find(r *run) []finalizev1alpha1.Hazard {
 			ref = r.crdRef(u.GetName())
 			out = append(out, finalizev1alpha1.Hazard{Reason: finalizev1alpha1.HazardWebhookServiceDeleted, Cause: ref, Objects: []finalizev1alpha1.ObjectReference{ref},
 				Message: fmt.Sprintf("CRD %s is deleted with %s of its objects, stored at versions %s, and its conversion webhook loses its service (%s): the CRD's cleanup deletes its objects by reading them at the storage version, which needs the webhook for those stored at another, so the CRD may stay Terminating (InstanceDeletionFailed) once the webhook is gone",
-					u.GetName(), plural(r.kept.ofType[gr], "object"), strings.Join(stored, ", "), why),
+					u.GetName(), words.Count(r.kept.ofType[gr], "object"), strings.Join(stored, ", "), why),
 				SafeOrder: append([]string{fmt.Sprintf("while the conversion webhook runs, delete the objects; kubectl waits until they are gone: kubectl delete %s --all --all-namespaces", gr)}, r.finalSteps()...),
 			})
 			return

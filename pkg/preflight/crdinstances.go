@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 )
 
@@ -48,7 +50,7 @@ func (crdInstances) find(r *run) []finalizev1alpha1.Hazard {
 		sortRefs(hz.Objects)
 		gr := hz.Objects[0].GroupResource()
 		hz.Message = fmt.Sprintf("%s of CRD %s carry finalizers: %s; deleting the CRD deletes them, and it stays Terminating until every finalizer is removed",
-			plural(len(hz.Objects), "instance"), crd, strings.Join(owners[crd], "; "))
+			words.Count(len(hz.Objects), "instance"), crd, strings.Join(owners[crd], "; "))
 		hz.SafeOrder = append([]string{fmt.Sprintf("while their controllers run, delete the instances; kubectl waits until they are gone: kubectl delete %s --all --all-namespaces", gr)},
 			r.finalSteps()...)
 		out = append(out, *hz)

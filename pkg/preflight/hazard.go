@@ -153,10 +153,3 @@ func stayStuck(n int, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss that stay would be stuck the day they are deleted", n, noun)
 }
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}

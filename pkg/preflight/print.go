@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	"k8s.io/apimachinery/pkg/types"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -48,14 +50,14 @@ func Print(w io.Writer, rep *finalizev1alpha1.PreflightReport) error {
 	}
 	var b strings.Builder
 	d := Deletion(rep)
-	fmt.Fprintf(&b, "%s%s deletes %s in all and would leave %s stuck, for %s.\n", strings.ToUpper(d[:1]), d[1:], plural(rep.Deleted, "object"),
-		plural(Stranded(rep), "object"), plural(len(rep.Hazards), "reason"))
+	fmt.Fprintf(&b, "%s%s deletes %s in all and would leave %s stuck, for %s.\n", strings.ToUpper(d[:1]), d[1:], words.Count(rep.Deleted, "object"),
+		words.Count(Stranded(rep), "object"), words.Count(len(rep.Hazards), "reason"))
 	for i := range rep.Hazards {
 		h := &rep.Hazards[i]
 		fmt.Fprintf(&b, "\n%d. %s: %s\n", i+1, h.Reason, h.Cause)
 		fmt.Fprintf(&b, "   %s\n", h.Message)
 		if len(h.Objects) > 0 {
-			fmt.Fprintf(&b, "   Strands %s:\n", plural(len(h.Objects), "object"))
+			fmt.Fprintf(&b, "   Strands %s:\n", words.Count(len(h.Objects), "object"))
 			for _, line := range printer.ByNamespace(h.Objects) {
 				fmt.Fprintf(&b, "     %s\n", line)
 			}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -93,7 +95,7 @@ func (r *run) webhookHazard(cfg finalizev1alpha1.ObjectReference, hooks []admiss
 		sortRefs(hz.Objects)
 		hz.Message = fmt.Sprintf("%s %s stays, but %s", cfg.Kind, cfg.Name, strings.Join(said, "; "))
 		if len(hz.Objects) > 0 {
-			hz.Message += fmt.Sprintf("; among them the updates that remove the finalizers of %s of the deletion", plural(len(hz.Objects), "object"))
+			hz.Message += fmt.Sprintf("; among them the updates that remove the finalizers of %s of the deletion", words.Count(len(hz.Objects), "object"))
 		}
 		hz.SafeOrder = append([]string{fmt.Sprintf("delete the webhook configuration first (or set its failurePolicy to Ignore): kubectl delete %s", cfg.ResourceName())},
 			r.finalSteps()...)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -72,11 +74,11 @@ func FleetRootCauses(w io.Writer, d *finalizev1alpha1.Diagnosis, clusters []stri
 		rootCauses(&b, sub)
 	}
 	if len(d.AcrossClusters) > 0 {
-		fmt.Fprintf(&b, "\nAcross clusters: %s found in more than one cluster.\n", Plural(len(d.AcrossClusters), "root cause"))
+		fmt.Fprintf(&b, "\nAcross clusters: %s found in more than one cluster.\n", words.Count(len(d.AcrossClusters), "root cause"))
 		for i := range d.AcrossClusters {
 			r := &d.AcrossClusters[i]
 			fmt.Fprintf(&b, "\n%d. %s: %s %s, in %s (%s), %s\n", i+1, r.Reason, r.Subject.Kind, subjectName(r.Subject),
-				Plural(len(r.Clusters), "cluster"), strings.Join(r.Clusters, ", "), Plural(r.Objects, "object"))
+				words.Count(len(r.Clusters), "cluster"), strings.Join(r.Clusters, ", "), words.Count(r.Objects, "object"))
 			fmt.Fprintf(&b, "   Next: %s\n", r.NextStep)
 		}
 	}
@@ -99,7 +101,7 @@ func rootCauses(b *strings.Builder, d *finalizev1alpha1.Diagnosis) {
 			namespaces.Insert(d.Items[i].Target.Name)
 		}
 	}
-	fmt.Fprintf(b, "%s in %s, explained by %s.\n", Plural(len(d.Items), "stuck object"), Plural(namespaces.Len(), "namespace"), Plural(len(d.RootCauses), "root cause"))
+	fmt.Fprintf(b, "%s in %s, explained by %s.\n", words.Count(len(d.Items), "stuck object"), words.Count(namespaces.Len(), "namespace"), words.Count(len(d.RootCauses), "root cause"))
 	for i := range d.RootCauses {
 		r := &d.RootCauses[i]
 		fmt.Fprintf(b, "\n%d. %s: %s %s\n", i+1, r.Reason, r.Subject.Kind, subjectName(r.Subject))
@@ -118,7 +120,7 @@ func rootCauses(b *strings.Builder, d *finalizev1alpha1.Diagnosis) {
 				}
 			}
 		}
-		fmt.Fprintf(b, "   %s %s on it, the oldest terminating for %s:\n", Plural(len(r.Objects), "object"), verb, age(oldest))
+		fmt.Fprintf(b, "   %s %s on it, the oldest terminating for %s:\n", words.Count(len(r.Objects), "object"), verb, age(oldest))
 		for _, line := range ByNamespace(r.Objects) {
 			fmt.Fprintf(b, "     %s\n", line)
 		}
@@ -178,14 +180,6 @@ func subjectName(s finalizev1alpha1.Subject) string {
 		return s.Namespace + "/" + s.Name
 	}
 	return s.Name
-}
-
-// Plural is "1 object", "2 objects".
-func Plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // Tree prints why the target of a diagnosis is stuck: its finalizers, its cause and next

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/utils/clock"
@@ -18,7 +20,6 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/printer"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
@@ -272,7 +273,7 @@ func (r *Runner) write(ctx context.Context, actions []plan.Action, allowed []boo
 		why = notAttemptedUnaudited
 	}
 	if skipped := merge(rows, index, records, why); skipped > 0 && errors.Is(err, write.ErrAuditLog) {
-		err = utilerrors.Flatten(utilerrors.NewAggregate([]error{err, fmt.Errorf("%s %s", printer.Plural(skipped, "removal"), why)}))
+		err = utilerrors.Flatten(utilerrors.NewAggregate([]error{err, fmt.Errorf("%s %s", words.Count(skipped, "removal"), why)}))
 	}
 	return err
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	"github.com/spf13/cobra"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -94,17 +96,10 @@ func (o *CheckOptions) Run(context.Context) error {
 			invalid = append(invalid, fmt.Errorf("%s: %w", file, err))
 		default:
 			util.PrintWarnings(o.ErrOut, p.Warnings)
-			fmt.Fprintf(o.Out, "%s: valid (%s)\n", file, plural(len(p.Rules), "rule"))
+			fmt.Fprintf(o.Out, "%s: valid (%s)\n", file, words.Count(len(p.Rules), "rule"))
 		}
 	}
 	return util.UsageError(utilerrors.NewAggregate(invalid))
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 const presetsLong = `List the built-in presets: for each, the finalizers it handles, where its operator keeps

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -174,14 +176,14 @@ func (o *Options) Run(ctx context.Context) error {
 	switch {
 	case len(rep.Hazards) > 0:
 		if !o.PrintFlags.Table() {
-			fmt.Fprintf(o.ErrOut, "%s would leave %s stuck, for %d reasons (exit status 5).\n", d, plural(preflight.Stranded(rep), "object"), len(rep.Hazards))
+			fmt.Fprintf(o.ErrOut, "%s would leave %s stuck, for %d reasons (exit status 5).\n", d, words.Count(preflight.Stranded(rep), "object"), len(rep.Hazards))
 		}
 		return util.StrandedError(fmt.Sprintf("%s would leave objects stuck", d))
 	case len(rep.Incomplete) > 0:
-		fmt.Fprintf(o.ErrOut, "No hazard found in what could be read, but %s (%s in all) may still leave objects stuck.\n", d, plural(rep.Deleted, "object"))
+		fmt.Fprintf(o.ErrOut, "No hazard found in what could be read, but %s (%s in all) may still leave objects stuck.\n", d, words.Count(rep.Deleted, "object"))
 		return util.PredictionIncompleteError()
 	}
-	fmt.Fprintf(o.ErrOut, "Safe: %s deletes %s in all and would leave nothing stuck.\n", d, plural(rep.Deleted, "object"))
+	fmt.Fprintf(o.ErrOut, "Safe: %s deletes %s in all and would leave nothing stuck.\n", d, words.Count(rep.Deleted, "object"))
 	return nil
 }
 
@@ -198,11 +200,4 @@ func incompleteWarning(w io.Writer, incomplete []finalizev1alpha1.IncompleteReso
 		}
 		fmt.Fprintf(w, "  %s: %s: %s\n", what, in.Reason, in.Message)
 	}
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

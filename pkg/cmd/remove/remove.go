@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
+
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -395,10 +397,10 @@ func what(api *finalizev1alpha1.RemovalPlan) string {
 	}
 	var parts []string
 	if pods > 0 {
-		parts = append(parts, "force-delete "+printer.Plural(pods, "pod"))
+		parts = append(parts, "force-delete "+words.Count(pods, "pod"))
 	}
 	if finalizers > 0 || pods == 0 {
-		parts = append(parts, fmt.Sprintf("remove %s from %s", printer.Plural(finalizers, "finalizer"), printer.Plural(len(objects), "object")))
+		parts = append(parts, fmt.Sprintf("remove %s from %s", words.Count(finalizers, "finalizer"), words.Count(len(objects), "object")))
 	}
 	return strings.Join(parts, " and ")
 }
