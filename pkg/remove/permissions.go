@@ -2,6 +2,7 @@ package remove
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -29,7 +30,7 @@ func permitted(ctx context.Context, kube client.Interface, actions []plan.Action
 		var err error
 		switch got, rerr := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{}); {
 		case rerr != nil:
-			err = fmt.Errorf("could not ask whether it may %s: %w", a, rerr)
+			err = &unasked{perm: a, err: rerr}
 		case !got.Status.Allowed:
 			err = fmt.Errorf("it may not %s", a)
 		}
@@ -48,23 +49,48 @@ func permitted(ctx context.Context, kube client.Interface, actions []plan.Action
 		if err == nil {
 			// One of the Event's namespaces is enough.
 			var denied []string
+			var u *unasked
 			for _, e := range plan.EventPermissions(t.Namespace) {
-				if eerr := allowed(e); eerr == nil {
-					denied = nil
+				eerr := allowed(e)
+				if eerr == nil {
+					denied, u = nil, nil
 					break
 				}
-				denied = append(denied, e.Namespace)
+				if !errors.As(eerr, &u) {
+					denied = append(denied, e.Namespace)
+				}
 			}
-			if len(denied) > 0 {
+			switch {
+			case u != nil: // one of them may be allowed: nothing says it is not
+				err = u
+			case len(denied) > 0:
 				err = fmt.Errorf("it may not create events.events.k8s.io in namespace %s, so the removal could not be audited", strings.Join(denied, " nor in "))
 			}
 		}
 		if err != nil {
+			// The row names its object: a reason shared by many rows is still about each.
 			rows[i].Result = finalizev1alpha1.ResultFailed
-			rows[i].Error = fmt.Sprintf("not attempted: %v; grant it (kubectl finalize rbac --policy FILE prints what a pass needs)", err)
+			var u *unasked
+			if errors.As(err, &u) {
+				// The API server did not answer: nothing says a grant is missing.
+				rows[i].Error = fmt.Sprintf("not attempted: could not ask whether it may %s (for %s): %v; run it again", u.perm, rows[i].Target, u.err)
+				continue
+			}
+			rows[i].Error = fmt.Sprintf("not attempted: %v (for %s); grant it (kubectl finalize rbac --policy FILE prints what a pass needs)", err, rows[i].Target)
 			continue
 		}
 		ok[i] = true
 	}
 	return ok
 }
+
+// unasked is a permission the API server could not be asked about.
+type unasked struct {
+	perm plan.Permission
+	err  error
+}
+
+func (u *unasked) Error() string {
+	return fmt.Sprintf("could not ask whether it may %s: %v", u.perm, u.err)
+}
+func (u *unasked) Unwrap() error { return u.err }

@@ -170,7 +170,7 @@ func TestEachActionGetsItsResultOnce(t *testing.T) {
 			t.Errorf("row %d = %+v; want %s of %s", i, row, want[i], p.Actions[i].Name)
 		}
 	}
-	if e := out.Plan.Actions[2].Error; !strings.Contains(e, "not attempted: it may not patch configmaps in namespace locked") {
+	if e := out.Plan.Actions[2].Error; !strings.Contains(e, "not attempted: it may not patch configmaps in namespace locked (for configmaps/two -n locked); grant it") {
 		t.Errorf("the denied action says %q", e)
 	}
 
@@ -178,5 +178,25 @@ func TestEachActionGetsItsResultOnce(t *testing.T) {
 	out, _ = r.Act(context.Background(), p, Gates{CheckPermissions: true})
 	if got := out.Plan.Actions[1].Result; got != finalizev1alpha1.ResultWouldRemove {
 		t.Errorf("plan only: %s; want WouldRemove without reading the object", got)
+	}
+}
+
+// TestAPermissionThatCouldNotBeAskedIsNotCalledMissing: the API server does not answer
+// the SelfSubjectAccessReview (it died mid-pass): the action is not attempted, its row
+// names its object, and it does not send the person to grant what may well be granted.
+func TestAPermissionThatCouldNotBeAskedIsNotCalledMissing(t *testing.T) {
+	kc := kubefake.NewClientset()
+	kc.PrependReactor("create", "selfsubjectaccessreviews", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	r, _ := runner(kc, stuck("a", "one")...)
+	out, err := r.Act(context.Background(), forced("a", "one"), Gates{CheckPermissions: true})
+	if err != nil {
+		t.Fatalf("Act: %v", err)
+	}
+	row := out.Plan.Actions[0]
+	if row.Result != finalizev1alpha1.ResultFailed || !strings.Contains(row.Error, "not attempted: could not ask whether it may patch configmaps in namespace a (for configmaps/one -n a): connection refused") ||
+		strings.Contains(row.Error, "grant it") {
+		t.Errorf("row %+v", row)
 	}
 }
