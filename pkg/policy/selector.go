@@ -52,46 +52,51 @@ func contradiction(sel labels.Selector) string {
 // satisfiable reports whether some value of label key, or its absence, meets every
 // requirement of reqs, all of which are about key.
 func satisfiable(key string, reqs []labels.Requirement) bool {
-	named := map[string]bool{}
-	candidates := []*string{nil} // nil: the label is absent
-	for _, r := range reqs {
-		for _, v := range r.ValuesUnsorted() {
-			if !named[v] {
-				named[v] = true
-				candidates = append(candidates, &v)
-			}
-		}
-	}
-	unnamed := func(base string) *string {
-		for s := base; len(s) <= 63; s = "0" + s {
-			if !named[s] {
-				return &s
-			}
-		}
-		return nil
-	}
-	// A value no requirement names (not a number), and the least number the bounds leave.
-	candidates = append(candidates, unnamed("x"))
-	if least, ok := leastNumber(reqs); ok {
-		candidates = append(candidates, unnamed(strconv.FormatInt(least, 10)))
-	}
-	for _, v := range candidates {
-		set := labels.Set{}
-		if v != nil {
-			set[key] = *v
-		}
-		met := true
-		for i := range reqs {
-			if !reqs[i].Matches(set) {
-				met = false
-				break
-			}
-		}
-		if met {
+	for _, set := range candidateSets(key, reqs) {
+		if meetsAll(reqs, set) {
 			return true
 		}
 	}
 	return false
+}
+
+// candidateSets are the label sets that stand for every value of label key, as far as
+// reqs and also (all about key) can tell them apart: the label absent, each value they
+// name, a value none names (not a number), and the least number reqs' bounds leave.
+func candidateSets(key string, reqs []labels.Requirement, also ...labels.Requirement) []labels.Set {
+	named := map[string]bool{}
+	sets := []labels.Set{{}} // the label absent
+	for _, r := range append(append([]labels.Requirement{}, reqs...), also...) {
+		for _, v := range r.ValuesUnsorted() {
+			if !named[v] {
+				named[v] = true
+				sets = append(sets, labels.Set{key: v})
+			}
+		}
+	}
+	unnamed := func(base string) {
+		for s := base; len(s) <= 63; s = "0" + s {
+			if !named[s] {
+				sets = append(sets, labels.Set{key: s})
+				return
+			}
+		}
+	}
+	unnamed("x")
+	if least, ok := leastNumber(reqs); ok {
+		unnamed(strconv.FormatInt(least, 10))
+	}
+	return sets
+}
+
+// meetsAll reports whether set meets every requirement of reqs.
+func meetsAll(reqs []labels.Requirement, set labels.Set) bool {
+	for i := range reqs {
+		if !reqs[i].Matches(set) {
+			return false
+		}
+	}
+	return true
 }
 
 // leastNumber is the least value at or above 0 (a label value cannot start with "-")
@@ -157,41 +162,8 @@ func implies(sel, ex labels.Selector) bool {
 // impliedBy reports whether every value of e's label (or its absence) that meets every
 // requirement of reqs, all about that label, meets e too.
 func impliedBy(reqs []labels.Requirement, e labels.Requirement) bool {
-	named := map[string]bool{}
-	candidates := []*string{nil} // nil: the label is absent
-	for _, r := range append(append([]labels.Requirement{}, reqs...), e) {
-		for _, v := range r.ValuesUnsorted() {
-			if !named[v] {
-				named[v] = true
-				candidates = append(candidates, &v)
-			}
-		}
-	}
-	unnamed := func(base string) *string {
-		for s := base; len(s) <= 63; s = "0" + s {
-			if !named[s] {
-				return &s
-			}
-		}
-		return nil
-	}
-	candidates = append(candidates, unnamed("x"))
-	if least, ok := leastNumber(reqs); ok {
-		candidates = append(candidates, unnamed(strconv.FormatInt(least, 10)))
-	}
-	for _, v := range candidates {
-		set := labels.Set{}
-		if v != nil {
-			set[e.Key()] = *v
-		}
-		met := true
-		for i := range reqs {
-			if !reqs[i].Matches(set) {
-				met = false
-				break
-			}
-		}
-		if met && !e.Matches(set) {
+	for _, set := range candidateSets(e.Key(), reqs, e) {
+		if meetsAll(reqs, set) && !e.Matches(set) {
 			return false
 		}
 	}
