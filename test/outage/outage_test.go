@@ -38,17 +38,24 @@ func proxied(t *testing.T) (*apiproxy.Proxy, string) { return apiproxy.ForTest(t
 // SIGKILL and the proxy's address stops listening, so the client's requests are cut and
 // its next connections refused, as with a dead API server. When the test ends, the API
 // server is brought back if the test has not done it.
+//
+// The kill is marked as begun before it is made: closing the proxy cuts the client's
+// connections, so the command under test can fail and return while the proxy's goroutine
+// is still in now; restart waits for the kill to end rather than take it for one that
+// never happened.
 type killer struct {
 	p      *apiproxy.Proxy
 	once   sync.Once
-	killed atomic.Bool
+	begun  atomic.Bool
+	killed chan struct{} // closed once the API server is dead and the proxy down
 	back   bool
 }
 
 func newKiller(t *testing.T, p *apiproxy.Proxy) *killer {
-	k := &killer{p: p}
+	k := &killer{p: p, killed: make(chan struct{})}
 	t.Cleanup(func() {
-		if k.killed.Load() && !k.back {
+		if k.begun.Load() && !k.back {
+			<-k.killed
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			if err := cp.RestartAPIServer(ctx); err != nil {
@@ -61,18 +68,20 @@ func newKiller(t *testing.T, p *apiproxy.Proxy) *killer {
 
 func (k *killer) now(t *testing.T) {
 	k.once.Do(func() {
+		k.begun.Store(true)
 		cp.KillAPIServer()
 		k.p.Down()
-		k.killed.Store(true)
-		t.Logf("kube-apiserver killed")
+		close(k.killed)
 	})
 }
 
 func (k *killer) restart(t *testing.T) {
 	t.Helper()
-	if !k.killed.Load() {
+	if !k.begun.Load() {
 		t.Fatal("the API server was never killed: the test did not reach the moment it aims at")
 	}
+	<-k.killed
+	t.Logf("kube-apiserver killed")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	start := time.Now()
