@@ -23,6 +23,9 @@ export GOFLAGS := $(strip $(filter-out -trimpath,$(shell go env GOFLAGS)) -trimp
 # test/doctor's conversion-webhook test did not report within 3 minutes once in three
 # runs (docs/development.md, "Decisions"): make test stays at two.
 INTEGRATION_PARALLEL ?= 2
+# Within a package, the tests that call t.Parallel (test/forcedelete's that wait out a
+# Lease watch) run four at a time, not GOMAXPROCS (2) at a time: they mostly wait.
+TEST_PARALLEL ?= 4
 DEMO_DIR ?= .demo
 
 ##@ General
@@ -53,7 +56,7 @@ k8s-bins: ## Build the test control plane (about 5 minutes cold, instant when ca
 ##@ Test
 
 .PHONY: test
-test: verify lint test-unit test-packages test-bench-short test-fuzz-short ## Everything CI runs: verify, lint, unit, integration and deploy tests.
+test: verify lint test-unit test-packages test-short-runs ## Everything CI runs: verify, lint, unit, integration and deploy tests.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (fakes only), with the race detector.
@@ -65,7 +68,7 @@ NODE_PACKAGES := ./test/node ./test/deploy/...
 
 .PHONY: test-integration
 test-integration: ## Integration and end-to-end tests against a real control plane (the node's packages are test-deploy's, test/release is verify-release's).
-	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -count=1 -p $(INTEGRATION_PARALLEL) -timeout 30m \
+	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -count=1 -p $(INTEGRATION_PARALLEL) -parallel $(TEST_PARALLEL) -timeout 30m \
 		$$(go list ./test/... | grep -v -E '/test/(node|deploy|release)(/|$$)')
 
 # The release image of the deploy tests: goreleaser's ko against a base built here and a
@@ -79,7 +82,7 @@ release-image: ## Build the release image (goreleaser + ko, a base built here, a
 .PHONY: test-deploy
 test-deploy: release-image ## The shapes users run, on a real node: the release image, the CronJob and the Deployment as shipped, every policy shape on its RBAC (root; installs containerd and runc if missing).
 	KUBECTL_FINALIZE_IMAGE="$(CURDIR)/$(RELEASE_IMAGE)" KUBEBUILDER_ASSETS="$(K8S_BINS)" \
-		go test -count=1 -p $(INTEGRATION_PARALLEL) -timeout 30m $(NODE_PACKAGES)
+		go test -count=1 -p $(INTEGRATION_PARALLEL) -parallel $(TEST_PARALLEL) -timeout 30m $(NODE_PACKAGES)
 
 # The longest test packages (about a minute or more each, warm): make test starts them
 # first, so that the packages at a time never end with one core idle behind a long one.
@@ -88,7 +91,7 @@ LONGEST_PACKAGES := ./test/doctor ./test/deploy/cronjob ./test/deploy/policies .
 .PHONY: test-packages
 test-packages: release-image ## test-integration and test-deploy in one run, the longest packages first (make test).
 	KUBECTL_FINALIZE_IMAGE="$(CURDIR)/$(RELEASE_IMAGE)" KUBEBUILDER_ASSETS="$(K8S_BINS)" \
-		go test -count=1 -p $(INTEGRATION_PARALLEL) -timeout 30m $(LONGEST_PACKAGES) \
+		go test -count=1 -p $(INTEGRATION_PARALLEL) -parallel $(TEST_PARALLEL) -timeout 30m $(LONGEST_PACKAGES) \
 		$$(go list ./test/... | grep -v -E '/test/release$$')
 
 .PHONY: test-node
@@ -129,6 +132,10 @@ bench-reconcile: ## Verified removals per second of one reconcile pass, against 
 .PHONY: bench-go
 bench-go: ## The Go benchmarks of the hot in-process paths (managedFields, owners, rules, rendering).
 	go test -run '^$$' -bench . -benchmem ./pkg/...
+
+.PHONY: test-short-runs
+test-short-runs: ## test-bench-short and test-fuzz-short side by side, part of make test: the fuzzers use the core the benchmark's control plane leaves idle; neither times anything that fails.
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-bench-short test-fuzz-short
 
 .PHONY: test-bench-short
 test-bench-short: ## Short fixed-size runs of the benchmarks (3,000 objects, 20 CRDs; 100 removals), part of make test.

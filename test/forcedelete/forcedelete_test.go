@@ -147,6 +147,7 @@ var yes = map[string]string{"fd": "yes"}
 // provider to ask), and once the Node object is deleted, it force-deletes the pod:
 // audited, evented, within podgc's quarantine, so that the deletion is ours.
 func TestAPodOfADeletedNodeIsForceDeletedOnlyVerified(t *testing.T) {
+	t.Parallel() // see the package doc: no Ready node, no provider
 	ns := cp.Namespace(t)
 	nodeName := "fd-deleted-" + ns
 	node(t, nodeName, "", false)
@@ -274,6 +275,7 @@ func TestAProviderVerifiesTheMachineByProviderID(t *testing.T) {
 // label, as a controller would write): the DELETE's preconditions fail with a conflict,
 // and nothing is deleted.
 func TestAPodThatChangedIsNotDeleted(t *testing.T) {
+	t.Parallel() // see the package doc: no Ready node, no provider
 	ns := cp.Namespace(t)
 	kc := cp.Kube(t)
 	p := stuckPod(t, ns, "racy", "gone-node-xyz-"+ns, nil)
@@ -302,6 +304,7 @@ func TestAPodThatChangedIsNotDeleted(t *testing.T) {
 // a node that exists, NotReady, which a rule without a provider cannot verify (kept,
 // with why). The pass runs within podgc's quarantine of the first pod.
 func TestReconcileDeletesAVerifiedPodAndKeepsTheOther(t *testing.T) {
+	t.Parallel() // see the package doc: no Ready node, no provider
 	ns := cp.Namespace(t)
 	created := time.Now()
 	never := "gone-node-xyz-" + ns
@@ -372,6 +375,7 @@ func TestABadRuleIsRefused(t *testing.T) {
 // before: kube-controller-manager's pod garbage collector, left alone, force-deletes a
 // pod bound to a node name that never existed, and not before its quarantine.
 func TestPodgcForceDeletesAPodOfANodeThatNeverExisted(t *testing.T) {
+	t.Parallel() // see the package doc: no Ready node, no provider
 	ns := cp.Namespace(t)
 	created := time.Now()
 	stuckPod(t, ns, "left-alone", "never-node-"+ns, nil)
@@ -393,6 +397,7 @@ func TestPodgcForceDeletesAPodOfANodeThatNeverExisted(t *testing.T) {
 // pod stays: client (only reads), server (the DELETE sent with dryRun=All, so admission
 // runs) and reconcile --dry-run.
 func TestADryRunDeletesNothing(t *testing.T) {
+	t.Parallel() // see the package doc: no Ready node, no provider
 	ns := cp.Namespace(t)
 	stuckPod(t, ns, "web-1", "gone-node-xyz-"+ns, yes)
 	policy := nodePolicy(t, ns, "")
@@ -416,6 +421,7 @@ func TestADryRunDeletesNothing(t *testing.T) {
 // force-deletes the pod of a node that is not Ready; the audit and a Warning Event name
 // it unverified, with the reason.
 func TestAPersonForcesADeletionWithAReason(t *testing.T) {
+	t.Parallel() // see the package doc: no Ready node, no provider
 	ns := cp.Namespace(t)
 	node(t, "fd-down-"+ns, "", false)
 	p := stuckPod(t, ns, "db-1", "fd-down-"+ns, nil)

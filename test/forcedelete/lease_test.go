@@ -218,6 +218,7 @@ func TestALeaseThatChangesDuringTheWatchStopsTheDeletion(t *testing.T) {
 // a proxy), or the account may read the Lease and not watch it (an RBAC made for an
 // older version). Either refuses the deletion, never allows it.
 func TestALeaseThatCannotBeWatchedStopsTheDeletion(t *testing.T) {
+	t.Parallel() // see the package doc: no Ready node, no provider
 	ns := cp.Namespace(t)
 	name := "fd-unwatched-" + ns
 	p := silentKubelet(t, ns, name, "")

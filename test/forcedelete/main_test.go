@@ -6,6 +6,12 @@
 // every scenario here that acts on such a pod acts within that window and checks that it,
 // not podgc, deleted the pod. The node lifecycle controller does not run: a Node's Ready
 // condition stays what the test wrote.
+//
+// Most scenarios wait: every force deletion watches its node's Lease for 15 s first
+// (plan.LeaseWatchFor a node with no Lease). Those that create no Ready node and whose
+// rules ask no provider run in parallel (t.Parallel, after the others): a provider's
+// controls are drawn from every Ready node in the cluster, so a scenario that makes a
+// Ready node, or asks a provider about its controls, runs alone.
 package forcedelete
 
 import (
