@@ -14,6 +14,16 @@ import (
 // apiServiceService: an APIService that stays, whose service the deletion removes.
 type apiServiceService struct{}
 
+func (apiServiceService) reasons() []Reason {
+	return []Reason{{
+		Name: finalizev1alpha1.HazardAPIServiceServiceDeleted, Rank: 0,
+		Help:    "an APIService stays while its service is deleted: no namespace in the cluster can finish deleting then",
+		Deleted: "the service of an APIService (or the only workload behind it) while the APIService stays",
+		Stranded: "the APIService becomes unavailable: no namespace in the cluster can finish deleting, and the garbage collector " +
+			"cannot be sure of its group; it strands the namespaces of the deletion",
+	}}
+}
+
 func (apiServiceService) find(r *run) []finalizev1alpha1.Hazard {
 	var out []finalizev1alpha1.Hazard
 	res := r.p.Clients.Dynamic.Resource(apiServicesResource.GroupVersionResource)

@@ -18,6 +18,15 @@ import (
 // claimInUse: claims deleted while pods that stay use them.
 type claimInUse struct{}
 
+func (claimInUse) reasons() []Reason {
+	return []Reason{{
+		Name: finalizev1alpha1.HazardClaimInUse, Rank: 5,
+		Help:     "a claim is deleted while pods that stay use it",
+		Deleted:  "a PersistentVolumeClaim used by scheduled, unfinished pods that are not deleted with it",
+		Stranded: "the claim: `kubernetes.io/pvc-protection` keeps it until those pods are gone",
+	}}
+}
+
 func (claimInUse) find(r *run) []finalizev1alpha1.Hazard {
 	var out []finalizev1alpha1.Hazard
 	claims := map[string]map[string]finalizev1alpha1.ObjectReference{}

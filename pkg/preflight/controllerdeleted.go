@@ -16,6 +16,22 @@ import (
 // is ControllerDeleted.
 type controllerDeleted struct{}
 
+func (controllerDeleted) reasons() []Reason {
+	return []Reason{{
+		Name: finalizev1alpha1.HazardOperatorDeletedFirst, Rank: 2,
+		Help: "a namespace is deleted with its operator inside, and objects there carry the operator's finalizers: " +
+			"the namespace controller deletes pods first",
+		Deleted:  "a namespace that holds an operator and objects carrying its finalizers",
+		Stranded: "those objects, and so the namespace: the namespace controller deletes pods first, so the operator is gone before it can remove its finalizers",
+	}, {
+		Name: finalizev1alpha1.HazardControllerDeleted, Rank: 3,
+		Help: "objects anywhere carry a finalizer whose controller the deletion removes (its field manager or catalogue entry, " +
+			"and the Deployments, StatefulSets and DaemonSets named like it, as the doctor finds them)",
+		Deleted:  "every Deployment, StatefulSet and DaemonSet a controller runs as",
+		Stranded: "every object, anywhere in the cluster, that carries a finalizer of that controller: those deleted with it stay Terminating, the others the day they are deleted",
+	}}
+}
+
 // controllerKey groups the objects of one hazard: by reason and controller, and by
 // namespace when the controller's fate differs by namespace.
 type controllerKey struct {

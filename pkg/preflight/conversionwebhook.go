@@ -20,6 +20,9 @@ import (
 // removes; or a CRD deleted with objects its conversion webhook must read.
 type conversionWebhook struct{}
 
+// reasons: none of its own; it gives webhookService's WebhookServiceDeleted.
+func (conversionWebhook) reasons() []Reason { return nil }
+
 func (conversionWebhook) find(r *run) []finalizev1alpha1.Hazard {
 	var out []finalizev1alpha1.Hazard
 	res := r.p.Clients.Dynamic.Resource(crdsResource.GroupVersionResource)

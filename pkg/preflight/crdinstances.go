@@ -13,6 +13,15 @@ import (
 // crdInstances: a CRD deleted while instances of it carry finalizers.
 type crdInstances struct{}
 
+func (crdInstances) reasons() []Reason {
+	return []Reason{{
+		Name: finalizev1alpha1.HazardCRDInstancesWithFinalizers, Rank: 4,
+		Help:     "a CRD is deleted while its instances carry finalizers (whose, and whether that controller survives)",
+		Deleted:  "a CRD whose instances carry finalizers",
+		Stranded: "the instances, and the CRD; the message says whose finalizers they are and whether that controller survives the deletion",
+	}}
+}
+
 func (crdInstances) find(r *run) []finalizev1alpha1.Hazard {
 	var h grouped[string] // by CRD name
 	owners := map[string][]string{}

@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -23,6 +24,8 @@ import (
 // finalizer, and whether the deletion takes it away), service.go (whether it takes a
 // service away), and the safe orders below.
 type hazard interface {
+	// reasons are the reasons it gives that no other family registers.
+	reasons() []Reason
 	// find returns the hazards of its family: what the deletion would leave stuck,
 	// why, and a safe order. A read that fails makes the prediction incomplete.
 	find(r *run) []finalizev1alpha1.Hazard
@@ -30,6 +33,49 @@ type hazard interface {
 
 // hazards are every family, in the order they are looked for.
 var hazards = []hazard{controllerDeleted{}, crdInstances{}, webhookService{}, conversionWebhook{}, apiServiceService{}, claimInUse{}}
+
+// A Reason is a hazard's reason as scripts, `preflight --help` and docs/preflight.md know
+// it. Each family declares the reasons it gives in its own file.
+type Reason struct {
+	// Name is Hazard.Reason: part of the contract.
+	Name string
+	// Rank orders a report's hazards: those that block everyone first (0).
+	Rank int
+	// Help says when it is given, in a few words, in preflight's --help.
+	Help string
+	// Deleted and Stranded are the columns of docs/preflight.md's table (Markdown): what
+	// is deleted, and what is left stuck.
+	Deleted, Stranded string
+}
+
+// reasons are every family's reasons by name, and rank their ranks.
+var reasons, rank = func() (map[string]Reason, map[string]int) {
+	byName, ranks := map[string]Reason{}, map[string]int{}
+	for _, h := range hazards {
+		for _, r := range h.reasons() {
+			if _, dup := byName[r.Name]; dup {
+				panic(fmt.Sprintf("preflight: reason %s declared twice", r.Name))
+			}
+			byName[r.Name], ranks[r.Name] = r, r.Rank
+		}
+	}
+	return byName, ranks
+}()
+
+// Reasons are every reason a hazard is given for, in a report's order.
+func Reasons() []Reason {
+	out := make([]Reason, 0, len(reasons))
+	for _, r := range reasons {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Rank != out[j].Rank {
+			return out[i].Rank < out[j].Rank
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
 
 // The types the hazards name.
 var (

@@ -403,21 +403,11 @@ var (
 // sortHazards orders hazards by reason, then cause.
 func sortHazards(hs []finalizev1alpha1.Hazard) {
 	sort.SliceStable(hs, func(i, j int) bool {
-		if order[hs[i].Reason] != order[hs[j].Reason] {
-			return order[hs[i].Reason] < order[hs[j].Reason]
+		if rank[hs[i].Reason] != rank[hs[j].Reason] {
+			return rank[hs[i].Reason] < rank[hs[j].Reason]
 		}
 		return hs[i].Cause.String() < hs[j].Cause.String()
 	})
-}
-
-// order puts the hazards that block everyone first.
-var order = map[string]int{
-	finalizev1alpha1.HazardAPIServiceServiceDeleted:   0,
-	finalizev1alpha1.HazardWebhookServiceDeleted:      1,
-	finalizev1alpha1.HazardOperatorDeletedFirst:       2,
-	finalizev1alpha1.HazardControllerDeleted:          3,
-	finalizev1alpha1.HazardCRDInstancesWithFinalizers: 4,
-	finalizev1alpha1.HazardClaimInUse:                 5,
 }
 
 func sortIncomplete(list []finalizev1alpha1.IncompleteResource) {

@@ -34,6 +34,20 @@ func admissionWebhookOf(name string, policy *admissionregistrationv1.FailurePoli
 // removes.
 type webhookService struct{}
 
+// reasons: WebhookServiceDeleted, which conversionWebhook gives too.
+func (webhookService) reasons() []Reason {
+	return []Reason{{
+		Name: finalizev1alpha1.HazardWebhookServiceDeleted, Rank: 1,
+		Help: "a failurePolicy Fail validating or mutating webhook, or a CRD's conversion webhook, stays while its service " +
+			"(or the workload behind it) is deleted: it then rejects writes elsewhere, finalizer removals included " +
+			"(or a CRD goes with its conversion webhook while objects stored at another version remain)",
+		Deleted: "the service of a validating or mutating webhook with `failurePolicy: Fail` (or the only workload whose pods it selects), " +
+			"or of a CRD's conversion webhook, while the configuration or the CRD stays (or the CRD goes with objects stored at another version)",
+		Stranded: "every write the webhook intercepts is rejected, cluster-wide, finalizer removals included; it strands the objects of the deletion " +
+			"whose finalizer removal it intercepts (a conversion webhook: the namespaces of the deletion that hold the CRD's objects)",
+	}}
+}
+
 func (webhookService) find(r *run) []finalizev1alpha1.Hazard {
 	var out []finalizev1alpha1.Hazard
 	configs := r.p.Clients.Kube.AdmissionregistrationV1()

@@ -4,7 +4,6 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -51,27 +50,13 @@ causes found in more than one cluster are said once, with their clusters: the sa
 operator gone in four clusters is one finding. A cluster that cannot be read is
 reported as incomplete (exit status 3).`
 
-// causes lists the causes the doctor registers, most urgent first, in two columns as
-// kubectl's help lists things: the reason, and when it is given, wrapped to 88 columns.
+// causes lists the causes the doctor registers, most urgent first.
 func causes() string {
-	const indent, width = 32, 88
-	var b strings.Builder
-	b.WriteString("Causes, most urgent first (the reason names are stable, for scripts):")
+	var terms []util.Term
 	for _, c := range doctor.Causes() {
-		line := fmt.Sprintf("\n  %-*s", indent-2, c.Reason)
-		for _, word := range strings.Fields(c.Help) {
-			if len(line) > indent+1 && len(line)+1+len(word) > width+1 {
-				b.WriteString(line)
-				line = "\n" + strings.Repeat(" ", indent)
-			}
-			if len(line) > indent+1 {
-				line += " "
-			}
-			line += word
-		}
-		b.WriteString(line)
+		terms = append(terms, util.Term{Name: c.Reason, Meaning: c.Help})
 	}
-	return b.String()
+	return util.TermList("Causes, most urgent first (the reason names are stable, for scripts):", terms)
 }
 
 const example = `  # Every stuck object, grouped by root cause

@@ -19,7 +19,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/preflight"
 )
 
-const long = `Predict, before a deletion, what it would leave stuck in Terminating, why, and a safe
+var long = `Predict, before a deletion, what it would leave stuck in Terminating, why, and a safe
 order. Nothing is deleted or changed.
 
 The deletion is the objects named (a namespace, a CRD, an operator's Deployment,
@@ -28,25 +28,7 @@ or with --helm-release those Helm's uninstall deletes, read from the release's r
 the cluster; and what their deletion deletes: a namespace's content, a CRD's instances,
 and the dependents the garbage collector deletes once all their owners are gone.
 
-Hazards (the reason names are stable, for scripts):
-  ControllerDeleted           objects anywhere carry a finalizer whose controller the
-                              deletion removes (its field manager or catalogue entry,
-                              and the Deployments, StatefulSets and DaemonSets named
-                              like it, as the doctor finds them)
-  OperatorDeletedFirst        a namespace is deleted with its operator inside, and
-                              objects there carry the operator's finalizers: the
-                              namespace controller deletes pods first
-  CRDInstancesWithFinalizers  a CRD is deleted while its instances carry finalizers
-                              (whose, and whether that controller survives)
-  WebhookServiceDeleted       a failurePolicy Fail validating or mutating webhook, or a
-                              CRD's conversion webhook, stays while its service (or the
-                              workload behind it) is deleted: it then rejects writes
-                              elsewhere, finalizer removals included (or a CRD goes
-                              with its conversion webhook while objects stored at
-                              another version remain)
-  APIServiceServiceDeleted    an APIService stays while its service is deleted: no
-                              namespace in the cluster can finish deleting then
-  ClaimInUse                  a claim is deleted while pods that stay use it
+` + hazards() + `
 
 The hazards are printed grouped by what causes them, each with the objects it would
 strand and a safe order. When the deletion is safe, stdout stays empty and one line on
@@ -66,6 +48,15 @@ const example = `  # What would deleting this namespace leave stuck?
 
   # A CRD, as JSON for a CI gate (exit status 5 when something would be stranded)
   kubectl finalize preflight crd/databases.db.example.com -o json`
+
+// hazards lists the reasons of preflight's hazards, those that block everyone first.
+func hazards() string {
+	var terms []util.Term
+	for _, r := range preflight.Reasons() {
+		terms = append(terms, util.Term{Name: r.Name, Meaning: r.Help})
+	}
+	return util.TermList("Hazards, those that block everyone first (the reason names are stable, for scripts):", terms)
+}
 
 const flagHelmRelease = "helm-release"
 
