@@ -66,7 +66,7 @@ func newKiller(t *testing.T, p *apiproxy.Proxy) *killer {
 	return k
 }
 
-func (k *killer) now(t *testing.T) {
+func (k *killer) now() {
 	k.once.Do(func() {
 		k.begun.Store(true)
 		cp.KillAPIServer()
@@ -213,7 +213,7 @@ func TestKilledMidScan(t *testing.T) {
 			var lists atomic.Int32
 			p.Cut(func(r *http.Request, answered bool) bool {
 				if !answered && isList(r) && lists.Add(1) == tt.at {
-					k.now(t)
+					k.now()
 					return true
 				}
 				return false
@@ -303,7 +303,7 @@ func TestKilledMidVerify(t *testing.T) {
 	c, ns, policy, kubeconfig, k := d.c, d.ns, d.policy, d.kubeconfig, d.k
 	c.OnRequest(func(id string) {
 		if strings.HasPrefix(id, "deleted-"+ns) {
-			k.now(t)
+			k.now()
 		}
 	})
 	start := time.Now()
@@ -353,7 +353,7 @@ func TestKilledMidWrite(t *testing.T) {
 	var patches atomic.Int32
 	p.Cut(func(r *http.Request, answered bool) bool {
 		if answered && isPatch(r) && patches.Add(1) == 3 {
-			k.now(t)
+			k.now()
 			return true
 		}
 		return false
