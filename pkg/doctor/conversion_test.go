@@ -200,7 +200,7 @@ func TestAStaleConversionReportIsNotBlamed(t *testing.T) {
 	res := withDatabases(result(ns))
 	// The webhook works again, so the scan lists the object it could not convert: no
 	// finalizer, the controller's next pass deletes it.
-	res.Index.Content["team-a"] = &scan.NamespaceContent{Count: 1, Sample: []scan.ObjectRef{{Resource: databases, Namespace: "team-a", Name: "orders", UID: "uid-orders"}}}
+	res.Index.Content["team-a"] = &scan.NamespaceContent{Count: 1, Sample: []scan.Seen{{Ref: kube.Ref{Resource: databases, Namespace: "team-a", Name: "orders", UID: "uid-orders"}}}}
 	rep := diagnose(t, res, conversionCRDObject("", "v1"), svc)
 	wantCause(t, rep, ns, finalizev1alpha1.ReasonProgressing, "the namespace still holds 1 object without finalizers, which that pass deletes",
 		"the namespace controller reported 3m ago (condition NamespaceDeletionContentFailure) that the conversion webhook of CRD databases.db.example.com failed, but the same list made now succeeds (kubectl get databases.v2.db.example.com -n team-a --chunk-size=0), so that report is stale",

@@ -180,7 +180,7 @@ func (rep *Report) gatherRoots(leaves map[types.UID][]*rootSpec) {
 				continue
 			}
 			seen[r] = true
-			r.Objects = append(r.Objects, o.Ref())
+			r.Objects = append(r.Objects, o.Ref().API())
 			rep.roots[o.Meta.UID] = append(rep.roots[o.Meta.UID], r)
 		}
 	}
@@ -223,7 +223,7 @@ func (rep *Report) Diagnosis(target *kube.Object) *finalizev1alpha1.Diagnosis {
 	objs := rep.Result.Objects
 	roots := rep.Roots
 	if target != nil {
-		ref := target.Ref()
+		ref := target.Ref().API()
 		out.Target = &ref
 		objs = rep.closure(target)
 		roots = rep.roots[target.Meta.UID]

@@ -215,7 +215,7 @@ func TestWithoutTheIndexTheDoctorRefuses(t *testing.T) {
 func TestForegroundDeletionWaitsForItsDependents(t *testing.T) {
 	o := stuck(configmaps, "a", "owner", metav1.FinalizerDeleteDependents)
 	res := result(o)
-	res.Index.Dependents[o.Meta.UID] = []scan.Dependent{{ObjectRef: scan.ObjectRef{Resource: configmaps, Namespace: "a", Name: "child", UID: "uid-child"}, BlockOwnerDeletion: true}}
+	res.Index.Dependents[o.Meta.UID] = []scan.Dependent{{Seen: scan.Seen{Ref: kube.Ref{Resource: configmaps, Namespace: "a", Name: "child", UID: "uid-child"}}, BlockOwnerDeletion: true}}
 	rep := diagnose(t, res)
 	wantCause(t, rep, o, finalizev1alpha1.ReasonDependentsRemaining, "it waits for 1 dependent with blockOwnerDeletion: configmaps/child -n a (not deleted yet)")
 	wantRoot(t, rep, finalizev1alpha1.ReasonControllerInactive, controllerSubject(gcOwner), 1)
@@ -380,7 +380,7 @@ func TestNextStepsReadWell(t *testing.T) {
 			Spec: corev1.PodSpec{NodeName: "node-a", Volumes: []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}}},
 		{"a bound volume", stuck(coreResource("persistentvolumes", "PersistentVolume", false), "", "pv-1", finalizerPV), nil, []runtime.Object{pvBound}},
 		{"a foreground deletion", stuck(configmaps, "a", "owner", metav1.FinalizerDeleteDependents), func(r *scan.Result) {
-			r.Index.Dependents["uid-owner"] = []scan.Dependent{{ObjectRef: scan.ObjectRef{Resource: configmaps, Namespace: "a", Name: "child", UID: "uid-child", Deleting: true}, BlockOwnerDeletion: true}}
+			r.Index.Dependents["uid-owner"] = []scan.Dependent{{Seen: scan.Seen{Ref: kube.Ref{Resource: configmaps, Namespace: "a", Name: "child", UID: "uid-child"}, Deleting: true}, BlockOwnerDeletion: true}}
 		}, nil},
 		{"an orphaning without the garbage collector", stuck(configmaps, "a", "parent", metav1.FinalizerOrphanDependents), nil, nil},
 		{"a namespace without its controller", namespace("ns-quiet"), nil, nil},
@@ -388,8 +388,8 @@ func TestNextStepsReadWell(t *testing.T) {
 			Message: "Some content in the namespace has finalizers remaining: db.example.com/finalizer in 1 resource instances"}), nil, nil},
 		{"a namespace whose conditions lag", namespace("ns-lag", corev1.NamespaceCondition{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionFalse, Reason: "ContentRemoved", Message: "All content successfully removed"}),
 			func(r *scan.Result) {
-				r.Index.Content["ns-lag"] = &scan.NamespaceContent{Count: 3, Deleting: 1, ByType: map[string]int64{"pods": 1, "configmaps": 2}, Sample: []scan.ObjectRef{
-					{Resource: podsResource, Namespace: "ns-lag", Name: "web-0", Deleting: true}, {Resource: configmaps, Namespace: "ns-lag", Name: "cfg-1"}, {Resource: configmaps, Namespace: "ns-lag", Name: "cfg-2"}}}
+				r.Index.Content["ns-lag"] = &scan.NamespaceContent{Count: 3, Deleting: 1, ByType: map[string]int64{"pods": 1, "configmaps": 2}, Sample: []scan.Seen{
+					{Ref: kube.Ref{Resource: podsResource, Namespace: "ns-lag", Name: "web-0"}, Deleting: true}, {Ref: kube.Ref{Resource: configmaps, Namespace: "ns-lag", Name: "cfg-1"}}, {Ref: kube.Ref{Resource: configmaps, Namespace: "ns-lag", Name: "cfg-2"}}}}
 			}, nil},
 		{"an unavailable APIService", namespace("ns-discovery", corev1.NamespaceCondition{Type: corev1.NamespaceDeletionDiscoveryFailure, Status: corev1.ConditionTrue,
 			Message: "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1"}), nil, []runtime.Object{apiSvc}},

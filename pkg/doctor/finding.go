@@ -81,7 +81,7 @@ func subjectOf(o *kube.Object) finalizev1alpha1.Subject {
 }
 
 func stuckBlocker(o *kube.Object, msg string) finalizev1alpha1.Blocker {
-	return finalizev1alpha1.Blocker{Target: o.Ref(), Stuck: true, Message: msg}
+	return finalizev1alpha1.Blocker{Target: o.Ref().API(), Stuck: true, Message: msg}
 }
 
 func ago(now, t time.Time) string { return duration.HumanDuration(now.Sub(t)) }

@@ -65,7 +65,7 @@ func (d *diagnoser) foreground(o *kube.Object) []finding {
 	var names []string
 	notDeleted := 0
 	for _, dep := range blocking {
-		r := dep.Ref()
+		r := dep.API()
 		if s, ok := d.f.byUID[dep.UID]; ok {
 			fd.waitsOn = append(fd.waitsOn, s)
 			fd.blockers = append(fd.blockers, stuckBlocker(s, "stuck"))

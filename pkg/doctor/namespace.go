@@ -170,7 +170,7 @@ func (d *diagnoser) contentWithoutFinalizers(o *kube.Object, fd *finding, failed
 				pods = pods || ref.Resource.GroupResource() == podsResource.GroupResource()
 			}
 			names = append(names, fmt.Sprintf("%s/%s (%s)", ref.Resource, ref.Name, state))
-			fd.blockers = append(fd.blockers, finalizev1alpha1.Blocker{Target: ref.Ref(), Message: state})
+			fd.blockers = append(fd.blockers, finalizev1alpha1.Blocker{Target: ref.API(), Message: state})
 		}
 		if int64(len(names)) < content.Count {
 			names = append(names, fmt.Sprintf("and %d more", content.Count-int64(len(names))))

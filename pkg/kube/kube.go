@@ -52,8 +52,8 @@ type Object struct {
 }
 
 // Ref is the reference to the object, uid included.
-func (o *Object) Ref() finalizev1alpha1.ObjectReference {
-	return o.Resource.Ref(o.Meta.Namespace, o.Meta.Name, o.Meta.UID)
+func (o *Object) Ref() Ref {
+	return Ref{Resource: o.Resource, Namespace: o.Meta.Namespace, Name: o.Meta.Name, UID: o.Meta.UID}
 }
 
 // Terminating is how long the object has been terminating at now.
@@ -68,7 +68,7 @@ func (o *Object) Terminating(now time.Time) time.Duration {
 // Stuck converts the object to the API type.
 func (o *Object) Stuck(now time.Time) finalizev1alpha1.StuckObject {
 	return finalizev1alpha1.StuckObject{
-		Target:             o.Ref(),
+		Target:             o.Ref().API(),
 		DeletionTimestamp:  *o.Meta.DeletionTimestamp,
 		TerminatingSeconds: int64(o.Terminating(now) / time.Second),
 		Finalizers:         append([]finalizev1alpha1.Finalizer{}, o.Finalizers...),

@@ -87,7 +87,7 @@ func (controllerDeleted) find(r *run) []finalizev1alpha1.Hazard {
 				key = controllerKey{reason: finalizev1alpha1.HazardOperatorDeletedFirst, controller: c.Name, perNamespace: true, namespace: ns}
 				h.add(key, func() finalizev1alpha1.Hazard {
 					return finalizev1alpha1.Hazard{Reason: finalizev1alpha1.HazardOperatorDeletedFirst, Cause: r.namespaceRef(ns)}
-				}, o.Ref())
+				}, o.Ref().API())
 			} else {
 				key = controllerKey{reason: finalizev1alpha1.HazardControllerDeleted, controller: c.Name}
 				if others != "" || idleHere != "" {
@@ -99,7 +99,7 @@ func (controllerDeleted) find(r *run) []finalizev1alpha1.Hazard {
 						cause = r.deletedWorkloadRef(c, ns)
 					}
 					return finalizev1alpha1.Hazard{Reason: finalizev1alpha1.HazardControllerDeleted, Cause: cause}
-				}, o.Ref())
+				}, o.Ref().API())
 			}
 			g := groups[key]
 			if g == nil {

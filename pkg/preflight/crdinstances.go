@@ -34,7 +34,7 @@ func (crdInstances) find(r *run) []finalizev1alpha1.Hazard {
 			c := r.controller(o, fin)
 			h.add(crd, func() finalizev1alpha1.Hazard {
 				return finalizev1alpha1.Hazard{Reason: finalizev1alpha1.HazardCRDInstancesWithFinalizers, Cause: r.crdRef(crd)}
-			}, o.Ref())
+			}, o.Ref().API())
 			var state string
 			switch {
 			case c.Name == "":

@@ -172,7 +172,7 @@ func manifestObjects(mapper meta.RESTMapper, manifest, namespace string) ([]Targ
 				warnings = append(warnings, fmt.Sprintf("%s %s of the release is of a kind the cluster does not serve: skipped", gvk.Kind, it.GetName()))
 				continue
 			}
-			t := Target{Resource: kube.Resource{GroupVersionResource: m.Resource, Kind: m.GroupVersionKind.Kind, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, Name: it.GetName()}
+			t := Target{Ref: kube.Ref{Resource: kube.Resource{GroupVersionResource: m.Resource, Kind: m.GroupVersionKind.Kind, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, Name: it.GetName()}}
 			// Helm reads the policy from the manifest, not from the live object, and
 			// deletes only the objects without one: keep is kept, and any other value
 			// (prefer-existing, a typo) is left out of both its lists, so not deleted either.

@@ -46,7 +46,7 @@ const (
 func targetNames(ts []Target) []string {
 	var out []string
 	for _, t := range ts {
-		out = append(out, t.ref().String())
+		out = append(out, t.String())
 	}
 	return out
 }

@@ -25,18 +25,11 @@ import (
 
 // Target is an object whose deletion is asked about.
 type Target struct {
-	Resource  kube.Resource
-	Namespace string
-	Name      string
+	kube.Ref
 	// keep: the release's manifest annotates it helm.sh/resource-policy (policy), so
 	// Helm's uninstall does not delete it.
 	keep   bool
 	policy string
-}
-
-// ref is the target's reference without its uid.
-func (t Target) ref() finalizev1alpha1.ObjectReference {
-	return t.Resource.Ref(t.Namespace, t.Name, "")
 }
 
 // Release names a Helm release.
@@ -151,7 +144,7 @@ func (r *run) resolveTargets(targets []Target, release bool) error {
 		seen[key] = true
 		fromRelease := release && i >= len(r.opts.Targets)
 		if fromRelease && t.keep {
-			r.warnf("%s is not deleted with the release: it is annotated %s=%s in the release's manifest", t.ref(), helmResourcePolicy, t.policy)
+			r.warnf("%s is not deleted with the release: it is annotated %s=%s in the release's manifest", t.Ref, helmResourcePolicy, t.policy)
 			continue
 		}
 		res := r.p.Clients.Metadata.Resource(t.Resource.GroupVersionResource)
@@ -164,12 +157,12 @@ func (r *run) resolveTargets(targets []Target, release bool) error {
 		}
 		switch {
 		case apierrors.IsNotFound(err) && fromRelease:
-			r.warnf("%s of the release does not exist in the cluster", t.ref())
+			r.warnf("%s of the release does not exist in the cluster", t.Ref)
 			continue
 		case apierrors.IsNotFound(err):
-			return fmt.Errorf("%s: %w", t.ref(), err)
+			return fmt.Errorf("%s: %w", t.Ref, err)
 		case err != nil:
-			return fmt.Errorf("reading %s: %w", t.ref(), err)
+			return fmt.Errorf("reading %s: %w", t.Ref, err)
 		}
 		ref := t.Resource.Ref(m.Namespace, m.Name, m.UID)
 		r.rep.Targets = append(r.rep.Targets, ref)

@@ -98,7 +98,7 @@ metadata:
 		t.Fatalf("got %d objects %+v, want %v", len(got), got, want)
 	}
 	for i, w := range want {
-		if s := got[i].ref().String(); s != w {
+		if s := got[i].String(); s != w {
 			t.Errorf("object %d is %s, want %s", i, s, w)
 		}
 	}

@@ -97,8 +97,8 @@ func (r *run) webhookHazard(cfg finalizev1alpha1.ObjectReference, hooks []admiss
 			return finalizev1alpha1.Hazard{Reason: finalizev1alpha1.HazardWebhookServiceDeleted, Cause: cfg, Objects: []finalizev1alpha1.ObjectReference{}}
 		})
 		for _, o := range r.kept.finalized {
-			if r.set.has(o.Ref()) && w.InterceptsUpdate(o, "", r.nsLabels(o)) {
-				h.add(cfg.Name, nil, o.Ref())
+			if r.set.has(o.Ref().API()) && w.InterceptsUpdate(o, "", r.nsLabels(o)) {
+				h.add(cfg.Name, nil, o.Ref().API())
 			}
 		}
 		said = append(said, fmt.Sprintf("webhook %s has failurePolicy Fail and %s: it would reject every request it intercepts (%s), cluster-wide", w.name, why, describeRules(w.Rules)))

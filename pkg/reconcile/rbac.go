@@ -69,7 +69,7 @@ var (
 // "namespaces/finalize"): what the permission check of a pass asks before it writes
 // (plan.Kind.Permissions), so that the role grants what is checked, written once.
 func writeVerbs(kind plan.Kind, gr schema.GroupResource) []string {
-	t := &plan.Target{Kind: kind, Resource: kube.Resource{GroupVersionResource: gr.WithVersion("")}, Namespace: "any", Node: "any"}
+	t := &plan.Target{Ref: kube.Ref{Resource: kube.Resource{GroupVersionResource: gr.WithVersion("")}, Namespace: "any"}, Kind: kind, Node: "any"}
 	var verbs []string
 	for _, p := range kind.Permissions(t) {
 		if p.What() == gr.String() {

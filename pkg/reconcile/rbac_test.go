@@ -345,9 +345,9 @@ func TestRBACGrantsWhatEveryKindOfRemovalNeeds(t *testing.T) {
 	namespaces := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}}
 	pods := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}}
 	targets := map[plan.Kind]*plan.Target{
-		plan.Patch:       {Kind: plan.Patch, Resource: configmaps, Namespace: "team-a", Name: "cfg", Finalizer: "x.example.com/y"},
-		plan.Finalize:    {Kind: plan.Finalize, Resource: namespaces, Name: "team-b", Finalizer: "kubernetes", Field: finalizev1alpha1.FieldSpecFinalizers},
-		plan.ForceDelete: {Kind: plan.ForceDelete, Resource: pods, Namespace: "team-a", Name: "web-0", Node: "worker-3"},
+		plan.Patch:       {Kind: plan.Patch, Ref: kube.Ref{Resource: configmaps, Namespace: "team-a", Name: "cfg"}, Finalizer: "x.example.com/y"},
+		plan.Finalize:    {Kind: plan.Finalize, Ref: kube.Ref{Resource: namespaces, Name: "team-b"}, Finalizer: "kubernetes", Field: finalizev1alpha1.FieldSpecFinalizers},
+		plan.ForceDelete: {Kind: plan.ForceDelete, Ref: kube.Ref{Resource: pods, Namespace: "team-a", Name: "web-0"}, Node: "worker-3"},
 	}
 	for _, k := range plan.Kinds {
 		tg := targets[k]

@@ -42,7 +42,7 @@ func forced(ns string, names ...string) *plan.Plan {
 	p := &plan.Plan{}
 	for _, name := range names {
 		p.Actions = append(p.Actions, plan.Action{
-			Target:    plan.Target{Resource: configmaps, Namespace: ns, Name: name, UID: types.UID("uid-" + name), Finalizer: fin, Field: finalizev1alpha1.FieldMetadataFinalizers},
+			Target:    plan.Target{Ref: kube.Ref{Resource: configmaps, Namespace: ns, Name: name, UID: types.UID("uid-" + name)}, Finalizer: fin, Field: finalizev1alpha1.FieldMetadataFinalizers},
 			Finalizer: finalizev1alpha1.Finalizer{Name: fin}, Reason: "INC-1",
 		})
 	}

@@ -180,9 +180,9 @@ func find(ctx context.Context, clients *client.Clients, rep *doctor.Report, t pl
 	}
 	switch {
 	case obj.Meta.DeletionTimestamp == nil:
-		return nil, fmt.Errorf("%s is not being deleted: removing a finalizer now would let its deletion skip the cleanup later; delete it first", t.Ref())
+		return nil, fmt.Errorf("%s is not being deleted: removing a finalizer now would let its deletion skip the cleanup later; delete it first", t.Ref)
 	case len(obj.Finalizers) == 0 && !forceDelete:
-		return nil, fmt.Errorf("%s is being deleted and has no finalizers left", t.Ref())
+		return nil, fmt.Errorf("%s is being deleted and has no finalizers left", t.Ref)
 	}
 	owner.NewResolver(owner.Builtin(), rep.Result.Groups).Annotate([]*kube.Object{obj})
 	return obj, nil

@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
@@ -35,24 +34,16 @@ func newIndex() *Index {
 	}
 }
 
-// ObjectRef names an object the index saw.
-type ObjectRef struct {
-	Resource  kube.Resource
-	Namespace string
-	Name      string
-	UID       types.UID
+// Seen is an object the index saw.
+type Seen struct {
+	kube.Ref
 	// Deleting objects have a deletionTimestamp.
 	Deleting bool
 }
 
-// Ref is the reference to the object.
-func (r *ObjectRef) Ref() finalizev1alpha1.ObjectReference {
-	return r.Resource.Ref(r.Namespace, r.Name, r.UID)
-}
-
 // Dependent is an object that names an owner.
 type Dependent struct {
-	ObjectRef
+	Seen
 	// BlockOwnerDeletion dependents hold a foreground deletion of their owner.
 	BlockOwnerDeletion bool
 }
@@ -63,7 +54,7 @@ type NamespaceContent struct {
 	ByType map[string]int64
 	// Sample names some of the objects, at most maxContentSample, those being deleted
 	// first.
-	Sample []ObjectRef
+	Sample []Seen
 	// Deleting counts the objects that are being deleted (pods waiting for their
 	// kubelet); the others are not deleted yet.
 	Deleting int64
@@ -72,7 +63,7 @@ type NamespaceContent struct {
 // maxContentSample bounds the objects of a namespace the index names.
 const maxContentSample = 10
 
-func (c *NamespaceContent) add(ref ObjectRef) {
+func (c *NamespaceContent) add(ref Seen) {
 	c.Count++
 	c.ByType[ref.Resource.String()]++
 	if ref.Deleting {
@@ -83,7 +74,7 @@ func (c *NamespaceContent) add(ref ObjectRef) {
 
 // sample keeps ref among the named objects: objects being deleted hold up the rest, so
 // they are named before the others.
-func (c *NamespaceContent) sample(ref ObjectRef) {
+func (c *NamespaceContent) sample(ref Seen) {
 	if len(c.Sample) < maxContentSample {
 		c.Sample = append(c.Sample, ref)
 		return
@@ -148,11 +139,11 @@ func (ix *indexer) observe(r kube.Resource, meta *metav1.ObjectMeta, ns *corev1.
 	if ix == nil {
 		return
 	}
-	self := ObjectRef{Resource: r, Namespace: meta.Namespace, Name: meta.Name, UID: meta.UID, Deleting: meta.DeletionTimestamp != nil}
+	self := Seen{Ref: kube.Ref{Resource: r, Namespace: meta.Namespace, Name: meta.Name, UID: meta.UID}, Deleting: meta.DeletionTimestamp != nil}
 	for i := range meta.OwnerReferences {
 		ref := &meta.OwnerReferences[i]
 		ix.owners[ref.UID] = append(ix.owners[ref.UID], Dependent{
-			ObjectRef:          self,
+			Seen:               self,
 			BlockOwnerDeletion: ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion,
 		})
 	}

@@ -285,7 +285,7 @@ func TestAPodThatChangedIsNotDeleted(t *testing.T) {
 			t.Errorf("the other writer: %v", err)
 		}
 	}}
-	target := plan.Target{Resource: pods, Namespace: ns, Name: "racy", UID: p.UID, ResourceVersion: p.ResourceVersion,
+	target := plan.Target{Ref: kube.Ref{Resource: pods, Namespace: ns, Name: "racy", UID: p.UID}, ResourceVersion: p.ResourceVersion,
 		Kind: plan.ForceDelete, Node: "gone-node-xyz-" + ns, NodeGone: true, GraceMargin: time.Second}
 	out, err := remover.ForceDelete(t.Context(), target, write.DryRunNone)
 	if err == nil || !strings.Contains(err.Error(), "the precondition on uid") || !strings.Contains(err.Error(), "nothing was deleted") || out.Result != "" {

@@ -118,7 +118,7 @@ func raceTwoHundred(t *testing.T, pinned bool) {
 		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		tg := plan.Target{Resource: configmaps, Namespace: ns, Name: name, UID: created.UID, Finalizer: target, Field: finalizev1alpha1.FieldMetadataFinalizers}
+		tg := plan.Target{Ref: kube.Ref{Resource: configmaps, Namespace: ns, Name: name, UID: created.UID}, Finalizer: target, Field: finalizev1alpha1.FieldMetadataFinalizers}
 		var want []string
 		var replaced bool
 		r := remover(t)

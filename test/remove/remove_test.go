@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
@@ -336,7 +337,7 @@ func TestAConflictOnFinalizeIsDecidedAgain(t *testing.T) {
 			}
 		}
 	}
-	out, err := r.Remove(ctx, plan.Target{Resource: namespaces, Name: ns, UID: cur.UID, Finalizer: "kubernetes", Field: finalizev1alpha1.FieldSpecFinalizers}, write.DryRunNone)
+	out, err := r.Remove(ctx, plan.Target{Ref: kube.Ref{Resource: namespaces, Name: ns, UID: cur.UID}, Finalizer: "kubernetes", Field: finalizev1alpha1.FieldSpecFinalizers}, write.DryRunNone)
 	if err != nil || out.Result != write.Removed || out.Attempts != 2 {
 		t.Fatalf("outcome %+v, %v; want Removed after 2 attempts", out, err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/pipeline"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
@@ -27,9 +28,9 @@ import (
 func TestANamespaceTheScanDidNotIndexIsNeverTakenForEmpty(t *testing.T) {
 	cp.RequireNoControllerManager(t)
 	ctx := t.Context()
-	kube := cp.Kube(t)
+	kc := cp.Kube(t)
 	full, empty := cp.Namespace(t), cp.Namespace(t)
-	if _, err := kube.CoreV1().ConfigMaps(full).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := kc.CoreV1().ConfigMaps(full).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "left-behind"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	typed, err := client.NewForConfig(cp.Config)
@@ -45,10 +46,10 @@ func TestANamespaceTheScanDidNotIndexIsNeverTakenForEmpty(t *testing.T) {
 	// Deleted after the scan listed them: the scan saw two live namespaces.
 	requests := map[string]plan.Request{}
 	for _, ns := range []string{full, empty} {
-		if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		if err := kc.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		obj, err := remover(t).Read(ctx, plan.Target{Resource: namespaces, Name: ns})
+		obj, err := remover(t).Read(ctx, plan.Target{Ref: kube.Ref{Resource: namespaces, Name: ns}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -94,7 +93,7 @@ type Options struct {
 	namespace string
 	explicit  bool
 	// target is the object `doctor TYPE/NAME` asks about.
-	target *finalizev1alpha1.ObjectReference
+	target *kube.Ref
 	// clusters, when more than one, are the contexts a fleet run diagnoses through factory.
 	clusters []string
 	factory  util.Factory
@@ -169,8 +168,7 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 	if err != nil {
 		return err
 	}
-	target := resolved[0].Resource.Ref(resolved[0].Namespace, resolved[0].Name, "")
-	o.target = &target
+	o.target = &resolved[0]
 	return nil
 }
 
@@ -198,7 +196,7 @@ func (o *Options) Run(ctx context.Context) error {
 	switch {
 	case o.target == nil && o.explicit:
 		opts.Namespace = o.namespace
-	case o.target != nil && o.target.GroupResource() == (schema.GroupResource{Resource: "namespaces"}):
+	case o.target != nil && o.target.Resource.IsNamespaces():
 		// A namespace and its content.
 		opts.Namespace = o.target.Name
 	case o.target != nil && o.target.Namespace != "":
@@ -215,7 +213,7 @@ func (o *Options) Run(ctx context.Context) error {
 	var target *kube.Object
 	if o.target != nil {
 		for _, obj := range rep.Result.Objects {
-			if ref := obj.Ref(); ref.GroupResource() == o.target.GroupResource() && ref.Namespace == o.target.Namespace && ref.Name == o.target.Name {
+			if ref := obj.Ref(); ref.Resource.GroupResource() == o.target.Resource.GroupResource() && ref.Namespace == o.target.Namespace && ref.Name == o.target.Name {
 				target = obj
 			}
 		}
@@ -263,7 +261,7 @@ func clockWarning(clk *plan.ServerClock) []string {
 // notStuck explains a target that the scan did not find stuck; now is the API server's
 // time.
 func (o *Options) notStuck(ctx context.Context, now time.Time) error {
-	gvr := schema.FromAPIVersionAndKind(o.target.APIVersion, "").GroupVersion().WithResource(o.target.Resource)
+	gvr := o.target.Resource.GroupVersionResource
 	r := o.clients.Metadata.Resource(gvr)
 	var meta *metav1.PartialObjectMetadata
 	var err error
@@ -280,7 +278,7 @@ func (o *Options) notStuck(ctx context.Context, now time.Time) error {
 	}
 	msg := "is not being deleted"
 	switch {
-	case o.target.Resource == "pods" && o.target.APIVersion == "v1" && scan.PodWithinMargin(&meta.ObjectMeta, now, o.PodGraceMargin):
+	case o.target.Resource.IsPods() && scan.PodWithinMargin(&meta.ObjectMeta, now, o.PodGraceMargin):
 		msg = o.podWithinMargin(meta.DeletionTimestamp.Time, now)
 	case meta.DeletionTimestamp != nil && len(meta.Finalizers) == 0:
 		msg = "is being deleted and has no finalizers left: it goes shortly"

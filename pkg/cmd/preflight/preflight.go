@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
 
 	"github.com/spf13/cobra"
@@ -124,7 +125,7 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 		return err
 	}
 	for _, r := range resolved {
-		o.targets = append(o.targets, preflight.Target{Resource: r.Resource, Namespace: r.Namespace, Name: r.Name})
+		o.targets = append(o.targets, preflight.Target{Ref: kube.Ref{Resource: r.Resource, Namespace: r.Namespace, Name: r.Name}})
 	}
 	return nil
 }

@@ -249,7 +249,7 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 		return err
 	}
 	for _, obj := range resolved {
-		o.targets = append(o.targets, plan.Target{Resource: obj.Resource, Namespace: obj.Namespace, Name: obj.Name})
+		o.targets = append(o.targets, plan.Target{Ref: obj})
 	}
 	return nil
 }

@@ -26,13 +26,6 @@ type ObjectArg struct {
 	Type, Name string
 }
 
-// Object is an object that a command's arguments name, its type resolved.
-type Object struct {
-	Resource  kube.Resource
-	Namespace string
-	Name      string
-}
-
 // ParseObjectArgs reads kubectl's two ways of naming objects: TYPE/NAME..., or TYPE
 // NAME.... At least one object must be named.
 func ParseObjectArgs(args []string) ([]ObjectArg, error) {
@@ -74,14 +67,14 @@ func objectArgs(args []string) ([]ObjectArg, error) {
 // ResolveObjects resolves the type of each object against mapper; an object of a
 // namespaced type is in namespace. A type the cluster does not serve is an invalid
 // invocation.
-func ResolveObjects(mapper meta.RESTMapper, namespace string, args []ObjectArg) ([]Object, error) {
-	out := make([]Object, 0, len(args))
+func ResolveObjects(mapper meta.RESTMapper, namespace string, args []ObjectArg) ([]kube.Ref, error) {
+	out := make([]kube.Ref, 0, len(args))
 	for _, a := range args {
 		r, err := kube.ResolveResource(mapper, a.Type)
 		if err != nil {
 			return nil, UsageError(err)
 		}
-		obj := Object{Resource: r, Name: a.Name}
+		obj := kube.Ref{Resource: r, Name: a.Name}
 		if r.Namespaced {
 			obj.Namespace = namespace
 		}

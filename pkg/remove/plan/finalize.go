@@ -19,7 +19,7 @@ type finalize struct{}
 func (finalize) Action() finalizev1alpha1.RemovalAction { return "" }
 
 func (finalize) Describe(t *Target) string {
-	return fmt.Sprintf("finalizer %s of %s", t.Finalizer, t.Ref())
+	return fmt.Sprintf("finalizer %s of %s", t.Finalizer, t.Ref)
 }
 
 func (finalize) Permissions(*Target) []Permission {

@@ -35,7 +35,9 @@ type forceDelete struct{}
 
 func (forceDelete) Action() finalizev1alpha1.RemovalAction { return finalizev1alpha1.ActionForceDelete }
 
-func (forceDelete) Describe(t *Target) string { return fmt.Sprintf("force deletion of %s", t.Ref()) }
+func (forceDelete) Describe(t *Target) string {
+	return fmt.Sprintf("force deletion of %s", t.Ref)
+}
 
 // Permissions: the pod is read afresh and deleted; its node is read, and the node's
 // Lease read, then listed by its name and watched from that list's resourceVersion
@@ -146,7 +148,7 @@ func (p *Planner) planForce(ctx context.Context, o *kube.Object, opts Options) (
 	now := p.now(ctx)
 	node := ""
 	refuse := func(r *Refusal, v Verification) (*Action, *Refusal) {
-		r.Target, r.Verification, r.Node, r.Action = o.Ref(), v, node, ForceDelete.Action()
+		r.Target, r.Verification, r.Node, r.Action = o.Ref().API(), v, node, ForceDelete.Action()
 		if p.CauseOf != nil {
 			if c := p.CauseOf(o); c != nil {
 				r.Cause = c.Reason
@@ -168,7 +170,7 @@ func (p *Planner) planForce(ctx context.Context, o *kube.Object, opts Options) (
 		v = pv.VerifyPod(ctx, PodRequest{Object: o, Pod: pod, Node: nodeObj})
 	}
 	a := &Action{
-		Target: Target{Kind: ForceDelete, Resource: o.Resource, Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+		Target: Target{Ref: kube.Ref{Resource: o.Resource, Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}, Kind: ForceDelete, ResourceVersion: pod.ResourceVersion,
 			Node: node, NodeGone: node != "" && nodeObj == nil, GraceMargin: margin},
 		Verification: v,
 		Verified:     v.Gone(),

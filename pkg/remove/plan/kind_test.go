@@ -14,8 +14,7 @@ import (
 // and what its audit lines and Event say, so that the permission check, the RBAC a
 // policy needs, the audit and the report never meet a kind they cannot describe.
 func TestEveryKindIsComplete(t *testing.T) {
-	target := &Target{Resource: kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}},
-		Namespace: "a", Name: "w", UID: "uid-w", Finalizer: "example.com/x", Node: "worker-3"}
+	target := &Target{Ref: kube.Ref{Resource: kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}}, Namespace: "a", Name: "w", UID: "uid-w"}, Finalizer: "example.com/x", Node: "worker-3"}
 	actions := map[finalizev1alpha1.RemovalAction]bool{}
 	for _, k := range Kinds {
 		tg := *target
@@ -54,7 +53,7 @@ func TestEveryKindIsComplete(t *testing.T) {
 // is written.
 func TestAForceDeletionNeedsToReadTheNodeLease(t *testing.T) {
 	var got []string
-	for _, p := range ForceDelete.Permissions(&Target{Kind: ForceDelete, Namespace: "a", Name: "web-0", Node: "worker-3"}) {
+	for _, p := range ForceDelete.Permissions(&Target{Ref: kube.Ref{Namespace: "a", Name: "web-0"}, Kind: ForceDelete, Node: "worker-3"}) {
 		got = append(got, p.String())
 	}
 	want := []string{"delete pods in namespace a", "get pods in namespace a", "get nodes", "get leases.coordination.k8s.io in namespace kube-node-lease",

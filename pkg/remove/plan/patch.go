@@ -27,7 +27,7 @@ type patch struct{}
 func (patch) Action() finalizev1alpha1.RemovalAction { return "" }
 
 func (patch) Describe(t *Target) string {
-	return fmt.Sprintf("finalizer %s of %s", t.Finalizer, t.Ref())
+	return fmt.Sprintf("finalizer %s of %s", t.Finalizer, t.Ref)
 }
 
 func (patch) Permissions(t *Target) []Permission {

@@ -69,7 +69,7 @@ type Action struct {
 // API is the action as the plan prints it.
 func (a *Action) API() finalizev1alpha1.Removal {
 	r := finalizev1alpha1.Removal{
-		Target: a.Ref(), Finalizer: a.Finalizer.Name, Field: a.Field, Owner: a.Finalizer.Owner,
+		Target: a.Ref.API(), Finalizer: a.Finalizer.Name, Field: a.Field, Owner: a.Finalizer.Owner,
 		Rule: a.Verification.Rule, Verdict: a.Verification.Verdict, Evidence: a.Verification.Evidence,
 	}
 	r.Action, r.Node = a.WriteKind().Action(), a.Node
@@ -217,12 +217,12 @@ func (p *Planner) Plan(ctx context.Context, reqs []Request, opts Options) *Plan 
 				have = append(have, f.Name)
 			}
 			r := refusal(finalizev1alpha1.RefusalNoSuchFinalizer, fmt.Sprintf("it has no such finalizer (it has: %s)", strings.Join(have, ", ")))
-			r.Target, r.Finalizer = c.o.Ref(), c.name
+			r.Target, r.Finalizer = c.o.Ref().API(), c.name
 			plan.Refusals = append(plan.Refusals, *r)
 			continue
 		}
 		a := Action{
-			Target:       Target{Kind: FinalizerKind(c.fin.Field), Resource: c.o.Resource, Namespace: c.o.Meta.Namespace, Name: c.o.Meta.Name, UID: c.o.Meta.UID, Finalizer: c.fin.Name, Field: c.fin.Field},
+			Target:       Target{Ref: c.o.Ref(), Kind: FinalizerKind(c.fin.Field), Finalizer: c.fin.Name, Field: c.fin.Field},
 			Finalizer:    *c.fin,
 			Verification: c.verify,
 			Verified:     c.verify.Gone(),
@@ -236,7 +236,7 @@ func (p *Planner) Plan(ctx context.Context, reqs []Request, opts Options) *Plan 
 			a.Reason = opts.Reason
 		}
 		if r := p.refuse(ctx, &a, c.o, opts); r != nil {
-			r.Target, r.Finalizer, r.Verification = c.o.Ref(), c.fin.Name, c.verify
+			r.Target, r.Finalizer, r.Verification = c.o.Ref().API(), c.fin.Name, c.verify
 			r.Field, r.Owner = c.fin.Field, c.fin.Owner
 			if a.Cause != nil {
 				r.Cause = a.Cause.Reason

@@ -110,7 +110,7 @@ func TestPlanRefuses(t *testing.T) {
 	full := obj(nsRes, "", "full", nsFin)
 	empty := obj(nsRes, "", "empty", nsFin)
 	res := &scan.Result{Objects: []*kube.Object{db, claim, full, empty}, Index: &scan.Index{Content: map[string]*scan.NamespaceContent{
-		"full": {Count: 2, ByType: map[string]int64{"configmaps": 2}, Sample: []scan.ObjectRef{{Resource: configmaps, Namespace: "full", Name: "left"}}},
+		"full": {Count: 2, ByType: map[string]int64{"configmaps": 2}, Sample: []scan.Seen{{Ref: kube.Ref{Resource: configmaps, Namespace: "full", Name: "left"}}}},
 	}}}
 	causeOf := func(*kube.Object) *finalizev1alpha1.Cause { return nil }
 	tests := []struct {

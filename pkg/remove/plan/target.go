@@ -5,7 +5,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
@@ -14,11 +13,9 @@ import (
 type Target struct {
 	// Kind is what the removal writes; unset, the removal of Finalizer from Field
 	// (FinalizerKind).
-	Kind      Kind
-	Resource  kube.Resource
-	Namespace string
-	Name      string
-	UID       types.UID
+	Kind Kind
+	// Ref is the object, and the uid the decision was made about.
+	kube.Ref
 	Finalizer string
 	// Field is metadata.finalizers or spec.finalizers (namespaces only).
 	Field string
@@ -58,11 +55,6 @@ type Target struct {
 	// GraceMargin is how long after its grace period the pod must be, checked again at
 	// the write.
 	GraceMargin time.Duration
-}
-
-// Ref is the object's reference.
-func (t *Target) Ref() finalizev1alpha1.ObjectReference {
-	return t.Resource.Ref(t.Namespace, t.Name, t.UID)
 }
 
 // String names the target in errors: "finalizer F of configmaps/cfg -n team-a", or

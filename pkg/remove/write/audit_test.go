@@ -23,6 +23,7 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
@@ -52,7 +53,7 @@ func forcedActions(n int) ([]plan.Action, []runtime.Object) {
 		o.Name = "cfg-" + uid
 		objs = append(objs, o)
 		actions = append(actions, plan.Action{
-			Target:    plan.Target{Resource: configmaps, Namespace: "a", Name: o.Name, UID: types.UID("uid-" + uid), Finalizer: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers},
+			Target:    plan.Target{Ref: kube.Ref{Resource: configmaps, Namespace: "a", Name: o.Name, UID: types.UID("uid-" + uid)}, Finalizer: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers},
 			Finalizer: finalizev1alpha1.Finalizer{Name: "db.example.com/finalizer"}, Reason: "INC-1",
 		})
 	}
@@ -274,8 +275,8 @@ func TestARegisteredSecretIsInNoRecord(t *testing.T) {
 		Finalizer: "db.example.com/finalizer", Rule: "dbs", Verdict: finalizev1alpha1.VerdictUnknown,
 		Evidence: "exit status 3; stderr: " + strings.Repeat("x", maxNote-100) + " token " + secret, Reason: "INC-1"}
 	var log strings.Builder
-	kube := kubefake.NewClientset()
-	a := &Auditor{Log: &log, Kube: kube, User: "admin"}
+	kc := kubefake.NewClientset()
+	a := &Auditor{Log: &log, Kube: kc, User: "admin"}
 	if err := a.Line(&Record{Entry: entry, Result: Removed}); err != nil {
 		t.Fatal(err)
 	}
@@ -283,12 +284,12 @@ func TestARegisteredSecretIsInNoRecord(t *testing.T) {
 	if err := json.Unmarshal([]byte(log.String()), &line); err != nil || strings.Contains(log.String(), "t0ken") || !strings.HasSuffix(line["evidence"].(string), " token REDACTED") {
 		t.Errorf("the audit line (%v): %s", err, log.String())
 	}
-	ref, err := a.Event(context.Background(), plan.Target{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1", Finalizer: "db.example.com/finalizer"}, &Record{Entry: entry})
+	ref, err := a.Event(context.Background(), plan.Target{Ref: kube.Ref{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1"}, Finalizer: "db.example.com/finalizer"}, &Record{Entry: entry})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ns, name, _ := strings.Cut(ref, "/")
-	ev, err := kube.EventsV1().Events(ns).Get(context.Background(), name, metav1.GetOptions{})
+	ev, err := kc.EventsV1().Events(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +303,7 @@ func TestARegisteredSecretIsInNoRecord(t *testing.T) {
 	_ = corev1.AddToScheme(scheme)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "cfg", UID: "uid-1", Annotations: map[string]string{"note": "the token is " + secret}},
 		Data: map[string]string{"token": secret}}
-	path, err := Backup(context.Background(), dynamicfake.NewSimpleDynamicClient(scheme, cm), filepath.Join(t.TempDir(), "backups"), plan.Target{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1"})
+	path, err := Backup(context.Background(), dynamicfake.NewSimpleDynamicClient(scheme, cm), filepath.Join(t.TempDir(), "backups"), plan.Target{Ref: kube.Ref{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func Backup(ctx context.Context, dyn dynamic.Interface, dir string, t plan.Targe
 	}
 	u, err := r.Get(ctx, t.Name, metav1.GetOptions{})
 	if err != nil {
-		return "", fmt.Errorf("reading %s for its backup: %w", t.Ref(), err)
+		return "", fmt.Errorf("reading %s for its backup: %w", t.Ref, err)
 	}
 	if u.GetUID() != t.UID {
 		return "", fmt.Errorf("backing up %s: %w", t.String(), ErrUIDChanged)

@@ -33,7 +33,7 @@ func TestTheBackupOfASecretHoldsNoValue(t *testing.T) {
 	}
 	dyn := dynamicfake.NewSimpleDynamicClient(scheme, sec)
 	dir := filepath.Join(t.TempDir(), "backups")
-	path, err := Backup(context.Background(), dyn, dir, plan.Target{Resource: secrets, Namespace: "a", Name: "db-credentials", UID: "uid-s", Finalizer: "x.example.com/y"})
+	path, err := Backup(context.Background(), dyn, dir, plan.Target{Ref: kube.Ref{Resource: secrets, Namespace: "a", Name: "db-credentials", UID: "uid-s"}, Finalizer: "x.example.com/y"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestABackupFolderOthersMayReadIsRefused(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Backup(context.Background(), dyn, dir, plan.Target{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1", Finalizer: "x.example.com/y"})
+	_, err := Backup(context.Background(), dyn, dir, plan.Target{Ref: kube.Ref{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1"}, Finalizer: "x.example.com/y"})
 	if err == nil || !strings.Contains(err.Error(), "may be read by others (mode 0755)") {
 		t.Fatalf("err %v", err)
 	}

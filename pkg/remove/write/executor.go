@@ -146,7 +146,7 @@ func (e *Executor) warn(err error) {
 // written; if an earlier line failed, the action is not attempted: nil, and the error.
 func (e *Executor) one(ctx context.Context, remover *Remover, a *plan.Action) (*Record, error) {
 	rec := &Record{Entry: Entry{
-		Action: a.WriteKind().Reason(a.Verified), Target: a.Ref(), Node: a.Node, Finalizer: a.Finalizer.Name, Field: a.Field, Verified: a.Verified,
+		Action: a.WriteKind().Reason(a.Verified), Target: a.Ref.API(), Node: a.Node, Finalizer: a.Finalizer.Name, Field: a.Field, Verified: a.Verified,
 	}}
 	first := a.Verification.Record()
 	rec.verification(first)
@@ -237,7 +237,7 @@ func (e *Executor) one(ctx context.Context, remover *Remover, a *plan.Action) (*
 		} else {
 			var oerr error
 			if rec.Deleted, rec.Remaining, oerr = r.Observe(ctx, a.Target); oerr != nil {
-				e.warn(fmt.Errorf("could not read %s after the removal: %w", a.Ref(), oerr))
+				e.warn(fmt.Errorf("could not read %s after the removal: %w", a.Ref.API(), oerr))
 			}
 		}
 		var everr error

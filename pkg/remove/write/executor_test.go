@@ -18,6 +18,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
@@ -30,7 +31,7 @@ func (f verifierFunc) Verify(_ context.Context, req plan.VerifyRequest) plan.Ver
 
 func pinnedAction(rv string) plan.Action {
 	return plan.Action{
-		Target:       plan.Target{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1", Finalizer: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers, ResourceVersion: rv},
+		Target:       plan.Target{Ref: kube.Ref{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1"}, Finalizer: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers, ResourceVersion: rv},
 		Finalizer:    finalizev1alpha1.Finalizer{Name: "db.example.com/finalizer"},
 		Verification: plan.Verification{Rule: "dbs", Verdict: finalizev1alpha1.VerdictGone, Evidence: "404", ResourceVersion: rv},
 		Verified:     true,
@@ -183,7 +184,7 @@ func TestWorkersKeepEachObjectTogetherAndStopBetweenObjects(t *testing.T) {
 		o.Name = fmt.Sprintf("cfg-%d", i)
 		objs = append(objs, o)
 		for _, f := range o.Finalizers {
-			actions = append(actions, plan.Action{Target: plan.Target{Resource: configmaps, Namespace: "a", Name: o.Name, UID: o.UID, Finalizer: f, Field: finalizev1alpha1.FieldMetadataFinalizers}, Finalizer: finalizev1alpha1.Finalizer{Name: f}, Reason: "test"})
+			actions = append(actions, plan.Action{Target: plan.Target{Ref: kube.Ref{Resource: configmaps, Namespace: "a", Name: o.Name, UID: o.UID}, Finalizer: f, Field: finalizev1alpha1.FieldMetadataFinalizers}, Finalizer: finalizev1alpha1.Finalizer{Name: f}, Reason: "test"})
 		}
 	}
 	// Interleave two objects' actions, as a plan may.
@@ -242,9 +243,9 @@ func TestTheWriteIsRecordedOnTheVerificationItWasMadeOn(t *testing.T) {
 			client := metadatafake.NewSimpleMetadataClient(scheme, obj)
 			log := &failingLog{ok: tt.ok}
 			atWrite := -1
-			kube := kubefake.NewClientset()
+			kc := kubefake.NewClientset()
 			ex := &Executor{Remover: &Remover{Metadata: client, BeforeWrite: func(int) { atWrite = len(log.lines) }},
-				Auditor: &Auditor{Kube: kube, Log: log, User: "tester"},
+				Auditor: &Auditor{Kube: kc, Log: log, User: "tester"},
 				Verifier: verifierFunc(func(plan.VerifyRequest) plan.Verification {
 					return plan.Verification{Rule: "dbs", Verdict: finalizev1alpha1.VerdictGone, Evidence: "GET /second: 404", ResourceVersion: "8", VerifiedAt: secondAt}
 				})}
@@ -280,7 +281,7 @@ func TestTheWriteIsRecordedOnTheVerificationItWasMadeOn(t *testing.T) {
 				rec.FirstVerification == nil || rec.FirstVerification.Evidence != "GET /first: 404" || rec.FirstVerification.ResourceVersion != "7" {
 				t.Errorf("record %+v", rec)
 			}
-			evs, _ := kube.EventsV1().Events("a").List(context.Background(), metav1.ListOptions{})
+			evs, _ := kc.EventsV1().Events("a").List(context.Background(), metav1.ListOptions{})
 			if len(evs.Items) != 1 || !strings.Contains(evs.Items[0].Note, "verified by rule dbs at 2026-11-24T02:00:01.000000Z: GET /second: 404 (the object changed after its first verification, rule dbs at 2026-11-24T02:00:00.000000Z: Gone: GET /first: 404; 2 verifications)") {
 				t.Errorf("events %+v", evs.Items)
 			}

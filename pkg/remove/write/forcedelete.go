@@ -41,7 +41,7 @@ func (r *Remover) ForceDelete(ctx context.Context, t plan.Target, dry DryRun) (E
 		out.Result, out.Deleted, out.Observed = ObjectGone, true, true
 		return out, nil
 	case err != nil:
-		return out, fmt.Errorf("reading %s: %w", t.Ref(), err)
+		return out, fmt.Errorf("reading %s: %w", t.Ref, err)
 	case pod.UID != t.UID:
 		return out, fmt.Errorf("%s: %w (uid %s, expected %s): nothing was deleted", t.String(), ErrUIDChanged, pod.UID, t.UID)
 	case pod.ResourceVersion != t.ResourceVersion:

@@ -45,7 +45,7 @@ func TestTheWriteChecksTheNodeItWasDecidedAbout(t *testing.T) {
 	// renewTime looks old, but the API server stamped its last change 5 s ago.
 	behind := lease(now.Add(-10 * time.Minute))
 	behind.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(now.Add(-5 * time.Second)))}}
-	planned := plan.Target{Resource: pods, Namespace: "a", Name: "web-0", UID: "uid-web", ResourceVersion: "42", Kind: plan.ForceDelete, Node: "worker-3", GraceMargin: time.Minute,
+	planned := plan.Target{Ref: kube.Ref{Resource: pods, Namespace: "a", Name: "web-0", UID: "uid-web"}, ResourceVersion: "42", Kind: plan.ForceDelete, Node: "worker-3", GraceMargin: time.Minute,
 		NodeUID: "uid-1", NodeProviderID: "aws:///eu-west-1a/i-1"}
 	absent := planned
 	absent.NodeUID, absent.NodeProviderID, absent.NodeAbsent = "", "", true

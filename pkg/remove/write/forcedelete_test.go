@@ -34,7 +34,7 @@ func TestForceDelete(t *testing.T) {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-3", UID: "uid-node"},
 			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}}}
 	}
-	target := plan.Target{Resource: pods, Namespace: "a", Name: "web-0", UID: "uid-web", ResourceVersion: "42", Kind: plan.ForceDelete, Node: "worker-3", GraceMargin: time.Minute}
+	target := plan.Target{Ref: kube.Ref{Resource: pods, Namespace: "a", Name: "web-0", UID: "uid-web"}, ResourceVersion: "42", Kind: plan.ForceDelete, Node: "worker-3", GraceMargin: time.Minute}
 	tests := []struct {
 		name      string
 		objs      []runtime.Object
@@ -113,7 +113,7 @@ func TestTheWriteWatchesTheNodesLease(t *testing.T) {
 		Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](40), RenewTime: &old}}
 	renewed := lease.DeepCopy()
 	renewed.ResourceVersion = "999"
-	target := plan.Target{Resource: pods, Namespace: "a", Name: "web-0", UID: "uid-web", ResourceVersion: "42", Kind: plan.ForceDelete, Node: "worker-3", GraceMargin: time.Minute}
+	target := plan.Target{Ref: kube.Ref{Resource: pods, Namespace: "a", Name: "web-0", UID: "uid-web"}, ResourceVersion: "42", Kind: plan.ForceDelete, Node: "worker-3", GraceMargin: time.Minute}
 	tests := []struct {
 		name    string
 		watch   func(w *watch.FakeWatcher) error
@@ -181,7 +181,7 @@ func TestEachNodesLeaseIsWatchedOnceAndAllAtOnce(t *testing.T) {
 		name := fmt.Sprintf("web-%d", i)
 		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, UID: types.UID("uid-" + name), ResourceVersion: "42",
 			DeletionTimestamp: &ts, DeletionGracePeriodSeconds: ptr.To[int64](30)}, Spec: corev1.PodSpec{NodeName: nodeName}})
-		actions = append(actions, plan.Action{Target: plan.Target{Resource: pods, Namespace: "a", Name: name, UID: types.UID("uid-" + name), ResourceVersion: "42",
+		actions = append(actions, plan.Action{Target: plan.Target{Ref: kube.Ref{Resource: pods, Namespace: "a", Name: name, UID: types.UID("uid-" + name)}, ResourceVersion: "42",
 			Kind: plan.ForceDelete, Node: nodeName, NodeGone: true, GraceMargin: time.Minute}, Verified: true})
 	}
 	kc := fake.NewClientset(objs...)

@@ -32,7 +32,7 @@ func (r *Remover) patch(ctx context.Context, t *plan.Target, dry DryRun, attempt
 			return Effect{Result: ObjectGone, Deleted: true}, false, nil
 		}
 		if err != nil {
-			return Effect{}, false, fmt.Errorf("reading %s: %w", t.Ref(), err)
+			return Effect{}, false, fmt.Errorf("reading %s: %w", t.Ref, err)
 		}
 		if cur.UID != t.UID {
 			return Effect{}, false, fmt.Errorf("%s: %w (uid %s, expected %s): nothing was removed", t.String(), ErrUIDChanged, cur.UID, t.UID)

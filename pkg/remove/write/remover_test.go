@@ -55,7 +55,7 @@ func TestRemoveSendsOnlyTheGuardedPatch(t *testing.T) {
 		return false, nil, nil
 	})
 	r := &Remover{Metadata: client}
-	out, err := r.Remove(context.Background(), plan.Target{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1", Finalizer: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers}, DryRunNone)
+	out, err := r.Remove(context.Background(), plan.Target{Ref: kube.Ref{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1"}, Finalizer: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers}, DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestRemoveRefusesAnotherUIDAndClientDryRunSendsNothing(t *testing.T) {
 	_ = metav1.AddMetaToScheme(scheme)
 	client := metadatafake.NewSimpleMetadataClient(scheme, fakeObject("2", "db.example.com/finalizer"))
 	r := &Remover{Metadata: client}
-	tgt := plan.Target{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1", Finalizer: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers}
+	tgt := plan.Target{Ref: kube.Ref{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1"}, Finalizer: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers}
 	if _, err := r.Remove(context.Background(), tgt, DryRunNone); !errors.Is(err, ErrUIDChanged) {
 		t.Fatalf("got %v, want ErrUIDChanged", err)
 	}
@@ -108,7 +108,7 @@ func TestRemoveGivesUpWhenTheTestKeepsFailing(t *testing.T) {
 		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "cfg", nil)
 	})
 	r := &Remover{Metadata: client, MaxAttempts: 3}
-	_, err := r.Remove(context.Background(), plan.Target{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1", Finalizer: "db.example.com/finalizer"}, DryRunNone)
+	_, err := r.Remove(context.Background(), plan.Target{Ref: kube.Ref{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1"}, Finalizer: "db.example.com/finalizer"}, DryRunNone)
 	if err == nil || !strings.Contains(err.Error(), "gave up after 3 attempts, the object kept changing") {
 		t.Fatalf("got %v", err)
 	}
@@ -120,7 +120,7 @@ func TestRemoveGivesUpWhenTheTestKeepsFailing(t *testing.T) {
 // failure that says the outcome is unknown if the object cannot be read.
 func TestAWriteWithoutAnAnswerIsReadAgain(t *testing.T) {
 	fin := "db.example.com/finalizer"
-	tgt := plan.Target{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1", Finalizer: fin, Field: finalizev1alpha1.FieldMetadataFinalizers}
+	tgt := plan.Target{Ref: kube.Ref{Resource: configmaps, Namespace: "a", Name: "cfg", UID: "uid-1"}, Finalizer: fin, Field: finalizev1alpha1.FieldMetadataFinalizers}
 	setup := func(onPatch func(client *metadatafake.FakeMetadataClient, n int) error) (*metadatafake.FakeMetadataClient, *Remover) {
 		scheme := runtime.NewScheme()
 		_ = metav1.AddMetaToScheme(scheme)
