@@ -24,7 +24,7 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp) }
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.APIServer(), &cp) }
 
 func TestConfigMapWithFinalizerStaysTerminating(t *testing.T) {
 	ctx := t.Context()

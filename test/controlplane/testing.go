@@ -27,7 +27,7 @@ type Setup func(dir string, opts *Options) error
 // code.
 //
 //	var cp *controlplane.ControlPlane
-//	func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp) }
+//	func TestMain(m *testing.M) { controlplane.Main(m, controlplane.APIServer(), &cp) }
 func Main(m *testing.M, opts Options, out **ControlPlane, setups ...Setup) {
 	os.Exit(runMain(m, opts, out, setups))
 }

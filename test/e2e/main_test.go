@@ -19,7 +19,7 @@ var (
 	binDir string
 )
 
-func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp, buildPlugin) }
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.APIServer(), &cp, buildPlugin) }
 
 // buildPlugin builds kubectl-finalize, with testVersion, and puts the completion shim
 // beside it, into binDir.

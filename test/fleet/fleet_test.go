@@ -52,7 +52,7 @@ func run(m *testing.M) int {
 	}()
 	for _, cp := range []**controlplane.ControlPlane{&alpha, &beta} {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		*cp, err = controlplane.Start(ctx, controlplane.Options{})
+		*cp, err = controlplane.Start(ctx, controlplane.APIServer())
 		cancel()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "starting a control plane: %v\n", err)

@@ -15,7 +15,6 @@
 package forcedelete
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
@@ -24,6 +23,5 @@ import (
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
-	controllers := append(slices.Clone(controlplane.DefaultControllers), "pod-garbage-collector-controller")
-	controlplane.Main(m, controlplane.Options{Controllers: controllers}, &cp)
+	controlplane.Main(m, controlplane.WithControllers("pod-garbage-collector-controller"), &cp)
 }

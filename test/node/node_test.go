@@ -27,7 +27,7 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{Node: true}, &cp) }
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.WithNodes(1), &cp) }
 
 const probeImage = "kubectl-finalize.test/probe:1"
 

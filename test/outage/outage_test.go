@@ -28,7 +28,7 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp) }
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.APIServer(), &cp) }
 
 // proxied is a proxy in front of the API server, and a kubeconfig through it: the tests
 // kill the API server at the request they choose.

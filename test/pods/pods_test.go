@@ -25,7 +25,7 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{Node: true}, &cp) }
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.WithNodes(1), &cp) }
 
 // margin is the --pod-grace-margin of every scan here: a pod is listed one second after
 // its grace period ended.

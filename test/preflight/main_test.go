@@ -29,7 +29,7 @@ var cp *controlplane.ControlPlane
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp) }
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.APIServer(), &cp) }
 
 // preflight runs `preflight -o json ARGS` as the admin, wants exit code want, and
 // decodes the report.

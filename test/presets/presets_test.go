@@ -29,7 +29,7 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp) }
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.APIServer(), &cp) }
 
 // The field managers the simulated operators write as: the names the real operators'
 // clients send (pkg/preset/builtin.go cites where each comes from). A preset trusts an

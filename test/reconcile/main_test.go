@@ -25,7 +25,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	controlplane.Main(m, controlplane.Options{}, &cp, cli.BuildInto(&binary), controlplane.AuditServiceAccounts(&auditLog))
+	controlplane.Main(m, controlplane.APIServer(), &cp, cli.BuildInto(&binary), controlplane.AuditServiceAccounts(&auditLog))
 }
 
 // object creates a configmap with finalizer and an "instance" annotation, deleted when

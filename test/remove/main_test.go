@@ -16,7 +16,7 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{}, &cp) }
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.APIServer(), &cp) }
 
 func remover(t *testing.T) *write.Remover {
 	t.Helper()

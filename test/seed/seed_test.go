@@ -17,7 +17,7 @@ import (
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
-	controlplane.Main(m, controlplane.Options{Controllers: controlplane.DefaultControllers}, &cp)
+	controlplane.Main(m, controlplane.WithControllers(), &cp)
 }
 
 // TestAllScenarios seeds what `make demo` seeds and checks, through the API and through

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("STRESS_PROVIDER") != "" {
 		os.Exit(misbehave(os.Args[1:]))
 	}
-	controlplane.Main(m, controlplane.Options{}, &cp, cli.BuildInto(&binary))
+	controlplane.Main(m, controlplane.APIServer(), &cp, cli.BuildInto(&binary))
 }
 
 // measured is one kubectl-finalize process: what it printed, how it ended, how long it

@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("KF_TEST_PROVIDER") == "1" {
 		os.Exit(testProvider(os.Args[1:]))
 	}
-	controlplane.Main(m, controlplane.Options{}, &cp, buildExampleProvider, cli.BuildInto(&binary))
+	controlplane.Main(m, controlplane.APIServer(), &cp, buildExampleProvider, cli.BuildInto(&binary))
 }
 
 // buildExampleProvider builds docs/examples/exec-provider.

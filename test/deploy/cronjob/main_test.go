@@ -30,7 +30,7 @@ var cp *controlplane.ControlPlane
 
 // The CronJob needs cronjob-controller and job-controller, its pod the ServiceAccount
 // controllers: all are NodeControllers, which Options.Node starts.
-func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{Node: true}, &cp) }
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.WithNodes(1), &cp) }
 
 const (
 	namespace    = overlay.Namespace

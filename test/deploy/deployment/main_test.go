@@ -30,7 +30,7 @@ var cp *controlplane.ControlPlane
 
 // The Deployment needs deployment-controller and replicaset-controller, its pods the
 // ServiceAccount controllers: all are NodeControllers, which a node starts.
-func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{Nodes: 2}, &cp) }
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.WithNodes(2), &cp) }
 
 const (
 	namespace    = overlay.Namespace

@@ -32,7 +32,7 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{Node: true}, &cp) }
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.WithNodes(1), &cp) }
 
 // built returns the image's archive and reference, failing t when it cannot be built.
 func built(t *testing.T) (archive, ref string) {

@@ -44,9 +44,9 @@ var (
 // objects meet in a cluster (the node adds its own: the ServiceAccount token and root CA
 // publishers, the scheduler's).
 func TestMain(m *testing.M) {
-	controlplane.Main(m, controlplane.Options{Node: true, Controllers: []string{
-		"garbage-collector-controller", "persistentvolume-protection-controller", "persistentvolumeclaim-protection-controller",
-	}}, &cp, controlplane.AuditServiceAccounts(&auditLog))
+	opts := controlplane.WithNodes(1)
+	opts.Controllers = []string{"garbage-collector-controller", "persistentvolume-protection-controller", "persistentvolumeclaim-protection-controller"}
+	controlplane.Main(m, opts, &cp, controlplane.AuditServiceAccounts(&auditLog))
 }
 
 // audited counts the requests of user in the audit log after offset, and lists those the

@@ -22,7 +22,7 @@ var (
 // The CronJob needs cronjob-controller and job-controller, its pod the ServiceAccount
 // controllers: all are NodeControllers, which the node starts.
 func TestMain(m *testing.M) {
-	controlplane.Main(m, controlplane.Options{PodNetwork: true}, &cp, func(string, *controlplane.Options) error {
+	controlplane.Main(m, controlplane.WithPodNetwork(), &cp, func(string, *controlplane.Options) error {
 		var err error
 		before, err = readHostNetwork()
 		return err

@@ -25,7 +25,7 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { controlplane.Main(m, controlplane.Options{PodNetwork: true}, &cp) }
+func TestMain(m *testing.M) { controlplane.Main(m, controlplane.WithPodNetwork(), &cp) }
 
 // TestAReadyNodesKubeletThatCannotUnmountAVolume holds the pod's memory-backed emptyDir
 // open from outside the pod, as a stray process on the node would: after stopping the
