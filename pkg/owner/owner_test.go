@@ -194,7 +194,7 @@ func TestDomain(t *testing.T) {
 		"external-attacher/x":      "",
 		"foo/bar":                  "",
 	} {
-		if got := Domain(fin); got != want {
+		if got := domainOf(fin); got != want {
 			t.Errorf("Domain(%q) = %q, want %q", fin, got, want)
 		}
 	}

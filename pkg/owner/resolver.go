@@ -67,7 +67,7 @@ func (r *Resolver) Resolve(obj *metav1.ObjectMeta, field, name string) finalizev
 // does not own it: a parent domain says nothing about which of its groups' controllers
 // added the finalizer.
 func (r *Resolver) matchGroup(finalizer string) string {
-	domain := Domain(finalizer)
+	domain := domainOf(finalizer)
 	if domain == "" {
 		return ""
 	}
@@ -79,9 +79,9 @@ func (r *Resolver) matchGroup(finalizer string) string {
 	return ""
 }
 
-// Domain is the DNS part of a finalizer name: before the first "/", or the whole name if
+// domainOf is the DNS part of a finalizer name: before the first "/", or the whole name if
 // it has no "/" but has a dot. Names like "kubernetes" or "orphan" have none.
-func Domain(finalizer string) string {
+func domainOf(finalizer string) string {
 	domain, _, found := strings.Cut(finalizer, "/")
 	if !found && !strings.Contains(finalizer, ".") {
 		return ""

@@ -31,7 +31,7 @@ func IsSystem(finalizer string) bool { return SystemReason(finalizer) != "" }
 // domain example.kubernetes.io is under kubernetes.io"), or "" when it is not one.
 // IsSystem is SystemReason's answer.
 func SystemReason(finalizer string) string {
-	domain := Domain(finalizer)
+	domain := domainOf(finalizer)
 	if domain == "" {
 		if prefix, _, found := strings.Cut(finalizer, "/"); found {
 			return fmt.Sprintf("its prefix %q names no domain", prefix)

@@ -189,9 +189,9 @@ func manifestObjects(mapper meta.RESTMapper, manifest, namespace string) ([]Targ
 	return out, warnings, nil
 }
 
-// EncodeRelease encodes a release record the way Helm 3 writes data.release (before the
+// encodeRelease encodes a release record the way Helm 3 writes data.release (before the
 // Secret's own base64): for tests that write a real record.
-func EncodeRelease(name, namespace string, version int, status, manifest string) ([]byte, error) {
+func encodeRelease(name, namespace string, version int, status, manifest string) ([]byte, error) {
 	r := helmRelease{Name: name, Namespace: namespace, Version: version, Manifest: manifest}
 	r.Info.Status = status
 	b, err := json.Marshal(r)

@@ -31,7 +31,7 @@ import (
 func record(t *testing.T, version int, status, manifest string) (map[string]string, []byte) {
 	t.Helper()
 	const name = "app"
-	data, err := EncodeRelease(name, "ops", version, status, manifest)
+	data, err := encodeRelease(name, "ops", version, status, manifest)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 func TestDecodeReleaseAsHelmWritesIt(t *testing.T) {
 	manifest := "---\n# Source: app/templates/sa.yaml\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: app\n---\n# Source: app/templates/deploy.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: other\n"
-	data, err := EncodeRelease("app", "ops", 3, "deployed", manifest)
+	data, err := encodeRelease("app", "ops", 3, "deployed", manifest)
 	if err != nil {
 		t.Fatal(err)
 	}

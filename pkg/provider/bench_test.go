@@ -5,7 +5,7 @@ import "testing"
 // BenchmarkRender renders a provider's request from an object: an http URL with a path
 // segment and a query value, and an exec argument.
 func BenchmarkRender(b *testing.B) {
-	u, err := ParseURLTemplate("https://api.example.com/v1/instances/{.status.instanceID}?region={.metadata.namespace}&name={.metadata.annotations.crossplane\\.io/external-name}")
+	u, err := parseURLTemplate("https://api.example.com/v1/instances/{.status.instanceID}?region={.metadata.namespace}&name={.metadata.annotations.crossplane\\.io/external-name}")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func BenchmarkRender(b *testing.B) {
 	b.Run("exec-argument", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := arg.RenderAll(object, nil, Argument(false, false, false)); err != nil {
+			if _, err := arg.renderAll(object, nil, argument(false, false, false)); err != nil {
 				b.Fatal(err)
 			}
 		}

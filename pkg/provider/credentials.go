@@ -27,20 +27,20 @@ var credentialQueryRE = regexp.MustCompile(`(?i)^(key|sig|auth|jwt|pwd|pass|sess
 // (PGPASSWORD), signatures, sessions and JWTs.
 var credentialNameRE = regexp.MustCompile(`(?i)^(authorization|proxy-authorization|cookie)$|token|secret|passw(or)?d|passphrase|api[-_]?key|[-_]key$|^key$|auth|credential|signature|(^|[-_])sig$|session|jwt`)
 
-// CredentialQueryParameter reports whether a query parameter's name says it carries a
+// credentialQueryParameter reports whether a query parameter's name says it carries a
 // credential. Such a parameter is never written in a policy's URL (policy check refuses
 // it), and its value is REDACTED wherever a URL is shown.
-func CredentialQueryParameter(name string) bool { return credentialQueryRE.MatchString(name) }
+func credentialQueryParameter(name string) bool { return credentialQueryRE.MatchString(name) }
 
-// CredentialHeader reports whether a header's name says it carries a credential: its
+// credentialHeader reports whether a header's name says it carries a credential: its
 // value comes from valueFrom, never from the policy text.
-func CredentialHeader(name string) bool { return credentialNameRE.MatchString(name) }
+func credentialHeader(name string) bool { return credentialNameRE.MatchString(name) }
 
-// CredentialEnv reports whether an environment variable's name says it holds a
+// credentialEnv reports whether an environment variable's name says it holds a
 // credential, by the rules of headers (API_TOKEN, AWS_SECRET_ACCESS_KEY, PGPASSWORD): an
 // exec provider's env entry of such a name comes from valueFrom, and such a variable the
 // program inherits is registered with the redactor.
-func CredentialEnv(name string) bool { return credentialNameRE.MatchString(name) }
+func credentialEnv(name string) bool { return credentialNameRE.MatchString(name) }
 
 // credentialHint is what policy check says of a credential in the policy text.
 const credentialHint = "credentials come from valueFrom (an environment variable or a file), never from the policy text"

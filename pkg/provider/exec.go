@@ -89,7 +89,7 @@ func checkExec(c Checks, path *field.Path, e *finalizev1alpha1.ExecProvider) {
 			c.Add(field.Invalid(ep, v.Name, "set value or valueFrom, not both"))
 		case v.ValueFrom != nil:
 			checkValueFrom(c, ep.Child("valueFrom"), v.ValueFrom)
-		case v.Value != "" && CredentialEnv(v.Name):
+		case v.Value != "" && credentialEnv(v.Name):
 			c.Add(field.Forbidden(ep.Child("value"), fmt.Sprintf("environment variable %s carries credentials: %s", v.Name, credentialHint)))
 		}
 	}
@@ -160,12 +160,12 @@ func newExec(spec *finalizev1alpha1.ExecProvider, opts Options) (Provider, error
 }
 
 // registerInherited registers with the redactor the value of every variable of the
-// environment the program inherits whose name says it holds a credential (CredentialEnv):
+// environment the program inherits whose name says it holds a credential (credentialEnv):
 // the program may print its environment. A value shorter than redact.MinLength is no
 // credential, and is not registered.
 func registerInherited(opts Options) {
 	for _, kv := range opts.environ() {
-		if name, value, ok := strings.Cut(kv, "="); ok && CredentialEnv(name) && redact.Long(value) {
+		if name, value, ok := strings.Cut(kv, "="); ok && credentialEnv(name) && redact.Long(value) {
 			_ = redact.Register(value) // long enough: it cannot fail
 		}
 	}
@@ -183,8 +183,8 @@ type execCall struct {
 func (p *execProvider) Prepare(req *Request) (Call, error) {
 	c := &execCall{p: p, argv: []string{p.path}}
 	for i, t := range p.args {
-		a, err := t.Render(req.Object.Object, req.Identity, func(offset int) Escape {
-			return Argument(offset == 0, p.allowLeadingDash, p.allowControl)
+		a, err := t.render(req.Object.Object, req.Identity, func(offset int) escapeFunc {
+			return argument(offset == 0, p.allowLeadingDash, p.allowControl)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("command[%d]: %w", i+1, err)

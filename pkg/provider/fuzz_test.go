@@ -18,11 +18,11 @@ func FuzzURLTemplate(f *testing.F) {
 		"i-123 ", "arn:aws:rds:eu-west-1:123456789012:db:orders", "projects/p-1/instances/db-1", "a//b", "/a", "a/./b", "café", "a;b"} {
 		f.Add(v)
 	}
-	u, err := ParseURLTemplate("https://api.example.com/v1/instances/{.metadata.annotations.x}?name={.metadata.annotations.x}")
+	u, err := parseURLTemplate("https://api.example.com/v1/instances/{.metadata.annotations.x}?name={.metadata.annotations.x}")
 	if err != nil {
 		f.Fatal(err)
 	}
-	paths, err := ParseURLTemplate("https://api.example.com/v1/{.metadata.annotations.x}/status?name={.metadata.annotations.x}")
+	paths, err := parseURLTemplate("https://api.example.com/v1/{.metadata.annotations.x}/status?name={.metadata.annotations.x}")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func FuzzURLTemplate(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, value string) {
 		obj := map[string]any{"metadata": map[string]any{"annotations": map[string]any{"x": value}}}
-		check := func(u *URLTemplate) *url.URL {
+		check := func(u *urlTemplate) *url.URL {
 			out, err := u.Render(obj, nil)
 			if err != nil {
 				return nil // refused, which is safe
@@ -125,7 +125,7 @@ func FuzzRedactURL(f *testing.F) {
 			if err != nil {
 				name = k
 			}
-			if ok && CredentialQueryParameter(name) && v != redacted {
+			if ok && credentialQueryParameter(name) && v != redacted {
 				t.Fatalf("%q: %s=%s is shown", out, name, v)
 			}
 		}

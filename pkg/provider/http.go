@@ -56,12 +56,12 @@ var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 func checkHTTP(c Checks, path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 	if h.URL == "" {
 		c.Add(field.Required(path.Child("url"), ""))
-	} else if u, err := ParseURLTemplate(h.URL); err != nil {
-		c.Add(field.Invalid(path.Child("url"), RedactURL(h.URL), err.Error()))
+	} else if u, err := parseURLTemplate(h.URL); err != nil {
+		c.Add(field.Invalid(path.Child("url"), redactPolicyURL(h.URL), err.Error()))
 	} else {
 		c.URL(path.Child("url"), h.URL, u.Template)
 		if strings.HasPrefix(u.String(), "http://") {
-			c.Warn(fmt.Sprintf("%s: %s is plain http: its answers and headers travel unencrypted", path.Child("url"), RedactURL(h.URL)))
+			c.Warn(fmt.Sprintf("%s: %s is plain http: its answers and headers travel unencrypted", path.Child("url"), redactPolicyURL(h.URL)))
 		}
 		for i, e := range h.PathValues {
 			if err := u.DeclarePaths([]string{e}); err != nil {
@@ -69,7 +69,7 @@ func checkHTTP(c Checks, path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 			}
 		}
 		for _, name := range u.QueryNames() {
-			if CredentialQueryParameter(name) {
+			if credentialQueryParameter(name) {
 				// The URL is shown in evidence, reports, Events and audit lines: the value
 				// is left out of the error too.
 				c.Add(field.Forbidden(path.Child("url"), fmt.Sprintf("query parameter %s carries credentials, and a URL is shown in evidence, reports, Events and audit lines: "+
@@ -85,7 +85,7 @@ func checkHTTP(c Checks, path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 		case strings.ContainsAny(q.Name, "&=#") || strings.TrimSpace(q.Name) != q.Name:
 			c.Add(field.Invalid(qp.Child("name"), q.Name, "a query parameter's name holds no '&', '=', '#' or surrounding spaces"))
 		}
-		checkSecretOrValue(c, qp, "query parameter", q.Name, q.Value, q.ValueFrom, CredentialQueryParameter(q.Name))
+		checkSecretOrValue(c, qp, "query parameter", q.Name, q.Value, q.ValueFrom, credentialQueryParameter(q.Name))
 	}
 	switch h.Redirects {
 	case "", finalizev1alpha1.RedirectsRefuse, finalizev1alpha1.RedirectsSameHost:
@@ -108,7 +108,7 @@ func checkHTTP(c Checks, path *field.Path, h *finalizev1alpha1.HTTPProvider) {
 		if !headerNameRE.MatchString(hd.Name) {
 			c.Add(field.Invalid(hp.Child("name"), hd.Name, "not an HTTP header name"))
 		}
-		checkSecretOrValue(c, hp, "header", hd.Name, hd.Value, hd.ValueFrom, CredentialHeader(hd.Name))
+		checkSecretOrValue(c, hp, "header", hd.Name, hd.Value, hd.ValueFrom, credentialHeader(hd.Name))
 	}
 	checkStatuses(c, path.Child("gone"), h.Gone)
 	checkStatuses(c, path.Child("present"), h.Present)
@@ -168,7 +168,7 @@ type httpValue struct {
 }
 
 type httpProvider struct {
-	url     *URLTemplate
+	url     *urlTemplate
 	method  string
 	headers []httpValue
 	query   []httpValue
@@ -190,7 +190,7 @@ type httpProvider struct {
 }
 
 func newHTTP(spec *finalizev1alpha1.HTTPProvider, opts Options) (Provider, error) {
-	u, err := ParseURLTemplate(spec.URL)
+	u, err := parseURLTemplate(spec.URL)
 	if err != nil {
 		return nil, fmt.Errorf("url: %w", err)
 	}

@@ -44,7 +44,7 @@ func (p *httpProvider) Prepare(req *Request) (Call, error) {
 			shown = appendQuery(shown, name+"="+redacted)
 			continue
 		}
-		v, err := q.value.RenderAll(obj, req.Identity, QueryValue)
+		v, err := q.value.renderAll(obj, req.Identity, queryValue)
 		if err != nil {
 			return nil, fmt.Errorf("query parameter %s: %w", q.name, err)
 		}
@@ -52,7 +52,7 @@ func (p *httpProvider) Prepare(req *Request) (Call, error) {
 		shown = appendQuery(shown, name+"="+v)
 	}
 	if p.body != nil {
-		if c.body, err = p.body.RenderAll(obj, req.Identity, JSONString); err != nil {
+		if c.body, err = p.body.renderAll(obj, req.Identity, jsonString); err != nil {
 			return nil, fmt.Errorf("body: %w", err)
 		}
 		c.headers.Set("Content-Type", "application/json")
@@ -62,7 +62,7 @@ func (p *httpProvider) Prepare(req *Request) (Call, error) {
 		if h.value == nil {
 			continue // secrets are read when the request is sent, and never shown
 		}
-		v, err := h.value.RenderAll(obj, req.Identity, HeaderValue)
+		v, err := h.value.renderAll(obj, req.Identity, headerValue)
 		if err != nil {
 			return nil, fmt.Errorf("header %s: %w", h.name, err)
 		}

@@ -54,12 +54,12 @@ func decodeJSON(b []byte) (any, error) {
 // (GoneShapeMismatch).
 func (p *httpProvider) readGone(body io.Reader, shown string, shape Shape) Answer {
 	var b []byte
-	if shape.Body != BodyNone {
+	if shape.body != bodyNone {
 		var fail *Answer
 		if b, fail = p.readBody(body, shown); fail != nil {
 			return *fail
 		}
-		shape.Body = classify(b)
+		shape.body = classify(b)
 	}
 	notOwn := func(why string) Answer { return Unknown("%s: not the API's own answer: %s", shown, why) }
 	switch {
@@ -68,10 +68,10 @@ func (p *httpProvider) readGone(body io.Reader, shown string, shape Shape) Answe
 			return notOwn(why)
 		}
 		shape.Declared = true
-	case p.jsonPath != nil && (!IsJSONMediaType(shape.MediaType) || shape.Body != BodyJSON):
+	case p.jsonPath != nil && (!isJSONMediaType(shape.MediaType) || shape.body != bodyJSON):
 		return notOwn(fmt.Sprintf("the rule reads %s of a JSON body, and this answer is %s", p.response.JSONPath, shape))
 	}
-	if p.jsonPath != nil && shape.Body == BodyJSON {
+	if p.jsonPath != nil && shape.body == bodyJSON {
 		// The field the rule reads, where the body has it, must say gone too.
 		if doc, err := decodeJSON(b); err == nil {
 			if results, err := p.jsonPath.FindResults(doc); err == nil {
@@ -98,7 +98,7 @@ func (p *httpProvider) readResponse(body io.Reader, shown string, shape Shape) A
 	if err != nil {
 		return Unknown("%s: the body is not JSON: %v", shown, err)
 	}
-	shape.Body = classify(b)
+	shape.body = classify(b)
 	results, err := p.jsonPath.FindResults(doc)
 	if err != nil || len(results) != 1 || len(results[0]) != 1 {
 		return Unknown("%s: %s does not select one value of the body", shown, p.response.JSONPath)

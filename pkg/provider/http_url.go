@@ -9,9 +9,9 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
 )
 
-// URLTemplate is an http provider's URL: its scheme, host and port are literal, and
+// urlTemplate is an http provider's URL: its scheme, host and port are literal, and
 // values land in its path (as whole or partial segments) or its query.
-type URLTemplate struct {
+type urlTemplate struct {
 	*Template
 	// queryAt is the offset of the "?" that starts the query, or len(raw).
 	queryAt int
@@ -19,14 +19,14 @@ type URLTemplate struct {
 	paths map[int]bool
 }
 
-// ParseURLTemplate parses and checks a URL template: http or https, no credentials, no
+// parseURLTemplate parses and checks a URL template: http or https, no credentials, no
 // fragment, and no value before the path begins, so a value can never change the host.
-func ParseURLTemplate(s string) (*URLTemplate, error) {
+func parseURLTemplate(s string) (*urlTemplate, error) {
 	t, err := ParseTemplate(s)
 	if err != nil {
 		return nil, err
 	}
-	u := &URLTemplate{Template: t, queryAt: len(s)}
+	u := &urlTemplate{Template: t, queryAt: len(s)}
 	for _, p := range t.parts {
 		if p.source == "" {
 			if i := strings.IndexByte(p.text, '?'); i >= 0 && p.offset+i < u.queryAt {
@@ -80,7 +80,7 @@ func placeholders(t *Template) string {
 
 // QueryNames are the names of the parameters the URL's query has, in order; a templated
 // name reads as "x".
-func (u *URLTemplate) QueryNames() []string {
+func (u *urlTemplate) QueryNames() []string {
 	parsed, err := url.Parse(placeholders(u.Template))
 	if err != nil || parsed.RawQuery == "" {
 		return nil
@@ -101,7 +101,7 @@ func (u *URLTemplate) QueryNames() []string {
 // DeclarePaths lets the values of expressions (as written in the URL: "{.status.path}")
 // span path segments: each must be an expression of the URL's path. Every other value in
 // the path stays within one segment.
-func (u *URLTemplate) DeclarePaths(expressions []string) error {
+func (u *urlTemplate) DeclarePaths(expressions []string) error {
 	for _, e := range expressions {
 		inPath, inQuery := false, false
 		for _, p := range u.parts {
@@ -129,15 +129,15 @@ func (u *URLTemplate) DeclarePaths(expressions []string) error {
 
 // Render fills the URL in: a value in the path is checked, as it is, to be a segment (or
 // a path, where DeclarePaths declared it); one in the query is escaped.
-func (u *URLTemplate) Render(obj map[string]any, identity map[string]string) (string, error) {
-	return u.Template.Render(obj, identity, func(offset int) Escape {
+func (u *urlTemplate) Render(obj map[string]any, identity map[string]string) (string, error) {
+	return u.render(obj, identity, func(offset int) escapeFunc {
 		switch {
 		case offset > u.queryAt:
-			return QueryValue
+			return queryValue
 		case u.paths[offset]:
-			return PathValue
+			return pathValue
 		}
-		return PathSegment
+		return pathSegment
 	})
 }
 

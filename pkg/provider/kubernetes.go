@@ -182,7 +182,7 @@ func (p *kubernetesProvider) Prepare(req *Request) (Call, error) {
 	// while the object it was meant to name exists: each is checked, as it is, against
 	// the rules of what it names, and refused, never normalized.
 	if p.namespace != nil {
-		if c.namespace, err = p.namespace.RenderAll(obj, req.Identity, ObjectName); err != nil {
+		if c.namespace, err = p.namespace.renderAll(obj, req.Identity, objectName); err != nil {
 			return nil, fmt.Errorf("namespace: %w", err)
 		}
 		if why := checkNamespace(c.namespace); why != "" {
@@ -190,7 +190,7 @@ func (p *kubernetesProvider) Prepare(req *Request) (Call, error) {
 		}
 	}
 	if p.name != nil {
-		if c.name, err = p.name.RenderAll(obj, req.Identity, ObjectName); err != nil {
+		if c.name, err = p.name.renderAll(obj, req.Identity, objectName); err != nil {
 			return nil, fmt.Errorf("name: %w", err)
 		}
 		// The type's rules are known once it is resolved; a type that cannot be resolved
@@ -202,7 +202,7 @@ func (p *kubernetesProvider) Prepare(req *Request) (Call, error) {
 		}
 	}
 	if p.selector != nil {
-		if c.selector, err = p.selector.RenderAll(obj, req.Identity, LabelValue); err != nil {
+		if c.selector, err = p.selector.renderAll(obj, req.Identity, labelValue); err != nil {
 			return nil, fmt.Errorf("selector: %w", err)
 		}
 		if _, err := labels.Parse(c.selector); err != nil {

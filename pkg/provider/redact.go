@@ -8,15 +8,15 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/redact"
 )
 
-// RedactURL is a URL written in a policy, fit to show in a message: the value of every
+// redactPolicyURL is a URL written in a policy, fit to show in a message: the value of every
 // credential-like query parameter, a password and a fragment are REDACTED.
-func RedactURL(raw string) string { return redactURL(raw, nil, nil) }
+func redactPolicyURL(raw string) string { return redactURL(raw, nil, nil) }
 
 // redacted stands for a secret wherever a URL is shown.
 const redacted = "REDACTED"
 
 // redactURL is a URL fit to show: a password in it, its fragment, the value of every
-// query parameter whose name is credential-like (CredentialQueryParameter) or one of
+// query parameter whose name is credential-like (credentialQueryParameter) or one of
 // secretNames (the rule's parameters from valueFrom), and each of secrets wherever it
 // appears are REDACTED. A URL comes back redacted this way from every place it is
 // shown: a rendered request, a redirect's Location, an error.
@@ -47,7 +47,7 @@ func redactURL(raw string, secretNames map[string]bool, secrets []string) string
 				if err != nil {
 					name = k
 				}
-				if hasValue && (CredentialQueryParameter(name) || secretNames[name]) {
+				if hasValue && (credentialQueryParameter(name) || secretNames[name]) {
 					params[i] = k + "=" + redacted
 				}
 			}

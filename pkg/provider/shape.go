@@ -23,27 +23,27 @@ type Shape struct {
 	// value of its own.
 	Server    string
 	HasServer bool
-	// Body is what its body was, where it was read.
-	Body Body
+	// body is what its body was, where it was read.
+	body body
 	// Declared: the rule's goneResponse says what its Gone answers look like, and this
 	// one does: its media type and body are not compared with the controls' answers.
 	Declared bool
 }
 
-// Body is what a response's body was.
-type Body int
+// body is what a response's body was.
+type body int
 
 // What a body was.
 const (
-	// BodyUnread: a Present answer whose body the rule does not read.
-	BodyUnread Body = iota
-	// BodyNone: the answer to a HEAD request, which has none.
-	BodyNone
-	BodyEmpty
-	// BodyJSON parsed as one JSON value (at most MaxResponseBytes of it).
-	BodyJSON
-	// BodyOther is neither empty nor JSON.
-	BodyOther
+	// bodyUnread: a Present answer whose body the rule does not read.
+	bodyUnread body = iota
+	// bodyNone: the answer to a HEAD request, which has none.
+	bodyNone
+	bodyEmpty
+	// bodyJSON parsed as one JSON value (at most MaxResponseBytes of it).
+	bodyJSON
+	// bodyOther is neither empty nor JSON.
+	bodyOther
 )
 
 // shapeOf reads the shape of resp from its headers; the body is read, if at all, later.
@@ -53,7 +53,7 @@ func shapeOf(resp *http.Response, method string) Shape {
 		s.Server, s.HasServer = strings.Join(v, ", "), true
 	}
 	if method == http.MethodHead {
-		s.Body = BodyNone
+		s.body = bodyNone
 	}
 	return s
 }
@@ -72,19 +72,19 @@ func mediaType(contentType string) string {
 }
 
 // classify says what a body that was read is.
-func classify(b []byte) Body {
+func classify(b []byte) body {
 	switch {
 	case len(b) == 0:
-		return BodyEmpty
+		return bodyEmpty
 	case json.Valid(b):
-		return BodyJSON
+		return bodyJSON
 	}
-	return BodyOther
+	return bodyOther
 }
 
-// IsJSONMediaType reports whether mt (without parameters, in lower case) is JSON:
+// isJSONMediaType reports whether mt (without parameters, in lower case) is JSON:
 // application/json, or a type with the +json structured syntax suffix (RFC 6839).
-func IsJSONMediaType(mt string) bool {
+func isJSONMediaType(mt string) bool {
 	return mt == "application/json" || (strings.HasSuffix(mt, "+json") && strings.Contains(mt, "/"))
 }
 
@@ -92,7 +92,7 @@ func IsJSONMediaType(mt string) bool {
 // parsed as JSON where there was one to read. A JSON media type with an empty or
 // unparsable body is not JSON.
 func (s Shape) IsJSON() bool {
-	return IsJSONMediaType(s.MediaType) && (s.Body == BodyJSON || s.Body == BodyUnread || s.Body == BodyNone)
+	return isJSONMediaType(s.MediaType) && (s.body == bodyJSON || s.body == bodyUnread || s.body == bodyNone)
 }
 
 // family is what a Gone must share with the controls' Present answers besides the
@@ -101,7 +101,7 @@ func (s Shape) family() string {
 	switch {
 	case s.IsJSON():
 		return "JSON"
-	case IsJSONMediaType(s.MediaType):
+	case isJSONMediaType(s.MediaType):
 		return s.MediaType + " that is not JSON"
 	}
 	return s.MediaType
@@ -112,15 +112,15 @@ func (s Shape) family() string {
 func (s Shape) String() string {
 	var what string
 	switch {
-	case s.Body == BodyEmpty && s.MediaType == "":
+	case s.body == bodyEmpty && s.MediaType == "":
 		what = "an empty body without a Content-Type"
-	case s.Body == BodyEmpty:
+	case s.body == bodyEmpty:
 		what = "an empty " + s.MediaType + " body"
-	case s.MediaType == "" && (s.Body == BodyJSON || s.Body == BodyOther):
+	case s.MediaType == "" && (s.body == bodyJSON || s.body == bodyOther):
 		what = "a body without a Content-Type"
 	case s.MediaType == "":
 		what = "no Content-Type"
-	case s.Body == BodyOther && IsJSONMediaType(s.MediaType):
+	case s.body == bodyOther && isJSONMediaType(s.MediaType):
 		what = s.MediaType + " that is not JSON"
 	default:
 		what = s.MediaType
@@ -167,7 +167,7 @@ func GoneShapeMismatch(gone Shape, present []Shape) string {
 			return fmt.Sprintf("%s, while its controls' Present answers were %s", gone, p)
 		}
 		return ""
-	case gone.Declared, gone.IsJSON() && gone.Body != BodyUnread:
+	case gone.Declared, gone.IsJSON() && gone.body != bodyUnread:
 		return ""
 	}
 	return fmt.Sprintf("%s, and no control's Present answer established another shape: a Gone needs a JSON body with a JSON media type, or a goneResponse in the rule that says what the API's Gone answers look like", gone)
@@ -189,12 +189,12 @@ func goneResponseMismatch(g *finalizev1alpha1.HTTPGoneResponse, s Shape) string 
 	switch {
 	case g.MediaType != "" && !strings.EqualFold(g.MediaType, s.MediaType):
 		bad = true
-	case s.Body == BodyNone:
+	case s.body == bodyNone:
 	case g.EmptyBody:
-		bad = s.Body != BodyEmpty
-	case s.Body == BodyEmpty:
+		bad = s.body != bodyEmpty
+	case s.body == bodyEmpty:
 		bad = true
-	case IsJSONMediaType(s.MediaType) && s.Body != BodyJSON:
+	case isJSONMediaType(s.MediaType) && s.body != bodyJSON:
 		bad = true
 	}
 	if !bad {

@@ -90,9 +90,9 @@ func TestHTTPAGoneIsTheAPIsOwnAnswer(t *testing.T) {
 // answers (media type family and Server), or, with none, as JSON; a goneResponse the
 // rule declares replaces the media type, never the Server.
 func TestGoneShapeMismatch(t *testing.T) {
-	apiJSON := Shape{MediaType: "application/json", Server: "api", HasServer: true, Body: BodyUnread}
-	gone := func(mt, server string, body Body) Shape {
-		return Shape{MediaType: mt, Server: server, HasServer: server != "", Body: body}
+	apiJSON := Shape{MediaType: "application/json", Server: "api", HasServer: true, body: bodyUnread}
+	gone := func(mt, server string, body body) Shape {
+		return Shape{MediaType: mt, Server: server, HasServer: server != "", body: body}
 	}
 	declared := func(s Shape) Shape { s.Declared = true; return s }
 	for _, tt := range []struct {
@@ -101,25 +101,25 @@ func TestGoneShapeMismatch(t *testing.T) {
 		present []Shape
 		want    string
 	}{
-		{"the API's JSON 404", gone("application/json", "api", BodyJSON), []Shape{apiJSON, apiJSON}, ""},
-		{"problem+json is JSON too", gone("application/problem+json", "api", BodyJSON), []Shape{apiJSON}, ""},
-		{"a proxy's page", gone("text/html", "nginx", BodyOther), []Shape{apiJSON},
+		{"the API's JSON 404", gone("application/json", "api", bodyJSON), []Shape{apiJSON, apiJSON}, ""},
+		{"problem+json is JSON too", gone("application/problem+json", "api", bodyJSON), []Shape{apiJSON}, ""},
+		{"a proxy's page", gone("text/html", "nginx", bodyOther), []Shape{apiJSON},
 			`text/html from Server "nginx", while its controls' Present answers were application/json from Server "api"`},
-		{"an empty 404", gone("", "api", BodyEmpty), []Shape{apiJSON}, `an empty body without a Content-Type from Server "api", while`},
-		{"JSON that is not", gone("application/json", "api", BodyEmpty), []Shape{apiJSON}, "an empty application/json body"},
-		{"another Server", gone("application/json", "envoy", BodyJSON), []Shape{apiJSON}, `application/json from Server "envoy", while`},
-		{"no Server where the controls had one", gone("application/json", "", BodyJSON), []Shape{apiJSON}, "application/json, without a Server header, while"},
-		{"a Server where the controls had none", gone("application/json", "api", BodyJSON), []Shape{gone("application/json", "", BodyUnread)}, "while its controls' Present answers were application/json, without a Server header"},
-		{"the same text API", gone("text/plain", "api", BodyOther), []Shape{gone("text/plain", "api", BodyUnread)}, ""},
-		{"declared: the media type is the rule's", declared(gone("", "api", BodyEmpty)), []Shape{apiJSON}, ""},
-		{"declared: the Server still counts", declared(gone("", "nginx", BodyEmpty)), []Shape{apiJSON}, `from Server "nginx", while`},
-		{"controls that disagree establish nothing", gone("application/json", "api", BodyJSON), []Shape{apiJSON, gone("text/html", "nginx", BodyUnread)},
+		{"an empty 404", gone("", "api", bodyEmpty), []Shape{apiJSON}, `an empty body without a Content-Type from Server "api", while`},
+		{"JSON that is not", gone("application/json", "api", bodyEmpty), []Shape{apiJSON}, "an empty application/json body"},
+		{"another Server", gone("application/json", "envoy", bodyJSON), []Shape{apiJSON}, `application/json from Server "envoy", while`},
+		{"no Server where the controls had one", gone("application/json", "", bodyJSON), []Shape{apiJSON}, "application/json, without a Server header, while"},
+		{"a Server where the controls had none", gone("application/json", "api", bodyJSON), []Shape{gone("application/json", "", bodyUnread)}, "while its controls' Present answers were application/json, without a Server header"},
+		{"the same text API", gone("text/plain", "api", bodyOther), []Shape{gone("text/plain", "api", bodyUnread)}, ""},
+		{"declared: the media type is the rule's", declared(gone("", "api", bodyEmpty)), []Shape{apiJSON}, ""},
+		{"declared: the Server still counts", declared(gone("", "nginx", bodyEmpty)), []Shape{apiJSON}, `from Server "nginx", while`},
+		{"controls that disagree establish nothing", gone("application/json", "api", bodyJSON), []Shape{apiJSON, gone("text/html", "nginx", bodyUnread)},
 			"its controls' Present answers came in 2 shapes"},
-		{"no control: JSON", gone("application/json", "api", BodyJSON), nil, ""},
-		{"no control: a HEAD answer of a JSON API", gone("application/json", "api", BodyNone), nil, ""},
-		{"no control: anything else", gone("text/plain", "api", BodyOther), nil,
+		{"no control: JSON", gone("application/json", "api", bodyJSON), nil, ""},
+		{"no control: a HEAD answer of a JSON API", gone("application/json", "api", bodyNone), nil, ""},
+		{"no control: anything else", gone("text/plain", "api", bodyOther), nil,
 			"no control's Present answer established another shape: a Gone needs a JSON body with a JSON media type, or a goneResponse"},
-		{"no control: declared", declared(gone("text/plain", "api", BodyOther)), nil, ""},
+		{"no control: declared", declared(gone("text/plain", "api", bodyOther)), nil, ""},
 	} {
 		got := GoneShapeMismatch(tt.gone, tt.present)
 		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {

@@ -179,13 +179,13 @@ func (t *Template) FirstExpression() int {
 	return -1
 }
 
-// Escape turns one value into text fit for where it lands, or says why it cannot be.
-type Escape func(value string) (string, error)
+// escapeFunc turns one value into text fit for where it lands, or says why it cannot be.
+type escapeFunc func(value string) (string, error)
 
-// Render fills in each value from obj and identity, escaped by escapeAt (given the offset
+// render fills in each value from obj and identity, escaped by escapeAt (given the offset
 // of the expression in the template). A value that is missing, empty, not a scalar or
 // more than one makes it fail: a verification never runs on a guess.
-func (t *Template) Render(obj map[string]any, identity map[string]string, escapeAt func(offset int) Escape) (string, error) {
+func (t *Template) render(obj map[string]any, identity map[string]string, escapeAt func(offset int) escapeFunc) (string, error) {
 	var b strings.Builder
 	for _, p := range t.parts {
 		if p.source == "" {
@@ -228,9 +228,9 @@ func isPlaceholder(v string) bool {
 	return v == "" || placeholderValues[strings.ToLower(v)]
 }
 
-// RenderAll renders with the same escape everywhere.
-func (t *Template) RenderAll(obj map[string]any, identity map[string]string, escape Escape) (string, error) {
-	return t.Render(obj, identity, func(int) Escape { return escape })
+// renderAll renders with the same escape everywhere.
+func (t *Template) renderAll(obj map[string]any, identity map[string]string, escape escapeFunc) (string, error) {
+	return t.render(obj, identity, func(int) escapeFunc { return escape })
 }
 
 func (p *part) value(obj map[string]any, identity map[string]string) (string, error) {
@@ -281,10 +281,10 @@ func (p *part) value(obj map[string]any, identity map[string]string) (string, er
 // exists. Where a value is escaped (a query value, a header, a body), escaping keeps it
 // what it is.
 var (
-	// PathSegment accepts a value that is a URL path segment, or part of one, as it is:
+	// pathSegment accepts a value that is a URL path segment, or part of one, as it is:
 	// nothing in it would need escaping (url.PathEscape leaves it as it is: ASCII letters,
 	// digits and "-._~$&+:=@"), and it is not "." or "..", which climb the path.
-	PathSegment Escape = func(v string) (string, error) {
+	pathSegment escapeFunc = func(v string) (string, error) {
 		if v == "." || v == ".." {
 			return "", fmt.Errorf("%q cannot be a URL path segment as it is: it would climb the path", v)
 		}
@@ -297,10 +297,10 @@ var (
 		}
 		return v, nil
 	}
-	// PathValue accepts a value the rule declares a path (pathValues): segments separated
-	// by '/', each a PathSegment, none empty, so the value never starts or ends with '/'
+	// pathValue accepts a value the rule declares a path (pathValues): segments separated
+	// by '/', each a pathSegment, none empty, so the value never starts or ends with '/'
 	// or holds "//".
-	PathValue Escape = func(v string) (string, error) {
+	pathValue escapeFunc = func(v string) (string, error) {
 		for _, seg := range strings.Split(v, "/") {
 			switch seg {
 			case "":
@@ -314,40 +314,40 @@ var (
 		}
 		return v, nil
 	}
-	// QueryValue escapes a value of a URL query; a control character is refused.
-	QueryValue Escape = func(v string) (string, error) {
+	// queryValue escapes a value of a URL query; a control character is refused.
+	queryValue escapeFunc = func(v string) (string, error) {
 		if bad, ok := controlCharacter(v); ok {
 			return "", fmt.Errorf("%q cannot be a query value: it holds %s", v, describe(bad))
 		}
 		return url.QueryEscape(v), nil
 	}
-	// HeaderValue refuses line breaks, which would start another header.
-	HeaderValue Escape = func(v string) (string, error) {
+	// headerValue refuses line breaks, which would start another header.
+	headerValue escapeFunc = func(v string) (string, error) {
 		if strings.ContainsAny(v, "\r\n\x00") {
 			return "", errors.New("refusing a value with a line break as a header value")
 		}
 		return v, nil
 	}
-	// JSONString escapes a value as the content of a JSON string.
-	JSONString Escape = func(v string) (string, error) {
+	// jsonString escapes a value as the content of a JSON string.
+	jsonString escapeFunc = func(v string) (string, error) {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return "", err
 		}
 		return string(b[1 : len(b)-1]), nil
 	}
-	// ObjectName accepts only what may stand in a request path as a Kubernetes object's
+	// objectName accepts only what may stand in a request path as a Kubernetes object's
 	// name, or a part of one; the whole name is checked against its type's rules
-	// (NameRuleFor) when the type is known.
-	ObjectName Escape = func(v string) (string, error) {
+	// (nameRuleFor) when the type is known.
+	objectName escapeFunc = func(v string) (string, error) {
 		if msgs := content.IsPathSegmentName(v); len(msgs) > 0 {
 			return "", fmt.Errorf("%q cannot name an object: %s", v, strings.Join(msgs, "; "))
 		}
 		return v, nil
 	}
-	// LabelValue accepts only a valid label value, so a value cannot add terms to a
+	// labelValue accepts only a valid label value, so a value cannot add terms to a
 	// selector.
-	LabelValue Escape = func(v string) (string, error) {
+	labelValue escapeFunc = func(v string) (string, error) {
 		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
 			return "", fmt.Errorf("%q is not a label value: %s", v, strings.Join(msgs, "; "))
 		}
@@ -355,12 +355,12 @@ var (
 	}
 )
 
-// Argument accepts a value of a program's argument: it stays one argument whatever it
+// argument accepts a value of a program's argument: it stays one argument whatever it
 // holds, as no shell reads it, but a value that starts the argument and begins with '-'
 // would be read as an option ("--rm", "--delete-all"), not as the value, and a control
 // character is nothing an identity holds. Both are refused unless allowed; a NUL byte
 // cannot be passed at all.
-func Argument(startsArgument, allowLeadingDash, allowControl bool) Escape {
+func argument(startsArgument, allowLeadingDash, allowControl bool) escapeFunc {
 	return func(v string) (string, error) {
 		if strings.ContainsRune(v, 0) {
 			return "", errors.New("refusing a value with a NUL byte as an argument")

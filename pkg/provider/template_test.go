@@ -37,49 +37,49 @@ func TestTemplates(t *testing.T) {
 	tests := []struct {
 		name     string
 		template string
-		escape   Escape
+		escape   escapeFunc
 		want     string
 		wantErr  string
 	}{
-		{"plain text", "no values here", PathSegment, "no values here", ""},
-		{"one value", "/v1/instances/{.status.instanceID}", PathSegment, "/v1/instances/i-123", ""},
-		{"annotation with dots", "{.metadata.annotations['crossplane\\.io/external-name']}", PathSegment, "orders-prod", ""},
-		{"a number", "{.spec.replicas}", PathSegment, "3", ""},
-		{"identity", "{identity.arn}", PathSegment, "arn:aws:rds:db", ""},
-		{"json braces are text", `{"id": "{.status.instanceID}"}`, JSONString, `{"id": "i-123"}`, ""},
-		{"hostile path segment", "{.metadata.annotations.hostile}", PathSegment, "", `"a/../b?c=d#e%2Fx\nSet-Cookie: y" cannot be a URL path segment as it is: it holds '/', which would need escaping (a value that is a path is declared in the rule's pathValues)`},
-		{"a trailing space in a path segment", "/v1/{.metadata.annotations.spaced}", PathSegment, "", `"i-123 " cannot be a URL path segment as it is: it holds a space`},
-		{"a percent in a path segment", "{.metadata.annotations.percent}", PathSegment, "", `it holds '%'`},
-		{"not ASCII in a path segment", "{.metadata.annotations.unicode}", PathSegment, "", `"café" cannot be a URL path segment as it is: it holds 'é'`},
-		{"an ARN is a path segment as it is", "/v1/{.metadata.annotations.arn}", PathSegment, "/v1/arn:aws:rds:eu-west-1:123456789012:db:orders", ""},
-		{"a declared path", "{.metadata.annotations.path}", PathValue, "projects/p-1/instances/db-1", ""},
-		{"a declared path that climbs", "{.metadata.annotations.climb}", PathValue, "", `"projects/../admin" cannot be a URL path as it is: segment ".." climbs the path`},
-		{"a declared path with a space", "{.metadata.annotations.spaced}", PathValue, "", `it holds a space`},
-		{"a declared path of one segment", "{.status.instanceID}", PathValue, "i-123", ""},
-		{"hostile query value", "{.metadata.annotations.hostile}", QueryValue, "", `cannot be a query value: it holds a control character (U+000A)`},
-		{"query value", "{.metadata.annotations.unicode} {.metadata.annotations.spaced}", QueryValue, "caf%C3%A9 i-123+", ""},
-		{"hostile argument", "{.metadata.annotations.hostile}", Argument(true, false, false), "", `holds a control character (U+000A), which an argument does not carry`},
-		{"hostile argument allowed stays whole", "{.metadata.annotations.hostile}", Argument(true, false, true), "a/../b?c=d#e%2Fx\nSet-Cookie: y", ""},
-		{"an option", "{.metadata.annotations.dash}", Argument(true, false, false), "", `"--rm" starts an argument with "-", which the program would read as an option`},
-		{"an option allowed", "{.metadata.annotations.dash}", Argument(true, true, false), "--rm", ""},
-		{"a dash after literal text", "--id={.metadata.annotations.dash}", Argument(false, false, false), "--id=--rm", ""},
-		{"a tab", "{.metadata.annotations.tab}", Argument(false, false, false), "", "holds a control character (U+0009)"},
-		{"hostile header", "{.metadata.annotations.hostile}", HeaderValue, "", "line break"},
-		{"hostile json", "{.metadata.annotations.hostile}", JSONString, `a/../b?c=d#e%2Fx\nSet-Cookie: y`, ""},
-		{"dot dot segment", "{.metadata.annotations.dots}", PathSegment, "", `".." cannot be a URL path segment as it is: it would climb the path`},
-		{"missing", "{.status.missing}", PathSegment, "", "resolves to nothing"},
-		{"empty", "{.metadata.annotations.empty}", PathSegment, "", "resolves to an empty value"},
-		{"a list", "{.spec.tags[*]}", PathSegment, "", "resolves to 2 values, not one"},
-		{"a map", "{.spec.nested}", PathSegment, "", "not a single value"},
-		{"missing identity", "{identity.region}", PathSegment, "", "no such identity value"},
-		{"None", "{.metadata.annotations.none}", PathSegment, "", `{.metadata.annotations.none}: resolves to "None", a placeholder, not a value`},
-		{"<nil> in a header", "{.metadata.annotations.nil}", HeaderValue, "", `resolves to "<nil>", a placeholder`},
-		{"N/A in a query", "{.metadata.annotations.na}", QueryValue, "", `resolves to "N/A", a placeholder`},
-		{"blank", "{.metadata.annotations.blank}", Argument(true, false, false), "", `resolves to "  ", a placeholder`},
-		{"a placeholder identity", "{identity.pending}", ObjectName, "", `{identity.pending}: resolves to "PENDING", a placeholder`},
-		{"a value that only starts like one", "{.metadata.annotations.nonesuch}", PathSegment, "none-1", ""},
-		{"object name", "{.metadata.annotations.hostile}", ObjectName, "", "cannot name an object"},
-		{"label value", "{.metadata.annotations.hostile}", LabelValue, "", "is not a label value"},
+		{"plain text", "no values here", pathSegment, "no values here", ""},
+		{"one value", "/v1/instances/{.status.instanceID}", pathSegment, "/v1/instances/i-123", ""},
+		{"annotation with dots", "{.metadata.annotations['crossplane\\.io/external-name']}", pathSegment, "orders-prod", ""},
+		{"a number", "{.spec.replicas}", pathSegment, "3", ""},
+		{"identity", "{identity.arn}", pathSegment, "arn:aws:rds:db", ""},
+		{"json braces are text", `{"id": "{.status.instanceID}"}`, jsonString, `{"id": "i-123"}`, ""},
+		{"hostile path segment", "{.metadata.annotations.hostile}", pathSegment, "", `"a/../b?c=d#e%2Fx\nSet-Cookie: y" cannot be a URL path segment as it is: it holds '/', which would need escaping (a value that is a path is declared in the rule's pathValues)`},
+		{"a trailing space in a path segment", "/v1/{.metadata.annotations.spaced}", pathSegment, "", `"i-123 " cannot be a URL path segment as it is: it holds a space`},
+		{"a percent in a path segment", "{.metadata.annotations.percent}", pathSegment, "", `it holds '%'`},
+		{"not ASCII in a path segment", "{.metadata.annotations.unicode}", pathSegment, "", `"café" cannot be a URL path segment as it is: it holds 'é'`},
+		{"an ARN is a path segment as it is", "/v1/{.metadata.annotations.arn}", pathSegment, "/v1/arn:aws:rds:eu-west-1:123456789012:db:orders", ""},
+		{"a declared path", "{.metadata.annotations.path}", pathValue, "projects/p-1/instances/db-1", ""},
+		{"a declared path that climbs", "{.metadata.annotations.climb}", pathValue, "", `"projects/../admin" cannot be a URL path as it is: segment ".." climbs the path`},
+		{"a declared path with a space", "{.metadata.annotations.spaced}", pathValue, "", `it holds a space`},
+		{"a declared path of one segment", "{.status.instanceID}", pathValue, "i-123", ""},
+		{"hostile query value", "{.metadata.annotations.hostile}", queryValue, "", `cannot be a query value: it holds a control character (U+000A)`},
+		{"query value", "{.metadata.annotations.unicode} {.metadata.annotations.spaced}", queryValue, "caf%C3%A9 i-123+", ""},
+		{"hostile argument", "{.metadata.annotations.hostile}", argument(true, false, false), "", `holds a control character (U+000A), which an argument does not carry`},
+		{"hostile argument allowed stays whole", "{.metadata.annotations.hostile}", argument(true, false, true), "a/../b?c=d#e%2Fx\nSet-Cookie: y", ""},
+		{"an option", "{.metadata.annotations.dash}", argument(true, false, false), "", `"--rm" starts an argument with "-", which the program would read as an option`},
+		{"an option allowed", "{.metadata.annotations.dash}", argument(true, true, false), "--rm", ""},
+		{"a dash after literal text", "--id={.metadata.annotations.dash}", argument(false, false, false), "--id=--rm", ""},
+		{"a tab", "{.metadata.annotations.tab}", argument(false, false, false), "", "holds a control character (U+0009)"},
+		{"hostile header", "{.metadata.annotations.hostile}", headerValue, "", "line break"},
+		{"hostile json", "{.metadata.annotations.hostile}", jsonString, `a/../b?c=d#e%2Fx\nSet-Cookie: y`, ""},
+		{"dot dot segment", "{.metadata.annotations.dots}", pathSegment, "", `".." cannot be a URL path segment as it is: it would climb the path`},
+		{"missing", "{.status.missing}", pathSegment, "", "resolves to nothing"},
+		{"empty", "{.metadata.annotations.empty}", pathSegment, "", "resolves to an empty value"},
+		{"a list", "{.spec.tags[*]}", pathSegment, "", "resolves to 2 values, not one"},
+		{"a map", "{.spec.nested}", pathSegment, "", "not a single value"},
+		{"missing identity", "{identity.region}", pathSegment, "", "no such identity value"},
+		{"None", "{.metadata.annotations.none}", pathSegment, "", `{.metadata.annotations.none}: resolves to "None", a placeholder, not a value`},
+		{"<nil> in a header", "{.metadata.annotations.nil}", headerValue, "", `resolves to "<nil>", a placeholder`},
+		{"N/A in a query", "{.metadata.annotations.na}", queryValue, "", `resolves to "N/A", a placeholder`},
+		{"blank", "{.metadata.annotations.blank}", argument(true, false, false), "", `resolves to "  ", a placeholder`},
+		{"a placeholder identity", "{identity.pending}", objectName, "", `{identity.pending}: resolves to "PENDING", a placeholder`},
+		{"a value that only starts like one", "{.metadata.annotations.nonesuch}", pathSegment, "none-1", ""},
+		{"object name", "{.metadata.annotations.hostile}", objectName, "", "cannot name an object"},
+		{"label value", "{.metadata.annotations.hostile}", labelValue, "", "is not a label value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,9 +87,9 @@ func TestTemplates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// An escape that depends on where the value lands (Argument) is given as if the
+			// An escape that depends on where the value lands (argument) is given as if the
 			// template's first value started it.
-			got, err := tpl.RenderAll(object, map[string]string{"arn": "arn:aws:rds:db", "pending": "PENDING"}, tt.escape)
+			got, err := tpl.renderAll(object, map[string]string{"arn": "arn:aws:rds:db", "pending": "PENDING"}, tt.escape)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("got %q, %v; want an error with %q", got, err, tt.wantErr)
@@ -142,16 +142,16 @@ func TestURLTemplates(t *testing.T) {
 		{"/relative/{.status.id}", "the scheme must be https or http"},
 	}
 	for _, tt := range tests {
-		_, err := ParseURLTemplate(tt.url)
+		_, err := parseURLTemplate(tt.url)
 		if (tt.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
 			t.Errorf("%s: %v, want %q", tt.url, err, tt.wantErr)
 		}
 	}
-	u, _ := ParseURLTemplate("https://api.example.com/v1/{.metadata.annotations.hostile}/x?id={.metadata.annotations.hostile}&n={.metadata.name}")
+	u, _ := parseURLTemplate("https://api.example.com/v1/{.metadata.annotations.hostile}/x?id={.metadata.annotations.hostile}&n={.metadata.name}")
 	if got, err := u.Render(object, nil); err == nil || !strings.Contains(err.Error(), "cannot be a URL path segment as it is") {
 		t.Errorf("a hostile value in the path: got %q, %v", got, err)
 	}
-	u, _ = ParseURLTemplate("https://api.example.com/v1/{.metadata.annotations.path}/x-{.status.instanceID}?id={.metadata.annotations.unicode}&p={.metadata.annotations.path}")
+	u, _ = parseURLTemplate("https://api.example.com/v1/{.metadata.annotations.path}/x-{.status.instanceID}?id={.metadata.annotations.unicode}&p={.metadata.annotations.path}")
 	got, err := u.Render(object, nil)
 	if err == nil || !strings.Contains(err.Error(), "it holds '/'") {
 		t.Errorf("an undeclared path: got %q, %v", got, err)

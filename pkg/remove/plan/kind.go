@@ -38,9 +38,9 @@ type Kind interface {
 // Kinds are every kind of removal, in the order the documentation lists them.
 var Kinds = []Kind{Patch, Finalize, ForceDelete}
 
-// FinalizerKind is the kind of the removal of a finalizer in field: the patch of
+// finalizerKind is the kind of the removal of a finalizer in field: the patch of
 // metadata.finalizers, or a namespace's /finalize for spec.finalizers.
-func FinalizerKind(field string) Kind {
+func finalizerKind(field string) Kind {
 	if field == finalizev1alpha1.FieldSpecFinalizers {
 		return Finalize
 	}

@@ -43,7 +43,7 @@ func TestEveryKindIsComplete(t *testing.T) {
 		}
 		actions[k.Action()] = true
 	}
-	if FinalizerKind(finalizev1alpha1.FieldMetadataFinalizers) != Patch || FinalizerKind(finalizev1alpha1.FieldSpecFinalizers) != Finalize {
+	if finalizerKind(finalizev1alpha1.FieldMetadataFinalizers) != Patch || finalizerKind(finalizev1alpha1.FieldSpecFinalizers) != Finalize {
 		t.Error("a finalizer is removed by the kind of its field")
 	}
 }

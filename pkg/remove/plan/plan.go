@@ -222,7 +222,7 @@ func (p *Planner) Plan(ctx context.Context, reqs []Request, opts Options) *Plan 
 			continue
 		}
 		a := Action{
-			Target:       Target{Ref: c.o.Ref(), Kind: FinalizerKind(c.fin.Field), Finalizer: c.fin.Name, Field: c.fin.Field},
+			Target:       Target{Ref: c.o.Ref(), Kind: finalizerKind(c.fin.Field), Finalizer: c.fin.Name, Field: c.fin.Field},
 			Finalizer:    *c.fin,
 			Verification: c.verify,
 			Verified:     c.verify.Gone(),

@@ -12,7 +12,7 @@ import (
 // object the decision to remove it was made about.
 type Target struct {
 	// Kind is what the removal writes; unset, the removal of Finalizer from Field
-	// (FinalizerKind).
+	// (finalizerKind).
 	Kind Kind
 	// Ref is the object, and the uid the decision was made about.
 	kube.Ref
@@ -67,5 +67,5 @@ func (t *Target) WriteKind() Kind {
 	if t.Kind != nil {
 		return t.Kind
 	}
-	return FinalizerKind(t.Field)
+	return finalizerKind(t.Field)
 }

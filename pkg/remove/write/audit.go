@@ -160,13 +160,13 @@ func (a *Audit) Open(ctx context.Context, kube client.Interface) (*Auditor, erro
 	}
 	log := a.Stderr
 	if a.Path != "" {
-		f, err := OpenLog(a.Path)
+		f, err := openLog(a.Path)
 		if err != nil {
 			return nil, err
 		}
 		a.file, log = f, f
 	}
-	auditor, err := NewAuditor(ctx, kube, log)
+	auditor, err := newAuditor(ctx, kube, log)
 	if err != nil && a.Warn != nil {
 		a.Warn(fmt.Errorf("%w; the audit names the user as %s", err, auditor.User))
 	}
@@ -191,10 +191,10 @@ func (a *Audit) Close() error {
 	return a.file.Close()
 }
 
-// NewAuditor returns an Auditor that writes its lines to log and names the user the API
+// newAuditor returns an Auditor that writes its lines to log and names the user the API
 // server knows the client as. If the server cannot say who that is, the auditor names
 // the user "<unknown>" and the error says why.
-func NewAuditor(ctx context.Context, kube client.Interface, log io.Writer) (*Auditor, error) {
+func newAuditor(ctx context.Context, kube client.Interface, log io.Writer) (*Auditor, error) {
 	host, _ := os.Hostname()
 	a := &Auditor{Kube: kube, User: "<unknown>", Instance: fmt.Sprintf("kubectl-finalize-%s@%s", version.Get().Version, host), Log: log}
 	user, err := whoAmI(ctx, kube)
@@ -205,14 +205,14 @@ func NewAuditor(ctx context.Context, kube client.Interface, log io.Writer) (*Aud
 	return a, nil
 }
 
-// OpenLog opens an audit log file for appending. A new file is readable by its owner
+// openLog opens an audit log file for appending. A new file is readable by its owner
 // only; an existing one keeps its mode, unless others may write it: a trail others can
 // rewrite proves nothing, so it is refused.
 //
 // A log whose last line was cut short (a crash, a full disk) gets the newline it lacks,
 // so that the next line starts a line of its own; a log that cannot take even that is
 // refused before anything is removed.
-func OpenLog(path string) (*os.File, error) {
+func openLog(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening the audit log: %w", err)
@@ -233,9 +233,9 @@ func OpenLog(path string) (*os.File, error) {
 	return f, nil
 }
 
-// CheckLog says whether OpenLog would open path, and writes nothing to it: for a dry
+// CheckLog says whether openLog would open path, and writes nothing to it: for a dry
 // run, which must fail where the run it stands for would. An existing log is opened for
-// appending and closed, and its mode checked as OpenLog checks it; for a new one, a
+// appending and closed, and its mode checked as openLog checks it; for a new one, a
 // temporary file is made and removed in its folder.
 func CheckLog(path string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)

@@ -149,7 +149,7 @@ func TestOpenLogEndsALineCutShort(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"id":"1","stage":"Intent"}`+"\n"+`{"id":"1","sta`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := OpenLog(path)
+	f, err := openLog(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestOpenLogEndsALineCutShort(t *testing.T) {
 func failedLog(t *testing.T, partial string) (string, *Auditor) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	f, err := OpenLog(path)
+	f, err := openLog(path)
 	if err != nil {
 		t.Fatal(err)
 	}

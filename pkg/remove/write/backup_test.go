@@ -79,7 +79,7 @@ func TestABackupFolderOthersMayReadIsRefused(t *testing.T) {
 func TestTheAuditLogIsTheOwnersOnly(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "audit.jsonl")
-	f, err := OpenLog(path)
+	f, err := openLog(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestTheAuditLogIsTheOwnersOnly(t *testing.T) {
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := OpenLog(path); err != nil {
+	if f, err := openLog(path); err != nil {
 		t.Errorf("a log others may read: %v", err)
 	} else {
 		f.Close()
@@ -99,7 +99,7 @@ func TestTheAuditLogIsTheOwnersOnly(t *testing.T) {
 	if err := os.Chmod(path, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenLog(path); err == nil || !strings.Contains(err.Error(), "may be written by others (mode 0666): chmod go-w it") {
+	if _, err := openLog(path); err == nil || !strings.Contains(err.Error(), "may be written by others (mode 0666): chmod go-w it") {
 		t.Errorf("a log others may write: %v", err)
 	}
 }
