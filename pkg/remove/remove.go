@@ -11,10 +11,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/utils/clock"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -125,12 +122,6 @@ type Report struct {
 	// when none did.
 	Stopped Stop
 }
-
-// Why an action that passed every gate was not attempted.
-const (
-	notAttemptedStopped   = "not attempted: the pass was stopped before it"
-	notAttemptedUnaudited = "not attempted: an audit line could not be written, so no further removal was started"
-)
 
 // Plan decides each requested removal: verified by a provider, forced by the options, or
 // refused with the reason.
@@ -260,54 +251,15 @@ func (r *Runner) write(ctx context.Context, actions []plan.Action, allowed []boo
 		ex.Auditor = auditor
 	}
 	var todo []plan.Action
-	var index []int
+	var todoRows []*finalizev1alpha1.Removal
 	for i, ok := range allowed {
 		if ok {
 			todo = append(todo, actions[i])
-			index = append(index, i)
+			todoRows = append(todoRows, &rows[i])
 		}
 	}
-	records, err := ex.Execute(ctx, todo)
-	why := notAttemptedStopped
-	if errors.Is(err, write.ErrAuditLog) {
-		why = notAttemptedUnaudited
-	}
-	if skipped := merge(rows, index, records, why); skipped > 0 && errors.Is(err, write.ErrAuditLog) {
-		err = utilerrors.Flatten(utilerrors.NewAggregate([]error{err, fmt.Errorf("%s %s", words.Count(skipped, "removal"), why)}))
-	}
+	_, err := ex.Execute(ctx, todo, todoRows)
 	return err
-}
-
-// merge gives the row of each action its record's result, or, for an action without a
-// record, why it was not attempted. index maps the records to the rows. It counts the
-// actions not attempted.
-func merge(rows []finalizev1alpha1.Removal, index []int, records []*write.Record, why string) int {
-	skipped := 0
-	for j, i := range index {
-		var rec *write.Record
-		if j < len(records) {
-			rec = records[j]
-		}
-		if rec == nil {
-			skipped++
-			rows[i].Result, rows[i].Message = finalizev1alpha1.ResultKept, why
-			continue
-		}
-		rows[i].Result = rec.Result
-		if rec.Error != "" {
-			rows[i].Result, rows[i].Error = finalizev1alpha1.ResultFailed, rec.Error
-		}
-		// The verification the write was made on: the object's, verified again, when it
-		// changed after the plan's.
-		if rec.Verifications > 1 {
-			rows[i].Rule, rows[i].Verdict, rows[i].Evidence, rows[i].VerifiedAt = rec.Rule, rec.Verdict, rec.Evidence, rec.VerifiedAt
-			rows[i].Verifications, rows[i].FirstVerification = rec.Verifications, rec.FirstVerification
-			if rec.ResourceVersion != "" {
-				rows[i].ResourceVersion = rec.ResourceVersion
-			}
-		}
-	}
-	return skipped
 }
 
 // ForceDeletions counts the force deletions of pods among a plan's actions.

@@ -97,6 +97,18 @@ type Entry struct {
 	Reason            string                               `json:"reason,omitempty"`
 }
 
+// entryOf is the audit entry of a removal whose row (as the plan shows it) is row: action
+// is the audit's reason for its kind (plan.Kind.Reason), verified whether a provider
+// proved it.
+func entryOf(row *finalizev1alpha1.Removal, action string, verified bool) Entry {
+	e := Entry{Action: action, Target: row.Target, Node: row.Node, Finalizer: row.Finalizer, Field: row.Field, Verified: verified,
+		Rule: row.Rule, Verdict: row.Verdict, Evidence: row.Evidence, VerifiedAt: row.VerifiedAt, Verifications: row.Verifications}
+	if !verified {
+		e.Reason = row.Reason
+	}
+	return e
+}
+
 // verification sets the verification the removal is made on.
 func (e *Entry) verification(v *finalizev1alpha1.VerificationRecord) {
 	e.Rule, e.Verdict, e.Evidence, e.VerifiedAt = v.Rule, v.Verdict, v.Evidence, v.VerifiedAt
@@ -137,6 +149,22 @@ type Record struct {
 	Backup     string   `json:"backup,omitempty"`
 	Event      string   `json:"event,omitempty"`
 	Error      string   `json:"error,omitempty"`
+}
+
+// outcome gives the row of the removal recorded its result, and the verification the
+// write was made on when the object was verified again after the plan's.
+func (rec *Record) outcome(row *finalizev1alpha1.Removal) {
+	row.Result = rec.Result
+	if rec.Error != "" {
+		row.Result, row.Error = finalizev1alpha1.ResultFailed, rec.Error
+	}
+	if rec.Verifications > 1 {
+		row.Rule, row.Verdict, row.Evidence, row.VerifiedAt = rec.Rule, rec.Verdict, rec.Evidence, rec.VerifiedAt
+		row.Verifications, row.FirstVerification = rec.Verifications, rec.FirstVerification
+		if rec.ResourceVersion != "" {
+			row.ResourceVersion = rec.ResourceVersion
+		}
+	}
 }
 
 // Audit is where a run records its removals: the audit log, and the user the API server

@@ -87,7 +87,7 @@ func TestNoRemovalGoesUnrecorded(t *testing.T) {
 				var seen []*Record
 				ex := &Executor{Remover: &Remover{Metadata: client}, Auditor: &Auditor{Kube: kubefake.NewClientset(), Log: log, User: "tester"}, Workers: workers,
 					OnRecord: func(r *Record) { seen = append(seen, r) }}
-				records, err := ex.Execute(context.Background(), actions)
+				records, err := ex.Execute(context.Background(), actions, nil)
 				if !errors.Is(err, ErrAuditLog) || !strings.Contains(err.Error(), "no space left on device") {
 					t.Errorf("error %v, want ErrAuditLog naming the disk's error", err)
 				}
@@ -123,7 +123,7 @@ func TestAnIntentLineComesBeforeTheWrite(t *testing.T) {
 	var atWrite int
 	remover := &Remover{Metadata: client, BeforeWrite: func(int) { atWrite = len(log.lines) }}
 	ex := &Executor{Remover: remover, Auditor: &Auditor{Kube: kubefake.NewClientset(), Log: log, User: "tester"}}
-	if _, err := ex.Execute(context.Background(), actions); err != nil {
+	if _, err := ex.Execute(context.Background(), actions, nil); err != nil {
 		t.Fatal(err)
 	}
 	if atWrite != 1 || len(log.lines) != 2 {

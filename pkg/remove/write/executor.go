@@ -16,6 +16,7 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
 )
 
 // Executor carries out the actions of a plan, each the same way: an intent line in the
@@ -49,11 +50,51 @@ type Executor struct {
 	Warn func(error)
 }
 
+// Why an action was not attempted, in its row.
+const (
+	notAttemptedStopped   = "not attempted: the pass was stopped before it"
+	notAttemptedUnaudited = "not attempted: an audit line could not be written, so no further removal was started"
+)
+
 // Execute carries out actions, object by object in plan order, and returns one record
 // per action, nil for an action not attempted. An action that fails does not stop the
 // others, with one exception: once an audit line cannot be written, no further removal
 // starts (the error then matches ErrAuditLog). The error joins every failure.
-func (e *Executor) Execute(ctx context.Context, actions []plan.Action) ([]*Record, error) {
+//
+// rows, if given, are the actions' rows as the plan shows them (rows[i] is actions[i]'s):
+// the audit lines of an action are made from its row, and the row gets its outcome, or
+// why it was not attempted. Without rows, each action's row is made from it.
+func (e *Executor) Execute(ctx context.Context, actions []plan.Action, rows []*finalizev1alpha1.Removal) ([]*Record, error) {
+	if rows == nil {
+		rows = make([]*finalizev1alpha1.Removal, len(actions))
+		for i := range actions {
+			row := actions[i].API()
+			rows[i] = &row
+		}
+	}
+	if len(rows) != len(actions) {
+		return nil, fmt.Errorf("%d rows for %d actions", len(rows), len(actions))
+	}
+	records, err := e.execute(ctx, actions, rows)
+	why := notAttemptedStopped
+	if errors.Is(err, ErrAuditLog) {
+		why = notAttemptedUnaudited
+	}
+	skipped := 0
+	for i, rec := range records {
+		if rec == nil {
+			skipped++
+			rows[i].Result, rows[i].Message = finalizev1alpha1.ResultKept, why
+		}
+	}
+	if skipped > 0 && errors.Is(err, ErrAuditLog) {
+		err = utilerrors.Flatten(utilerrors.NewAggregate([]error{err, fmt.Errorf("%s %s", words.Count(skipped, "removal"), why)}))
+	}
+	return records, err
+}
+
+// execute is Execute once each action has its row.
+func (e *Executor) execute(ctx context.Context, actions []plan.Action, rows []*finalizev1alpha1.Removal) ([]*Record, error) {
 	if e.DryRun == "" {
 		e.DryRun = DryRunNone
 	}
@@ -81,7 +122,7 @@ func (e *Executor) Execute(ctx context.Context, actions []plan.Action) ([]*Recor
 			if unaudited() || k > 0 && !proceed() {
 				return
 			}
-			rec, err := e.one(ctx, &remover, &actions[i])
+			rec, err := e.one(ctx, &remover, &actions[i], rows[i])
 			mu.Lock()
 			if rec != nil {
 				records[i] = rec
@@ -144,18 +185,18 @@ func (e *Executor) warn(err error) {
 // synced before anything else, and the record is written to the audit log after,
 // whatever happened. An intent that cannot be written fails the action, and nothing is
 // written; if an earlier line failed, the action is not attempted: nil, and the error.
-func (e *Executor) one(ctx context.Context, remover *Remover, a *plan.Action) (*Record, error) {
-	rec := &Record{Entry: Entry{
-		Action: a.WriteKind().Reason(a.Verified), Target: a.Ref.API(), Node: a.Node, Finalizer: a.Finalizer.Name, Field: a.Field, Verified: a.Verified,
-	}}
+func (e *Executor) one(ctx context.Context, remover *Remover, a *plan.Action, row *finalizev1alpha1.Removal) (*Record, error) {
+	rec, err := e.attempt(ctx, remover, a, row)
+	if rec != nil {
+		rec.outcome(row)
+	}
+	return rec, err
+}
+
+// attempt is one's work: the record of the action whose row is row.
+func (e *Executor) attempt(ctx context.Context, remover *Remover, a *plan.Action, row *finalizev1alpha1.Removal) (*Record, error) {
+	rec := &Record{Entry: entryOf(row, a.WriteKind().Reason(a.Verified), a.Verified)}
 	first := a.Verification.Record()
-	rec.verification(first)
-	if a.Verification.Rule != "" {
-		rec.Verifications = 1
-	}
-	if !a.Verified {
-		rec.Reason = a.Reason
-	}
 	// The remover of this action records each verification made again on it, before the
 	// write made on that verification.
 	r := *remover

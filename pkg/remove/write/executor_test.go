@@ -73,7 +73,7 @@ func TestAChangedObjectIsVerifiedAgainBeforeTheWrite(t *testing.T) {
 					asked = append(asked, req.Fresh)
 					return tt.answer
 				})}
-			_, err := ex.Execute(context.Background(), []plan.Action{pinnedAction("7")})
+			_, err := ex.Execute(context.Background(), []plan.Action{pinnedAction("7")}, nil)
 			if len(asked) != 1 || !asked[0] {
 				t.Errorf("verified again %v times (fresh: %v), want once, fresh", len(asked), asked)
 			}
@@ -126,7 +126,7 @@ func TestAVerifiedSnapshotIsWrittenWithoutReadingFirst(t *testing.T) {
 	a := pinnedAction("7")
 	a.Finalizers = []string{"a.example.com/x", "db.example.com/finalizer"}
 	ex := &Executor{Remover: &Remover{Metadata: client}, Auditor: &Auditor{Kube: kubefake.NewClientset(), Log: &strings.Builder{}, User: "tester"}}
-	records, err := ex.Execute(context.Background(), []plan.Action{a})
+	records, err := ex.Execute(context.Background(), []plan.Action{a}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestAStaleSnapshotIsNeverWritten(t *testing.T) {
 // TestWorkersKeepEachObjectTogetherAndStopBetweenObjects: with several workers, every
 // action gets its record at its own index; the actions on one object run in one worker,
 // in order; a stop lets the action in hand finish and leaves the rest unattempted (nil
-// records).
+// records, and rows that say so).
 func TestWorkersKeepEachObjectTogetherAndStopBetweenObjects(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = metav1.AddMetaToScheme(scheme)
@@ -194,7 +194,7 @@ func TestWorkersKeepEachObjectTogetherAndStopBetweenObjects(t *testing.T) {
 	}
 	client := metadatafake.NewSimpleMetadataClient(scheme, objs...)
 	ex := &Executor{Remover: &Remover{Metadata: client}, Auditor: &Auditor{Kube: kubefake.NewClientset(), Log: &strings.Builder{}, User: "tester"}, Workers: 4}
-	records, err := ex.Execute(context.Background(), actions)
+	records, err := ex.Execute(context.Background(), actions, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,10 +211,25 @@ func TestWorkersKeepEachObjectTogetherAndStopBetweenObjects(t *testing.T) {
 	ex = &Executor{Remover: &Remover{Metadata: client}, Auditor: &Auditor{Kube: kubefake.NewClientset(), Log: &strings.Builder{}, User: "tester"}, Workers: 1,
 		OnRecord: func(*Record) { mu.Lock(); done++; mu.Unlock() },
 		Continue: func() bool { mu.Lock(); defer mu.Unlock(); return done < 1 }}
-	records, _ = ex.Execute(context.Background(), actions)
+	rows := make([]*finalizev1alpha1.Removal, len(actions))
+	for i := range actions {
+		row := actions[i].API()
+		rows[i] = &row
+	}
+	records, _ = ex.Execute(context.Background(), actions, rows)
 	for i, rec := range records {
 		if attempted := rec != nil; attempted != (i == 0) {
 			t.Errorf("record %d attempted: %v", i, attempted)
+		}
+	}
+	// Each row has its outcome: the one attempted its record's, the others why not; the
+	// audit line is the row's.
+	if rows[0].Result != finalizev1alpha1.ResultRemoved || records[0].Target != rows[0].Target || records[0].Finalizer != rows[0].Finalizer || records[0].Reason != rows[0].Reason {
+		t.Errorf("row 0 %+v, record %+v", rows[0], records[0])
+	}
+	for _, row := range rows[1:] {
+		if row.Result != finalizev1alpha1.ResultKept || row.Message != notAttemptedStopped {
+			t.Errorf("a row not attempted: %+v", row)
 		}
 	}
 }
@@ -251,7 +266,7 @@ func TestTheWriteIsRecordedOnTheVerificationItWasMadeOn(t *testing.T) {
 				})}
 			a := pinnedAction("7")
 			a.Verification.Evidence, a.Verification.VerifiedAt = "GET /first: 404", firstAt
-			records, err := ex.Execute(context.Background(), []plan.Action{a})
+			records, err := ex.Execute(context.Background(), []plan.Action{a}, nil)
 			if p := patchesOf(client); len(p) != tt.patches {
 				t.Fatalf("patches %q, want %d", p, tt.patches)
 			}

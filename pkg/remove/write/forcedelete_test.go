@@ -199,7 +199,7 @@ func TestEachNodesLeaseIsWatchedOnceAndAllAtOnce(t *testing.T) {
 	})
 	kc.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
 	ex := &Executor{Remover: &Remover{Kube: kc, LeaseWatch: 500 * time.Millisecond}, DryRun: DryRunServer, Workers: 1}
-	records, err := ex.Execute(t.Context(), actions)
+	records, err := ex.Execute(t.Context(), actions, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
