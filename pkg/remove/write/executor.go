@@ -62,8 +62,9 @@ const (
 // starts (the error then matches ErrAuditLog). The error joins every failure.
 //
 // rows, if given, are the actions' rows as the plan shows them (rows[i] is actions[i]'s):
-// the audit lines of an action are made from its row, and the row gets its outcome, or
-// why it was not attempted. Without rows, each action's row is made from it.
+// each gets its action's outcome, or why it was not attempted. The audit lines of an
+// action are made from the row the action itself gives (plan.Action.API), never from
+// rows, which a confirmation was shown and could have changed: they name what is written.
 func (e *Executor) Execute(ctx context.Context, actions []plan.Action, rows []*finalizev1alpha1.Removal) ([]*Record, error) {
 	if rows == nil {
 		rows = make([]*finalizev1alpha1.Removal, len(actions))
@@ -73,9 +74,16 @@ func (e *Executor) Execute(ctx context.Context, actions []plan.Action, rows []*f
 		}
 	}
 	if len(rows) != len(actions) {
-		return nil, fmt.Errorf("%d rows for %d actions", len(rows), len(actions))
+		return nil, fmt.Errorf("refusing to remove finalizers: %d rows for %d actions", len(rows), len(actions))
 	}
 	records, err := e.execute(ctx, actions, rows)
+	if records == nil && err != nil {
+		// Refused before any action (no auditor): every row says why.
+		for _, row := range rows {
+			row.Result, row.Error = finalizev1alpha1.ResultFailed, err.Error()
+		}
+		return nil, err
+	}
 	why := notAttemptedStopped
 	if errors.Is(err, ErrAuditLog) {
 		why = notAttemptedUnaudited
@@ -186,16 +194,17 @@ func (e *Executor) warn(err error) {
 // whatever happened. An intent that cannot be written fails the action, and nothing is
 // written; if an earlier line failed, the action is not attempted: nil, and the error.
 func (e *Executor) one(ctx context.Context, remover *Remover, a *plan.Action, row *finalizev1alpha1.Removal) (*Record, error) {
-	rec, err := e.attempt(ctx, remover, a, row)
+	rec, err := e.attempt(ctx, remover, a)
 	if rec != nil {
 		rec.outcome(row)
 	}
 	return rec, err
 }
 
-// attempt is one's work: the record of the action whose row is row.
-func (e *Executor) attempt(ctx context.Context, remover *Remover, a *plan.Action, row *finalizev1alpha1.Removal) (*Record, error) {
-	rec := &Record{Entry: entryOf(row, a.WriteKind().Reason(a.Verified), a.Verified)}
+// attempt is one's work: the record of action a.
+func (e *Executor) attempt(ctx context.Context, remover *Remover, a *plan.Action) (*Record, error) {
+	own := a.API()
+	rec := &Record{Entry: entryOf(&own, a.WriteKind().Reason(a.Verified), a.Verified)}
 	first := a.Verification.Record()
 	// The remover of this action records each verification made again on it, before the
 	// write made on that verification.

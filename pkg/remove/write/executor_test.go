@@ -303,3 +303,34 @@ func TestTheWriteIsRecordedOnTheVerificationItWasMadeOn(t *testing.T) {
 		})
 	}
 }
+
+// TestTheAuditNamesWhatIsWrittenNotTheRowShown: the rows a confirmation was shown are the
+// report's, not the audit's: a row changed before the write changes nothing the audit
+// lines name, and a run refused before any action (no auditor) still gives every row why.
+func TestTheAuditNamesWhatIsWrittenNotTheRowShown(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	o := fakeObject("1", "db.example.com/finalizer")
+	a := plan.Action{Target: plan.Target{Ref: kube.Ref{Resource: configmaps, Namespace: "a", Name: o.Name, UID: o.UID}, Finalizer: "db.example.com/finalizer",
+		Field: finalizev1alpha1.FieldMetadataFinalizers}, Finalizer: finalizev1alpha1.Finalizer{Name: "db.example.com/finalizer"}, Reason: "INC-1"}
+	row := a.API()
+	row.Target.Name, row.Finalizer, row.Reason = "another", "other.example.com/x", "edited"
+	var log strings.Builder
+	ex := &Executor{Remover: &Remover{Metadata: metadatafake.NewSimpleMetadataClient(scheme, o)}, Auditor: &Auditor{Kube: kubefake.NewClientset(), Log: &log, User: "tester"}}
+	records, err := ex.Execute(context.Background(), []plan.Action{a}, []*finalizev1alpha1.Removal{&row})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := records[0]; rec.Target.Name != o.Name || rec.Finalizer != "db.example.com/finalizer" || rec.Reason != "INC-1" || strings.Contains(log.String(), "another") {
+		t.Errorf("the audit names the row shown, not the write: %+v\n%s", rec, log.String())
+	}
+	if row.Result != finalizev1alpha1.ResultRemoved {
+		t.Errorf("row %+v, want its outcome", row)
+	}
+
+	unaudited := a.API()
+	_, err = (&Executor{Remover: &Remover{Metadata: metadatafake.NewSimpleMetadataClient(scheme, o)}}).Execute(context.Background(), []plan.Action{a}, []*finalizev1alpha1.Removal{&unaudited})
+	if err == nil || unaudited.Result != finalizev1alpha1.ResultFailed || unaudited.Error != err.Error() {
+		t.Errorf("without an auditor: err %v, row %+v", err, unaudited)
+	}
+}
