@@ -51,6 +51,13 @@ func (r *Resolver) Resolve(obj *metav1.ObjectMeta, field, name string) finalizev
 		f.Owner, f.OwnerSource = e.Owner, finalizev1alpha1.OwnerSourceCatalog
 		return f
 	}
+	// A likely misspelling of a catalogued finalizer is nobody's to remove, whoever
+	// wrote it: the writer of a misspelled finalizer (a GitOps applier, an ApplicationSet
+	// from its template) is not a controller that knows the name.
+	if e, _ := r.catalog.Resembling(name); e != nil {
+		f.Resembles = e.Finalizer
+		return f
+	}
 	if controller != "" {
 		f.Owner, f.OwnerSource = controller, finalizev1alpha1.OwnerSourceManagedFields
 		return f

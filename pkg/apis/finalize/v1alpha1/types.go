@@ -111,6 +111,10 @@ type Finalizer struct {
 	OwnerSource OwnerSource `json:"ownerSource"`
 	// AddedBy is the field manager that wrote the finalizer, when managedFields tell.
 	AddedBy string `json:"addedBy,omitempty"`
+	// Resembles is the catalogued finalizer this one is likely a misspelling of: one or
+	// two edits from it, in the same project's domain, and not known itself. Owner is
+	// then empty: no controller is known to remove it, whoever wrote it.
+	Resembles string `json:"resembles,omitempty"`
 	// System finalizers belong to Kubernetes itself; removing them by hand breaks its
 	// guarantees (a claim still mounted, content stranded in etcd). A finalizer is system
 	// by its name, whether or not the catalogue knows it: no domain ("kubernetes",
@@ -159,6 +163,9 @@ const (
 	ReasonWebhookBlocking              = "WebhookBlocking"
 	ReasonProgressing                  = "Progressing"
 	ReasonUnknown                      = "Unknown"
+	// ReasonFinalizerMisspelled: no controller is known to remove the finalizer, and it
+	// is one or two edits from a catalogued finalizer of the same project (Resembles).
+	ReasonFinalizerMisspelled = "FinalizerMisspelled"
 )
 
 // Causes of a controller that runs but does not remove its finalizer.
