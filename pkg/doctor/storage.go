@@ -17,7 +17,7 @@ func init() {
 		causes: []Cause{
 			{Reason: finalizev1alpha1.ReasonPodsUsingClaim, Priority: 2,
 				Help: "scheduled pods still use the claim",
-				Doc:  "like the pvc-protection controller of v1.36: every *scheduled* pod that references the claim, running or finished (a Succeeded pod holds the claim until it is deleted)"},
+				Doc:  "like the pvc-protection controller of v1.36: every *scheduled* pod that references the claim, running or finished (a Succeeded pod holds the claim until it is deleted); a pod already being deleted and stuck itself is a stuck blocker, and the claim's root cause is the pod's, never \"delete the pod\""},
 			{Reason: finalizev1alpha1.ReasonClaimStillBound, Priority: 2,
 				Help: "the volume is still bound to its claim",
 				Doc:  "the PV's phase is `Bound`; the claim is named (and diagnosed, if stuck)"},
@@ -67,7 +67,7 @@ func (f *facts) podsIn(ns string) ([]corev1.Pod, bool) {
 				}
 			}
 			if len(claims) > 0 {
-				pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
+				pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, DeletionTimestamp: p.DeletionTimestamp},
 					Spec: corev1.PodSpec{NodeName: p.Spec.NodeName, Volumes: claims}, Status: corev1.PodStatus{Phase: p.Status.Phase}})
 			}
 			return nil
@@ -99,10 +99,29 @@ func (d *diagnoser) pvc(o *kube.Object) finding {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			state += "; a finished pod holds the claim until it is deleted"
 		}
+		// A pod already being deleted is not deleted again: what holds it holds the claim.
+		if stuck, ok := d.f.byUID[p.UID]; ok {
+			state += "; already being deleted, and stuck itself"
+			fd.blockers = append(fd.blockers, stuckBlocker(stuck, state))
+			fd.waitsOn = append(fd.waitsOn, stuck)
+			names = append(names, fmt.Sprintf("%s (%s)", p.Name, state))
+			if fd.next == "" {
+				fd.next = fmt.Sprintf("pod %s -n %s is already being deleted: see its cause (what holds it, and who removes that); the claim is released once the pod is gone", p.Name, p.Namespace)
+			}
+			continue
+		}
+		if p.DeletionTimestamp != nil {
+			// A pod's deletionTimestamp is when its grace period ends, not when its
+			// deletion began.
+			state += "; being deleted"
+		}
 		fd.blockers = append(fd.blockers, finalizev1alpha1.Blocker{Target: podsResource.Ref(p.Namespace, p.Name, p.UID), Message: state})
 		names = append(names, fmt.Sprintf("%s (%s)", p.Name, state))
 		if fd.root == nil {
 			fd.next = fmt.Sprintf("delete pod %s -n %s, or scale down what runs it; the claim is released once no scheduled pod references it", p.Name, p.Namespace)
+			if p.DeletionTimestamp != nil {
+				fd.next = fmt.Sprintf("pod %s -n %s is already being deleted: wait for it to go, or run kubectl finalize doctor pod/%s -n %s if it stays; the claim is released once it is gone", p.Name, p.Namespace, p.Name, p.Namespace)
+			}
 			fd.root = &rootSpec{reason: finalizev1alpha1.ReasonPodsUsingClaim, subject: finalizev1alpha1.Subject{Kind: "Pod", Namespace: p.Namespace, Name: p.Name},
 				message: fmt.Sprintf("pod %s/%s still mounts claims that are being deleted", p.Namespace, p.Name), next: fd.next}
 		}
