@@ -76,7 +76,7 @@ func TestAClaimHeldByAPodThatIsHeldItself(t *testing.T) {
 	// is explained by the same root.
 	podCause := rep.Cause(find(t, rep, podObj))
 	for _, r := range rep.Roots {
-		if r.Reason == finalizev1alpha1.ReasonPodsUsingClaim && r.Subject.Name == "db-0" {
+		if r.Reason == finalizev1alpha1.ReasonPodsUsingClaim && r.Subject.Namespace == ns && r.Subject.Name == "db-0" {
 			t.Errorf("a root cause tells to delete a pod already being deleted: %+v", r)
 		}
 	}
