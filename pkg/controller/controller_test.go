@@ -41,7 +41,7 @@ func TestIdentifyTakesTheWriterOfTheFinalizerUnlessGeneric(t *testing.T) {
 	if id.Manager != "" || id.Writer != "kubectl-client-side-apply" || id.Who != "example.com" {
 		t.Errorf("%+v: want kubectl as the writer only, the API group as the name", id)
 	}
-	if !KubernetesComponent("Garbage-Collector-Controller") || KubernetesComponent("widget-operator") {
+	if !KubernetesComponent("Garbage-Collector-Controller") || !KubernetesComponent("ipallocator-repair-controller") || KubernetesComponent("widget-operator") {
 		t.Error("KubernetesComponent: want Kubernetes' own reporters only, in any case")
 	}
 }

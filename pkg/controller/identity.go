@@ -146,8 +146,8 @@ var systemReporters = map[string][]string{
 }
 
 // kubernetesReporters are the reporters of Kubernetes' own components: the kubelet, the
-// scheduler, kube-proxy and the controllers of kube-controller-manager and
-// cloud-controller-manager. Their warnings about an object are never an operator's: a
+// scheduler, kube-proxy, kube-apiserver's repair loops and the controllers of
+// kube-controller-manager and cloud-controller-manager. Their warnings about an object are never an operator's: a
 // reporter is taken for another party than a finalizer's owner only when it is one of
 // these, or the owner of another finalizer the object carries.
 var kubernetesReporters = sets.New(
@@ -162,6 +162,10 @@ var kubernetesReporters = sets.New(
 	"serviceaccount-controller", "service-controller", "route-controller", "cloud-node-controller",
 	"cloud-node-lifecycle-controller", "certificate-controller", "clusterrole-aggregation-controller",
 	"bootstrap-signer", "token-cleaner", "resource-claim-controller", "service-cidrs-controller",
+	// kube-apiserver's repair loops of Service ClusterIPs and NodePorts (v1.36.3,
+	// pkg/registry/core/service/{ipallocator,portallocator}/controller): they warn about
+	// any Service whose address they find unallocated, a race with its creation.
+	"ipallocator-repair-controller", "portallocator-repair-controller",
 )
 
 // KubernetesComponent says whether an Event's reporter is one of Kubernetes' own
