@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 func init() {
@@ -23,33 +23,18 @@ func init() {
 	}})
 }
 
-// apiService is an APIService and whether the aggregator finds it available.
-type apiService struct {
-	Name      string
-	Group     string
-	Version   string
-	Service   *types.NamespacedName
-	Available bool
-	Reason    string
-	Message   string
-}
-
 // apiServicesKey keys every APIService, by "group/version", listed once.
 type apiServicesKey struct{}
 
 // apiServiceFor returns the APIService of a group version ("metrics.k8s.io/v1beta1").
-func (f *facts) apiServiceFor(gv string) *apiService {
-	return once(f, apiServicesKey{}, func() map[string]*apiService {
-		all := map[string]*apiService{}
+func (f *facts) apiServiceFor(gv string) *kube.APIService {
+	return once(f, apiServicesKey{}, func() map[string]*kube.APIService {
+		all := map[string]*kube.APIService{}
 		err := f.each(func(opts metav1.ListOptions) (runtime.Object, error) {
 			return f.dyn.Resource(apiServicesResource.GroupVersionResource).List(f.ctx, opts)
 		}, metav1.ListOptions{}, func(obj runtime.Object) error {
-			a := parseAPIService(obj.(*unstructured.Unstructured))
-			gv := a.Group + "/" + a.Version
-			if a.Group == "" {
-				gv = a.Version
-			}
-			all[gv] = a
+			a := kube.ParseAPIService(obj.(*unstructured.Unstructured))
+			all[a.GroupVersion()] = &a
 			return nil
 		})
 		if err != nil {
@@ -57,27 +42,6 @@ func (f *facts) apiServiceFor(gv string) *apiService {
 		}
 		return all
 	})[gv]
-}
-
-func parseAPIService(u *unstructured.Unstructured) *apiService {
-	a := &apiService{Name: u.GetName(), Available: true}
-	a.Group, _, _ = unstructured.NestedString(u.Object, "spec", "group")
-	a.Version, _, _ = unstructured.NestedString(u.Object, "spec", "version")
-	if ns, ok, _ := unstructured.NestedString(u.Object, "spec", "service", "namespace"); ok {
-		name, _, _ := unstructured.NestedString(u.Object, "spec", "service", "name")
-		a.Service = &types.NamespacedName{Namespace: ns, Name: name}
-	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if !ok || m["type"] != "Available" {
-			continue
-		}
-		a.Available = m["status"] == "True"
-		a.Reason, _ = m["reason"].(string)
-		a.Message, _ = m["message"].(string)
-	}
-	return a
 }
 
 // discoveryFailures are the group versions the scan could not discover.
@@ -98,12 +62,14 @@ func (d *diagnoser) apiServiceFindings(gvs []string, why string) []finding {
 		a := d.f.apiServiceFor(gv)
 		name := apiServiceName(gv)
 		state := "cannot be discovered"
-		if a != nil {
+		switch {
+		case a != nil && a.Available:
+			// The aggregator's last word is older than this run's discovery, which failed.
 			name = a.Name
-			state = "is unavailable"
-			if a.Reason != "" || a.Message != "" {
-				state = fmt.Sprintf("is unavailable (%s: %s)", a.Reason, a.Message)
-			}
+			state = "cannot be discovered now, though the aggregator last found it available"
+		case a != nil:
+			name = a.Name
+			state = a.State()
 		}
 		fd := rooted(finalizev1alpha1.ReasonAPIServiceUnavailable, finalizev1alpha1.Subject{Kind: "APIService", Name: name},
 			fmt.Sprintf("%s: APIService %s %s", fmt.Sprintf(why, gv), name, state),

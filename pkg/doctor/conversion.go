@@ -1,9 +1,7 @@
 package doctor
 
 import (
-	"context"
 	"fmt"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -115,16 +113,7 @@ type conversion struct {
 	problem       string // why the webhook fails
 	message, next string
 	// lists are the lists of the type made now, by namespace (listNow).
-	lists map[string]*liveList
-}
-
-// liveList is a list of a CRD's failing version in one namespace, made now, as the
-// namespace controller makes it: whether it fails with a conversion error now.
-type liveList struct {
-	// failing: the list failed with a conversion error; ok: it succeeded; neither: it
-	// could not be made (err) or nothing tells which version to list.
-	failing, ok bool
-	err         error
+	lists map[string]scan.LiveList
 }
 
 // conversionOf diagnoses the failing conversion webhook of fail's CRD, cached per CRD.
@@ -151,7 +140,7 @@ type crds struct {
 }
 
 func (d *diagnoser) diagnoseConversion(crd *conversionCRD, fail scan.ConversionFailure) *conversion {
-	c := &conversion{crd: crd, fail: fail, problem: d.webhookProblem(crd, fail), lists: map[string]*liveList{}}
+	c := &conversion{crd: crd, fail: fail, problem: d.webhookProblem(crd, fail), lists: map[string]scan.LiveList{}}
 	via := ""
 	switch {
 	case crd.Service != nil:
@@ -322,61 +311,24 @@ func (d *diagnoser) webhookProblem(crd *conversionCRD, fail scan.ConversionFailu
 // listNow lists the CRD's failing version in namespace ns now, as the namespace
 // controller does (the whole list, no limit: served as it serves the controller's), once
 // per namespace.
-func (d *diagnoser) listNow(c *conversion, ns string) *liveList {
+func (d *diagnoser) listNow(c *conversion, ns string) scan.LiveList {
 	if l, ok := c.lists[ns]; ok {
 		return l
 	}
-	l := &liveList{}
+	l := scan.LiveList{Err: fmt.Errorf("which version of %s the namespace controller lists is not known", c.crd.typeName())}
+	if c.crd.Listed != nil {
+		l = scan.ListNow(d.f.ctx, d.f.kube.Discovery(), d.f.dyn, *c.crd.Listed, ns)
+	}
 	c.lists[ns] = l
-	if c.crd.Listed == nil {
-		l.err = fmt.Errorf("which version of %s the namespace controller lists is not known", c.crd.typeName())
-		return l
-	}
-	err := d.f.listOnce(*c.crd.Listed, ns)
-	switch {
-	case err == nil:
-		l.ok = true
-	case len(scan.ConversionFailures(err.Error())) > 0:
-		l.failing = true
-		l.err = err
-	default:
-		l.err = err
-	}
 	return l
 }
 
-// listTimeout bounds one list of listNow: a conversion webhook may take its whole
-// timeoutSeconds (at most 30 s) before the API server gives up on it.
-const listTimeout = 35 * time.Second
-
-// listOnce lists gvr in namespace ns once, as the namespace controller does (no limit),
-// and returns the API server's error. It is not retried: while the API server's watch
-// cache of a type cannot initialize, it answers such a list at once with 429 "storage is
-// (re)initializing" and Retry-After 30 s, and client-go would try ten times, five
-// minutes per namespace (kube v1.36, observed). Clients without a REST client (fakes)
-// list through the dynamic client.
-func (f *facts) listOnce(gvr schema.GroupVersionResource, ns string) error {
-	ctx, cancel := context.WithTimeout(f.ctx, listTimeout)
-	defer cancel()
-	if rc := f.kube.Discovery().RESTClient(); rc != nil && !reflect.ValueOf(rc).IsNil() {
-		path := "/apis/" + gvr.Group + "/" + gvr.Version
-		if gvr.Group == "" {
-			path = "/api/" + gvr.Version
-		}
-		return rc.Get().AbsPath(path, "namespaces", ns, gvr.Resource).MaxRetries(0).Do(ctx).Error()
-	}
-	_, err := f.dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-	return err
-}
-
-// listCommand is the list listNow makes, for people: unpaginated, like the namespace
-// controller's (kubectl's pages of 500 are served another way, and an empty namespace's
-// may succeed while the controller's list fails).
+// listCommand is the list listNow makes, for people.
 func (c *conversion) listCommand(ns string) string {
 	if c.crd.Listed == nil {
 		return ""
 	}
-	return fmt.Sprintf("kubectl get %s.%s.%s -n %s --chunk-size=0", c.crd.Listed.Resource, c.crd.Listed.Version, c.crd.Listed.Group, ns)
+	return scan.ListNowCommand(*c.crd.Listed, ns)
 }
 
 // conversionNext is the next step that works: restore the webhook; or, when its
@@ -458,7 +410,7 @@ func (d *diagnoser) conversionFindings(o *kube.Object) (fs []finding, stale []st
 			}
 			seen[label] = true
 			live := d.listNow(cv, ns)
-			if live.ok {
+			if live.OK {
 				when := "earlier"
 				if !c.LastTransitionTime.IsZero() {
 					when = ago(d.f.now, c.LastTransitionTime.Time) + " ago"
@@ -469,10 +421,10 @@ func (d *diagnoser) conversionFindings(o *kube.Object) (fs []finding, stale []st
 			}
 			msg := fmt.Sprintf("the namespace controller cannot list %s in the namespace: %s", cv.crd.typeName(), cv.message)
 			switch {
-			case live.failing:
+			case live.Failing:
 				msg += fmt.Sprintf("; the same list made now fails too (%s)", cv.listCommand(ns))
-			case live.err != nil:
-				msg += fmt.Sprintf("; whether the same list fails now could not be checked: %v", live.err)
+			case live.Err != nil:
+				msg += fmt.Sprintf("; whether the same list fails now could not be checked: %v", live.Err)
 			}
 			fd := rooted(finalizev1alpha1.ReasonConversionWebhookUnavailable, cv.crd.subject(), msg, cv.next, cv.message)
 			fd.blockers = cv.crd.blockers(cv.problem)
@@ -505,16 +457,16 @@ func (d *diagnoser) unreportedConversions(o *kube.Object, terminating time.Durat
 		seen[label] = true
 		live := d.listNow(cv, ns)
 		switch {
-		case live.failing:
+		case live.Failing:
 			fd := rooted(finalizev1alpha1.ReasonConversionWebhookUnavailable, cv.crd.subject(),
 				fmt.Sprintf("the namespace controller has not reported on the namespace %s after the deletion began, and a list of %s in it made now, as the namespace controller makes it, fails (%s): %s",
 					duration.HumanDuration(terminating), cv.crd.typeName(), cv.listCommand(ns), cv.message), cv.next, cv.message)
 			fd.blockers = cv.crd.blockers(cv.problem)
 			fs = append(fs, fd)
-		case live.ok:
+		case live.OK:
 			notes = append(notes, fmt.Sprintf("the conversion webhook of CRD %s fails elsewhere, but a list of it in this namespace made now succeeds (%s), so it does not block this namespace", label, cv.listCommand(ns)))
 		default:
-			notes = append(notes, fmt.Sprintf("the conversion webhook of CRD %s fails elsewhere; whether it blocks this namespace could not be checked (%v)", label, live.err))
+			notes = append(notes, fmt.Sprintf("the conversion webhook of CRD %s fails elsewhere; whether it blocks this namespace could not be checked (%v)", label, live.Err))
 		}
 	}
 	return fs, notes

@@ -34,7 +34,7 @@ func (apiServiceService) find(r *run) []finalizev1alpha1.Hazard {
 		ref := apiServicesResource.Ref("", u.GetName(), u.GetUID())
 		ns, _, _ := unstructured.NestedString(u.Object, "spec", "service", "namespace")
 		name, _, _ := unstructured.NestedString(u.Object, "spec", "service", "name")
-		if name == "" || r.set.has(ref) {
+		if name == "" || r.set.has(ref) || r.already(finalizev1alpha1.HazardAPIServiceUnavailable, ref) {
 			return
 		}
 		why := r.serviceGone(types.NamespacedName{Namespace: ns, Name: name})
@@ -52,4 +52,15 @@ func (apiServiceService) find(r *run) []finalizev1alpha1.Hazard {
 		out = append(out, hz)
 	})
 	return out
+}
+
+// already reports whether a hazard of reason was found with cause ref: an APIService
+// already unavailable is not also one that becomes unavailable.
+func (r *run) already(reason string, ref finalizev1alpha1.ObjectReference) bool {
+	for _, h := range r.rep.Hazards {
+		if h.Reason == reason && h.Cause.GroupResource() == ref.GroupResource() && h.Cause.Name == ref.Name {
+			return true
+		}
+	}
+	return false
 }

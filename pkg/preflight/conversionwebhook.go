@@ -32,6 +32,10 @@ func (conversionWebhook) find(r *run) []finalizev1alpha1.Hazard {
 		u := obj.(*unstructured.Unstructured)
 		ref := crdsResource.Ref("", u.GetName(), u.GetUID())
 		deleted := r.set.has(ref)
+		if r.already(finalizev1alpha1.HazardConversionWebhookUnavailable, ref) {
+			// It fails already: that is the hazard, whatever the deletion takes away.
+			return
+		}
 		if strategy, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "strategy"); strategy != "Webhook" {
 			return
 		}

@@ -18,11 +18,12 @@ import (
 )
 
 // A hazard finds one family of ways a deletion would leave objects stuck, each in a file
-// of its own: controllerdeleted.go (ControllerDeleted, OperatorDeletedFirst),
-// crdinstances.go, webhookservice.go (admission webhooks), conversionwebhook.go,
-// apiserviceservice.go, claiminuse.go. What they share: controller.go (who removes a
-// finalizer, and whether the deletion takes it away), service.go (whether it takes a
-// service away), and the safe orders below.
+// of its own: unavailable.go (what already blocks the namespace controller),
+// controllerdeleted.go (ControllerDeleted, OperatorDeletedFirst), crdinstances.go,
+// webhookservice.go (admission webhooks), conversionwebhook.go, apiserviceservice.go,
+// claiminuse.go. What they share: controller.go (who removes a finalizer, and whether
+// the deletion takes it away), service.go (whether it takes a service away), and the
+// safe orders below.
 type hazard interface {
 	// reasons are the reasons it gives that no other family registers.
 	reasons() []Reason
@@ -32,7 +33,7 @@ type hazard interface {
 }
 
 // hazards are every family, in the order they are looked for.
-var hazards = []hazard{controllerDeleted{}, crdInstances{}, webhookService{}, conversionWebhook{}, apiServiceService{}, claimInUse{}}
+var hazards = []hazard{alreadyFailing{}, controllerDeleted{}, crdInstances{}, webhookService{}, conversionWebhook{}, apiServiceService{}, claimInUse{}}
 
 // A Reason is a hazard's reason as scripts, `preflight --help` and docs/preflight.md know
 // it. Each family declares the reasons it gives in its own file.

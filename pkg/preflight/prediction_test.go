@@ -279,3 +279,58 @@ func TestAnEphemeralVolumesClaimInUse(t *testing.T) {
 		t.Errorf("hazards %+v", r.rep.Hazards)
 	}
 }
+
+// An APIService blocks every namespace of the deletion only when two facts agree: the
+// aggregator's condition says False and this run could not discover its group version.
+// One without the other is a warning; an APIService deleted with the rest blocks nothing.
+func TestAnUnavailableAPIServiceIsCertainOnlyWhenBothFactsAgree(t *testing.T) {
+	apiService := func(name, group, status string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+			"metadata": map[string]any{"name": name, "uid": name},
+			"spec":     map[string]any{"group": group, "version": "v1", "service": map[string]any{"namespace": "ops", "name": group}}}}
+		if status != "" {
+			u.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Available", "status": status,
+				"reason": "MissingEndpoints", "message": "endpoints for service/" + group + " in \"ops\" have no addresses"}}}
+		}
+		return u
+	}
+	for _, c := range []struct {
+		name, status string
+		undiscovered bool
+		deleted      bool
+		want         bool
+		warns        string
+	}{
+		{name: "unavailable and undiscovered", status: "False", undiscovered: true, want: true},
+		{name: "no condition yet", status: "", undiscovered: true, warns: "has no Available condition yet"},
+		{name: "last found available", status: "True", undiscovered: true, warns: "last found APIService v1.metrics.example.com available"},
+		{name: "a stale condition: discovered now", status: "False"},
+		{name: "deleted with the namespace", status: "False", undiscovered: true, deleted: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newDeletionSet()
+			s.addTarget(ref(schema.GroupResource{Resource: "namespaces"}, "Namespace", "", "team-a", "n1"))
+			if c.deleted {
+				s.addTarget(ref(apiServicesResource.GroupResource(), "APIService", "", "v1.metrics.example.com", "v1.metrics.example.com"))
+			}
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+				apiServicesResource.GroupVersionResource: "APIServiceList"}, apiService("v1.metrics.example.com", "metrics.example.com", c.status))
+			r := &run{ctx: t.Context(), p: &Preflight{Clients: &client.Clients{Kube: fake.NewClientset(), Dynamic: dyn}}, set: s, kept: newListing(s),
+				rep: &finalizev1alpha1.PreflightReport{Targets: []finalizev1alpha1.ObjectReference{ref(schema.GroupResource{Resource: "namespaces"}, "Namespace", "", "team-a", "n1")}},
+				res: &scan.Result{}}
+			if c.undiscovered {
+				r.res.Incomplete = []finalizev1alpha1.IncompleteResource{{GroupVersion: "metrics.example.com/v1", Reason: finalizev1alpha1.ReasonDiscoveryFailed}}
+			}
+			hz := alreadyFailing{}.find(r)
+			if got := len(hz) == 1 && hz[0].Reason == finalizev1alpha1.HazardAPIServiceUnavailable; got != c.want || (!c.want && len(hz) != 0) {
+				t.Fatalf("hazards %+v, want one: %v", hz, c.want)
+			}
+			if c.want && (len(hz[0].Objects) != 1 || hz[0].Objects[0].Name != "team-a" || !strings.Contains(hz[0].Message, "is unavailable (MissingEndpoints: endpoints for service/metrics.example.com")) {
+				t.Errorf("hazard %+v", hz[0])
+			}
+			if c.warns != "" && !strings.Contains(strings.Join(r.warnings, "\n"), c.warns) {
+				t.Errorf("warnings %q, want %q", r.warnings, c.warns)
+			}
+		})
+	}
+}

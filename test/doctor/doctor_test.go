@@ -184,8 +184,27 @@ func TestAnUnavailableAPIService(t *testing.T) {
 	sc := must(t)(s.UnavailableAPIService(ctx))
 	ns := sc.Stuck[0]
 	waitCondition(t, plane, ns.Name, corev1.NamespaceDeletionDiscoveryFailure)
-	// A deletion that needs the garbage collector to orphan a dependent.
 	c := plane.Kube(t)
+	apisvc := s.MetricsAPIService()
+
+	// Predicted, then seen: preflight of any other namespace says its deletion is
+	// certainly stuck (exit 5, not "incomplete", exit 3); deleted, it is.
+	next := s.Name("next")
+	if err := s.Namespace(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	r := cli.Run(t, plane.AdminKubeconfig, "preflight", "namespaces/"+next, "-o", "json")
+	var pf finalizev1alpha1.PreflightReport
+	if err := json.Unmarshal([]byte(r.Stdout), &pf); r.Code != 5 || err != nil || len(pf.Hazards) != 1 ||
+		pf.Hazards[0].Reason != finalizev1alpha1.HazardAPIServiceUnavailable || pf.Hazards[0].Cause.Name != apisvc {
+		t.Fatalf("preflight of a namespace beside an unavailable APIService: exit %d (%v)\n%s\n%s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	if err := c.CoreV1().Namespaces().Delete(ctx, next, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, plane, next, corev1.NamespaceDeletionDiscoveryFailure)
+
+	// A deletion that needs the garbage collector to orphan a dependent.
 	other := s.Name("gc")
 	if err := s.Namespace(ctx, other); err != nil {
 		t.Fatal(err)
@@ -199,7 +218,6 @@ func TestAnUnavailableAPIService(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := diagnose(t, plane, 0)
-	apisvc := s.MetricsAPIService()
 	c1 := wantCause(t, rep, ns, finalizev1alpha1.ReasonAPIServiceUnavailable, "APIService "+apisvc+" is unavailable", "kubectl delete apiservice "+apisvc)
 	if len(c1.Blockers) != 1 || c1.Blockers[0].Target.Kind != "APIService" || c1.Blockers[0].Target.Name != apisvc {
 		t.Errorf("blockers %+v, want the APIService", c1.Blockers)
@@ -207,8 +225,8 @@ func TestAnUnavailableAPIService(t *testing.T) {
 	wantRoot(t, rep, finalizev1alpha1.ReasonAPIServiceUnavailable, finalizev1alpha1.Subject{Kind: "APIService", Name: apisvc}, ns)
 
 	// Through the command: grouped text, exit 3 because discovery is incomplete.
-	r := cli.Run(t, plane.AdminKubeconfig, "doctor")
-	if r.Code != 3 || !strings.Contains(r.Stdout, "1. APIServiceUnavailable: APIService "+apisvc) || !strings.Contains(r.Stdout, "namespaces (1): "+ns.Name) {
+	r = cli.Run(t, plane.AdminKubeconfig, "doctor")
+	if r.Code != 3 || !strings.Contains(r.Stdout, "1. APIServiceUnavailable: APIService "+apisvc) || !strings.Contains(r.Stdout, "namespaces (2): "+ns.Name) {
 		t.Errorf("doctor: code %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }

@@ -192,57 +192,132 @@ func TestAWebhookThatLosesItsService(t *testing.T) {
 }
 
 // A CRD that stays while the service of its conversion webhook is deleted.
-func TestAConversionWebhookThatLosesItsService(t *testing.T) {
+// A CRD whose conversion webhook already fails (its service headless, so the API server
+// finds no address), with an object stored at v1 while v2 is listed: a namespace that
+// holds it cannot finish deleting, a certain hazard (exit 5), not merely a type that
+// could not be listed (exit 3, as main said before #34). That deleting its service would
+// also break it is not said beside: it is broken already.
+func TestAConversionWebhookThatAlreadyFails(t *testing.T) {
 	group := "conv.preflight.example.com"
-	ns := cp.Namespace(t)
+	ns, beside := cp.Namespace(t), cp.Namespace(t)
 	conversionCRD(t, group, "Gadget", "v2", ns, "pf-conv", ns)
 
-	rep, _ := preflight(t, 5, "namespaces/"+ns)
-	h := hazard(t, rep, finalizev1alpha1.HazardWebhookServiceDeleted, "gadgets."+group)
+	rep, r := preflight(t, 5, "namespaces/"+ns, "namespaces/"+beside)
+	crd := "gadgets." + group
+	h := hazard(t, rep, finalizev1alpha1.HazardConversionWebhookUnavailable, crd)
 	if h.Cause.Kind != "CustomResourceDefinition" {
 		t.Errorf("cause %+v", h.Cause)
 	}
-	strands(t, h, "/"+ns)
-	says(t, "message", h.Message, "its conversion webhook loses its service (its service "+ns+"/pf-conv is deleted)", "namespaces that hold them cannot finish deleting")
+	// A namespace that holds none of them is stranded too once the API server's watch
+	// cache of the type gives up (its list fails then, 429): either way the answer is the
+	// list made now in that namespace, said as a hazard or as a warning.
+	if len(h.Objects) == 2 {
+		strands(t, h, "/"+beside, "/"+ns)
+		says(t, "message", h.Message, "in namespaces "+min(ns, beside)+", "+max(ns, beside)+", made now")
+	} else {
+		strands(t, h, "/"+ns)
+		says(t, "warnings", r.Stderr, "a list of gadgets in namespace "+beside+" made now succeeds")
+	}
+	t.Logf("stranded: %v", h.Objects)
+	says(t, "message", h.Message, "the conversion webhook of CRD "+crd+" (service "+ns+"/pf-conv) already fails",
+		"a list of gadgets at "+group+"/v2 in namespace", "made now as the namespace controller makes it (kubectl get gadgets.v2."+group+" -n ", " --chunk-size=0), fails")
+	says(t, "safe order", h.SafeOrder[0], "first make the conversion webhook of CRD "+crd+" answer")
+	for _, other := range rep.Hazards {
+		if other.Reason == finalizev1alpha1.HazardWebhookServiceDeleted && other.Cause.Name == crd {
+			t.Errorf("a webhook that fails already is also said to lose its service: %+v", other)
+		}
+	}
+	// The type could not be listed: the prediction says so too.
+	if len(rep.Incomplete) != 1 || rep.Incomplete[0].Reason != finalizev1alpha1.ReasonConversionWebhookUnavailable {
+		t.Errorf("incomplete %+v", rep.Incomplete)
+	}
+	if !strings.Contains(r.Stderr, "exit status 5") {
+		t.Errorf("stderr %q", r.Stderr)
+	}
 }
 
-// An APIService whose service is deleted: every namespace deletion would hang.
-func TestAnAPIServiceThatLosesItsService(t *testing.T) {
-	ns := cp.Namespace(t)
+// An APIService already unavailable (its service headless, without endpoints): every
+// namespace deletion hangs, certainly (exit 5), whatever the deletion takes away; that
+// its service is deleted with the namespace is not said beside. Before #34 this was
+// "incomplete" (exit 3) for any namespace but the service's.
+func TestAnAPIServiceAlreadyUnavailable(t *testing.T) {
+	ns, other := cp.Namespace(t), cp.Namespace(t)
 	ctx, kube := t.Context(), cp.Kube(t)
-	// Headless and without endpoints: the aggregator finds it unavailable without
-	// sending anything.
 	if _, err := kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "pf-api"},
 		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 443}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dyn := dynamic.NewForConfigOrDie(cp.Config)
-	apiServices := dyn.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
 	name := "v1.api.preflight.example.com"
+	apiService(t, name, "api.preflight.example.com", ns, "pf-api")
+	waitUnavailable(t, name)
+
+	for _, target := range []string{ns, other} {
+		rep, r := preflight(t, 5, "namespaces/"+target)
+		h := hazard(t, rep, finalizev1alpha1.HazardAPIServiceUnavailable, name)
+		strands(t, h, "/"+target)
+		says(t, "message", h.Message, "APIService "+name+" (service "+ns+"/pf-api) is unavailable (", "and api.preflight.example.com/v1 cannot be discovered now",
+			"no namespace in the cluster can finish deleting")
+		says(t, "safe order", h.SafeOrder[0], "first make APIService "+name+" available again", "kubectl delete apiservices.apiregistration.k8s.io/"+name)
+		for _, o := range rep.Hazards {
+			if o.Reason == finalizev1alpha1.HazardAPIServiceServiceDeleted {
+				t.Errorf("an APIService unavailable already is also said to lose its service: %+v", o)
+			}
+		}
+		if !strings.Contains(r.Stderr, "exit status 5") {
+			t.Errorf("stderr %q", r.Stderr)
+		}
+	}
+	// Deleted with the namespace, it blocks nothing: discovery recovers once it is gone.
+	rep, _ := preflight(t, 3, "namespaces/"+other, "apiservices.apiregistration.k8s.io/"+name)
+	if len(rep.Hazards) != 0 {
+		t.Errorf("hazards %+v", rep.Hazards)
+	}
+}
+
+// apiService registers APIService name for group/v1, served by service svcNS/svc; it
+// goes with the test, which then waits until discovery forgets the group (later tests
+// expect complete listings).
+func apiService(t *testing.T, name, group, svcNS, svc string) {
+	t.Helper()
+	apiServices := dynamic.NewForConfigOrDie(cp.Config).Resource(apiServicesGVR)
 	a := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": map[string]any{"name": name},
-		"spec": map[string]any{"group": "api.preflight.example.com", "version": "v1", "insecureSkipTLSVerify": true,
-			"groupPriorityMinimum": int64(1000), "versionPriority": int64(15), "service": map[string]any{"namespace": ns, "name": "pf-api"}}}}
-	if _, err := apiServices.Create(ctx, a, metav1.CreateOptions{}); err != nil {
+		"spec": map[string]any{"group": group, "version": "v1", "insecureSkipTLSVerify": true,
+			"groupPriorityMinimum": int64(1000), "versionPriority": int64(15), "service": map[string]any{"namespace": svcNS, "name": svc}}}}
+	if _, err := apiServices.Create(t.Context(), a, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		// Later tests expect complete listings: wait until discovery forgets the group.
 		_ = apiServices.Delete(context.Background(), name, metav1.DeleteOptions{})
 		_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 			_, err := discovery.ServerPreferredResources(cp.Kube(t).Discovery())
 			return err == nil, nil
 		})
 	})
+}
 
-	rep, _ := preflight(t, 5, "namespaces/"+ns)
-	h := hazard(t, rep, finalizev1alpha1.HazardAPIServiceServiceDeleted, name)
-	strands(t, h, "/"+ns)
-	says(t, "message", h.Message, "its service "+ns+"/pf-api is deleted", "no namespace in the cluster can finish deleting")
-	says(t, "safe order", h.SafeOrder[0], "kubectl delete apiservices.apiregistration.k8s.io/"+name)
-	// The APIService has no endpoints now, so its group cannot be discovered: the
-	// prediction is incomplete too, and the hazard still wins (exit 5, not 3).
-	t.Logf("incomplete: %+v", rep.Incomplete)
+var apiServicesGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+
+// waitUnavailable waits until the aggregator finds APIService name unavailable.
+func waitUnavailable(t *testing.T, name string) {
+	t.Helper()
+	apiServices := dynamic.NewForConfigOrDie(cp.Config).Resource(apiServicesGVR)
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		u, err := apiServices.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Available" && m["status"] == "False" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("APIService %s is never reported unavailable: %v", name, err)
+	}
 }
 
 // A claim deleted while a scheduled pod that stays uses it; the namespace with both is

@@ -4,21 +4,15 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
@@ -92,8 +86,10 @@ func TestAHelmReleaseAsHelmUninstallSeesIt(t *testing.T) {
 }
 
 // An APIService whose service stays while the only Deployment whose pods it selects is
-// deleted; and, its group being undiscoverable now (no endpoints), a deletion that
-// strands nothing is incomplete (exit 3), not safe.
+// deleted: its deletion strands no namespace (none is deleted), so the APIService is
+// named for what deleting the Deployment does to it. And, no pod running, it is
+// unavailable already: a deletion of any namespace beside it is certainly stuck (exit 5),
+// where before #34 it was only incomplete (exit 3).
 func TestAnAPIServiceWhoseWorkloadIsDeleted(t *testing.T) {
 	ns, other := cp.Namespace(t), cp.Namespace(t)
 	ctx, kube := t.Context(), cp.Kube(t)
@@ -103,24 +99,9 @@ func TestAnAPIServiceWhoseWorkloadIsDeleted(t *testing.T) {
 		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": "pf-api-server"}, Ports: []corev1.ServicePort{{Port: 443}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dyn := dynamic.NewForConfigOrDie(cp.Config)
-	apiServices := dyn.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
 	name := "v1.api2.preflight.example.com"
-	a := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": map[string]any{"name": name},
-		"spec": map[string]any{"group": "api2.preflight.example.com", "version": "v1", "insecureSkipTLSVerify": true,
-			"groupPriorityMinimum": int64(1000), "versionPriority": int64(15), "service": map[string]any{"namespace": ns, "name": "pf-api2"}}}}
-	if _, err := apiServices.Create(ctx, a, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// Later tests expect complete listings: wait until discovery forgets the group.
-		_ = apiServices.Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			_, err := discovery.ServerPreferredResources(cp.Kube(t).Discovery())
-			return err == nil, nil
-		})
-	})
+	apiService(t, name, "api2.preflight.example.com", ns, "pf-api2")
+	waitUnavailable(t, name)
 
 	rep, _ := preflight(t, 5, "deployments.apps/pf-api-server", "-n", ns)
 	h := hazard(t, rep, finalizev1alpha1.HazardAPIServiceServiceDeleted, name)
@@ -128,17 +109,15 @@ func TestAnAPIServiceWhoseWorkloadIsDeleted(t *testing.T) {
 	says(t, "message", h.Message, "the pods of its service "+ns+"/pf-api2 are those of deployments.apps/pf-api-server", "no namespace in the cluster can finish deleting")
 	says(t, "safe order", h.SafeOrder[0], "kubectl delete apiservices.apiregistration.k8s.io/"+name)
 
-	// Deleting the APIService with it is safe as far as the deletion goes, but its group
-	// cannot be discovered: incomplete, never 0.
-	var r cli.Result
-	for range 100 {
-		if r = cli.Run(t, cp.AdminKubeconfig, "preflight", "-o", "json", "namespaces/"+other); r.Code == 3 {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+	rep, _ = preflight(t, 5, "namespaces/"+other)
+	h = hazard(t, rep, finalizev1alpha1.HazardAPIServiceUnavailable, name)
+	strands(t, h, "/"+other)
+	found := false
+	for _, in := range rep.Incomplete {
+		found = found || (in.GroupVersion == "api2.preflight.example.com/v1" && in.Reason == finalizev1alpha1.ReasonDiscoveryFailed)
 	}
-	if r.Code != 3 || !strings.Contains(r.Stdout, `"groupVersion": "api2.preflight.example.com/v1"`) || !strings.Contains(r.Stdout, string(finalizev1alpha1.ReasonDiscoveryFailed)) {
-		t.Errorf("a deletion beside an undiscoverable group: exit %d\nstdout %s\nstderr %s", r.Code, r.Stdout, r.Stderr)
+	if !found {
+		t.Errorf("incomplete %+v: the group that cannot be discovered is not said", rep.Incomplete)
 	}
 }
 

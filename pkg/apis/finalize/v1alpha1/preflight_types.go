@@ -30,6 +30,14 @@ const (
 	// behind it) while it stays registered: it becomes unavailable, and no namespace in
 	// the cluster can finish deleting.
 	HazardAPIServiceServiceDeleted = "APIServiceServiceDeleted"
+	// HazardAPIServiceUnavailable: an APIService that stays is already unavailable (its
+	// Available condition is False and its group version cannot be discovered now): the
+	// namespace controller's discovery fails, so no namespace of the deletion can finish.
+	HazardAPIServiceUnavailable = "APIServiceUnavailable"
+	// HazardConversionWebhookUnavailable: a CRD's conversion webhook already fails, and a
+	// list of the type in a namespace of the deletion, made now as the namespace
+	// controller makes it, fails with it: that namespace cannot finish deleting.
+	HazardConversionWebhookUnavailable = "ConversionWebhookUnavailable"
 	// HazardClaimInUse: a PersistentVolumeClaim is deleted while pods that are not deleted
 	// with it still use it; kubernetes.io/pvc-protection keeps it until they are gone.
 	HazardClaimInUse = "ClaimInUse"
