@@ -41,6 +41,23 @@ func TestIdentifyTakesTheWriterOfTheFinalizerUnlessGeneric(t *testing.T) {
 	if id.Manager != "" || id.Writer != "kubectl-client-side-apply" || id.Who != "example.com" {
 		t.Errorf("%+v: want kubectl as the writer only, the API group as the name", id)
 	}
+	// A catalogued finalizer whose owner is a program's name: a writer the catalogue does
+	// not name only added it, even when no generic client wrote it.
+	argo := func(managers ...string) *kube.Object {
+		fields := metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{"v:\"resources-finalizer.argocd.argoproj.io\"":{}}}}`)
+		meta := &metav1.ObjectMeta{Namespace: "argocd", Name: "app", Finalizers: []string{"resources-finalizer.argocd.argoproj.io"}}
+		for _, m := range managers {
+			meta.ManagedFields = append(meta.ManagedFields, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: fields})
+		}
+		o := kube.NewObject(widgets, meta, nil)
+		owner.NewResolver(owner.Builtin(), nil).Annotate([]*kube.Object{o})
+		return o
+	}
+	o = argo("kubectl-client-side-apply", "argocd-applicationset-controller")
+	id = Identify(owner.Builtin(), o, o.Finalizers[0])
+	if id.Manager != "" || id.Writer != "argocd-applicationset-controller" || id.Who != "argocd-application-controller" || fmt.Sprint(id.WorkloadNames) != "[argocd-application-controller]" {
+		t.Errorf("%+v: want the ApplicationSet controller as the writer only, the application controller as the remover", id)
+	}
 	if !KubernetesComponent("Garbage-Collector-Controller") || !KubernetesComponent("ipallocator-repair-controller") || KubernetesComponent("widget-operator") {
 		t.Error("KubernetesComponent: want Kubernetes' own reporters only, in any case")
 	}
@@ -71,6 +88,24 @@ func TestTheNamespacesAWorkloadWatches(t *testing.T) {
 		if got := w.Excludes("b") != ""; got != tc.excludeB {
 			t.Errorf("%+v: excludes b %v, want %v", tc.watches, got, tc.excludeB)
 		}
+	}
+}
+
+// What a container says of the namespaces it watches: the settings operators are known
+// to read, a namespace from the pod's own, and "*" for every namespace.
+func TestWatchSettings(t *testing.T) {
+	c := map[string]any{
+		"env": []any{
+			map[string]any{"name": "STRIMZI_NAMESPACE", "value": "*"},
+			map[string]any{"name": "WATCH_NAMESPACE", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.namespace"}}},
+			map[string]any{"name": "LOG_LEVEL", "value": "debug"},
+		},
+		"args": []any{"--namespace", "team-a", "--leader-elect", "--watch-namespaces=b, c"},
+	}
+	got := fmt.Sprint(watchSettings(c, "ops"))
+	want := "[{env STRIMZI_NAMESPACE []} {env WATCH_NAMESPACE [ops]} {flag --namespace [team-a]} {flag --watch-namespaces [b c]}]"
+	if got != want {
+		t.Errorf("watch settings %s, want %s", got, want)
 	}
 }
 

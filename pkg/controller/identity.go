@@ -50,10 +50,14 @@ func Identify(catalog *owner.Catalog, o *kube.Object, fin finalizev1alpha1.Final
 	if fin.OwnerSource == finalizev1alpha1.OwnerSourceManagedFields {
 		id.Manager = fin.Owner
 	}
-	// When the catalogue names the owner (Kubernetes itself, or the owner's field managers
-	// or workloads), a writer it does not name is not the owner: velero restoring a
-	// Service with the cloud service controller's finalizer only added it (addedBy).
-	named := id.Entry != nil && (id.Entry.ControlPlane || len(id.Entry.Managers) > 0 || len(id.Entry.Workloads) > 0)
+	// When the catalogue names the owner (Kubernetes itself, the owner's field managers or
+	// workloads, or an owner that is itself a program's name), a writer it does not name
+	// is not the owner: velero restoring a Service with the cloud service controller's
+	// finalizer, or Argo CD's ApplicationSet controller creating an Application with
+	// argocd-application-controller's, only added it (Writer). Only an entry that
+	// describes its owner without naming it ("the Crossplane provider of this managed
+	// resource") takes the writer as the program it describes.
+	named := id.Entry != nil && (id.Entry.ControlPlane || len(id.Entry.Managers) > 0 || len(id.Entry.WorkloadNames()) > 0)
 	for _, w := range writers {
 		if id.Manager == "" && !owner.IsGenericManager(w) && (!named || catalogueNames(id.Entry, w)) {
 			id.Manager = w
@@ -65,7 +69,14 @@ func Identify(catalog *owner.Catalog, o *kube.Object, fin finalizev1alpha1.Final
 		}
 	}
 	if id.Manager == "" && len(writers) > 0 {
+		// The writer said to have added it: a program before a generic client.
 		id.Writer = writers[0]
+		for _, w := range writers {
+			if !owner.IsGenericManager(w) {
+				id.Writer = w
+				break
+			}
+		}
 	}
 	id.Who = id.Manager
 	if id.Who == "" {

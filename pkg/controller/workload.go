@@ -333,10 +333,13 @@ func stateOf(kind string, u *unstructured.Unstructured) Workload {
 }
 
 // watchEnv and watchFlags are how controllers are commonly limited to namespaces:
-// operator-sdk and kubebuilder scaffolds read WATCH_NAMESPACE; many take a flag.
+// operator-sdk and kubebuilder scaffolds read WATCH_NAMESPACE; Strimzi's operators
+// STRIMZI_NAMESPACE; many take a flag (cert-manager, Argo Rollouts and Velero --namespace,
+// the Prometheus operator --namespaces). A value of "*" (Strimzi's) means every
+// namespace, as an empty one does.
 var (
-	watchEnv   = []string{"WATCH_NAMESPACE", "WATCH_NAMESPACES", "OPERATOR_NAMESPACE_WATCH"}
-	watchFlags = []string{"--namespaces", "--watch-namespace", "--watch-namespaces", "--watched-namespaces"}
+	watchEnv   = []string{"WATCH_NAMESPACE", "WATCH_NAMESPACES", "OPERATOR_NAMESPACE_WATCH", "STRIMZI_NAMESPACE"}
+	watchFlags = []string{"--namespace", "--namespaces", "--watch-namespace", "--watch-namespaces", "--watched-namespaces"}
 )
 
 // watchSettings reads what one container says of the namespaces it watches. An
@@ -379,7 +382,11 @@ func watchSettings(c map[string]any, ownNamespace string) []WatchSetting {
 func splitNamespaces(v string) []string {
 	var out []string
 	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
+		switch s = strings.TrimSpace(s); s {
+		case "*":
+			return nil
+		case "":
+		default:
 			out = append(out, s)
 		}
 	}

@@ -20,16 +20,16 @@ func init() {
 			Doc:  "warning Events about the object, reported after its deletion began by a reporter not proven to be another party than the finalizer's owner (count, last time, reporter): the owner under one of its names, the owner proven by the Event's field manager or reporting pod, or an unknown reporter taken as the owner (said so); Kubernetes components' and other finalizers' owners' warnings are context, after \"also:\" (see \"Whose warnings blame whom\")"},
 		{Reason: finalizev1alpha1.ReasonControllerForbidden, Priority: 3,
 			Help: "the controller runs, but its ServiceAccount may not watch or patch the object",
-			Doc:  "the owner runs, but the ServiceAccount of its workload (from the pod template) may not list and watch the object's type in its namespace, or may not patch or update the object: a SubjectAccessReview says which"},
+			Doc:  "the owner runs for the object, but the ServiceAccount of every such workload (from the pod template) may not list and watch the object's type in its namespace, or may not patch or update the object: a SubjectAccessReview says which. Said at once, however young the deletion"},
 		{Reason: finalizev1alpha1.ReasonControllerInactive, Priority: 4,
 			Help: "the controller that removes the finalizer does not run",
-			Doc:  "the controller has written nothing since the deletion began, its workload is absent or not ready; or a Kubernetes controller (namespace, garbage collector, pvc/pv-protection) has not acted"},
+			Doc:  "the controller has written nothing since the deletion began, and no workload of it runs for the object: absent, not ready, or ready but scoped to other namespaces (named as such); said at once, however young the deletion. Or a Kubernetes controller (namespace, garbage collector, pvc/pv-protection) has not acted"},
 		{Reason: finalizev1alpha1.ReasonControllerIdle, Priority: 4,
 			Help: "the controller runs but has not written to the object for --progress-window",
 			Doc:  "the owner runs (a ready replica, or a write within the progress window) but has written nothing to the object for the progress window; SubjectAccessReviews allow what it needs (the message says at which scope), or could not be made"},
 		{Reason: finalizev1alpha1.ReasonProgressing, Priority: 5,
 			Help: "the controller is at work: stuck is not proven yet",
-			Doc:  "the controller wrote to the object within the progress window (15 minutes, `--progress-window`), or it runs and the deletion is younger than the window: stuck is not proven yet. For a namespace: the namespace controller's report of a failing conversion webhook is stale (the same list succeeds now), and it retries"},
+			Doc:  "the controller wrote to the object within the progress window (15 minutes, `--progress-window`), or a workload of it runs for the object (ready, not scoped to other namespaces, allowed to act on it) and the deletion is younger than the window: stuck is not proven yet. For a namespace: the namespace controller's report of a failing conversion webhook is stale (the same list succeeds now), and it retries"},
 		{Reason: finalizev1alpha1.ReasonUnknown, Priority: 6,
 			Help: "nothing tells who owns the finalizer, or a read the diagnosis needs failed",
 			Doc:  "nothing tells who owns the finalizer, or a read the diagnosis needs was forbidden"},
@@ -56,20 +56,56 @@ func (d *diagnoser) custom(o *kube.Object, fin finalizev1alpha1.Finalizer) findi
 	return fd
 }
 
-// controller explains a custom finalizer by its controller.
+// controller explains a custom finalizer by the controller expected to remove it (its
+// remover), never by whoever added it: a writer the catalogue does not name as the
+// remover is said to have added it only. Workloads of the remover that do not run for
+// the object (scoped to other namespaces) are named as decoys.
 func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) finding {
-	now := d.f.now
-	deleted := o.Meta.DeletionTimestamp.Time
 	id := controller.Identify(d.catalog, o, fin)
-	removeCmd := fmt.Sprintf("kubectl finalize remove %s --finalizer %s", o.Ref(), fin.Name)
+	var decoys []string
+	fd := d.remover(o, fin, &id, &decoys)
+	if id.Manager == "" && id.Writer != "" && !owner.IsGenericManager(id.Writer) && fd.reason != finalizev1alpha1.ReasonUnknown {
+		fd.message += fmt.Sprintf("; %s wrote the finalizer, which only says who added it (an ApplicationSet, a GitOps applier, a restore or a copy adds finalizers it never removes): the catalogue names %s as its remover", id.Writer, id.Who)
+	}
+	if len(decoys) > 0 {
+		fd.message += "; not running for this object: " + strings.Join(decoys, "; ")
+		if fd.reason == finalizev1alpha1.ReasonControllerInactive {
+			// Its only ready workloads are scoped away: bringing it back is not the way.
+			where := "namespace " + o.Meta.Namespace
+			fd.next = fmt.Sprintf("let %s watch %s (the settings named above), or run an instance of it that does, so it finishes its cleanup; if none will, check that %s, then: %s",
+				id.Who, where, guardsOf(&id), removeCommand(o, fin))
+			fd.root.next = fmt.Sprintf("let %s watch the namespaces of the objects it holds, or run an instance of it that does; it then removes its finalizers itself", id.Who)
+			fd.root.message = fmt.Sprintf("%s does not run for the objects it holds: its ready workloads watch other namespaces", id.Who)
+		}
+	}
+	return fd
+}
+
+// removeCommand is the command that removes fin from o, as remove accepts it.
+func removeCommand(o *kube.Object, fin finalizev1alpha1.Finalizer) string {
+	cmd := fmt.Sprintf("kubectl finalize remove %s --finalizer %s", o.Ref(), fin.Name)
 	if owner.IsSystem(fin.Name) {
 		// remove refuses a system finalizer without it: the command shown is the one that works.
-		removeCmd += " --allow-system"
+		cmd += " --allow-system"
 	}
-	guards := "what the finalizer guards is really gone"
+	return cmd
+}
+
+// guardsOf says what must be gone before the finalizer may go.
+func guardsOf(id *controller.Identity) string {
 	if id.Entry != nil && id.Entry.Purpose != "" {
-		guards = id.Entry.Purpose
+		return id.Entry.Purpose
 	}
+	return "what the finalizer guards is really gone"
+}
+
+// remover is controller's diagnosis; decoys receives the ready workloads of the remover
+// that do not run for the object.
+func (d *diagnoser) remover(o *kube.Object, fin finalizev1alpha1.Finalizer, idp *controller.Identity, decoys *[]string) finding {
+	now := d.f.now
+	deleted := o.Meta.DeletionTimestamp.Time
+	id := *idp
+	removeCmd, guards := removeCommand(o, fin), guardsOf(&id)
 
 	// Warnings from the finalizer's owner since the deletion began: it is alive, and
 	// failing. A reporter is another party, whose warnings are context (warningContext),
@@ -110,23 +146,37 @@ func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) f
 	}
 
 	ws := d.f.workloads.Workloads(d.f.ctx, id.WorkloadNames...)
+	// Only a workload that runs for this object counts: a ready one whose pod template
+	// does not keep it from the object's namespace. A ready copy scoped to other
+	// namespaces (another install, an operator per namespace) is a decoy, named as such.
 	var running []controller.Workload
 	for _, w := range ws.Found {
-		if w.Running() {
-			running = append(running, w)
+		if !w.Running() {
+			continue
 		}
+		if ex := w.Excludes(o.Meta.Namespace); ex != "" {
+			*decoys = append(*decoys, fmt.Sprintf("%s %s/%s: %s", w.Kind, w.Namespace, w.Name, ex))
+			continue
+		}
+		running = append(running, w)
 	}
 	act := d.activity(o, &id)
 	window := d.progressWindow
 	recentObj := act.wroteObj && now.Sub(act.objLast) < window
 	recentElsewhere := act.wroteElsewhere && now.Sub(act.anyLast) < window
-	// A workload of the controller was found and none of its replicas is ready: a write
-	// elsewhere by a manager of the same name ("manager" is the name of many programs)
-	// does not bring it back to life.
+	// A workload of the controller was found and none runs for this object: a write
+	// elsewhere by a manager of the same name ("manager" is the name of many programs,
+	// and a copy scoped to other namespaces writes there) does not bring it to life.
 	down := len(ws.Found) > 0 && len(running) == 0
 	alive := len(running) > 0 || recentObj || (recentElsewhere && !down)
 	scope := d.f.scope()
-
+	// Hard evidence is the cause at once, however young the deletion: a remover that
+	// runs for the object but may not act on it is forbidden now, not progressing.
+	if len(running) > 0 && !recentObj {
+		if fd, ok := d.forbidden(o, fin, &id, running, strings.Join(aliveEvidence(now, running, act, recentElsewhere), "; ")); ok {
+			return fd
+		}
+	}
 	switch {
 	case recentObj:
 		return progressing(o, fmt.Sprintf("%s is active: it last wrote this object %s ago, after the deletion began %s ago (only the writes of %s, which wrote the finalizer, count); stuck is not proven yet: only after %s without a write to the object",
@@ -248,9 +298,6 @@ func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *con
 	var canI string
 	for i := range running {
 		w := &running[i]
-		if ex := w.Excludes(o.Meta.Namespace); ex != "" {
-			notes = append(notes, fmt.Sprintf("%s %s/%s: %s", w.Kind, w.Namespace, w.Name, ex))
-		}
 		a := d.f.accessOf(w, o)
 		if canI == "" {
 			canI = a.canI("patch", o)
@@ -274,16 +321,9 @@ func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *con
 	default:
 		checks = append(checks, "no workload of it was found in the cluster (it may run outside), so its permissions cannot be checked from here")
 	}
-	if len(forbidden) > 0 && len(forbidden) == len(running) {
-		m := fmt.Sprintf("%s runs (%s) but %s", id.Who, evidence, strings.Join(forbidden, "; "))
-		if len(notes) > 0 {
-			m += "; " + strings.Join(notes, "; ")
-		}
-		return rooted(finalizev1alpha1.ReasonControllerForbidden, controllerSubject(id.Who), m,
-			fmt.Sprintf("grant what it lacks (a Role or ClusterRole with those verbs on %s, bound to its ServiceAccount; an operator upgraded without its RBAC, or installed for other namespaces, often lacks it), and check: %s; it then removes %s itself", o.Resource, canI, fin.Name),
-			fmt.Sprintf("%s may not act on the objects it holds", id.Who)).
-			withRootNext(fmt.Sprintf("grant %s's ServiceAccount the permissions named above; it then removes its finalizers itself", id.Who))
-	}
+	// Some of its workloads may not act on the object, others may (forbidden returned
+	// ControllerForbidden when none may): said beside the others.
+	checks = append(checks, forbidden...)
 	for _, c := range append(checks, notes...) {
 		msg += "; " + c
 	}
@@ -311,6 +351,38 @@ func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *con
 	return rooted(finalizev1alpha1.ReasonControllerIdle, controllerSubject(id.Who), msg, next,
 		fmt.Sprintf("%s runs but does not act on the objects it holds", id.Who)).
 		withRootNext(fmt.Sprintf("read %s's logs for the objects it holds, and check that it watches their namespaces and may patch them", id.Who))
+}
+
+// forbidden: a remover that runs for the object, every running workload of which may not
+// act on it (a SubjectAccessReview of its ServiceAccount says which verbs it lacks). That
+// is the cause at once, whatever the age of the deletion; a review that could not be made
+// proves nothing.
+func (d *diagnoser) forbidden(o *kube.Object, fin finalizev1alpha1.Finalizer, id *controller.Identity, running []controller.Workload, evidence string) (finding, bool) {
+	var forbidden, notes []string
+	var canI string
+	for i := range running {
+		w := &running[i]
+		a := d.f.accessOf(w, o)
+		if canI == "" {
+			canI = a.canI("patch", o)
+		}
+		if !a.checked || len(a.missing) == 0 {
+			return finding{}, false
+		}
+		forbidden = append(forbidden, fmt.Sprintf("ServiceAccount %s (of %s %s/%s) may not %s", a.serviceAccount, w.Kind, w.Namespace, w.Name, strings.Join(a.missing, ", nor ")))
+		notes = append(notes, a.notes...)
+	}
+	if len(forbidden) == 0 {
+		return finding{}, false
+	}
+	m := fmt.Sprintf("%s runs (%s) but %s", id.Who, evidence, strings.Join(forbidden, "; "))
+	if len(notes) > 0 {
+		m += "; " + strings.Join(notes, "; ")
+	}
+	return rooted(finalizev1alpha1.ReasonControllerForbidden, controllerSubject(id.Who), m,
+		fmt.Sprintf("grant what it lacks (a Role or ClusterRole with those verbs on %s, bound to its ServiceAccount; an operator upgraded without its RBAC, or installed for other namespaces, often lacks it), and check: %s; it then removes %s itself", o.Resource, canI, fin.Name),
+		fmt.Sprintf("%s may not act on the objects it holds", id.Who)).
+		withRootNext(fmt.Sprintf("grant %s's ServiceAccount the permissions named above; it then removes its finalizers itself", id.Who)), true
 }
 
 // inNamespace is where o is, for people.

@@ -607,11 +607,15 @@ func TestARunningControllerThatDoesNothing(t *testing.T) {
 	o := managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), now.Add(-2*time.Hour))
 	res := result(o)
 	withWorkload(res)
-	dep := deployment("ops", "db-operator", 2, 1, "operator-sa", corev1.EnvVar{Name: "WATCH_NAMESPACE", Value: "ops,b"})
-	rep := diagnose(t, res, dep)
+	// Scoped to other namespaces, it does not run for this object (#34).
+	scoped := deployment("ops", "db-operator", 2, 1, "operator-sa", corev1.EnvVar{Name: "WATCH_NAMESPACE", Value: "ops,b"})
+	rep := diagnose(t, res, scoped)
+	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerInactive, "not running for this object: Deployment ops/db-operator: its pod template sets env WATCH_NAMESPACE to ops,b: it may not watch namespace a",
+		"let db-operator watch namespace a")
+	dep := deployment("ops", "db-operator", 2, 1, "operator-sa", corev1.EnvVar{Name: "WATCH_NAMESPACE", Value: "ops,a"})
+	rep = diagnose(t, res, dep)
 	wantCause(t, rep, o, finalizev1alpha1.ReasonControllerIdle, "db-operator runs (its Deployment ops/db-operator has 1/2 ready replicas)",
 		"SubjectAccessReviews allow its ServiceAccount ops/operator-sa to list and watch databases.db.example.com cluster-wide and to patch them in namespace a: its permissions do not stop it seeing the object or removing its finalizer (whether it watches namespace a is another matter)",
-		"its pod template sets env WATCH_NAMESPACE to ops,b: it may not watch namespace a",
 		"kubectl logs -n ops -l app.kubernetes.io/name=db-operator,control-plane=controller-manager --all-containers --prefix --tail=-1 --since=61m",
 		"kubectl auth can-i patch databases.db.example.com -n a --as system:serviceaccount:ops:operator-sa")
 	if c := rep.Cause(o); strings.Contains(c.NextStep, "bring db-operator back") || strings.Contains(c.Message, "permissions are not why") || strings.Contains(c.NextStep, "deploy/db-operator") {

@@ -1,0 +1,95 @@
+package doctor
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
+	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
+)
+
+// The remover, proven (#34): the doctor reasons about the controller that will remove a
+// finalizer, never about the program that wrote it, and counts it alive only when a
+// workload of it runs for the object. Each case was Progressing ("wait") on main before.
+
+// TestTheRemoverIsNotTheWriter: an Argo CD Application created by the ApplicationSet
+// controller from its template carries resources-finalizer.argocd.argoproj.io, which
+// argocd-application-controller removes. The ApplicationSet controller runs; the
+// application controller's StatefulSet is scaled to 0. The deletion is a minute old,
+// well inside the progress window: the remover being down is the cause at once.
+func TestTheRemoverIsNotTheWriter(t *testing.T) {
+	ctx, kube := t.Context(), cp.Kube(t)
+	apps := fixture.CRD(t, cp.Config, seed.CRD{Group: "argoproj.io", Kind: "Application", Plural: "applications", Singular: "application", Versions: []string{"v1alpha1"}})
+	argocd := cp.Namespace(t)
+	operator(t, argocd, "argocd-applicationset-controller", 1, 1, "", nil, nil)
+	labels := map[string]string{"app.kubernetes.io/name": "argocd-application-controller"}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "argocd-application-controller", Labels: labels},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "controller", Image: "quay.io/argoproj/argocd:v3.2.0"}}}}}}
+	if _, err := kube.AppsV1().StatefulSets(argocd).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := fixture.Dynamic{ResourceInterface: dynamic.NewForConfigOrDie(cp.Config).Resource(apps).Namespace(argocd), Manager: "argocd-applicationset-controller"}
+	fixture.Stuck(t, c, fixture.Custom(apps, "Application", argocd, "guestbook", "resources-finalizer.argocd.argoproj.io"))
+
+	rep := diagnose(t, cp, 0)
+	obj := seed.Object{Resource: apps, Namespace: argocd, Name: "guestbook"}
+	cause := wantCause(t, rep, obj, finalizev1alpha1.ReasonControllerInactive,
+		"argocd-application-controller is expected to remove resources-finalizer.argocd.argoproj.io",
+		"its StatefulSet "+argocd+"/argocd-application-controller has 0/0 ready replicas",
+		"argocd-applicationset-controller wrote the finalizer, which only says who added it", "bring argocd-application-controller back")
+	wantRoot(t, rep, finalizev1alpha1.ReasonControllerInactive, finalizev1alpha1.Subject{Kind: "Controller", Name: "argocd-application-controller"}, obj)
+	if strings.Contains(cause.Message, "argocd-applicationset-controller runs") {
+		t.Errorf("the writer is taken for the remover: %s", cause.Message)
+	}
+	if single := causeOf(t, "guestbook", "applications.argoproj.io/guestbook", "-n", argocd); single.Reason != cause.Reason || single.Message != cause.Message {
+		t.Errorf("the single-object doctor says %s (%s), the cluster doctor %s (%s)", single.Reason, single.Message, cause.Reason, cause.Message)
+	}
+}
+
+// TestARemoverScopedToOtherNamespaces: two installs of one operator, each watching its
+// own namespace (WATCH_NAMESPACE from the pod's namespace, as operator-sdk's scaffold
+// sets it). The one of the object's namespace is scaled to 0; the other runs, a decoy
+// for this object. A young deletion: the cause at once, the decoy named.
+func TestARemoverScopedToOtherNamespaces(t *testing.T) {
+	gvr := widgets(t, "topics.scoped.example.com")
+	teamA, teamB := cp.Namespace(t), cp.Namespace(t)
+	own := corev1.EnvVar{Name: "WATCH_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}
+	operator(t, teamA, "topic-operator", 1, 1, "topics.scoped.example.com", []string{"widgets"}, []string{"get", "list", "watch", "patch", "update"}, own)
+	operator(t, teamB, "topic-operator", 0, 0, "", nil, nil, own)
+	obj := stuckAs(t, gvr, teamB, "orders", "topics.scoped.example.com/finalizer", "topic-operator")
+
+	rep := diagnose(t, cp, 0)
+	cause := wantCause(t, rep, obj, finalizev1alpha1.ReasonControllerInactive,
+		"not running for this object: Deployment "+teamA+"/topic-operator: its pod template sets env WATCH_NAMESPACE to "+teamA+": it may not watch namespace "+teamB,
+		"let topic-operator watch namespace "+teamB)
+	if strings.Contains(cause.Message, "runs (") {
+		t.Errorf("a copy scoped to another namespace is taken as running for the object: %s", cause.Message)
+	}
+	// Its writes elsewhere (the copy's, in its own namespace) do not revive it either.
+	stuckAs(t, gvr, teamA, "payments", "topics.scoped.example.com/finalizer", "topic-operator")
+	rep = diagnose(t, cp, 0)
+	wantCause(t, rep, obj, finalizev1alpha1.ReasonControllerInactive, "not running for this object: Deployment "+teamA+"/topic-operator")
+}
+
+// TestAForbiddenRemoverIsTheCauseAtOnce: the remover runs for the object's namespace but
+// its ServiceAccount may not patch the object; the deletion is young. Forbidden now, not
+// "wait".
+func TestAForbiddenRemoverIsTheCauseAtOnce(t *testing.T) {
+	gvr := widgets(t, "locked.example.com")
+	ops, apps := cp.Namespace(t), cp.Namespace(t)
+	operator(t, ops, "locked-operator", 1, 1, "locked.example.com", []string{"widgets"}, []string{"get", "list", "watch"})
+	obj := stuckAs(t, gvr, apps, "orders", "locked.example.com/finalizer", "locked-operator")
+
+	rep := diagnose(t, cp, 0)
+	wantCause(t, rep, obj, finalizev1alpha1.ReasonControllerForbidden, "locked-operator runs (its Deployment "+ops+"/locked-operator has 1/1 ready replicas",
+		"ServiceAccount "+ops+"/locked-operator (of Deployment "+ops+"/locked-operator) may not patch")
+}
