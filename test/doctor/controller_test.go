@@ -252,10 +252,11 @@ func TestAWorkloadIsFoundWhateverTheTarget(t *testing.T) {
 	}
 }
 
-// TestARunningControllerThatDoesNothing: two ready controllers that have
-// written nothing to their objects for the progress window. One may act on its objects
-// (ControllerIdle: its logs, the namespaces it watches); the other's ServiceAccount may
-// not patch or update them (ControllerForbidden). Their RBAC is real; the doctor asks
+// TestARunningControllerThatDoesNothing: ready controllers that have written nothing
+// to their objects for the progress window. One may act on its objects (ControllerIdle:
+// its logs, the namespaces it watches); another's ServiceAccount may not patch or update
+// them (ControllerForbidden); a third watches only its own namespace (ControllerInactive:
+// it does not run for the object). Their RBAC is real; the doctor asks
 // the API server with a SubjectAccessReview.
 func TestARunningControllerThatDoesNothing(t *testing.T) {
 	group := "idle.accuracy.example"
@@ -303,7 +304,10 @@ func TestARunningControllerThatDoesNothing(t *testing.T) {
 		"may not update widgets."+group+"/finalizers", "grant what it lacks")
 	t.Logf("ControllerForbidden, as the doctor says it:\n%s\nNext: %s", c.Message, c.NextStep)
 	wantRoot(t, rep, finalizev1alpha1.ReasonControllerForbidden, finalizev1alpha1.Subject{Kind: "Controller", Name: "locked-operator"}, locked)
-	wantCause(t, rep, elsewhere, finalizev1alpha1.ReasonControllerIdle, "its pod template sets env WATCH_NAMESPACE to "+ops+": it may not watch namespace "+ns)
+	// Scoped to its own namespace, it does not run for the object (#34).
+	wantCause(t, rep, elsewhere, finalizev1alpha1.ReasonControllerInactive,
+		"not running for this object: Deployment "+ops+"/elsewhere-operator: its pod template sets env WATCH_NAMESPACE to "+ops+": it may not watch namespace "+ns,
+		"let elsewhere-operator watch namespace "+ns)
 	wantCause(t, rep, local, finalizev1alpha1.ReasonControllerIdle,
 		"SubjectAccessReviews allow its ServiceAccount "+ops+"/local-operator to list and watch widgets."+group+" in namespace "+ns+" only, not cluster-wide, and to patch them there",
 		"its informer's cluster-wide list is refused", "kubectl auth can-i list widgets."+group+" -A --as system:serviceaccount:"+ops+":local-operator")

@@ -611,7 +611,6 @@ func checkEndpoints(t *testing.T, p corev1.Pod, leading bool) {
 	if body := get("/healthz"); body != "ok" {
 		t.Errorf("pod %s /healthz: %q, want ok", p.Name, body)
 	}
-	metrics := get("/metrics")
 	always := []string{
 		"kubectl_finalize_reconcile_pass_duration_seconds_count",
 		"kubectl_finalize_reconcile_last_success_timestamp_seconds",
@@ -626,18 +625,33 @@ func checkEndpoints(t *testing.T, p corev1.Pod, leading bool) {
 	want := always
 	if leading {
 		want = append(want, passed...)
-	} else if strings.Contains(metrics, "\nkubectl_finalize_reconcile_passes_total") {
+	}
+	// A sample with its value is a whole line ("} 1" is not "} 10"); a bare name starts
+	// one.
+	missing := func(metrics string) []string {
+		var out []string
+		for _, w := range want {
+			line := "\n" + w
+			if strings.Contains(w, "} ") {
+				line += "\n"
+			}
+			if !strings.Contains(metrics, line) {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	// The pass is counted when it ends, a moment after its write made the object go:
+	// the leader's metrics are read again until they count it, for up to 30 s.
+	metrics := get("/metrics")
+	for deadline := time.Now().Add(30 * time.Second); leading && len(missing(metrics)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(250 * time.Millisecond)
+		metrics = get("/metrics")
+	}
+	if !leading && strings.Contains(metrics, "\nkubectl_finalize_reconcile_passes_total") {
 		t.Errorf("pod %s, not the leader, has run passes:\n%s", p.Name, metrics)
 	}
-	for _, w := range want {
-		// A sample with its value is a whole line ("} 1" is not "} 10"); a bare name
-		// starts one.
-		line := "\n" + w
-		if strings.Contains(w, "} ") {
-			line += "\n"
-		}
-		if !strings.Contains(metrics, line) {
-			t.Errorf("pod %s /metrics has no %s:\n%s", p.Name, w, metrics)
-		}
+	for _, w := range missing(metrics) {
+		t.Errorf("pod %s /metrics has no %s:\n%s", p.Name, w, metrics)
 	}
 }
