@@ -124,16 +124,20 @@ func TestAConversionWebhookThatIsDown(t *testing.T) {
 	holding(t, plane, "holds-gadgets", "noendpoints.conv.example.com", "Gadget", "gadgets")
 	holding(t, plane, "holds-gizmos", "tls.conv.example.com", "Gizmo", "gizmos")
 	// The namespace controller's passes fail and retry, sharing one client's rate
-	// limit: on a busy machine a pass takes a while.
+	// limit, and the API server holds each list of a type whose watch cache cannot
+	// initialize for many seconds (16 s measured) before it answers: a pass over a
+	// namespace takes a minute or more, and on a busy machine (three test packages at a
+	// time on two cores) several. One deadline for every report awaited: 8 minutes.
+	deadline := time.Now().Add(8 * time.Minute)
 	for _, ns := range []string{"holds-widgets-a", "holds-widgets-b", "holds-gadgets", "holds-gizmos"} {
-		waitContentFailure(t, c, ns, "conversion webhook for ", 3*time.Minute)
+		waitContentFailure(t, c, ns, "conversion webhook for ", time.Until(deadline))
 	}
 	// Then the API server's watch caches of the types fail to initialize, and lists of
 	// them fail in every namespace: a namespace that never held any of their objects
 	// cannot finish deleting either. The controller may not even report on it (its
 	// passes over the blocked namespaces retry ahead of it): past the grace, the doctor
 	// names the webhooks either way.
-	waitContentFailure(t, c, "holds-widgets-a", "storage is (re)initializing", 3*time.Minute)
+	waitContentFailure(t, c, "holds-widgets-a", "storage is (re)initializing", time.Until(deadline))
 	holding(t, plane, "holds-nothing", "", "", "")
 	const grace = 20 * time.Second
 	time.Sleep(grace)
@@ -236,8 +240,9 @@ func TestAConversionWebhookThatIsDown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	gone := time.Now().Add(6 * time.Minute)
 	for _, ns := range all {
-		if err := waitNamespaceGone(ctx, plane, ns, 3*time.Minute); err != nil {
+		if err := waitNamespaceGone(ctx, plane, ns, time.Until(gone)); err != nil {
 			t.Errorf("after the next steps: %v", err)
 		}
 	}
@@ -329,7 +334,7 @@ func TestAStaleConversionReportIsProgressing(t *testing.T) {
 	conversionCRD(t, plane, group, "Doohickey", "doohickeys",
 		map[string]any{"url": webhook.URL + "/convert", "caBundle": base64.StdEncoding.EncodeToString(ca.PEM)})
 	holding(t, plane, "holds-doohickeys", group, "Doohickey", "doohickeys")
-	waitContentFailure(t, c, "holds-doohickeys", "conversion webhook for ", 3*time.Minute)
+	waitContentFailure(t, c, "holds-doohickeys", "conversion webhook for ", 6*time.Minute)
 
 	// The controller's next pass is held off; the webhook works again, and the list the
 	// controller makes succeeds once the API server's watch cache has initialized.
@@ -376,7 +381,7 @@ func TestAStaleConversionReportIsProgressing(t *testing.T) {
 	if err := plane.StartControllerManager(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitNamespaceGone(ctx, plane, "holds-doohickeys", 3*time.Minute); err != nil {
+	if err := waitNamespaceGone(ctx, plane, "holds-doohickeys", 6*time.Minute); err != nil {
 		t.Error(err)
 	}
 }
