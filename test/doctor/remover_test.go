@@ -93,3 +93,28 @@ func TestAForbiddenRemoverIsTheCauseAtOnce(t *testing.T) {
 	wantCause(t, rep, obj, finalizev1alpha1.ReasonControllerForbidden, "locked-operator runs (its Deployment "+ops+"/locked-operator has 1/1 ready replicas",
 		"ServiceAccount "+ops+"/locked-operator (of Deployment "+ops+"/locked-operator) may not patch")
 }
+
+// TestTheCatalogueOf2025: a finalizer the catalogue learnt in 2025-26, OLM v1's
+// olm.operatorframework.io/cleanup-unpack-cache on a ClusterExtension, written by the
+// operator's binary (kubebuilder's "manager"). Its remover is
+// operator-controller-controller-manager, scaled to 0: the scan names that owner from the
+// catalogue, and the doctor says what the finalizer guards. On main before #34 the owner
+// came from the API group and the doctor could not locate it.
+func TestTheCatalogueOf2025(t *testing.T) {
+	gvr := fixture.CRD(t, cp.Config, seed.CRD{Group: "olm.operatorframework.io", Kind: "ClusterExtension", Plural: "clusterextensions", Singular: "clusterextension", Cluster: true, Versions: []string{"v1"}})
+	olm := cp.Namespace(t)
+	operator(t, olm, "operator-controller-controller-manager", 0, 0, "", nil, nil)
+	c := fixture.Dynamic{ResourceInterface: dynamic.NewForConfigOrDie(cp.Config).Resource(gvr), Manager: "manager"}
+	name := "argocd-" + olm
+	fixture.Stuck(t, c, fixture.Custom(gvr, "ClusterExtension", "", name, "olm.operatorframework.io/cleanup-unpack-cache"))
+
+	rep := diagnose(t, cp, 0)
+	obj := seed.Object{Resource: gvr, Name: name}
+	o := find(t, rep, obj)
+	if f := o.Finalizers[0]; f.Owner != "operator-controller-controller-manager" || f.OwnerSource != finalizev1alpha1.OwnerSourceCatalog {
+		t.Errorf("finalizer %+v: want the catalogue's owner", f)
+	}
+	wantCause(t, rep, obj, finalizev1alpha1.ReasonControllerInactive,
+		"its Deployment "+olm+"/operator-controller-controller-manager has 0/0 ready replicas",
+		"the ClusterExtension's unpacked bundle cache is removed")
+}
