@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,7 +100,20 @@ func (d *diagnoser) namespace(o *kube.Object) []finding {
 			msgs = append(msgs, podsWaitingMessage(children))
 		case len(children) > 0:
 			fd.reason = finalizev1alpha1.ReasonNamespaceFinalizersRemaining
-			msgs = append(msgs, fmt.Sprintf("%d stuck objects remain in the namespace", len(children)))
+			msg := fmt.Sprintf("%s %s in the namespace", words.Count(len(children), "stuck object"), map[bool]string{true: "remains", false: "remain"}[len(children) == 1])
+			// The conditions may say the opposite (an upstream bug of ordered namespace
+			// deletion): what was listed is believed, and their word is quoted.
+			var said []string
+			for _, c := range ns.Status.Conditions {
+				remaining := c.Type == corev1.NamespaceContentRemaining || c.Type == corev1.NamespaceFinalizersRemaining
+				if remaining && c.Status == corev1.ConditionFalse && c.Message != "" && !slices.Contains(said, c.Message) {
+					said = append(said, c.Message)
+				}
+			}
+			if len(said) > 0 {
+				msg += fmt.Sprintf(", though its conditions say %q", strings.Join(said, "; "))
+			}
+			msgs = append(msgs, msg)
 		default:
 			msgs = append(msgs, "the namespace controller's conditions report no remaining content, but the scan found the namespace still holds objects")
 		}
@@ -125,6 +139,7 @@ func (d *diagnoser) namespace(o *kube.Object) []finding {
 		default:
 			d.contentWithoutFinalizers(o, &fd, failedTrue, failed.Message)
 		}
+		d.orderedDeletion(o, &fd, children)
 		fd.context = append(fd.context, stale...)
 		fs = append(fs, fd)
 	}
@@ -179,12 +194,14 @@ func (d *diagnoser) contentWithoutFinalizers(o *kube.Object, fd *finding, failed
 		if content.Count == 1 {
 			verb = "remains"
 		}
-		why = fmt.Sprintf("%s without finalizers %s: %s", words.Count(int(content.Count), "object"), verb, strings.Join(names, ", "))
+		switch {
+		case content.PendingCount > 0:
+			// Objects not deleted yet carry finalizers: "without finalizers" would be false.
+			why = fmt.Sprintf("%s %s, %d of them carrying finalizers, not deleted yet: %s", words.Count(int(content.Count), "object"), verb, content.PendingCount, strings.Join(names, ", "))
+		default:
+			why = fmt.Sprintf("%s without finalizers %s: %s", words.Count(int(content.Count), "object"), verb, strings.Join(names, ", "))
+		}
 		if pods {
-			if rest := content.Count - content.Deleting; rest > 0 {
-				why += fmt.Sprintf("; the namespace controller deletes the pods first, so the other %s %s not deleted until they are gone",
-					words.Count(int(rest), "object"), map[bool]string{true: "is", false: "are"}[rest == 1])
-			}
 			next = fmt.Sprintf("pods being deleted wait for the kubelet of their node; if that node is gone for good, delete them at once: kubectl delete pods -n %s --all --grace-period=0 --force", o.Meta.Name)
 		}
 	case failedTrue:

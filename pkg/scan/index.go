@@ -58,10 +58,28 @@ type NamespaceContent struct {
 	// Deleting counts the objects that are being deleted (pods waiting for their
 	// kubelet); the others are not deleted yet.
 	Deleting int64
+	// Pending are objects not deleted yet that carry finalizers, at most maxPending of
+	// PendingCount: while the namespace controller waits for the namespace's pods to go
+	// (ordered namespace deletion, Kubernetes 1.33 and later), the rest is not deleted,
+	// and these are the objects that may stick next.
+	Pending      []*kube.Object
+	PendingCount int64
 }
 
-// maxContentSample bounds the objects of a namespace the index names.
-const maxContentSample = 10
+// maxContentSample bounds the objects of a namespace the index names; maxPending the
+// objects with finalizers not deleted yet it keeps, metadata only.
+const (
+	maxContentSample = 10
+	maxPending       = 100
+)
+
+// addPending keeps o among the objects not deleted yet that carry finalizers.
+func (c *NamespaceContent) addPending(o *kube.Object) {
+	c.PendingCount++
+	if len(c.Pending) < maxPending {
+		c.Pending = append(c.Pending, o)
+	}
+}
 
 func (c *NamespaceContent) add(ref Seen) {
 	c.Count++
@@ -93,6 +111,12 @@ func (c *NamespaceContent) sample(ref Seen) {
 func (c *NamespaceContent) merge(o *NamespaceContent) {
 	c.Count += o.Count
 	c.Deleting += o.Deleting
+	c.PendingCount += o.PendingCount
+	for _, p := range o.Pending {
+		if len(c.Pending) < maxPending {
+			c.Pending = append(c.Pending, p)
+		}
+	}
 	for t, n := range o.ByType {
 		c.ByType[t] += n
 	}
@@ -154,6 +178,9 @@ func (ix *indexer) observe(r kube.Resource, meta *metav1.ObjectMeta, ns *corev1.
 			ix.content[meta.Namespace] = c
 		}
 		c.add(self)
+		if meta.DeletionTimestamp == nil && len(meta.Finalizers) > 0 {
+			c.addPending(kube.NewObject(r, meta, nil))
+		}
 	}
 	if kind, ok := workloadKinds[r.GroupResource()]; ok {
 		ix.workloads = append(ix.workloads, Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, AppName: meta.Labels["app.kubernetes.io/name"]})
