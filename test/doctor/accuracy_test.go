@@ -140,7 +140,7 @@ func TestWhatIsObservedBeatsWhatIsReported(t *testing.T) {
 	c := wantCause(t, rep, nsObj, finalizev1alpha1.ReasonNamespaceContentRemaining,
 		"the namespace controller's conditions report no remaining content, but the scan found the namespace still holds objects",
 		"pods/web-0 (being deleted)", "configmaps/settings (not deleted yet)",
-		"the namespace controller deletes the pods first, so the other 1 object is not deleted until they are gone",
+		"the namespace controller deletes the namespace's pods first and nothing else until they are gone (ordered namespace deletion, Kubernetes 1.33 and later), so 1 object is not deleted yet",
 		"kubectl delete pods -n "+ns+" --all --grace-period=0 --force")
 	if c.Reason == finalizev1alpha1.ReasonProgressing {
 		t.Errorf("believed the conditions: %+v", c)
