@@ -58,6 +58,33 @@ func TestIdentifyTakesTheWriterOfTheFinalizerUnlessGeneric(t *testing.T) {
 	if id.Manager != "" || id.Writer != "argocd-applicationset-controller" || id.Who != "argocd-application-controller" || fmt.Sprint(id.WorkloadNames) != "[argocd-application-controller]" {
 		t.Errorf("%+v: want the ApplicationSet controller as the writer only, the application controller as the remover", id)
 	}
+	// A writer the catalogue does not name is the remover when it reconciles the object:
+	// it writes the object's status (rook writes its CephClusters as "rook").
+	rook := func(status bool) *kube.Object {
+		fields := metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{"v:\"ceph.rook.io/disaster-protection\"":{}}}}`)
+		meta := &metav1.ObjectMeta{Namespace: "rook-ceph", Name: "ceph", Finalizers: []string{"ceph.rook.io/disaster-protection"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "rook", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: fields}}}
+		if status {
+			meta.ManagedFields = append(meta.ManagedFields, metav1.ManagedFieldsEntry{Manager: "rook", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)})
+		}
+		o := kube.NewObject(widgets, meta, nil)
+		owner.NewResolver(owner.Builtin(), nil).Annotate([]*kube.Object{o})
+		return o
+	}
+	o = rook(true)
+	if id = Identify(owner.Builtin(), o, o.Finalizers[0]); id.Manager != "rook" || fmt.Sprint(id.WorkloadNames) != "[rook rook-ceph-operator]" {
+		t.Errorf("%+v: want rook, which writes the status, measured as the remover", id)
+	}
+	o = rook(false)
+	if id = Identify(owner.Builtin(), o, o.Finalizers[0]); id.Manager != "" || id.Writer != "rook" {
+		t.Errorf("%+v: want rook, which writes no status, as the writer only", id)
+	}
+	// A shared name finds no workload.
+	o = written("manager")
+	if id = Identify(owner.Builtin(), o, o.Finalizers[0]); id.Manager != "manager" || len(id.WorkloadNames) != 0 {
+		t.Errorf("%+v: want manager measured, and no workload looked for by it", id)
+	}
 	if !KubernetesComponent("Garbage-Collector-Controller") || !KubernetesComponent("ipallocator-repair-controller") || KubernetesComponent("widget-operator") {
 		t.Error("KubernetesComponent: want Kubernetes' own reporters only, in any case")
 	}
@@ -99,11 +126,15 @@ func TestWatchSettings(t *testing.T) {
 			map[string]any{"name": "STRIMZI_NAMESPACE", "value": "*"},
 			map[string]any{"name": "WATCH_NAMESPACE", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.namespace"}}},
 			map[string]any{"name": "LOG_LEVEL", "value": "debug"},
+			map[string]any{"name": "WATCH_NAMESPACES", "value": "a b"},
+			map[string]any{"name": "OPERATOR_NAMESPACE_WATCH", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.annotations['olm.targetNamespaces']"}}},
 		},
-		"args": []any{"--namespace", "team-a", "--leader-elect", "--watch-namespaces=b, c"},
+		"args": []any{"--namespace", "team-a", "--leader-elect", "--watch-namespaces=b, c", "--namespaces", "$(OPERATOR_NAMESPACE)"},
 	}
+	// --namespace names where a program runs (OLM's, Velero's), a $(VAR) is expanded by
+	// the kubelet, never read here: neither is taken to scope the controller.
 	got := fmt.Sprint(watchSettings(c, "ops"))
-	want := "[{env STRIMZI_NAMESPACE []} {env WATCH_NAMESPACE [ops]} {flag --namespace [team-a]} {flag --watch-namespaces [b c]}]"
+	want := "[{env STRIMZI_NAMESPACE []} {env WATCH_NAMESPACE [ops]} {flag --watch-namespaces [b c]}]"
 	if got != want {
 		t.Errorf("watch settings %s, want %s", got, want)
 	}

@@ -52,14 +52,20 @@ func Identify(catalog *owner.Catalog, o *kube.Object, fin finalizev1alpha1.Final
 	}
 	// When the catalogue names the owner (Kubernetes itself, the owner's field managers or
 	// workloads, or an owner that is itself a program's name), a writer it does not name
-	// is not the owner: velero restoring a Service with the cloud service controller's
-	// finalizer, or Argo CD's ApplicationSet controller creating an Application with
-	// argocd-application-controller's, only added it (Writer). Only an entry that
-	// describes its owner without naming it ("the Crossplane provider of this managed
-	// resource") takes the writer as the program it describes.
+	// is the remover only if it reconciles the object: it writes the object's status
+	// (rook writes its CephClusters' as "rook", not as rook-ceph-operator). Otherwise it
+	// only added the finalizer (Writer): velero restoring a Service with the cloud service
+	// controller's finalizer, Argo CD's ApplicationSet controller creating an Application
+	// with argocd-application-controller's. Kubernetes' own finalizers are removed by
+	// Kubernetes whoever writes the status. An entry that describes its owner without
+	// naming it ("the Crossplane provider of this managed resource") takes the writer as
+	// the program it describes.
 	named := id.Entry != nil && (id.Entry.ControlPlane || len(id.Entry.Managers) > 0 || len(id.Entry.WorkloadNames()) > 0)
 	for _, w := range writers {
-		if id.Manager == "" && !owner.IsGenericManager(w) && (!named || catalogueNames(id.Entry, w)) {
+		if id.Manager != "" || owner.IsGenericManager(w) {
+			continue
+		}
+		if !named || catalogueNames(id.Entry, w) || (!id.Entry.ControlPlane && writesStatus(o.Meta.ManagedFields, w)) {
 			id.Manager = w
 		}
 	}
@@ -82,7 +88,9 @@ func Identify(catalog *owner.Catalog, o *kube.Object, fin finalizev1alpha1.Final
 	if id.Who == "" {
 		id.Who = fin.Owner
 	}
-	if id.Manager != "" {
+	// A name many programs write as ("manager", "controller") finds namesakes, not the
+	// controller's workloads: no workload is looked for by it.
+	if id.Manager != "" && (!SharedName(id.Manager) || (id.Entry != nil && catalogueNames(id.Entry, id.Manager))) {
 		id.WorkloadNames = append(id.WorkloadNames, id.Manager)
 	}
 	if id.Entry != nil && fin.OwnerSource == finalizev1alpha1.OwnerSourceCatalog {
@@ -93,6 +101,30 @@ func Identify(catalog *owner.Catalog, o *kube.Object, fin finalizev1alpha1.Final
 		}
 	}
 	return id
+}
+
+// writesStatus says whether field manager m manages part of the object's status
+// subresource: it reconciles the object.
+func writesStatus(managed []metav1.ManagedFieldsEntry, m string) bool {
+	for _, e := range managed {
+		if e.Manager == m && e.Subresource == "status" {
+			return true
+		}
+	}
+	return false
+}
+
+// sharedNames are field manager names many programs write as: kubebuilder's and
+// operator-sdk's scaffolds build a binary called manager, and the API server names the
+// field manager of a client that names none after its binary.
+var sharedNames = sets.New("manager", "controller-manager", "controller", "operator", "main", "app", "helm-operator", "ansible-operator")
+
+// SharedName reports whether many programs may write as field manager m: a name of
+// sharedNames, or a client that applies manifests for people (owner.IsGenericManager).
+// Such a name identifies no program: no workload is looked for by it, and its writes
+// count only where the same name is far more likely the same program.
+func SharedName(m string) bool {
+	return sharedNames.Has(m) || owner.IsGenericManager(m)
 }
 
 // catalogueNames says whether the catalogue entry e names field manager w as its owner:

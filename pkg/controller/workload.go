@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/pager"
 
@@ -334,12 +335,13 @@ func stateOf(kind string, u *unstructured.Unstructured) Workload {
 
 // watchEnv and watchFlags are how controllers are commonly limited to namespaces:
 // operator-sdk and kubebuilder scaffolds read WATCH_NAMESPACE; Strimzi's operators
-// STRIMZI_NAMESPACE; many take a flag (cert-manager, Argo Rollouts and Velero --namespace,
-// the Prometheus operator --namespaces). A value of "*" (Strimzi's) means every
-// namespace, as an empty one does.
+// STRIMZI_NAMESPACE; many take a flag (the Prometheus operator --namespaces). A value of
+// "*" (Strimzi's) means every namespace, as an empty one does. --namespace is not read:
+// for OLM (olm --namespace $(OPERATOR_NAMESPACE)), Velero and others it names where the
+// program runs or cleans up, not what it watches.
 var (
 	watchEnv   = []string{"WATCH_NAMESPACE", "WATCH_NAMESPACES", "OPERATOR_NAMESPACE_WATCH", "STRIMZI_NAMESPACE"}
-	watchFlags = []string{"--namespace", "--namespaces", "--watch-namespace", "--watch-namespaces", "--watched-namespaces"}
+	watchFlags = []string{"--namespaces", "--watch-namespace", "--watch-namespaces", "--watched-namespaces"}
 )
 
 // watchSettings reads what one container says of the namespaces it watches. An
@@ -358,20 +360,32 @@ func watchSettings(c map[string]any, ownNamespace string) []WatchSetting {
 			continue
 		}
 		value, _, _ := unstructured.NestedString(em, "value")
-		if path, _, _ := unstructured.NestedString(em, "valueFrom", "fieldRef", "fieldPath"); path == "metadata.namespace" {
+		if _, from, _ := unstructured.NestedMap(em, "valueFrom"); from {
+			// Read from elsewhere (an annotation, a ConfigMap): only the pod's own
+			// namespace is known.
+			path, _, _ := unstructured.NestedString(em, "valueFrom", "fieldRef", "fieldPath")
+			if path != "metadata.namespace" {
+				continue
+			}
 			value = ownNamespace
 		}
-		out = append(out, WatchSetting{Setting: "env " + name, Namespaces: splitNamespaces(value)})
+		if ns, ok := splitNamespaces(value); ok {
+			out = append(out, WatchSetting{Setting: "env " + name, Namespaces: ns})
+		}
 	}
 	for _, field := range []string{"command", "args"} {
 		args, _, _ := unstructured.NestedStringSlice(c, field)
 		for i, a := range args {
 			for _, flag := range watchFlags {
+				value, set := "", false
 				switch {
 				case strings.HasPrefix(a, flag+"="):
-					out = append(out, WatchSetting{Setting: "flag " + flag, Namespaces: splitNamespaces(strings.TrimPrefix(a, flag+"="))})
+					value, set = strings.TrimPrefix(a, flag+"="), true
 				case a == flag && i+1 < len(args):
-					out = append(out, WatchSetting{Setting: "flag " + flag, Namespaces: splitNamespaces(args[i+1])})
+					value, set = args[i+1], true
+				}
+				if ns, ok := splitNamespaces(value); set && ok {
+					out = append(out, WatchSetting{Setting: "flag " + flag, Namespaces: ns})
 				}
 			}
 		}
@@ -379,16 +393,20 @@ func watchSettings(c map[string]any, ownNamespace string) []WatchSetting {
 	return out
 }
 
-func splitNamespaces(v string) []string {
-	var out []string
+// splitNamespaces reads a comma-separated list of namespaces; ok is false when a part is
+// not a namespace name ("$(OPERATOR_NAMESPACE)", "a b", "a;b"): such a setting is not
+// understood, and never taken to keep a controller from a namespace.
+func splitNamespaces(v string) (out []string, ok bool) {
 	for _, s := range strings.Split(v, ",") {
-		switch s = strings.TrimSpace(s); s {
-		case "*":
-			return nil
-		case "":
+		switch s = strings.TrimSpace(s); {
+		case s == "*":
+			return nil, true
+		case s == "":
+		case len(validation.IsDNS1123Label(s)) > 0:
+			return nil, false
 		default:
 			out = append(out, s)
 		}
 	}
-	return out
+	return out, true
 }

@@ -94,6 +94,15 @@ func (f *facts) accessOf(w *controller.Workload, o *kube.Object) access {
 	if !checked {
 		return a
 	}
+	if !patch && !update {
+		// RBAC may grant the write for some objects only (resourceNames): denied for the
+		// type, it is asked again for this object before it is said missing.
+		named, ok := f.may(a.user, groups, attrs("patch", o.Meta.Name, ""))
+		if !ok {
+			return a
+		}
+		patch = named
+	}
 	switch {
 	case patch:
 		a.writeVerb = "patch"

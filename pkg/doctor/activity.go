@@ -5,11 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/sets"
-
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/controller"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -35,18 +32,11 @@ type activity struct {
 	ignored     bool
 }
 
-// sharedManagerNames are field manager names many programs write as: kubebuilder's and
-// operator-sdk's scaffolds build a binary called manager, and the API server names the
-// field manager of a client that names none after its binary. The clients that apply
-// manifests for people (owner.IsGenericManager) are shared names too.
-var sharedManagerNames = sets.New("manager", "controller-manager", "controller", "operator", "main", "app", "helm-operator", "ansible-operator")
-
-// sharedManagerName reports whether many programs may write as field manager m: its
-// writes count for a controller only in the API group of the object the controller
-// holds, where the same name is far more likely the same program.
-func sharedManagerName(m string) bool {
-	return sharedManagerNames.Has(m) || owner.IsGenericManager(m)
-}
+// sharedManagerName reports whether many programs may write as field manager m
+// (controller.SharedName): its writes count for a controller only in the API group of
+// the object the controller holds, where the same name is far more likely the same
+// program.
+func sharedManagerName(m string) bool { return controller.SharedName(m) }
 
 // elsewhere says where the writes elsewhere that count were measured.
 func (a *activity) elsewhere() string {

@@ -63,10 +63,13 @@ func (d *diagnoser) apiServiceFindings(gvs []string, why string) []finding {
 		name := apiServiceName(gv)
 		state := "cannot be discovered"
 		switch {
+		case a != nil && !a.Reported:
+			name = a.Name
+			state = "cannot be discovered now, and has no Available condition yet"
 		case a != nil && a.Available:
 			// The aggregator's last word is older than this run's discovery, which failed.
 			name = a.Name
-			state = "cannot be discovered now, though the aggregator last found it available"
+			state = "cannot be discovered now, though its Available condition says " + a.Status
 		case a != nil:
 			name = a.Name
 			state = a.State()

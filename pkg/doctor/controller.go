@@ -184,7 +184,7 @@ func (d *diagnoser) remover(o *kube.Object, fin finalizev1alpha1.Finalizer, idp 
 	case alive && now.Sub(deleted) < window:
 		quiet := fmt.Sprintf("it has not written to this object since; stuck is not proven yet: only after %s without a write to the object", duration.HumanDuration(window))
 		if id.Manager == "" {
-			quiet = fmt.Sprintf("no controller wrote the finalizer, so its writes to the object cannot be told; stuck is not proven yet: only %s after the deletion began", duration.HumanDuration(window))
+			quiet = fmt.Sprintf("no write of the finalizer by its remover is recorded, so its writes to the object cannot be told; stuck is not proven yet: only %s after the deletion began", duration.HumanDuration(window))
 		}
 		return progressing(o, fmt.Sprintf("%s runs (%s), and the deletion began %s ago: %s",
 			id.Who, strings.Join(aliveEvidence(now, running, act, recentElsewhere), "; "), ago(now, deleted), quiet), id.Who)
@@ -288,7 +288,7 @@ func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *con
 	case act.wroteObj:
 		quiet = fmt.Sprintf("last wrote this object %s ago, %s after the deletion began, and nothing since", ago(now, act.objLast), duration.HumanDuration(act.objLast.Sub(deleted)))
 	case id.Manager == "":
-		quiet = fmt.Sprintf("has not removed %s since the deletion began %s ago (no controller wrote the finalizer, so its writes to the object cannot be told)", fin.Name, ago(now, deleted))
+		quiet = fmt.Sprintf("has not removed %s since the deletion began %s ago (no write of the finalizer by its remover is recorded, so its writes to the object cannot be told)", fin.Name, ago(now, deleted))
 	}
 	evidence := strings.Join(aliveEvidence(now, running, act, recentElsewhere), "; ")
 	msg := fmt.Sprintf("%s runs (%s) but %s: longer than the progress window (%s), within which a controller at work on an object writes to it", id.Who, evidence, quiet, duration.HumanDuration(d.progressWindow))

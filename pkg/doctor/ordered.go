@@ -52,7 +52,7 @@ func (d *diagnoser) orderedDeletion(o *kube.Object, fd *finding, children []*kub
 	}
 	fd.message += "; " + msg
 	if len(will) > 0 {
-		fd.next += "; before the pods go, bring back the removers named above (or let them watch this namespace), or the namespace will wait on them next"
+		fd.next += "; before the pods go, bring back the removers named above (or let them watch this namespace; one installed in this namespace can only run from another), or the namespace will wait on them next"
 	}
 }
 
@@ -99,6 +99,12 @@ func (d *diagnoser) removerAbsent(o *kube.Object, fin finalizev1alpha1.Finalizer
 	}
 	var down []string
 	for _, w := range ws.Found {
+		if w.Namespace == o.Meta.Namespace {
+			// In the namespace being deleted: its pods go first, and no pod can be created
+			// in a namespace being deleted.
+			down = append(down, fmt.Sprintf("%s %s/%s is in this namespace, whose pods go first: it cannot run here again", w.Kind, w.Namespace, w.Name))
+			continue
+		}
 		if !w.Running() {
 			down = append(down, w.String())
 			continue

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -14,8 +16,11 @@ type APIService struct {
 	// Service is nil for a local APIService (served by kube-apiserver itself).
 	Service *types.NamespacedName
 	// Available is false only when the condition says False; Reported says whether the
-	// condition exists at all.
+	// condition exists at all, Status what it says ("True", "False", "Unknown") and Since
+	// when it last changed.
 	Available, Reported bool
+	Status              string
+	Since               time.Time
 	Reason, Message     string
 }
 
@@ -35,9 +40,13 @@ func ParseAPIService(u *unstructured.Unstructured) APIService {
 			continue
 		}
 		a.Reported = true
-		a.Available = m["status"] == "True"
+		a.Status, _ = m["status"].(string)
+		a.Available = a.Status != "False"
 		a.Reason, _ = m["reason"].(string)
 		a.Message, _ = m["message"].(string)
+		if ts, ok := m["lastTransitionTime"].(string); ok {
+			a.Since, _ = time.Parse(time.RFC3339, ts)
+		}
 	}
 	return a
 }

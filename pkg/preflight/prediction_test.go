@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -284,28 +285,33 @@ func TestAnEphemeralVolumesClaimInUse(t *testing.T) {
 // aggregator's condition says False and this run could not discover its group version.
 // One without the other is a warning; an APIService deleted with the rest blocks nothing.
 func TestAnUnavailableAPIServiceIsCertainOnlyWhenBothFactsAgree(t *testing.T) {
-	apiService := func(name, group, status string) *unstructured.Unstructured {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	apiService := func(name, group, status string, since time.Duration) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
 			"metadata": map[string]any{"name": name, "uid": name},
 			"spec":     map[string]any{"group": group, "version": "v1", "service": map[string]any{"namespace": "ops", "name": group}}}}
 		if status != "" {
 			u.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Available", "status": status,
-				"reason": "MissingEndpoints", "message": "endpoints for service/" + group + " in \"ops\" have no addresses"}}}
+				"lastTransitionTime": now.Add(-since).Format(time.RFC3339),
+				"reason":             "MissingEndpoints", "message": "endpoints for service/" + group + " in \"ops\" have no addresses"}}}
 		}
 		return u
 	}
 	for _, c := range []struct {
 		name, status string
+		since        time.Duration
 		undiscovered bool
 		deleted      bool
 		want         bool
 		warns        string
 	}{
-		{name: "unavailable and undiscovered", status: "False", undiscovered: true, want: true},
+		{name: "unavailable and undiscovered", status: "False", since: 5 * time.Minute, undiscovered: true, want: true},
 		{name: "no condition yet", status: "", undiscovered: true, warns: "has no Available condition yet"},
-		{name: "last found available", status: "True", undiscovered: true, warns: "last found APIService v1.metrics.example.com available"},
-		{name: "a stale condition: discovered now", status: "False"},
-		{name: "deleted with the namespace", status: "False", undiscovered: true, deleted: true},
+		{name: "last found available", status: "True", since: time.Hour, undiscovered: true, warns: "v1.metrics.example.com's Available condition says True"},
+		{name: "unknown", status: "Unknown", since: time.Hour, undiscovered: true, warns: "Available condition says Unknown"},
+		{name: "unavailable for seconds: a rollout", status: "False", since: 10 * time.Second, undiscovered: true, warns: "became unavailable 10s ago"},
+		{name: "a stale condition: discovered now", status: "False", since: 5 * time.Minute},
+		{name: "deleted with the namespace", status: "False", since: 5 * time.Minute, undiscovered: true, deleted: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := newDeletionSet()
@@ -314,10 +320,10 @@ func TestAnUnavailableAPIServiceIsCertainOnlyWhenBothFactsAgree(t *testing.T) {
 				s.addTarget(ref(apiServicesResource.GroupResource(), "APIService", "", "v1.metrics.example.com", "v1.metrics.example.com"))
 			}
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-				apiServicesResource.GroupVersionResource: "APIServiceList"}, apiService("v1.metrics.example.com", "metrics.example.com", c.status))
+				apiServicesResource.GroupVersionResource: "APIServiceList"}, apiService("v1.metrics.example.com", "metrics.example.com", c.status, c.since))
 			r := &run{ctx: t.Context(), p: &Preflight{Clients: &client.Clients{Kube: fake.NewClientset(), Dynamic: dyn}}, set: s, kept: newListing(s),
 				rep: &finalizev1alpha1.PreflightReport{Targets: []finalizev1alpha1.ObjectReference{ref(schema.GroupResource{Resource: "namespaces"}, "Namespace", "", "team-a", "n1")}},
-				res: &scan.Result{}}
+				res: &scan.Result{Now: now}}
 			if c.undiscovered {
 				r.res.Incomplete = []finalizev1alpha1.IncompleteResource{{GroupVersion: "metrics.example.com/v1", Reason: finalizev1alpha1.ReasonDiscoveryFailed}}
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,6 +55,11 @@ func (alreadyFailing) find(r *run) []finalizev1alpha1.Hazard {
 	return append(r.unavailableAPIServices(namespaces), r.failingConversions(namespaces)...)
 }
 
+// settled is how long an APIService must have been unavailable to be taken as broken,
+// not in a rollout of its server: a minute, several of the aggregator's availability
+// checks.
+const settled = time.Minute
+
 // unavailableAPIServices: each APIService the deletion keeps that the aggregator finds
 // unavailable and whose group version this run could not discover.
 func (r *run) unavailableAPIServices(namespaces []string) []finalizev1alpha1.Hazard {
@@ -81,7 +87,12 @@ func (r *run) unavailableAPIServices(namespaces []string) []finalizev1alpha1.Haz
 			r.warnf("%s could not be discovered, and APIService %s has no Available condition yet: whether it blocks the deletion is not known", a.GroupVersion(), a.Name)
 			return
 		case a.Available:
-			r.warnf("%s could not be discovered, but the aggregator last found APIService %s available: whether it blocks the deletion is not known", a.GroupVersion(), a.Name)
+			r.warnf("%s could not be discovered, but APIService %s's Available condition says %s: whether it blocks the deletion is not known", a.GroupVersion(), a.Name, a.Status)
+			return
+		case a.Since.IsZero() || r.res.Now.Sub(a.Since) < settled:
+			// A rollout of its server makes it unavailable for seconds.
+			r.warnf("APIService %s became unavailable %s ago (%s): it may be a rollout of its server, so whether it blocks the deletion is not known yet; run preflight again in a minute",
+				a.Name, r.res.Now.Sub(a.Since).Round(time.Second), a.State())
 			return
 		case r.set.has(ref):
 			// Deleted with the rest: discovery recovers once it is gone, and the
@@ -125,7 +136,7 @@ func (r *run) failingConversions(namespaces []string) []finalizev1alpha1.Hazard 
 		}
 		fails := scan.ConversionFailures(in.Message)
 		gv, err := schema.ParseGroupVersion(in.GroupVersion)
-		if len(fails) == 0 || err != nil || in.Resource == "" {
+		if len(fails) == 0 || err != nil || in.Resource == "" || !r.namespaced(gv.WithResource(in.Resource)) {
 			continue
 		}
 		types = append(types, &failing{in: in, fail: fails[0], gvr: gv.WithResource(in.Resource), live: make([]scan.LiveList, len(namespaces))})
@@ -192,4 +203,15 @@ func namespaceWords(names []string) string {
 		s += n
 	}
 	return s
+}
+
+// namespaced says whether the scan listed gvr as a namespaced type: the namespace
+// controller lists only those.
+func (r *run) namespaced(gvr schema.GroupVersionResource) bool {
+	for _, res := range r.res.Resources {
+		if res.GroupVersionResource == gvr {
+			return res.Namespaced
+		}
+	}
+	return false
 }

@@ -1,12 +1,15 @@
 package scan
 
 import (
+	"bytes"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 )
 
 // Index is what the doctor needs to know about objects that are not stuck, gathered while
@@ -72,6 +75,34 @@ const (
 	maxContentSample = 10
 	maxPending       = 100
 )
+
+// maxPendingPerType bounds the objects not deleted yet one type's listing keeps across
+// every namespace being deleted (thousands of namespaces wedged by one unavailable
+// APIService must not keep thousands of objects each).
+const maxPendingPerType = 1000
+
+// pendingWorthKeeping: at least one finalizer is not Kubernetes' own (pvc-protection and
+// the like go with the objects they guard): only those may stick for want of a remover.
+func pendingWorthKeeping(finalizers []string) bool {
+	for _, f := range finalizers {
+		if !owner.IsSystem(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// slimForPending keeps of an object's metadata what names it and what tells who wrote and
+// who removes its finalizers: the managedFields entries that hold finalizers or status.
+func slimForPending(meta *metav1.ObjectMeta) *metav1.ObjectMeta {
+	slim := &metav1.ObjectMeta{Namespace: meta.Namespace, Name: meta.Name, UID: meta.UID, Finalizers: meta.Finalizers}
+	for _, e := range meta.ManagedFields {
+		if e.Subresource == "status" || (e.FieldsV1 != nil && bytes.Contains(e.FieldsV1.GetRawBytes(), []byte(`"f:finalizers"`))) {
+			slim.ManagedFields = append(slim.ManagedFields, e)
+		}
+	}
+	return slim
+}
 
 // addPending keeps o among the objects not deleted yet that carry finalizers.
 func (c *NamespaceContent) addPending(o *kube.Object) {
@@ -150,6 +181,8 @@ type indexer struct {
 	content     map[string]*NamespaceContent
 	// deleting are the namespaces with a deletionTimestamp seen by this indexer.
 	deleting []string
+	// pending counts the objects not deleted yet this type keeps (maxPendingPerType).
+	pending int
 }
 
 func newIndexer(terminating map[string]bool) *indexer {
@@ -178,8 +211,9 @@ func (ix *indexer) observe(r kube.Resource, meta *metav1.ObjectMeta, ns *corev1.
 			ix.content[meta.Namespace] = c
 		}
 		c.add(self)
-		if meta.DeletionTimestamp == nil && len(meta.Finalizers) > 0 {
-			c.addPending(kube.NewObject(r, meta, nil))
+		if meta.DeletionTimestamp == nil && pendingWorthKeeping(meta.Finalizers) && ix.pending < maxPendingPerType {
+			ix.pending++
+			c.addPending(kube.NewObject(r, slimForPending(meta), nil))
 		}
 	}
 	if kind, ok := workloadKinds[r.GroupResource()]; ok {

@@ -21,19 +21,27 @@ func TestTheObjectsWaitingBehindThePods(t *testing.T) {
 	for part := range 2 {
 		ix := newIndexer(map[string]bool{"team-a": true})
 		for i := range 80 {
-			ix.observe(widgets, &metav1.ObjectMeta{Namespace: "team-a", Name: fmt.Sprintf("w-%d-%d", part, i), Finalizers: []string{"example.com/cleanup"}}, nil)
+			ix.observe(widgets, &metav1.ObjectMeta{Namespace: "team-a", Name: fmt.Sprintf("w-%d-%d", part, i), Finalizers: []string{"example.com/cleanup"},
+				Annotations: map[string]string{"big": "x"}, ManagedFields: []metav1.ManagedFieldsEntry{
+					{Manager: "kubectl", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)},
+					{Manager: "widget-operator", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{"v:\"example.com/cleanup\"":{}}}}`)},
+					{Manager: "widget-operator", Subresource: "status", FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)}}}, nil)
 		}
 		ix.observe(widgets, &metav1.ObjectMeta{Namespace: "team-a", Name: fmt.Sprintf("plain-%d", part)}, nil)
+		// Kubernetes' own finalizers go with what they guard: not kept.
+		ix.observe(widgets, &metav1.ObjectMeta{Namespace: "team-a", Name: fmt.Sprintf("claim-%d", part), Finalizers: []string{"kubernetes.io/pvc-protection"}}, nil)
 		ix.observe(widgets, &metav1.ObjectMeta{Namespace: "team-a", Name: fmt.Sprintf("deleting-%d", part), Finalizers: []string{"example.com/cleanup"}, DeletionTimestamp: &now}, nil)
 		ix.observe(widgets, &metav1.ObjectMeta{Namespace: "team-b", Name: fmt.Sprintf("elsewhere-%d", part), Finalizers: []string{"example.com/cleanup"}}, nil)
-		idx.merge(widgets, 83, ix)
+		idx.merge(widgets, 84, ix)
 	}
 	c := idx.Content["team-a"]
-	if c == nil || c.Count != 164 || c.Deleting != 2 || c.PendingCount != 160 || len(c.Pending) != maxPending {
-		t.Fatalf("content %+v: want 164 objects, 2 deleting, 160 pending of which %d kept", c, maxPending)
+	if c == nil || c.Count != 166 || c.Deleting != 2 || c.PendingCount != 160 || len(c.Pending) != maxPending {
+		t.Fatalf("content %+v: want 166 objects, 2 deleting, 160 pending of which %d kept", c, maxPending)
 	}
-	if p := c.Pending[0]; p.Meta.Name != "w-0-0" || len(p.Finalizers) != 1 || p.Finalizers[0].Name != "example.com/cleanup" {
-		t.Errorf("first pending %+v", p)
+	// Kept slim: what names it, and who wrote its finalizers and status.
+	if p := c.Pending[0]; p.Meta.Name != "w-0-0" || len(p.Finalizers) != 1 || p.Finalizers[0].Name != "example.com/cleanup" ||
+		len(p.Meta.ManagedFields) != 2 || p.Meta.Annotations != nil {
+		t.Errorf("first pending %+v", p.Meta)
 	}
 	if idx.Content["team-b"] != nil {
 		t.Errorf("a namespace not being deleted has content: %+v", idx.Content["team-b"])

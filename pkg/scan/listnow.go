@@ -20,6 +20,10 @@ type LiveList struct {
 	Err         error
 }
 
+// partialObjectMetadataList asks for a list's metadata only (the metadata client's
+// Accept header).
+const partialObjectMetadataList = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+
 // listNowTimeout bounds one ListNow: a conversion webhook may take its whole
 // timeoutSeconds (at most 30 s) before the API server gives up on it.
 const listNowTimeout = 35 * time.Second
@@ -39,7 +43,9 @@ func ListNow(ctx context.Context, disc discovery.DiscoveryInterface, dyn dynamic
 		if gvr.Group == "" {
 			path = "/api/" + gvr.Version
 		}
-		err = rc.Get().AbsPath(path, "namespaces", ns, gvr.Resource).MaxRetries(0).Do(ctx).Error()
+		// Metadata only, as the namespace controller's metadata client lists: the API
+		// server still reads (and converts) every object, but sends none of its body.
+		err = rc.Get().AbsPath(path, "namespaces", ns, gvr.Resource).SetHeader("Accept", partialObjectMetadataList).MaxRetries(0).Do(ctx).Error()
 	} else {
 		_, err = dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
 	}

@@ -17,6 +17,7 @@ import (
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
@@ -186,6 +187,7 @@ func TestAnUnavailableAPIService(t *testing.T) {
 	waitCondition(t, plane, ns.Name, corev1.NamespaceDeletionDiscoveryFailure)
 	c := plane.Kube(t)
 	apisvc := s.MetricsAPIService()
+	fixture.UnavailableFor(t, plane.Config, apisvc, 5*time.Minute)
 
 	// Predicted, then seen: preflight of any other namespace says its deletion is
 	// certainly stuck (exit 5, not "incomplete", exit 3); deleted, it is.

@@ -70,7 +70,7 @@ func TestWhatWaitsBehindThePods(t *testing.T) {
 		"once they are deleted, these will stick next, their removers not running for them: widgets.ordered.example.com/orders -n "+ns+
 			" (ordered.example.com/cleanup: ordered-operator removes it, and Deployment "+ops+"/ordered-operator has 0/1 ready replicas)",
 		"these may: widgets.ordered.example.com/payments -n "+ns+" (ordered.example.com/remote: no workload of remote-operator, which removes it, was found in the cluster; it may run outside)",
-		"before the pods go, bring back the removers named above (or let them watch this namespace)")
+		"before the pods go, bring back the removers named above (or let them watch this namespace")
 	t.Logf("the namespace, as the doctor says it:\n%s\nNext: %s", cause.Message, cause.NextStep)
 
 	// Predicted, then seen: once the pod goes, the namespace controller deletes the

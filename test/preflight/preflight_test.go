@@ -249,7 +249,13 @@ func TestAnAPIServiceAlreadyUnavailable(t *testing.T) {
 	}
 	name := "v1.api.preflight.example.com"
 	apiService(t, name, "api.preflight.example.com", ns, "pf-api")
+	// Unavailable for less than a minute, it may be a rollout: not certain yet.
 	waitUnavailable(t, name)
+	rep, r := preflight(t, 3, "namespaces/"+other)
+	if len(rep.Hazards) != 0 || !strings.Contains(r.Stderr, "it may be a rollout of its server") {
+		t.Errorf("an APIService unavailable for seconds: hazards %+v\n%s", rep.Hazards, r.Stderr)
+	}
+	fixture.UnavailableFor(t, cp.Config, name, 5*time.Minute)
 
 	for _, target := range []string{ns, other} {
 		rep, r := preflight(t, 5, "namespaces/"+target)
@@ -268,7 +274,7 @@ func TestAnAPIServiceAlreadyUnavailable(t *testing.T) {
 		}
 	}
 	// Deleted with the namespace, it blocks nothing: discovery recovers once it is gone.
-	rep, _ := preflight(t, 3, "namespaces/"+other, "apiservices.apiregistration.k8s.io/"+name)
+	rep, _ = preflight(t, 3, "namespaces/"+other, "apiservices.apiregistration.k8s.io/"+name)
 	if len(rep.Hazards) != 0 {
 		t.Errorf("hazards %+v", rep.Hazards)
 	}

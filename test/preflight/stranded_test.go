@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -101,7 +102,7 @@ func TestAnAPIServiceWhoseWorkloadIsDeleted(t *testing.T) {
 	}
 	name := "v1.api2.preflight.example.com"
 	apiService(t, name, "api2.preflight.example.com", ns, "pf-api2")
-	waitUnavailable(t, name)
+	fixture.UnavailableFor(t, cp.Config, name, 5*time.Minute)
 
 	rep, _ := preflight(t, 5, "deployments.apps/pf-api-server", "-n", ns)
 	h := hazard(t, rep, finalizev1alpha1.HazardAPIServiceServiceDeleted, name)
