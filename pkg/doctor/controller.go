@@ -141,7 +141,13 @@ func (d *diagnoser) remover(o *kube.Object, fin finalizev1alpha1.Finalizer, idp 
 			fmt.Sprintf("find who added it (kubectl get %s -o yaml --show-managed-fields) and what it guards before removing it", o.Ref()),
 			"nobody is known to own finalizer "+fin.Name)
 	}
-	if id.Manager == "" && len(id.WorkloadNames) == 0 {
+	// A finalizer of the control plane whose remover runs inside a process of many
+	// controllers (the cloud service controller in cloud-controller-manager, once in
+	// kube-controller-manager): that process's writes, here or elsewhere, say nothing of
+	// whether this controller runs (the service controller runs only with a cloud
+	// provider). Where the catalogue says how to find out, that is the answer, in every
+	// scope alike.
+	if (id.Manager == "" && len(id.WorkloadNames) == 0) || (id.Entry != nil && id.Entry.ControlPlane && id.Entry.Locate != "") {
 		return d.unlocated(o, fin, &id, guards, removeCmd)
 	}
 
@@ -252,6 +258,8 @@ func (d *diagnoser) remover(o *kube.Object, fin finalizev1alpha1.Finalizer, idp 
 func (d *diagnoser) unlocated(o *kube.Object, fin finalizev1alpha1.Finalizer, id *controller.Identity, guards, removeCmd string) finding {
 	wrote := "no field manager wrote the finalizer"
 	switch {
+	case id.Manager != "" && id.Entry != nil && id.Entry.ControlPlane:
+		wrote = fmt.Sprintf("the finalizer was written by %s, a process of many controllers, whose writes say nothing of whether the one that removes it runs", id.Manager)
 	case id.Writer != "" && owner.IsGenericManager(id.Writer):
 		wrote = fmt.Sprintf("the finalizer was written by %s, a client that applies manifests for people, not a controller", id.Writer)
 	case id.Writer != "":

@@ -896,3 +896,19 @@ func TestASharedManagerNamesWritesCountOnlyInItsGroup(t *testing.T) {
 	rep = diagnose(t, res)
 	wantCause(t, rep, specific, finalizev1alpha1.ReasonControllerIdle, "it wrote to other objects 60s ago, which proves it runs")
 }
+
+// TestAServiceControllerIsNotProvenByItsProcess: a Service's load-balancer-cleanup
+// finalizer, written by kube-controller-manager (its in-tree service controller, before the
+// cloud provider was removed). kube-controller-manager writes all the time elsewhere, which
+// says nothing of whether a service controller runs: the cause is Unknown, with how to find
+// out, never Progressing (#34).
+func TestAServiceControllerIsNotProvenByItsProcess(t *testing.T) {
+	svc := writtenBy(stuck(coreResource("services", "Service", true), "apps", "frontend", "service.kubernetes.io/load-balancer-cleanup"), "kube-controller-manager", now.Add(-2*time.Hour))
+	svc.Meta.DeletionTimestamp = &metav1.Time{Time: now.Add(-time.Minute)}
+	res := result(svc)
+	res.ManagerActivity["kube-controller-manager"] = now.Add(-time.Second)
+	rep := diagnose(t, res)
+	wantCause(t, rep, svc, finalizev1alpha1.ReasonUnknown,
+		"the finalizer was written by kube-controller-manager, a process of many controllers, whose writes say nothing of whether the one that removes it runs",
+		"whether the cluster has a cloud provider at all")
+}

@@ -167,6 +167,25 @@ func TestTheWriterOfACataloguedFinalizerIsItsController(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A Service whose finalizer kube-controller-manager wrote (its in-tree service
+	// controller, before the cloud provider was removed), in a cluster where a process of
+	// that name writes all the time: that says nothing of a service controller (#34).
+	migrated := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "migrated", Finalizers: []string{"service.kubernetes.io/load-balancer-cleanup"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := kube.CoreV1().Services(apps).Create(ctx, migrated, metav1.CreateOptions{FieldManager: "kube-controller-manager"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = kube.CoreV1().Services(apps).Patch(context.Background(), "migrated", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	if err := kube.CoreV1().Services(apps).Delete(ctx, "migrated", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ConfigMaps(flux).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kcm-state"}, Data: map[string]string{"a": "b"}},
+		metav1.CreateOptions{FieldManager: "kube-controller-manager"}); err != nil {
+		t.Fatal(err)
+	}
+
 	rep := diagnose(t, cp, 0)
 	written := seed.Object{Resource: kgvr, Namespace: apps, Name: "apps"}
 	wantCause(t, rep, written, finalizev1alpha1.ReasonControllerInactive, "kustomize-controller has written nothing since the deletion began",
@@ -177,6 +196,12 @@ func TestTheWriterOfACataloguedFinalizerIsItsController(t *testing.T) {
 	wantCause(t, rep, seed.Object{Resource: gvr("services"), Namespace: apps, Name: "frontend"}, finalizev1alpha1.ReasonUnknown,
 		"service controller (cloud-controller-manager) is expected to remove service.kubernetes.io/load-balancer-cleanup",
 		"whether the cluster has a cloud provider at all: kubectl get nodes -o custom-columns=NAME:.metadata.name,PROVIDER:.spec.providerID")
+	mc := wantCause(t, rep, seed.Object{Resource: gvr("services"), Namespace: apps, Name: "migrated"}, finalizev1alpha1.ReasonUnknown,
+		"the finalizer was written by kube-controller-manager, a process of many controllers, whose writes say nothing of whether the one that removes it runs",
+		"whether the cluster has a cloud provider at all")
+	if single := causeOf(t, "migrated", "services/migrated", "-n", apps); single.Reason != mc.Reason || single.Message != mc.Message {
+		t.Errorf("the single-object doctor says %s (%s), the cluster doctor %s (%s)", single.Reason, single.Message, mc.Reason, mc.Message)
+	}
 }
 
 // TestOnlyTheOwnersWarningsMeanFailing: a claim held by the snapshot
