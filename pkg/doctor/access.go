@@ -183,3 +183,8 @@ func (a *access) canI(verb string, o *kube.Object) string {
 	}
 	return cmd + " --as " + a.user
 }
+
+// mayNot says what w's ServiceAccount lacks (a.missing), naming the workload.
+func (a access) mayNot(w *controller.Workload) string {
+	return fmt.Sprintf("ServiceAccount %s (of %s %s/%s) may not %s", a.serviceAccount, w.Kind, w.Namespace, w.Name, strings.Join(a.missing, ", nor "))
+}

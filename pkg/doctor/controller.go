@@ -314,7 +314,7 @@ func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *con
 		case !a.checked:
 			checks = append(checks, fmt.Sprintf("whether ServiceAccount %s may act on it could not be checked", a.serviceAccount))
 		case len(a.missing) > 0:
-			forbidden = append(forbidden, fmt.Sprintf("ServiceAccount %s (of %s %s/%s) may not %s", a.serviceAccount, w.Kind, w.Namespace, w.Name, strings.Join(a.missing, ", nor ")))
+			forbidden = append(forbidden, a.mayNot(w))
 		default:
 			checks = append(checks, a.allowed(o))
 		}
@@ -377,7 +377,7 @@ func (d *diagnoser) forbidden(o *kube.Object, fin finalizev1alpha1.Finalizer, id
 		if !a.checked || len(a.missing) == 0 {
 			return finding{}, false
 		}
-		forbidden = append(forbidden, fmt.Sprintf("ServiceAccount %s (of %s %s/%s) may not %s", a.serviceAccount, w.Kind, w.Namespace, w.Name, strings.Join(a.missing, ", nor ")))
+		forbidden = append(forbidden, a.mayNot(w))
 		notes = append(notes, a.notes...)
 	}
 	if len(forbidden) == 0 {

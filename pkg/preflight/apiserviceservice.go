@@ -26,11 +26,7 @@ func (apiServiceService) reasons() []Reason {
 
 func (apiServiceService) find(r *run) []finalizev1alpha1.Hazard {
 	var out []finalizev1alpha1.Hazard
-	res := r.p.Clients.Dynamic.Resource(apiServicesResource.GroupVersionResource)
-	r.each(apiServicesResource.GroupVersionResource, func(opts metav1.ListOptions) (runtime.Object, error) {
-		return res.List(r.ctx, opts)
-	}, func(obj runtime.Object) {
-		u := obj.(*unstructured.Unstructured)
+	r.eachAPIService(func(u *unstructured.Unstructured) {
 		ref := apiServicesResource.Ref("", u.GetName(), u.GetUID())
 		ns, _, _ := unstructured.NestedString(u.Object, "spec", "service", "namespace")
 		name, _, _ := unstructured.NestedString(u.Object, "spec", "service", "name")
@@ -63,4 +59,21 @@ func (r *run) already(reason string, ref finalizev1alpha1.ObjectReference) bool 
 		}
 	}
 	return false
+}
+
+// eachAPIService calls fn with every APIService, listed once per run (two families read
+// them); a list that fails makes the prediction incomplete once.
+func (r *run) eachAPIService(fn func(*unstructured.Unstructured)) {
+	if !r.apiServicesListed {
+		r.apiServicesListed = true
+		res := r.p.Clients.Dynamic.Resource(apiServicesResource.GroupVersionResource)
+		r.each(apiServicesResource.GroupVersionResource, func(opts metav1.ListOptions) (runtime.Object, error) {
+			return res.List(r.ctx, opts)
+		}, func(obj runtime.Object) {
+			r.apiServices = append(r.apiServices, obj.(*unstructured.Unstructured))
+		})
+	}
+	for _, u := range r.apiServices {
+		fn(u)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -106,6 +107,9 @@ type run struct {
 	controllers map[types.UID]map[string]finalizerController
 	// gone caches how the deletion takes each service away (serviceGone).
 	gone map[types.NamespacedName]string
+	// apiServices are every APIService, once apiServicesListed (eachAPIService).
+	apiServices       []*unstructured.Unstructured
+	apiServicesListed bool
 }
 
 func (r *run) warnf(format string, args ...any) {

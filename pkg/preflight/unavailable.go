@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -73,11 +71,7 @@ func (r *run) unavailableAPIServices(namespaces []string) []finalizev1alpha1.Haz
 		return nil
 	}
 	var out []finalizev1alpha1.Hazard
-	res := r.p.Clients.Dynamic.Resource(apiServicesResource.GroupVersionResource)
-	r.each(apiServicesResource.GroupVersionResource, func(opts metav1.ListOptions) (runtime.Object, error) {
-		return res.List(r.ctx, opts)
-	}, func(obj runtime.Object) {
-		u := obj.(*unstructured.Unstructured)
+	r.eachAPIService(func(u *unstructured.Unstructured) {
 		a := kube.ParseAPIService(u)
 		ref := apiServicesResource.Ref("", u.GetName(), u.GetUID())
 		switch {
