@@ -235,7 +235,7 @@ func (d *diagnoser) remover(o *kube.Object, fin finalizev1alpha1.Finalizer, idp 
 	if len(ws.Found) == 0 && scope != d.f.clusterScope() {
 		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(id.Who),
 			fmt.Sprintf("%s is expected to remove %s, but whether it runs cannot be told from this scan: %s; %s, and its writes elsewhere in the cluster were not measured", id.Who, fin.Name, workloadNote, lastNote),
-			fmt.Sprintf("run the doctor without -n, -l or TYPE/NAME to measure its writes cluster-wide (kubectl finalize doctor); if it is gone for good, check that %s, then: %s", guards, removeCmd),
+			fmt.Sprintf("run the doctor as someone who may list every type in every namespace, so that its writes are measured cluster-wide; if it is gone for good, check that %s, then: %s", guards, removeCmd),
 			fmt.Sprintf("whether %s runs cannot be told from a narrowed scan", id.Who))
 	}
 	fd := inactive(id.Who, lastNote+"; "+workloadNote, guards, removeCmd)

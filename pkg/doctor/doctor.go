@@ -187,8 +187,13 @@ func (rep *Report) gatherRoots(leaves map[types.UID][]*rootSpec) {
 	for _, r := range byKey {
 		rep.Roots = append(rep.Roots, r)
 	}
-	sort.Slice(rep.Roots, func(i, j int) bool {
-		a, b := rep.Roots[i], rep.Roots[j]
+	sortRoots(rep.Roots)
+}
+
+// sortRoots orders root causes: the ones that explain most objects first.
+func sortRoots(roots []*finalizev1alpha1.RootCause) {
+	sort.Slice(roots, func(i, j int) bool {
+		a, b := roots[i], roots[j]
 		if len(a.Objects) != len(b.Objects) {
 			return len(a.Objects) > len(b.Objects)
 		}
@@ -197,6 +202,43 @@ func (rep *Report) gatherRoots(leaves map[types.UID][]*rootSpec) {
 		}
 		return a.Subject.Kind+a.Subject.Namespace+a.Subject.Name < b.Subject.Kind+b.Subject.Namespace+b.Subject.Name
 	})
+}
+
+// Narrow is rep for the objects of res alone, a narrowing of rep.Result
+// (scan.Result.Narrow): their causes are the ones measured on the whole of rep.Result, and
+// each root cause keeps the objects of res it explains.
+func (rep *Report) Narrow(res *scan.Result) *Report {
+	kept := map[types.UID]bool{}
+	for _, o := range res.Objects {
+		kept[o.Meta.UID] = true
+	}
+	out := &Report{Result: res, Warnings: rep.Warnings, causes: rep.causes, waits: rep.waits, roots: map[types.UID][]*finalizev1alpha1.RootCause{}}
+	copies := map[*finalizev1alpha1.RootCause]*finalizev1alpha1.RootCause{}
+	for _, r := range rep.Roots {
+		var objs []finalizev1alpha1.ObjectReference
+		for _, ref := range r.Objects {
+			if kept[ref.UID] {
+				objs = append(objs, ref)
+			}
+		}
+		if len(objs) == 0 {
+			continue
+		}
+		c := *r
+		c.Objects = objs
+		copies[r] = &c
+		out.Roots = append(out.Roots, &c)
+	}
+	for uid, rs := range rep.roots {
+		if !kept[uid] {
+			continue
+		}
+		for _, r := range rs {
+			out.roots[uid] = append(out.roots[uid], copies[r])
+		}
+	}
+	sortRoots(out.Roots)
+	return out
 }
 
 // Cause is the diagnosis of o.

@@ -799,7 +799,7 @@ func TestANarrowScanClaimsNoInactivity(t *testing.T) {
 	res.ManagerActivity["db-operator"] = now.Add(-2 * time.Hour)
 	rep := diagnose(t, res)
 	wantCause(t, rep, o, finalizev1alpha1.ReasonUnknown, "in namespace a, the only one scanned", "its writes elsewhere in the cluster were not measured",
-		"run the doctor without -n, -l or TYPE/NAME to measure its writes cluster-wide")
+		"run the doctor as someone who may list every type in every namespace")
 	// The whole cluster scanned: inactive.
 	full := result(o)
 	full.ManagerActivity["db-operator"] = now.Add(-2 * time.Hour)
@@ -911,4 +911,36 @@ func TestAServiceControllerIsNotProvenByItsProcess(t *testing.T) {
 	wantCause(t, rep, svc, finalizev1alpha1.ReasonUnknown,
 		"the finalizer was written by kube-controller-manager, a process of many controllers, whose writes say nothing of whether the one that removes it runs",
 		"whether the cluster has a cloud provider at all")
+}
+
+// TestANarrowedReportKeepsTheCausesOfTheWholeCluster: narrowing a report to the objects of
+// one namespace keeps their causes as measured on the whole cluster, and each root cause
+// lists the kept objects it explains, and no other.
+func TestANarrowedReportKeepsTheCausesOfTheWholeCluster(t *testing.T) {
+	a := managedBy(stuck(databases, "a", "orders", "db.example.com/finalizer"), now.Add(-2*time.Hour))
+	b := managedBy(stuck(databases, "b", "users", "db.example.com/finalizer"), now.Add(-2*time.Hour))
+	res := result(a, b)
+	res.ManagerActivity["db-operator"] = now.Add(-2 * time.Hour)
+	rep := diagnose(t, res)
+	narrow, err := res.Narrow(scan.Options{Namespace: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rep.Narrow(narrow)
+	if got.Cause(a) != rep.Cause(a) {
+		t.Errorf("the cause of %s changed: %+v", a.Meta.Name, got.Cause(a))
+	}
+	d := got.Diagnosis(nil)
+	if len(d.Items) != 1 || d.Items[0].Target.Name != "orders" {
+		t.Fatalf("items %+v", d.Items)
+	}
+	if len(d.RootCauses) != 1 || len(d.RootCauses[0].Objects) != 1 || d.RootCauses[0].Objects[0].Name != "orders" {
+		t.Errorf("root causes %+v", d.RootCauses)
+	}
+	if full := rep.Diagnosis(nil); len(full.RootCauses) != 1 || len(full.RootCauses[0].Objects) != 2 {
+		t.Errorf("narrowing changed the report it narrows: %+v", full.RootCauses)
+	}
+	if one := got.Diagnosis(a); len(one.RootCauses) != 1 || len(one.RootCauses[0].Objects) != 1 {
+		t.Errorf("the diagnosis of %s: %+v", a.Meta.Name, one.RootCauses)
+	}
 }

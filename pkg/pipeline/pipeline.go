@@ -6,6 +6,13 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
 
@@ -33,12 +40,75 @@ func Scan(ctx context.Context, c *client.Clients, opts scan.Options) (*scan.Resu
 
 // Diagnose scans with the index the doctor needs, names the owners, and diagnoses every
 // stuck object. The reads the doctor could not make are in Report.Warnings.
+//
+// An object's cause does not depend on how it was asked for (one answer per object):
+// the scan reads the whole cluster whatever opts narrow, every stuck object is
+// diagnosed from it, and the Report keeps the objects opts keep. Only when a type cannot
+// be listed in every namespace (RBAC grants it in the namespaces asked for alone) are the
+// causes measured from those namespaces, and a warning says so.
 func Diagnose(ctx context.Context, c *client.Clients, opts scan.Options, d doctor.Options) (*doctor.Report, error) {
 	opts.Index = true
-	res, err := Scan(ctx, c, opts)
+	d.ChunkSize = opts.ChunkSize
+	doc := &doctor.Doctor{Kube: c.Kube, Dynamic: c.Dynamic, Options: d}
+	if !opts.Narrows() {
+		res, err := Scan(ctx, c, opts)
+		if err != nil {
+			return nil, err
+		}
+		return doc.Diagnose(ctx, res)
+	}
+	res, err := Scan(ctx, c, opts.Wide())
+	var narrow *scan.Result
+	if err == nil {
+		if narrow, err = res.Narrow(opts); err != nil {
+			return nil, err
+		}
+	}
+	if opts.NamespaceLimited() && ctx.Err() == nil && (err != nil || forbidden(narrow) != "") {
+		var why string
+		switch {
+		case err == nil:
+			why = forbidden(narrow) + " may not be listed in every namespace"
+		case apierrors.IsForbidden(err):
+			why = "no type may be listed in every namespace"
+		default:
+			why = fmt.Sprintf("the scan of every namespace failed (%v)", err)
+		}
+		if res, err = Scan(ctx, c, opts); err != nil {
+			return nil, err
+		}
+		rep, err := doc.Diagnose(ctx, res)
+		if err != nil {
+			return nil, err
+		}
+		rep.Warnings = append([]string{fmt.Sprintf("%s: the causes are measured from namespace %s alone, and may differ from those a cluster-wide diagnosis finds", why, strings.Join(res.Namespaces, ", "))}, rep.Warnings...)
+		return rep, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	d.ChunkSize = opts.ChunkSize
-	return (&doctor.Doctor{Kube: c.Kube, Dynamic: c.Dynamic, Options: d}).Diagnose(ctx, res)
+	rep, err := doc.Diagnose(ctx, res)
+	if err != nil {
+		return nil, err
+	}
+	return rep.Narrow(narrow), nil
+}
+
+// forbidden names the types res could not list for lack of permission, or "".
+func forbidden(res *scan.Result) string {
+	var out []string
+	for _, in := range res.Incomplete {
+		if in.Reason != finalizev1alpha1.ReasonForbidden || in.Resource == "" {
+			continue
+		}
+		gr := in.Resource
+		if gv, err := schema.ParseGroupVersion(in.GroupVersion); err == nil && gv.Group != "" {
+			gr += "." + gv.Group
+		}
+		out = append(out, gr)
+	}
+	if len(out) > 3 {
+		return fmt.Sprintf("%s and %d other types", strings.Join(out[:3], ", "), len(out)-3)
+	}
+	return strings.Join(out, ", ")
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -422,13 +423,19 @@ func (s *Scanner) listPagesOf(ctx context.Context, lister metadata.ResourceInter
 // spec.finalizers and their deletion progress in status.conditions.
 func (s *Scanner) listNamespaces(ctx context.Context, opts Options, lo metav1.ListOptions, now time.Time, tr *typeResult) error {
 	r := kube.Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("namespaces"), Kind: "Namespace"}
+	// Namespaces read by name are not selected by the API server: the label selector
+	// applies to them here, as it does to every list.
+	sel, err := labels.Parse(opts.LabelSelector)
+	if err != nil {
+		return err
+	}
 	visit := func(ns *corev1.Namespace) {
 		tr.observe(&ns.ObjectMeta)
 		tr.index.observe(r, &ns.ObjectMeta, ns)
 		if opts.Observe != nil {
 			opts.Observe(r, &ns.ObjectMeta, ns)
 		}
-		if stuck(&ns.ObjectMeta, ns) && keep(&ns.ObjectMeta, ns, opts, now) {
+		if stuck(&ns.ObjectMeta, ns) && keep(&ns.ObjectMeta, ns, opts, now) && sel.Matches(labels.Set(ns.Labels)) {
 			tr.objects = append(tr.objects, kube.NewObject(r, &ns.ObjectMeta, ns))
 		}
 	}

@@ -370,3 +370,73 @@ func TestScanRecordsManagerActivity(t *testing.T) {
 		t.Errorf("list: %+v", list)
 	}
 }
+
+// TestNarrowIsTheScanItNarrows: a scan of the whole cluster narrowed by opts finds what a
+// scan with opts finds, and reports what such a scan could not read.
+func TestNarrowIsTheScanItNarrows(t *testing.T) {
+	labelled := obj("v1", "ConfigMap", "b", "labelled", 3*time.Hour, "example.com/x")
+	labelled.Labels = map[string]string{"team": "orders"}
+	f := newFixture([]runtime.Object{
+		obj("v1", "ConfigMap", "a", "old", 3*time.Hour, "example.com/x"),
+		obj("v1", "ConfigMap", "a", "new", time.Minute, "argocd.argoproj.io/hook-finalizer"),
+		obj("v1", "ConfigMap", "b", "other-ns", 3*time.Hour, "example.com/x"),
+		labelled,
+		obj("lb.example.com/v1", "LoadBalancer", "", "edge", 3*time.Hour, "lb.example.com/release"),
+		obj("db.example.com/v1", "Database", "a", "orders", 3*time.Hour, "db.example.com/finalizer"),
+	}, terminatingNamespace("a", 3*time.Hour, []corev1.FinalizerName{"kubernetes"}), terminatingNamespace("b", time.Hour, []corev1.FinalizerName{"kubernetes"}))
+	f.disc.fail["metrics.k8s.io/v1beta1"] = errors.New("the server is currently unable to handle the request")
+	f.meta.PrependReactor("list", "loadbalancers", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "lb.example.com", Resource: "loadbalancers"}, "", errors.New("no RBAC"))
+	})
+	f.meta.PrependReactor("list", "databases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInternalError(errors.New("etcd is slow"))
+	})
+	for _, opts := range []Options{
+		{},
+		{OlderThan: 2 * time.Hour},
+		{Finalizers: glob.Set{glob.MustCompile("*.argoproj.io/*")}},
+		{Namespace: "a"},
+		{Namespace: "b", LabelSelector: "team=orders"},
+		{LabelSelector: "team in (orders, billing)"},
+		{Resources: []schema.GroupResource{{Resource: "configmaps"}}},
+		{Resources: []schema.GroupResource{{Group: "db.example.com", Resource: "databases"}}},
+		{Namespaces: []string{"a", "b"}, OlderThan: 2 * time.Hour},
+	} {
+		t.Run(fmt.Sprintf("%+v", opts), func(t *testing.T) {
+			if opts.Narrows() != (fmt.Sprint(opts) != fmt.Sprint(Options{})) {
+				t.Errorf("Narrows() = %v", opts.Narrows())
+			}
+			wide := f.scan(t, opts.Wide())
+			if wide.Namespaces != nil || wide.LabelSelector != "" {
+				t.Fatalf("Wide kept a narrowing: %+v", opts.Wide())
+			}
+			got, err := wide.Narrow(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts.Clock = testingclock.NewFakePassiveClock(now)
+			want, err := (&Scanner{Discovery: f.disc, Metadata: f.meta, Kube: f.kube}).Scan(context.Background(), opts)
+			if err != nil {
+				// The one type asked for fails: the narrower scan fails, and the narrowed
+				// one reports the type incomplete.
+				if len(got.Objects) != 0 || len(got.Incomplete) == 0 || got.Incomplete[len(got.Incomplete)-1].Resource != opts.Resources[0].Resource {
+					t.Errorf("the scan failed (%v), the narrowed one says %q, incomplete %+v", err, names(got), got.Incomplete)
+				}
+				return
+			}
+			if g, w := names(got), names(want); !slices.Equal(g, w) {
+				t.Errorf("objects:\n got  %q\n want %q", g, w)
+			}
+			if !slices.Equal(got.Incomplete, want.Incomplete) {
+				t.Errorf("incomplete:\n got  %+v\n want %+v", got.Incomplete, want.Incomplete)
+			}
+			// What was read stays what was read: the whole cluster.
+			if got.Namespaces != nil || got.LabelSelector != "" || got.ObjectsSeen != wide.ObjectsSeen {
+				t.Errorf("Narrow changed what the scan says it read: %v %q %d", got.Namespaces, got.LabelSelector, got.ObjectsSeen)
+			}
+		})
+	}
+	if _, err := (&Result{}).Narrow(Options{LabelSelector: "team in ("}); err == nil {
+		t.Error("a label selector that does not parse is taken")
+	}
+}

@@ -3,12 +3,14 @@ package doctor
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -250,11 +252,12 @@ func TestDoctorCommand(t *testing.T) {
 		"namespaces/" + ns + "  (terminating for ",
 		"NamespaceFinalizersRemaining: Some content in the namespace has finalizers remaining",
 		"└── databases." + s.Group("db") + "/orders-db -n " + ns,
-		// A tree scans the namespace: with no workload of the operator in the cluster,
-		// its writes elsewhere were not measured, so inactivity is not claimed.
-		"Unknown: database-operator is expected to remove",
-		"run the doctor without -n, -l or TYPE/NAME to measure its writes cluster-wide",
-		"Root causes:\n  Unknown: Controller database-operator",
+		// A tree reads what the cluster-wide doctor reads: the operator's writes are
+		// measured in the whole cluster, and it is inactive, as the doctor of the whole
+		// cluster says.
+		"ControllerInactive: database-operator has written nothing since the deletion began",
+		"(its last write in the cluster: ",
+		"Root causes:\n  ControllerInactive: Controller database-operator",
 	} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("doctor ns/%s lacks %q:\n%s", ns, want, r.Stdout)
@@ -271,13 +274,26 @@ func TestDoctorCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &d); err != nil || r.Code != 0 {
 		t.Fatalf("doctor -o json: %v, code %d\n%s", err, r.Code, r.Stderr)
 	}
-	if d.Kind != "Diagnosis" || d.Target == nil || d.Target.Name != "orders-db" || len(d.Items) != 1 || d.Items[0].Cause.Reason != finalizev1alpha1.ReasonUnknown || len(d.RootCauses) != 1 {
+	if d.Kind != "Diagnosis" || d.Target == nil || d.Target.Name != "orders-db" || len(d.Items) != 1 || d.Items[0].Cause.Reason != finalizev1alpha1.ReasonControllerInactive || len(d.RootCauses) != 1 {
 		t.Errorf("diagnosis %+v", d)
 	}
-	// The whole cluster scanned, its writes are measured: inactive.
 	if r := cli.Run(t, cp.AdminKubeconfig, "doctor"); !strings.Contains(r.Stdout, "ControllerInactive: Controller database-operator") {
 		t.Errorf("doctor of the whole cluster:\n%s", r.Stdout)
 	}
+	// The root cause of a narrowed question lists the objects of that question alone.
+	r = cli.Run(t, cp.AdminKubeconfig, "doctor", "-n", ns, "-o", "json")
+	d = finalizev1alpha1.Diagnosis{}
+	if err := json.Unmarshal([]byte(r.Stdout), &d); err != nil || r.Code != 0 {
+		t.Fatalf("doctor -n -o json: %v, code %d\n%s", err, r.Code, r.Stderr)
+	}
+	for _, rc := range d.RootCauses {
+		for _, o := range rc.Objects {
+			if o.Namespace != ns && o.Name != ns {
+				t.Errorf("doctor -n %s: root cause %s lists %s/%s", ns, rc.Reason, o.Namespace, o.Name)
+			}
+		}
+	}
+
 	// An object that is not stuck, and one that does not exist.
 	r = cli.Run(t, cp.AdminKubeconfig, "doctor", "ns/default")
 	if r.Code != 0 || r.Stdout != "namespaces/default is not being deleted.\n" {
@@ -291,9 +307,9 @@ func TestDoctorCommand(t *testing.T) {
 	if r.Code != 2 || !strings.Contains(r.Stderr, `"orders-db" is not TYPE/NAME`) {
 		t.Errorf("bad argument: %d %q", r.Code, r.Stderr)
 	}
-	// scan -o wide fills CAUSE.
+	// scan -o wide fills CAUSE, measured as the doctor measures it.
 	r = cli.Run(t, cp.AdminKubeconfig, "scan", "-n", ns, "-o", "wide")
-	if r.Code != 0 || !strings.Contains(r.Stdout, "CAUSE") || !strings.Contains(r.Stdout, "Unknown") || !strings.Contains(r.Stdout, "NamespaceFinalizersRemaining") {
+	if r.Code != 0 || !strings.Contains(r.Stdout, "CAUSE") || !strings.Contains(r.Stdout, "ControllerInactive") || !strings.Contains(r.Stdout, "NamespaceFinalizersRemaining") {
 		t.Errorf("scan -o wide: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
@@ -331,4 +347,54 @@ func TestContentWithoutFinalizers(t *testing.T) {
 	wantRoot(t, rep, finalizev1alpha1.ReasonNamespaceContentRemaining, finalizev1alpha1.Subject{Kind: "Namespace", Name: ns}, nsObj)
 	// Let the namespace go.
 	_ = c.CoreV1().Pods(ns).Delete(context.Background(), "web-0", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+}
+
+// TestANamespaceReader: someone who may read one namespace alone gets causes measured from
+// it, and a warning that says so. With no workload of the operator readable, inactivity is
+// not claimed; an admin, who reads the whole cluster, is told the operator is inactive.
+func TestANamespaceReader(t *testing.T) {
+	ns, group := cp.Namespace(t), "reader.accuracy.example"
+	obj := stuckAs(t, widgets(t, group), ns, "w", group+"/cleanup", "reader-operator")
+	rep := diagnose(t, cp, 0)
+	wantCause(t, rep, obj, finalizev1alpha1.ReasonControllerInactive, "reader-operator has written nothing since the deletion began", "its last write in the cluster")
+
+	r := cli.Run(t, namespaceReader(t, ns), "doctor", "widgets."+group+"/w", "-n", ns)
+	want := "no type may be listed in every namespace: the causes are measured from namespace " + ns + " alone, and may differ from those a cluster-wide diagnosis finds"
+	if !strings.Contains(r.Stderr, want) {
+		t.Errorf("doctor as a reader of %s: stderr lacks %q:\n%s", ns, want, r.Stderr)
+	}
+	if !strings.Contains(r.Stdout, "Unknown: reader-operator is expected to remove "+group+"/cleanup") {
+		t.Errorf("doctor as a reader of %s: exit %d\n%s", ns, r.Code, r.Stdout)
+	}
+}
+
+// namespaceReader writes a kubeconfig for a user who may get, list and watch every type in
+// namespace ns, and nothing cluster-wide, and returns its path.
+func namespaceReader(t *testing.T, ns string) string {
+	t.Helper()
+	ctx, kube := t.Context(), cp.Kube(t)
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}},
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "reader"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "reader-of-" + ns}},
+	}
+	if _, err := kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cp.UserConfig("reader-of-" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "reader.kubeconfig")
+	if err := controlplane.WriteKubeconfig(cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

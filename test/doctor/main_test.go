@@ -77,6 +77,7 @@ func wantCause(t *testing.T, rep *doctor.Report, o seed.Object, reason string, s
 	if c.NextStep == "" {
 		t.Errorf("%s: no next step", o)
 	}
+	agree(t, o)
 	return c
 }
 

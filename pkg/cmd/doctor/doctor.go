@@ -34,6 +34,11 @@ With TYPE/NAME, the doctor explains that one object as a tree: its finalizers an
 owns them, why each is still there, and below it everything it waits for, down to the
 root causes. For a namespace, that is its whole remaining content.
 
+An object gets the same cause however it is asked for: the doctor reads the whole
+cluster, and -n, -l and TYPE/NAME choose what it prints. Only when you may not list
+every namespace are the causes measured from the namespaces you asked for, and a
+warning says so.
+
 ` + causes() + `
 
 The doctor reads the scan's metadata and a few objects more (APIServices, webhook

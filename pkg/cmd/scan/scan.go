@@ -44,7 +44,8 @@ Only metadata is listed, in pages of --chunk-size, --concurrency types at a time
 spec.nodeName of each pod listed for its kubelet (one GET each; one list of its
 namespace's pods when a namespace holds more than 20). With
 -o wide, json or yaml, each object also carries its cause, as "kubectl finalize doctor"
-diagnoses it (a few more reads).
+diagnoses it: the whole cluster is then read, whatever -n, -l, --older-than, --finalizer
+and TYPE narrow, so that the cause is the one the doctor gives.
 
 If a resource type cannot be discovered or listed (an unavailable APIService, a type
 you may not list), the scan goes on, warns on stderr, lists it under "incomplete" in
