@@ -60,12 +60,20 @@ func Identify(catalog *owner.Catalog, o *kube.Object, fin finalizev1alpha1.Final
 	// Kubernetes whoever writes the status. An entry that describes its owner without
 	// naming it ("the Crossplane provider of this managed resource") takes the writer as
 	// the program it describes.
+	// Where the catalogue names no owner, a writer is the remover only when its writes
+	// are a controller's (owner.Reconciles): a writer of the object's content that does not
+	// write its status created or applied it.
 	named := id.Entry != nil && (id.Entry.ControlPlane || len(id.Entry.Managers) > 0 || len(id.Entry.WorkloadNames()) > 0)
 	for _, w := range writers {
 		if id.Manager != "" || owner.IsGenericManager(w) {
 			continue
 		}
-		if !named || catalogueNames(id.Entry, w) || (!id.Entry.ControlPlane && writesStatus(o.Meta.ManagedFields, w)) {
+		switch {
+		case !named:
+			if owner.Reconciles(o.Meta.ManagedFields, w) {
+				id.Manager = w
+			}
+		case catalogueNames(id.Entry, w) || (!id.Entry.ControlPlane && writesStatus(o.Meta.ManagedFields, w)):
 			id.Manager = w
 		}
 	}

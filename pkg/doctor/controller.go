@@ -262,6 +262,8 @@ func (d *diagnoser) unlocated(o *kube.Object, fin finalizev1alpha1.Finalizer, id
 		wrote = fmt.Sprintf("the finalizer was written by %s, a process of many controllers, whose writes say nothing of whether the one that removes it runs", id.Manager)
 	case id.Writer != "" && owner.IsGenericManager(id.Writer):
 		wrote = fmt.Sprintf("the finalizer was written by %s, a client that applies manifests for people, not a controller", id.Writer)
+	case id.Writer != "" && id.Entry == nil:
+		wrote = fmt.Sprintf("the finalizer was written by %s, which wrote the object's content and does not write its status: it created or applied the object (as an applier, an ApplicationSet, a restore or a person does), which says who added the finalizer, not who removes it", id.Writer)
 	case id.Writer != "":
 		wrote = fmt.Sprintf("the finalizer was written by %s, which the catalogue does not name as its owner (it added the finalizer, as a restore or a copy does; it is not expected to remove it)", id.Writer)
 	}

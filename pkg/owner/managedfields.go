@@ -115,3 +115,51 @@ func holds(raw []byte, path []string, key string) bool {
 	_, ok := leaf[key]
 	return ok
 }
+
+// Reconciles says whether the writes of field manager w to an object are a controller's:
+// it writes the object's status, or all it wrote is metadata (finalizers, labels,
+// annotations, owner references) of an object whose content someone else wrote. A manager
+// that wrote the object's content (its spec, its data) created or applied it: a GitOps
+// applier, an ApplicationSet, a restore, a person with a client of their own. That it
+// wrote a finalizer then says who added the finalizer, not who removes it.
+func Reconciles(managed []metav1.ManagedFieldsEntry, w string) bool {
+	content, seen := false, false
+	for i := range managed {
+		e := &managed[i]
+		if e.Manager != w {
+			continue
+		}
+		switch {
+		case e.Subresource == "status":
+			return true
+		case e.Subresource != "" || e.FieldsV1 == nil:
+			continue
+		}
+		seen = true
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &top); err != nil {
+			return false // unreadable: nothing proves it reconciles
+		}
+		for k, v := range top {
+			switch k {
+			case "f:status":
+				return true // a type without a status subresource
+			case "f:metadata", "f:apiVersion", "f:kind", ".":
+			case "f:spec":
+				// A namespace's own finalizers are in its spec.
+				var spec map[string]json.RawMessage
+				if json.Unmarshal(v, &spec) != nil {
+					return false
+				}
+				for sk := range spec {
+					if sk != "f:finalizers" && sk != "." {
+						content = true
+					}
+				}
+			default:
+				content = true
+			}
+		}
+	}
+	return seen && !content
+}

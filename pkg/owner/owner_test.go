@@ -172,6 +172,11 @@ func TestResolve(t *testing.T) {
 		managed("database-operator", `{"f:metadata":{"f:finalizers":{"v:\"db.example.com/finalizer\"":{}}}}`),
 		managed("kubectl-client-side-apply", `{"f:metadata":{"f:finalizers":{"v:\"widgets.db.example.com/from-manifest\"":{},"v:\"db.example.com/finalizer\"":{},"v:\"kubernetes.io/pvc-protection\"":{}}}}`),
 		managed("argocd-controller", `{"f:metadata":{"f:finalizers":{"v:\"unknown.io/x\"":{}}}}`),
+		// A restore wrote the whole object, its finalizer with it; a controller of the
+		// same finalizer wrote its status.
+		managed("restore-tool", `{"f:metadata":{"f:finalizers":{"v:\"db.example.com/restored\"":{},"v:\"db.example.com/reconciled\"":{}}},"f:spec":{"f:size":{}}}`),
+		{Manager: "reconciler", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:phase":{}}}`)},
+		managed("reconciler", `{"f:metadata":{"f:finalizers":{"v:\"db.example.com/reconciled\"":{}}},"f:spec":{"f:size":{}}}`),
 	}}
 	tests := []struct {
 		name string
@@ -182,6 +187,10 @@ func TestResolve(t *testing.T) {
 			Owner: "pvc-protection controller (kube-controller-manager)", OwnerSource: "catalog", AddedBy: "kubectl-client-side-apply", System: true}},
 		{"a controller that wrote it owns it, even when kubectl co-owns it", "db.example.com/finalizer", finalizev1alpha1.Finalizer{
 			Owner: "database-operator", OwnerSource: "managedFields", AddedBy: "database-operator"}},
+		{"written with the object's content, by a program that does not write its status: added by it, owned by the API group", "db.example.com/restored", finalizev1alpha1.Finalizer{
+			Owner: "db.example.com", OwnerSource: "apiGroup", AddedBy: "restore-tool"}},
+		{"written with the content by a program that writes the status: owned by it", "db.example.com/reconciled", finalizev1alpha1.Finalizer{
+			Owner: "reconciler", OwnerSource: "managedFields", AddedBy: "restore-tool"}},
 		{"written from a manifest: the API group's controller owns it", "widgets.db.example.com/from-manifest", finalizev1alpha1.Finalizer{
 			Owner: "db.example.com", OwnerSource: "apiGroup", AddedBy: "kubectl-client-side-apply"}},
 		{"a group inside the finalizer's domain does not own it", "cnrm.cloud.google.com/other", finalizev1alpha1.Finalizer{
@@ -220,6 +229,30 @@ func TestDomain(t *testing.T) {
 	} {
 		if got := domainOf(fin); got != want {
 			t.Errorf("Domain(%q) = %q, want %q", fin, got, want)
+		}
+	}
+}
+
+func TestReconciles(t *testing.T) {
+	status := metav1.ManagedFieldsEntry{Manager: "op", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)}
+	tests := []struct {
+		name    string
+		managed []metav1.ManagedFieldsEntry
+		want    bool
+	}{
+		{"metadata only", []metav1.ManagedFieldsEntry{managed("op", `{"f:metadata":{"f:finalizers":{"v:\"x/y\"":{}},"f:labels":{"f:a":{}}}}`)}, true},
+		{"the object's spec", []metav1.ManagedFieldsEntry{managed("op", `{"f:metadata":{"f:finalizers":{"v:\"x/y\"":{}}},"f:spec":{"f:size":{}}}`)}, false},
+		{"a ConfigMap's data", []metav1.ManagedFieldsEntry{managed("op", `{"f:data":{"f:k":{}},"f:metadata":{"f:finalizers":{"v:\"x/y\"":{}}}}`)}, false},
+		{"the spec, and the status through its subresource", []metav1.ManagedFieldsEntry{managed("op", `{"f:spec":{"f:size":{}}}`), status}, true},
+		{"the status of a type without a status subresource", []metav1.ManagedFieldsEntry{managed("op", `{"f:spec":{"f:size":{}},"f:status":{"f:phase":{}}}`)}, true},
+		{"a namespace's spec.finalizers", []metav1.ManagedFieldsEntry{managed("op", `{"f:spec":{"f:finalizers":{"v:\"x/y\"":{}}}}`)}, true},
+		{"another manager's status", []metav1.ManagedFieldsEntry{managed("op", `{"f:spec":{"f:size":{}}}`), func() metav1.ManagedFieldsEntry { e := status; e.Manager = "other"; return e }()}, false},
+		{"unreadable fields", []metav1.ManagedFieldsEntry{managed("op", `{"f:metadata":`)}, false},
+		{"no entry", []metav1.ManagedFieldsEntry{managed("other", `{"f:metadata":{}}`)}, false},
+	}
+	for _, tt := range tests {
+		if got := Reconciles(tt.managed, "op"); got != tt.want {
+			t.Errorf("%s: Reconciles = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

@@ -58,9 +58,13 @@ func (r *Resolver) Resolve(obj *metav1.ObjectMeta, field, name string) finalizev
 		f.Resembles = e.Finalizer
 		return f
 	}
-	if controller != "" {
-		f.Owner, f.OwnerSource = controller, finalizev1alpha1.OwnerSourceManagedFields
-		return f
+	// Who added a finalizer is not who removes it: a writer is its owner only when its
+	// writes are a controller's (Reconciles), not an applier's, a restore's or a person's.
+	for _, w := range writers {
+		if !IsGenericManager(w) && Reconciles(obj.ManagedFields, w) {
+			f.Owner, f.OwnerSource = w, finalizev1alpha1.OwnerSourceManagedFields
+			return f
+		}
 	}
 	if g := r.matchGroup(name); g != "" {
 		f.Owner, f.OwnerSource = g, finalizev1alpha1.OwnerSourceAPIGroup

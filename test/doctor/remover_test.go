@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
@@ -117,4 +118,46 @@ func TestTheCatalogueOf2025(t *testing.T) {
 	wantCause(t, rep, obj, finalizev1alpha1.ReasonControllerInactive,
 		"its Deployment "+olm+"/operator-controller-controller-manager has 0/0 ready replicas",
 		"the ClusterExtension's unpacked bundle cache is removed")
+}
+
+// TestARestoreIsNotTheRemoverOfAnUncataloguedFinalizer: a finalizer the catalogue does
+// not know, on an object a restore tool wrote whole (its spec and the finalizer with it)
+// while a running restore tool's workload is in the cluster. The restore tool added the
+// finalizer; nothing says it removes it: the owner is the API group's controller,
+// unlocated, and the cause Unknown, never Progressing because the restore tool runs. Beside
+// it, the same finalizer added by widget-operator to an object kubectl created: the
+// operator's writes are a controller's, and it is inactive. On main before, the restore
+// tool was the owner, and the first object Progressing.
+func TestARestoreIsNotTheRemoverOfAnUncataloguedFinalizer(t *testing.T) {
+	group := "restored.accuracy.example"
+	gvr := widgets(t, group)
+	ns, tools := cp.Namespace(t), cp.Namespace(t)
+	operator(t, tools, "restore-tool", 1, 1, "", nil, nil)
+	dyn := dynamic.NewForConfigOrDie(cp.Config)
+
+	restored := fixture.Custom(gvr, "Widget", ns, "restored", group+"/cleanup")
+	restored.Object["spec"] = map[string]any{"size": int64(3)}
+	fixture.Stuck(t, fixture.Dynamic{ResourceInterface: dyn.Resource(gvr).Namespace(ns), Manager: "restore-tool"}, restored)
+
+	held := fixture.Custom(gvr, "Widget", ns, "held")
+	held.Object["spec"] = map[string]any{"size": int64(3)}
+	fixture.Held(t, fixture.Dynamic{ResourceInterface: dyn.Resource(gvr).Namespace(ns), Manager: "kubectl-client-side-apply"}, held)
+	patch := []byte(`{"metadata":{"finalizers":["` + group + `/cleanup"]}}`)
+	if _, err := dyn.Resource(gvr).Namespace(ns).Patch(t.Context(), "held", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "widget-operator"}); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Delete(t, fixture.Dynamic{ResourceInterface: dyn.Resource(gvr).Namespace(ns)}, "held")
+
+	rep := diagnose(t, cp, 0)
+	restoredObj, heldObj := seed.Object{Resource: gvr, Namespace: ns, Name: "restored"}, seed.Object{Resource: gvr, Namespace: ns, Name: "held"}
+	if f := find(t, rep, restoredObj).Finalizers[0]; f.Owner != group || f.OwnerSource != finalizev1alpha1.OwnerSourceAPIGroup || f.AddedBy != "restore-tool" {
+		t.Errorf("the restored object's finalizer %+v: want the API group's, added by restore-tool", f)
+	}
+	wantCause(t, rep, restoredObj, finalizev1alpha1.ReasonUnknown,
+		"the finalizer was written by restore-tool, which wrote the object's content and does not write its status",
+		"says who added the finalizer, not who removes it")
+	if f := find(t, rep, heldObj).Finalizers[0]; f.Owner != "widget-operator" || f.OwnerSource != finalizev1alpha1.OwnerSourceManagedFields {
+		t.Errorf("the held object's finalizer %+v: want widget-operator's", f)
+	}
+	wantCause(t, rep, heldObj, finalizev1alpha1.ReasonControllerInactive, "widget-operator has written nothing since the deletion began")
 }
