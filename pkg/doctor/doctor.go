@@ -55,6 +55,9 @@ type Report struct {
 	// Warnings name the reads that failed and what the diagnosis could not check.
 	Warnings []string
 
+	// unreadable are the causes of Result.Unreadable, in order.
+	unreadable []*finalizev1alpha1.Cause
+
 	causes map[types.UID]*finalizev1alpha1.Cause
 	roots  map[types.UID][]*finalizev1alpha1.RootCause
 	waits  map[types.UID][]*kube.Object
@@ -98,6 +101,12 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error
 		}
 	}
 	rep.gatherRoots(leaves)
+	for _, u := range res.Unreadable {
+		c, r := unreadableCause(u)
+		rep.unreadable = append(rep.unreadable, c)
+		rep.Roots = append(rep.Roots, r)
+	}
+	sortRoots(rep.Roots)
 	dg.describeConversionIncomplete()
 	rep.Warnings = dg.f.warnings
 	return rep, nil
@@ -213,11 +222,26 @@ func (rep *Report) Narrow(res *scan.Result) *Report {
 		kept[o.Meta.UID] = true
 	}
 	out := &Report{Result: res, Warnings: rep.Warnings, causes: rep.causes, waits: rep.waits, roots: map[types.UID][]*finalizev1alpha1.RootCause{}}
+	for _, u := range res.Unreadable {
+		for i, v := range rep.Result.Unreadable {
+			if v.Resource == u.Resource && v.Namespace == u.Namespace && v.Name == u.Name {
+				out.unreadable = append(out.unreadable, rep.unreadable[i])
+			}
+		}
+	}
+	unreadable := func(ref finalizev1alpha1.ObjectReference) bool {
+		for _, u := range res.Unreadable {
+			if ref.UID == "" && u.Namespace == ref.Namespace && u.Name == ref.Name && u.Resource.Resource == ref.Resource {
+				return true
+			}
+		}
+		return false
+	}
 	copies := map[*finalizev1alpha1.RootCause]*finalizev1alpha1.RootCause{}
 	for _, r := range rep.Roots {
 		var objs []finalizev1alpha1.ObjectReference
 		for _, ref := range r.Objects {
-			if kept[ref.UID] {
+			if kept[ref.UID] || unreadable(ref) {
 				objs = append(objs, ref)
 			}
 		}
@@ -248,7 +272,11 @@ func (rep *Report) Cause(o *kube.Object) *finalizev1alpha1.Cause { return rep.ca
 func (rep *Report) List() *finalizev1alpha1.StuckObjectList {
 	list := rep.Result.List()
 	for i := range list.Items {
-		list.Items[i].Cause = rep.causes[rep.Result.Objects[i].Meta.UID]
+		if i < len(rep.Result.Objects) {
+			list.Items[i].Cause = rep.causes[rep.Result.Objects[i].Meta.UID]
+		} else {
+			list.Items[i].Cause = rep.unreadable[i-len(rep.Result.Objects)]
+		}
 	}
 	return list
 }
@@ -274,6 +302,13 @@ func (rep *Report) Diagnosis(target *kube.Object) *finalizev1alpha1.Diagnosis {
 		so := o.Stuck(rep.Result.Now)
 		so.Cause = rep.causes[o.Meta.UID]
 		out.Items = append(out.Items, so)
+	}
+	if target == nil {
+		for i, u := range rep.Result.Unreadable {
+			so := u.Stuck()
+			so.Cause = rep.unreadable[i]
+			out.Items = append(out.Items, so)
+		}
 	}
 	for _, r := range roots {
 		out.RootCauses = append(out.RootCauses, *r)

@@ -94,7 +94,9 @@ func rootCauses(b *strings.Builder, d *finalizev1alpha1.Diagnosis) {
 	items := map[types.UID]*finalizev1alpha1.StuckObject{}
 	namespaces := sets.New[string]()
 	for i := range d.Items {
-		items[d.Items[i].Target.UID] = &d.Items[i]
+		if d.Items[i].Unreadable == nil {
+			items[d.Items[i].Target.UID] = &d.Items[i]
+		}
 		if ns := d.Items[i].Target.Namespace; ns != "" {
 			namespaces.Insert(ns)
 		} else if d.Items[i].Target.Resource == "namespaces" && d.Items[i].Target.APIVersion == "v1" {
@@ -106,6 +108,17 @@ func rootCauses(b *strings.Builder, d *finalizev1alpha1.Diagnosis) {
 		r := &d.RootCauses[i]
 		fmt.Fprintf(b, "\n%d. %s: %s %s\n", i+1, r.Reason, r.Subject.Kind, subjectName(r.Subject))
 		fmt.Fprintf(b, "   %s\n", r.Message)
+		if r.Reason == finalizev1alpha1.ReasonUnreadable {
+			// The object is its own root cause; it has no uid, no age, no finalizers.
+			for _, it := range d.Items {
+				if it.Unreadable != nil && it.Cause != nil && it.Target.Namespace == r.Subject.Namespace && it.Target.Name == r.Subject.Name && it.Target.Kind == r.Subject.Kind {
+					fmt.Fprintf(b, "   %s\n", it.Cause.Message)
+					break
+				}
+			}
+			fmt.Fprintf(b, "   Next: %s\n", r.NextStep)
+			continue
+		}
 		verb := "wait"
 		if len(r.Objects) == 1 {
 			verb = "waits"
@@ -187,7 +200,9 @@ func subjectName(s finalizev1alpha1.Subject) string {
 func Tree(w io.Writer, d *finalizev1alpha1.Diagnosis) error {
 	items := map[types.UID]*finalizev1alpha1.StuckObject{}
 	for i := range d.Items {
-		items[d.Items[i].Target.UID] = &d.Items[i]
+		if d.Items[i].Unreadable == nil {
+			items[d.Items[i].Target.UID] = &d.Items[i]
+		}
 	}
 	if len(d.Items) == 0 {
 		return nil

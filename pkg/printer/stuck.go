@@ -14,6 +14,12 @@ import (
 // none is what kubectl prints for an absent value.
 const none = "<none>"
 
+// unknown and unreadable fill the columns of an object the API server cannot read.
+const (
+	unknown    = "<unknown>"
+	unreadable = "<unreadable>"
+)
+
 // StuckTableOptions choose the columns of the stuck-object table.
 type StuckTableOptions struct {
 	Wide      bool
@@ -42,6 +48,11 @@ func StuckTable(w io.Writer, list *finalizev1alpha1.StuckObjectList, opts StuckT
 			orNone(finalizerNames(o.Finalizers), none),
 			waitedOn(o),
 		}
+		deleted := o.DeletionTimestamp.UTC().Format(time.RFC3339)
+		if o.Unreadable != nil {
+			// Its deletion and finalizers cannot be known: the API server cannot read it.
+			row[2], row[3], row[4], deleted = unknown, unreadable, unknown, unknown
+		}
 		if opts.Cluster {
 			row = append([]string{o.Cluster}, row...)
 		}
@@ -50,7 +61,7 @@ func StuckTable(w io.Writer, list *finalizev1alpha1.StuckObjectList, opts StuckT
 			if o.Cause != nil {
 				cause = o.Cause.Reason
 			}
-			row = append(row, o.DeletionTimestamp.UTC().Format(time.RFC3339), string(o.Target.UID), cause)
+			row = append(row, deleted, orNone(string(o.Target.UID), unknown), cause)
 		}
 		rows = append(rows, row)
 	}

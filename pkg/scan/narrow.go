@@ -49,6 +49,16 @@ func (res *Result) Narrow(o Options) (*Result, error) {
 			out.Objects = append(out.Objects, obj)
 		}
 	}
+	out.Unreadable = nil
+	for _, u := range res.Unreadable {
+		if len(o.Resources) > 0 && !slices.Contains(o.Resources, u.Resource.GroupResource()) {
+			continue
+		}
+		if ns := o.namespaces(); len(ns) > 0 && !slices.Contains(ns, u.Namespace) {
+			continue
+		}
+		out.Unreadable = append(out.Unreadable, u)
+	}
 	selected := map[string]bool{}
 	for _, r := range selectResources(res.Resources, o) {
 		selected[r.GroupVersion().String()+"/"+r.Resource] = true
@@ -57,6 +67,9 @@ func (res *Result) Narrow(o Options) (*Result, error) {
 	for _, in := range relevantFailures(res.Incomplete, o) {
 		// A type that failed to list is one the narrower scan would have listed; a
 		// group that failed discovery may hold one.
+		if in.Namespace != "" && len(o.namespaces()) > 0 && !slices.Contains(o.namespaces(), in.Namespace) {
+			continue
+		}
 		if in.Resource == "" || selected[in.GroupVersion+"/"+in.Resource] {
 			out.Incomplete = append(out.Incomplete, in)
 		}

@@ -120,6 +120,9 @@ type Result struct {
 	// cover, so that nothing is said absent that was not looked for.
 	Namespaces    []string
 	LabelSelector string
+	// Unreadable are the objects the API server could not read: every list of their type
+	// that reaches them fails. The scan walked past them (unreadable.go).
+	Unreadable []Unreadable
 	// Pods are the pods listed because their deletion waits for their kubelet, by uid,
 	// as read for their nodes (without managedFields): the doctor reads them from here.
 	Pods map[types.UID]*corev1.Pod
@@ -269,6 +272,10 @@ type typeResult struct {
 	// pods are those pods as read.
 	pending []*kube.Object
 	pods    map[types.UID]*corev1.Pod
+	// unreadable are the objects the API server could not read, walked past; incomplete
+	// the namespaces whose objects of the type could not all be read.
+	unreadable []Unreadable
+	incomplete []finalizev1alpha1.IncompleteResource
 }
 
 func (st *state) done(r kube.Resource, tr typeResult) {
@@ -293,6 +300,8 @@ func (st *state) done(r kube.Resource, tr typeResult) {
 			st.res.ManagerGroupActivity[k] = t
 		}
 	}
+	st.res.Unreadable = append(st.res.Unreadable, tr.unreadable...)
+	st.res.Incomplete = append(st.res.Incomplete, tr.incomplete...)
 	switch {
 	case tr.err == nil:
 		st.succeeded++
@@ -334,6 +343,18 @@ func (s *Scanner) listResource(ctx context.Context, r kube.Resource, opts Option
 			tr.index = newIndexer(terminating)
 		}
 		tr.err = s.listPages(ctx, r, opts, now, &tr)
+		if tr.err != nil && storageFailure(tr.err) && r.Namespaced && len(opts.namespacesOf(r)) == 0 {
+			// An object the API server cannot read fails the whole list: read the type
+			// namespace by namespace, from the start (what the pages read so far saw is
+			// read again).
+			klog.V(1).InfoS("Listing failed to read storage, listing each namespace", "resource", r.String(), "err", tr.err)
+			failed := tr.err
+			tr = typeResult{activity: map[string]time.Time{}}
+			if opts.Index {
+				tr.index = newIndexer(terminating)
+			}
+			tr.err = s.listEachNamespace(ctx, r, opts, now, &tr, failed)
+		}
 		if tr.err == nil {
 			tr.err = s.podNodes(ctx, opts, &tr)
 		}
@@ -377,21 +398,115 @@ func (s *Scanner) listPages(ctx context.Context, r kube.Resource, opts Options, 
 	lister := s.Metadata.Resource(r.GroupVersionResource)
 	if namespaces := opts.namespacesOf(r); r.Namespaced && len(namespaces) > 0 {
 		for _, ns := range namespaces {
-			if err := s.listPagesOf(ctx, lister.Namespace(ns), r, opts, lo, now, tr); err != nil {
+			w := &walker{s: s, lister: lister.Namespace(ns), r: r, namespace: ns}
+			if err := s.listPagesOf(ctx, w.lister, r, opts, lo, now, tr, w); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return s.listPagesOf(ctx, lister, r, opts, lo, now, tr)
+	var w *walker
+	if !r.Namespaced {
+		w = &walker{s: s, lister: lister, r: r}
+	}
+	return s.listPagesOf(ctx, lister, r, opts, lo, now, tr, w)
 }
 
-func (s *Scanner) listPagesOf(ctx context.Context, lister metadata.ResourceInterface, r kube.Resource, opts Options, lo metav1.ListOptions, now time.Time, tr *typeResult) error {
+// listEachNamespace lists namespaced type r in every namespace, one at a time, walking
+// past the objects the API server cannot read. A namespace that still cannot be read is
+// incomplete; the others are read.
+func (s *Scanner) listEachNamespace(ctx context.Context, r kube.Resource, opts Options, now time.Time, tr *typeResult, failed error) error {
+	var names []string
+	lo := metav1.ListOptions{Limit: opts.ChunkSize}
+	for {
+		page, err := s.Kube.CoreV1().Namespaces().List(ctx, lo)
+		if err != nil {
+			return fmt.Errorf("listing the namespaces to list %s in each: %w", r, err)
+		}
+		for i := range page.Items {
+			names = append(names, page.Items[i].Name)
+		}
+		if page.Continue == "" {
+			break
+		}
+		lo.Continue = page.Continue
+	}
+	lister := s.Metadata.Resource(r.GroupVersionResource)
+	lo = metav1.ListOptions{Limit: opts.ChunkSize, LabelSelector: opts.LabelSelector}
+	read := 0
+	for _, ns := range names {
+		w := &walker{s: s, lister: lister.Namespace(ns), r: r, namespace: ns}
+		err := s.listPagesOf(ctx, w.lister, r, opts, lo, now, tr, w)
+		switch {
+		case err == nil:
+			read++
+		case ctx.Err() != nil:
+			return ctx.Err()
+		default:
+			reason := finalizev1alpha1.ReasonListFailed
+			if apierrors.IsForbidden(err) {
+				reason = finalizev1alpha1.ReasonForbidden
+			}
+			tr.incomplete = append(tr.incomplete, finalizev1alpha1.IncompleteResource{
+				GroupVersion: r.GroupVersion().String(), Resource: r.Resource, Namespace: ns, Reason: reason, Message: err.Error(),
+			})
+		}
+	}
+	if read == 0 {
+		// Not one namespace read: the type failed as the cluster-wide list did.
+		tr.incomplete = nil
+		return failed
+	}
+	return nil
+}
+
+// maxUnreadable bounds the objects one list walks past: beyond it, the list fails.
+const maxUnreadable = 1000
+
+// listPagesOf reads one list page by page. With w, a page the API server fails to read
+// is read again one object a page up to the object it cannot read, which is found
+// (walker.locate) and walked past.
+func (s *Scanner) listPagesOf(ctx context.Context, lister metadata.ResourceInterface, r kube.Resource, opts Options, lo metav1.ListOptions, now time.Time, tr *typeResult, w *walker) error {
+	limit, last, found := lo.Limit, "", 0
+	if limit == 0 {
+		limit = DefaultChunkSize // resuming needs pages
+	}
 	for {
 		klog.V(4).InfoS("Listing", "resource", r.String(), "continue", lo.Continue != "")
 		page, err := lister.List(ctx, lo)
 		if err != nil {
-			return err
+			switch {
+			case w == nil || !storageFailure(err):
+				return err
+			case lo.Limit != 1:
+				lo.Limit = 1 // up to the object it cannot read
+				continue
+			}
+			unreadable, after, lerr := w.locate(ctx, lo.Continue, last, err)
+			if lerr != nil {
+				return lerr
+			}
+			tr.unreadable = append(tr.unreadable, unreadable...)
+			for _, u := range unreadable {
+				if u.Uncertain != "" {
+					tr.incomplete = append(tr.incomplete, finalizev1alpha1.IncompleteResource{
+						GroupVersion: r.GroupVersion().String(), Resource: r.Resource, Namespace: u.Namespace, Reason: finalizev1alpha1.ReasonListFailed,
+						Message: fmt.Sprintf("%s %s cannot be read by the API server, and %s", r.Resource, u.Name, u.Uncertain),
+					})
+				}
+			}
+			if found += len(unreadable); found > maxUnreadable {
+				return fmt.Errorf("%w (more than %d objects it cannot read)", err, maxUnreadable)
+			}
+			tok, terr := continueToken(w.rv, after+"\x00")
+			if terr != nil {
+				return terr
+			}
+			lo.Continue, lo.Limit, last = tok, limit, after
+			continue
+		}
+		if n := len(page.Items); n > 0 {
+			last = page.Items[n-1].Name
 		}
 		for i := range page.Items {
 			meta := &page.Items[i].ObjectMeta
@@ -416,6 +531,9 @@ func (s *Scanner) listPagesOf(ctx context.Context, lister metadata.ResourceInter
 			return fmt.Errorf("the server returned the same continue token twice; listing %s would never end", r)
 		}
 		lo.Continue = page.Continue
+		if w != nil && page.ResourceVersion != "" {
+			_, _ = fmt.Sscan(page.ResourceVersion, &w.rv)
+		}
 	}
 }
 
@@ -535,6 +653,9 @@ func (r *Result) List() *finalizev1alpha1.StuckObjectList {
 	}
 	for _, o := range r.Objects {
 		list.Items = append(list.Items, o.Stuck(r.Now))
+	}
+	for _, u := range r.Unreadable {
+		list.Items = append(list.Items, u.Stuck())
 	}
 	return list
 }

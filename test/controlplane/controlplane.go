@@ -103,6 +103,7 @@ type ControlPlane struct {
 	apiURL    string
 	apiArgs   []string
 	etcd      *process
+	etcdURL   string
 	apiserver *process
 	kcm       *process
 	podNet    *podNetwork
@@ -232,6 +233,7 @@ func (cp *ControlPlane) startEtcdAndAPIServer(ctx context.Context) error {
 		return err
 	}
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	cp.etcdURL = etcdURL
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	etcdDir := filepath.Join(cp.Dir, "etcd")
 	_ = os.RemoveAll(etcdDir)

@@ -78,6 +78,9 @@ type StuckObject struct {
 	// Finalizers, if any, are waited for too. For such a pod, deletionTimestamp is when
 	// the grace period ended, and terminatingSeconds counts from then.
 	WaitsFor *WaitsFor `json:"waitsFor,omitempty"`
+	// Unreadable is set on an object the API server cannot read (#35): every list of its
+	// type that reaches it fails. Its deletionTimestamp and finalizers are not known.
+	Unreadable *Unreadable `json:"unreadable,omitempty"`
 	// Cause is why the object is stuck, when it was diagnosed.
 	Cause *Cause `json:"cause,omitempty"`
 }
@@ -87,6 +90,16 @@ type WaitsFor struct {
 	// Node is the node (spec.nodeName) whose kubelet must confirm the pod stopped; empty
 	// for a pod never scheduled.
 	Node string `json:"node"`
+}
+
+// Unreadable is what the API server said of an object it cannot read.
+type Unreadable struct {
+	// Key is the object's key in etcd, when the API server named it.
+	Key string `json:"key,omitempty"`
+	// Message is the API server's error on a GET of the object.
+	Message string `json:"message"`
+	// Uncertain says what could not be told about the keys before it.
+	Uncertain string `json:"uncertain,omitempty"`
 }
 
 // ObjectReference names an object completely, uid included: a re-created namesake is a
@@ -166,6 +179,9 @@ const (
 	// ReasonFinalizerMisspelled: no controller is known to remove the finalizer, and it
 	// is one or two edits from a catalogued finalizer of the same project (Resembles).
 	ReasonFinalizerMisspelled = "FinalizerMisspelled"
+	// ReasonUnreadable: the API server cannot read the object (its bytes in etcd cannot be
+	// decoded or decrypted): every list of its type that reaches it fails.
+	ReasonUnreadable = "Unreadable"
 )
 
 // Causes of a controller that runs but does not remove its finalizer.
@@ -267,9 +283,12 @@ type Subject struct {
 type IncompleteResource struct {
 	// Cluster is the kubeconfig context, when more than one cluster was scanned. With
 	// reason ClusterUnreachable, nothing of that cluster was read.
-	Cluster      string           `json:"cluster,omitempty"`
-	GroupVersion string           `json:"groupVersion"`
-	Resource     string           `json:"resource"`
-	Reason       IncompleteReason `json:"reason"`
-	Message      string           `json:"message"`
+	Cluster      string `json:"cluster,omitempty"`
+	GroupVersion string `json:"groupVersion"`
+	Resource     string `json:"resource"`
+	// Namespace is set when only that namespace's objects of the type could not be read:
+	// the others were.
+	Namespace string           `json:"namespace,omitempty"`
+	Reason    IncompleteReason `json:"reason"`
+	Message   string           `json:"message"`
 }

@@ -1,0 +1,113 @@
+package scan
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
+)
+
+// storeLister lists like the API server reads etcd: names in key order, pages of Limit
+// from a continue token's start, and a page that reaches an unreadable name fails,
+// without naming it (no AllowUnsafeMalformedObjectDeletion gate).
+type storeLister struct {
+	metadata.ResourceInterface
+	names []string
+	bad   map[string]bool
+	calls int
+}
+
+func (s *storeLister) failure() error {
+	return apierrors.NewInternalError(errors.New("proto: wrong wireType = 7 for field TypeMeta"))
+}
+
+func (s *storeLister) List(_ context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	s.calls++
+	start := ""
+	if opts.Continue != "" {
+		var err error
+		if start, _, err = tokenStart(opts.Continue); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+	}
+	i := sort.SearchStrings(s.names, start)
+	out := &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: "42"}}
+	for ; i < len(s.names); i++ {
+		if opts.Limit > 0 && int64(len(out.Items)) == opts.Limit {
+			out.Continue, _ = continueToken(42, out.Items[len(out.Items)-1].Name+"\x00")
+			break
+		}
+		if s.bad[s.names[i]] {
+			return nil, s.failure()
+		}
+		out.Items = append(out.Items, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: s.names[i]}})
+	}
+	return out, nil
+}
+
+func (s *storeLister) Get(_ context.Context, name string, _ metav1.GetOptions, _ ...string) (*metav1.PartialObjectMetadata, error) {
+	s.calls++
+	switch {
+	case s.bad[name]:
+		return nil, s.failure()
+	case slices.Contains(s.names, name):
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
+}
+
+// TestTheWalkFindsAnUnreadableObjectWithoutTheGate: the API server names no key; the
+// walk reads every readable object, pinpoints each unreadable one by where lists fail,
+// proves it by a GET, and goes on after it.
+func TestTheWalkFindsAnUnreadableObjectWithoutTheGate(t *testing.T) {
+	configmaps := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	for _, tt := range []struct {
+		name  string
+		names []string
+		bad   []string
+	}{
+		{"in the middle", []string{"a", "b-fine", "c-bad", "d", "e"}, []string{"c-bad"}},
+		{"first", []string{"aaa-bad", "b", "c"}, []string{"aaa-bad"}},
+		{"last, a long name", []string{"a", "kube-root-ca.crt", "zz-9.0_Z-very-long-name-of-a-config"}, []string{"zz-9.0_Z-very-long-name-of-a-config"}},
+		{"a prefix of the next", []string{"a", "web", "web-config", "x"}, []string{"web"}},
+		{"two apart", []string{"a-bad", "b", "c", "d-bad", "e"}, []string{"a-bad", "d-bad"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sort.Strings(tt.names)
+			store := &storeLister{names: tt.names, bad: map[string]bool{}}
+			for _, b := range tt.bad {
+				store.bad[b] = true
+			}
+			w := &walker{lister: store, r: configmaps, namespace: "a", rv: 42}
+			var tr typeResult
+			tr.activity = map[string]time.Time{}
+			err := (&Scanner{}).listPagesOf(context.Background(), store, configmaps, Options{}, metav1.ListOptions{Limit: 2}, now, &tr, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var found []string
+			for _, u := range tr.unreadable {
+				found = append(found, u.Name)
+				if u.Uncertain == "" || u.Message == "" {
+					t.Errorf("%s: %+v", u.Name, u)
+				}
+			}
+			if !slices.Equal(found, tt.bad) {
+				t.Errorf("found %q, want %q", found, tt.bad)
+			}
+			if want := int64(len(tt.names) - len(tt.bad)); tr.seen != want {
+				t.Errorf("read %d objects, want %d", tr.seen, want)
+			}
+			t.Logf("%d requests", store.calls)
+		})
+	}
+}
