@@ -101,10 +101,23 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error
 		}
 	}
 	rep.gatherRoots(leaves)
+	// Each object the API server cannot read is a root cause, the one a namespace that
+	// holds it waits for too.
 	for _, u := range res.Unreadable {
-		c, r := unreadableCause(u)
+		c, spec := unreadableCause(u)
 		rep.unreadable = append(rep.unreadable, c)
-		rep.Roots = append(rep.Roots, r)
+		ref := u.Resource.Ref(u.Namespace, u.Name, "")
+		var root *finalizev1alpha1.RootCause
+		for _, r := range rep.Roots {
+			if r.Reason == spec.reason && r.Subject == spec.subject {
+				root = r
+			}
+		}
+		if root == nil {
+			root = &finalizev1alpha1.RootCause{Reason: spec.reason, Subject: spec.subject, Message: spec.message, NextStep: spec.next}
+			rep.Roots = append(rep.Roots, root)
+		}
+		root.Objects = append(root.Objects, ref)
 	}
 	sortRoots(rep.Roots)
 	dg.describeConversionIncomplete()
@@ -303,8 +316,9 @@ func (rep *Report) Diagnosis(target *kube.Object) *finalizev1alpha1.Diagnosis {
 		so.Cause = rep.causes[o.Meta.UID]
 		out.Items = append(out.Items, so)
 	}
-	if target == nil {
-		for i, u := range rep.Result.Unreadable {
+	for i, u := range rep.Result.Unreadable {
+		// Every one; for a namespace, those it holds.
+		if target == nil || target.Resource.IsNamespaces() && u.Namespace == target.Meta.Name {
 			so := u.Stuck()
 			so.Cause = rep.unreadable[i]
 			out.Items = append(out.Items, so)

@@ -58,7 +58,8 @@ func (d *diagnoser) namespace(o *kube.Object) []finding {
 		c, ok := conds[t]
 		return c, ok && c.Status == corev1.ConditionTrue
 	}
-	var fs []finding
+	unreadable := d.unreadableIn(o)
+	fs := append([]finding(nil), unreadable...)
 	if c, ok := isTrue(corev1.NamespaceDeletionDiscoveryFailure); ok {
 		gvs := groupVersionsIn(c.Message)
 		if len(gvs) == 0 {
@@ -141,6 +142,11 @@ func (d *diagnoser) namespace(o *kube.Object) []finding {
 		}
 		d.orderedDeletion(o, &fd, children)
 		fd.context = append(fd.context, stale...)
+		if len(unreadable) > 0 && len(children) == 0 {
+			// The namespace controller's pass stops at the list it cannot read: what
+			// else remains waits for that object, not for a cause of its own.
+			fd.root = nil
+		}
 		fs = append(fs, fd)
 	}
 	if len(fs) > 0 {

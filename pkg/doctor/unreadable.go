@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
 
@@ -24,7 +25,7 @@ func init() {
 var decryptWords = []string{"decrypt", "transform", "no matching prefix", "aes", "kms"}
 
 // unreadableCause explains u.
-func unreadableCause(u scan.Unreadable) (*finalizev1alpha1.Cause, *finalizev1alpha1.RootCause) {
+func unreadableCause(u scan.Unreadable) (*finalizev1alpha1.Cause, *rootSpec) {
 	what := u.Resource.Resource
 	if u.Resource.Group != "" {
 		what += "." + u.Resource.Group
@@ -52,12 +53,25 @@ func unreadableCause(u scan.Unreadable) (*finalizev1alpha1.Cause, *finalizev1alp
 	next := "restore it first: put the removed key back into the API server's encryption configuration (or restore the object from an etcd backup) and restart the API server; " +
 		"only if it cannot be restored, delete it without reading it: a DELETE with ignoreStoreReadErrorWithClusterBreakingPotential: true, which needs the AllowUnsafeMalformedObjectDeletion feature gate on the API server and the unsafe-delete-ignore-read-errors verb; its finalizers do not run, so whatever they guard is left as it is"
 	cause := &finalizev1alpha1.Cause{Reason: finalizev1alpha1.ReasonUnreadable, Message: message, NextStep: next}
-	root := &finalizev1alpha1.RootCause{
-		Reason:   finalizev1alpha1.ReasonUnreadable,
-		Subject:  finalizev1alpha1.Subject{Kind: u.Resource.Kind, Namespace: u.Namespace, Name: u.Name},
-		Message:  "the API server cannot read it: " + likely,
-		NextStep: next,
-		Objects:  []finalizev1alpha1.ObjectReference{u.Resource.Ref(u.Namespace, u.Name, "")},
-	}
+	root := &rootSpec{reason: finalizev1alpha1.ReasonUnreadable, subject: finalizev1alpha1.Subject{Kind: u.Resource.Kind, Namespace: u.Namespace, Name: u.Name},
+		message: "the API server cannot read it: " + likely, next: next}
 	return cause, root
+}
+
+// unreadableIn explains namespace o by the objects in it the API server cannot read: the
+// namespace controller cannot list their type there, so the namespace cannot finish.
+func (d *diagnoser) unreadableIn(o *kube.Object) []finding {
+	var fs []finding
+	for _, u := range d.f.res.Unreadable {
+		if u.Namespace != o.Meta.Name {
+			continue
+		}
+		c, root := unreadableCause(u)
+		ref := u.Resource.Ref(u.Namespace, u.Name, "")
+		fd := finding{reason: finalizev1alpha1.ReasonUnreadable, root: root, next: c.NextStep,
+			message:  fmt.Sprintf("the namespace cannot finish deleting while it holds %s %s, which the API server cannot read: the namespace controller's list of %s in it fails", u.Resource.Kind, u.Name, u.Resource.Resource),
+			blockers: []finalizev1alpha1.Blocker{{Target: ref, Stuck: true, Message: "the API server cannot read it"}}}
+		fs = append(fs, fd)
+	}
+	return fs
 }
