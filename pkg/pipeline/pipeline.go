@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -64,7 +65,7 @@ func Diagnose(ctx context.Context, c *client.Clients, opts scan.Options, d docto
 			return nil, err
 		}
 	}
-	if opts.NamespaceLimited() && ctx.Err() == nil && (err != nil || forbidden(narrow) != "") {
+	if opts.NamespaceLimited() && ctx.Err() == nil && (err != nil || forbidden(narrow) != "" && readableThere(ctx, c, narrow, opts.NamespaceList())) {
 		var why string
 		switch {
 		case err == nil:
@@ -92,6 +93,28 @@ func Diagnose(ctx context.Context, c *client.Clients, opts scan.Options, d docto
 		return nil, err
 	}
 	return rep.Narrow(narrow), nil
+}
+
+// readableThere reports whether a type res could not list cluster-wide for lack of
+// permission may be listed in one of namespaces: only then does reading those namespaces
+// alone see more than the wide scan did (a user of the view ClusterRole may list Secrets
+// nowhere, and keeps the causes measured cluster-wide).
+func readableThere(ctx context.Context, c *client.Clients, res *scan.Result, namespaces []string) bool {
+	for _, in := range res.Incomplete {
+		if in.Reason != finalizev1alpha1.ReasonForbidden || in.Resource == "" {
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(in.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, ns := range namespaces {
+			if _, err := c.Metadata.Resource(gv.WithResource(in.Resource)).Namespace(ns).List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // forbidden names the types res could not list for lack of permission, or "".

@@ -30,6 +30,9 @@ func (o Options) Narrows() bool {
 // NamespaceLimited reports whether o lists only in some namespaces.
 func (o Options) NamespaceLimited() bool { return len(o.namespaces()) > 0 }
 
+// NamespaceList is the namespaces o lists in, or none for every namespace.
+func (o Options) NamespaceList() []string { return o.namespaces() }
+
 // Narrow is res as a scan with o would have found it: the stuck objects o keeps, and the
 // incomplete reads that could have hidden one of them. Everything else (the index, the
 // field managers' activity, the pods, Namespaces and LabelSelector, which say what was

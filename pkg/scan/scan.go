@@ -398,7 +398,7 @@ func (s *Scanner) listPages(ctx context.Context, r kube.Resource, opts Options, 
 	lister := s.Metadata.Resource(r.GroupVersionResource)
 	if namespaces := opts.namespacesOf(r); r.Namespaced && len(namespaces) > 0 {
 		for _, ns := range namespaces {
-			w := &walker{s: s, lister: lister.Namespace(ns), r: r, namespace: ns}
+			w := &walker{s: s, lister: lister.Namespace(ns), r: r, namespace: ns, selector: lo.LabelSelector}
 			if err := s.listPagesOf(ctx, w.lister, r, opts, lo, now, tr, w); err != nil {
 				return err
 			}
@@ -407,7 +407,7 @@ func (s *Scanner) listPages(ctx context.Context, r kube.Resource, opts Options, 
 	}
 	var w *walker
 	if !r.Namespaced {
-		w = &walker{s: s, lister: lister, r: r}
+		w = &walker{s: s, lister: lister, r: r, selector: lo.LabelSelector}
 	}
 	return s.listPagesOf(ctx, lister, r, opts, lo, now, tr, w)
 }
@@ -435,7 +435,7 @@ func (s *Scanner) listEachNamespace(ctx context.Context, r kube.Resource, opts O
 	lo = metav1.ListOptions{Limit: opts.ChunkSize, LabelSelector: opts.LabelSelector}
 	read := 0
 	for _, ns := range names {
-		w := &walker{s: s, lister: lister.Namespace(ns), r: r, namespace: ns}
+		w := &walker{s: s, lister: lister.Namespace(ns), r: r, namespace: ns, selector: lo.LabelSelector}
 		err := s.listPagesOf(ctx, w.lister, r, opts, lo, now, tr, w)
 		switch {
 		case err == nil:
@@ -491,7 +491,7 @@ func (s *Scanner) listPagesOf(ctx context.Context, lister metadata.ResourceInter
 				if u.Uncertain != "" {
 					tr.incomplete = append(tr.incomplete, finalizev1alpha1.IncompleteResource{
 						GroupVersion: r.GroupVersion().String(), Resource: r.Resource, Namespace: u.Namespace, Reason: finalizev1alpha1.ReasonListFailed,
-						Message: fmt.Sprintf("%s %s cannot be read by the API server, and %s", r.Resource, u.Name, u.Uncertain),
+						Message: fmt.Sprintf("the API server cannot read %s %s, and %s", r.Resource, u.Name, u.Uncertain),
 					})
 				}
 			}

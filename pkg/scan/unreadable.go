@@ -59,6 +59,13 @@ func storageFailure(err error) bool {
 		return false
 	}
 	msg := strings.ToLower(err.Error())
+	for _, s := range transientWords {
+		if strings.Contains(msg, s) {
+			// A KMS plugin or etcd that does not answer fails every object alike: no
+			// object is unreadable, the type is.
+			return false
+		}
+	}
 	for _, s := range storageFailureWords {
 		if strings.Contains(msg, s) {
 			return true
@@ -66,6 +73,10 @@ func storageFailure(err error) bool {
 	}
 	return false
 }
+
+// transientWords are in the errors of a storage layer that does not answer now (a KMS
+// plugin down, etcd timing out): a failure of the moment, not an object's bytes.
+var transientWords = []string{"code = unavailable", "code = deadlineexceeded", "deadline exceeded", "connection refused", "timed out", "timeout"}
 
 // storageFailureWords are in the API server's errors when it cannot use what etcd holds:
 // decoding (protobuf, JSON), the storage transformers (encryption at rest: "unable to
@@ -150,13 +161,20 @@ type walker struct {
 	lister    metadata.ResourceInterface
 	r         kube.Resource
 	namespace string
+	// selector is the list's label selector: the search lists with it, as the list did.
+	selector string
 	// rv is the revision crafted tokens read at.
 	rv int64
 }
 
 // failsFrom reports whether a list of one object that starts at start fails to read it.
 func (w *walker) failsFrom(ctx context.Context, start string) (bool, error) {
-	lo := metav1.ListOptions{Limit: 1}
+	lo := metav1.ListOptions{Limit: 1, LabelSelector: w.selector}
+	if start == "." || start == ".." {
+		// The API server refuses a start that path.Clean changes; no object is named
+		// "." or "..", so the next start after it lists the same keys.
+		start += "\x00"
+	}
 	if start != "" {
 		tok, err := continueToken(w.rv, start)
 		if err != nil {
@@ -243,10 +261,10 @@ func (w *walker) keyName(key string) (string, bool) {
 		return "", false
 	}
 	name := parts[len(parts)-1]
+	// The key's resource part is not checked: the API server stores some types under
+	// other names (nodes under minions, ingresses under ingress), and its error names
+	// only keys of the list that failed.
 	if w.namespace != "" && parts[len(parts)-2] != w.namespace {
-		return "", false
-	}
-	if !strings.Contains(key, "/"+w.r.Resource+"/") {
 		return "", false
 	}
 	return name, true
@@ -306,11 +324,11 @@ func (w *walker) locate(ctx context.Context, token string, after string, err err
 		return nil, "", fmt.Errorf("%w (an object after %q cannot be read, and its name could not be found)", err, after)
 	}
 	u := Unreadable{Resource: w.r, Namespace: w.namespace, Name: name, Message: msg}
-	u.Uncertain = "objects before it"
+	u.Uncertain = "the objects between it and the last one read"
 	if after != "" {
-		u.Uncertain += ", after " + after + ","
+		u.Uncertain = "the objects between " + after + " and it"
 	}
-	u.Uncertain += " may not be readable either: without the AllowUnsafeMalformedObjectDeletion gate the API server does not say how many keys a list failed on"
+	u.Uncertain += " were not read, and stuck objects may be among them: without the AllowUnsafeMalformedObjectDeletion gate the API server does not say which keys a list failed on"
 	klog.V(1).InfoS("Found an object the API server cannot read", "resource", w.r.String(), "namespace", w.namespace, "name", name)
 	return []Unreadable{u}, name, nil
 }

@@ -3,8 +3,10 @@ package scan
 import (
 	"context"
 	"errors"
+	"path"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +39,10 @@ func (s *storeLister) List(_ context.Context, opts metav1.ListOptions) (*metav1.
 		var err error
 		if start, _, err = tokenStart(opts.Continue); err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		// As the API server's DecodeContinue: a start that path.Clean changes is refused.
+		if key := "/" + start; path.Clean(key) != key {
+			return nil, apierrors.NewBadRequest("continue key is not valid: " + start)
 		}
 	}
 	i := sort.SearchStrings(s.names, start)
@@ -80,6 +86,7 @@ func TestTheWalkFindsAnUnreadableObjectWithoutTheGate(t *testing.T) {
 		{"last, a long name", []string{"a", "kube-root-ca.crt", "zz-9.0_Z-very-long-name-of-a-config"}, []string{"zz-9.0_Z-very-long-name-of-a-config"}},
 		{"a prefix of the next", []string{"a", "web", "web-config", "x"}, []string{"web"}},
 		{"two apart", []string{"a-bad", "b", "c", "d-bad", "e"}, []string{"a-bad", "d-bad"}},
+		{"the only one", []string{"only-bad"}, []string{"only-bad"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sort.Strings(tt.names)
@@ -109,5 +116,49 @@ func TestTheWalkFindsAnUnreadableObjectWithoutTheGate(t *testing.T) {
 			}
 			t.Logf("%d requests", store.calls)
 		})
+	}
+}
+
+// TestAWalkThatCannotTellReportsWhatItDidNotRead: two unreadable keys with a readable one
+// between them whose name the search cannot tell apart from theirs ("b1", "b5-stuck",
+// "c"): the search finds the later one, and what lies between is reported not read, not
+// silently skipped.
+func TestAWalkThatCannotTellReportsWhatItDidNotRead(t *testing.T) {
+	configmaps := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	store := &storeLister{names: []string{"a", "b1", "b5-stuck", "c", "d"}, bad: map[string]bool{"b1": true, "c": true}}
+	w := &walker{lister: store, r: configmaps, namespace: "ns", rv: 42}
+	tr := typeResult{activity: map[string]time.Time{}}
+	if err := (&Scanner{}).listPagesOf(context.Background(), store, configmaps, Options{}, metav1.ListOptions{Limit: 2}, now, &tr, w); err != nil {
+		t.Fatal(err)
+	}
+	if tr.seen == 3 {
+		return // every readable object was read: nothing to report
+	}
+	if len(tr.incomplete) == 0 {
+		t.Fatalf("read %d of 3 readable objects, and reported nothing incomplete: %+v", tr.seen, tr.unreadable)
+	}
+	for _, in := range tr.incomplete {
+		if in.Namespace != "ns" || !strings.Contains(in.Message, "were not read, and stuck objects may be among them") {
+			t.Errorf("incomplete %+v", in)
+		}
+	}
+}
+
+func TestStorageFailure(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{apierrors.NewInternalError(errors.New("proto: wrong wireType = 7 for field TypeMeta")), true},
+		{apierrors.NewInternalError(errors.New("unable to transform key \"/registry/secrets/a/s\": no matching prefix found")), true},
+		{&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 500, Reason: "StorageReadError", Message: "failed to read one or more secrets from the storage"}}, true},
+		{apierrors.NewInternalError(errors.New("etcdserver: request timed out")), false},
+		{apierrors.NewInternalError(errors.New(`failed to decrypt: rpc error: code = Unavailable desc = connection error: dial unix /var/run/kms.sock`)), false},
+		{apierrors.NewInternalError(errors.New("conversion webhook for example.com/v1 failed")), false},
+		{apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", errors.New("decrypt")), false},
+	} {
+		if got := storageFailure(tt.err); got != tt.want {
+			t.Errorf("storageFailure(%v) = %v, want %v", tt.err, got, tt.want)
+		}
 	}
 }

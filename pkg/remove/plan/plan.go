@@ -343,6 +343,18 @@ func systemWhy(catalog *owner.Catalog, fin finalizev1alpha1.Finalizer, guards, c
 // empty by the index's silence: its content is read afresh, or the removal refused.
 func (p *Planner) stranding(ctx context.Context, o *kube.Object) string {
 	res := p.Result
+	if res != nil {
+		// An object the API server cannot read is content no list counts.
+		var unreadable []string
+		for _, u := range res.Unreadable {
+			if u.Namespace == o.Meta.Name {
+				unreadable = append(unreadable, u.Resource.String()+"/"+u.Name)
+			}
+		}
+		if len(unreadable) > 0 {
+			return fmt.Sprintf("the namespace still holds objects the API server cannot read (%s): removed with the namespace's finalizer, they would stay in etcd and come back if the namespace is made again", strings.Join(unreadable, ", "))
+		}
+	}
 	if !indexed(o, res) {
 		if p.Content == nil {
 			return fmt.Sprintf("the scan did not index what namespace %s holds, and it was not read afresh", o.Meta.Name)

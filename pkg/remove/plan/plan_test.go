@@ -148,9 +148,17 @@ func TestPlanRefuses(t *testing.T) {
 			}
 		})
 	}
+	// An object the API server cannot read, in a namespace whose index says empty and
+	// a scan with nothing incomplete (the gate named its key): the namespace is not empty.
+	res.Unreadable = []scan.Unreadable{{Resource: configmaps, Namespace: "empty", Name: "bad", Key: "/registry/configmaps/empty/bad", Message: "corrupt object"}}
+	p := (&Planner{Result: res, CauseOf: causeOf}).Plan(context.Background(), []Request{{Object: empty, All: true}}, Options{ForceUnverified: true, Reason: "x", AllowSystem: true})
+	if len(p.Refusals) != 1 || p.Refusals[0].Kind != finalizev1alpha1.RefusalStranding || !strings.Contains(p.Refusals[0].Message, "objects the API server cannot read (configmaps/bad)") {
+		t.Errorf("an unreadable object: %+v", p)
+	}
+	res.Unreadable = nil
 	// With an incomplete scan, an empty-looking namespace is not proven empty.
 	res.Incomplete = []finalizev1alpha1.IncompleteResource{{GroupVersion: "metrics.example.com/v1", Reason: "DiscoveryFailed"}}
-	p := (&Planner{Result: res, CauseOf: causeOf}).Plan(context.Background(), []Request{{Object: empty, All: true}}, Options{ForceUnverified: true, Reason: "x", AllowSystem: true})
+	p = (&Planner{Result: res, CauseOf: causeOf}).Plan(context.Background(), []Request{{Object: empty, All: true}}, Options{ForceUnverified: true, Reason: "x", AllowSystem: true})
 	if len(p.Refusals) != 1 || p.Refusals[0].Kind != finalizev1alpha1.RefusalStranding || !strings.Contains(p.Refusals[0].Message, "the scan could not list metrics.example.com/v1") {
 		t.Errorf("incomplete scan: %+v", p)
 	}
