@@ -366,6 +366,52 @@ func TestANamespaceReader(t *testing.T) {
 	if !strings.Contains(r.Stdout, "Unknown: reader-operator is expected to remove "+group+"/cleanup") {
 		t.Errorf("doctor as a reader of %s: exit %d\n%s", ns, r.Code, r.Stdout)
 	}
+
+	// Someone who may list widgets and namespaces in every namespace, and nothing else
+	// anywhere: reading the namespace alone would see no more, so the causes stay
+	// measured cluster-wide, with no such warning.
+	r = cli.Run(t, clusterReader(t, "widget-reader-"+ns, group), "doctor", "widgets."+group+"/w", "-n", ns)
+	if strings.Contains(r.Stderr, "the causes are measured from namespace") || !strings.Contains(r.Stdout, "its last write in the cluster") {
+		t.Errorf("doctor as a reader of widgets everywhere: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// clusterReader writes a kubeconfig for user, who may get, list and watch namespaces and
+// the resources of group in every namespace, and returns its path.
+func clusterReader(t *testing.T, user, group string) string {
+	t.Helper()
+	ctx, kube := t.Context(), cp.Kube(t)
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{group}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
+		},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), user, metav1.DeleteOptions{})
+		_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), user, metav1.DeleteOptions{})
+	})
+	cfg, err := cp.UserConfig(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cluster-reader.kubeconfig")
+	if err := controlplane.WriteKubeconfig(cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // namespaceReader writes a kubeconfig for a user who may get, list and watch every type in
