@@ -309,6 +309,12 @@ func TestHostileProvidersRemoveNothing(t *testing.T) {
 	if benign.Code != 0 || benignReport.Summary[finalizev1alpha1.ResultKept] != len(execModes)+len(httpModes) {
 		t.Fatalf("the well-behaved pass: code %d, summary %v\n%s", benign.Code, benignReport.Summary, benign.Stderr)
 	}
+	// A second well-behaved pass: a Go process's peak RSS depends on when its garbage
+	// collector ran, and one pass under load was measured 20 MiB below its usual peak
+	// (38.8 MiB against 58), which made the hostile pass look 17.8 MiB heavier. The
+	// baseline is the larger of the two.
+	benign2, _ := passOf("benign")
+	benign.PeakRSS = max(benign.PeakRSS, benign2.PeakRSS)
 	hostileRun, rep := passOf("hostile")
 	// Unknown verdicts keep finalizers; a rule whose provider answered nothing but
 	// Unknown, with no control to show it works, cannot verify, and the pass fails
