@@ -87,7 +87,7 @@ test-deploy: release-image ## The shapes users run, on a real node: the release 
 
 # The longest test packages (about a minute or more each, warm): make test starts them
 # first, so that the packages at a time never end with one core idle behind a long one.
-LONGEST_PACKAGES := ./test/doctor ./test/unreadable ./test/deploy/cronjob ./test/deploy/policies ./test/node ./test/reconcile ./test/forcedelete ./test/pods/ready ./test/e2e
+LONGEST_PACKAGES := ./test/doctor ./test/unreadable ./test/unreadable/gateoff ./test/deploy/cronjob ./test/deploy/policies ./test/node ./test/reconcile ./test/forcedelete ./test/pods/ready ./test/e2e
 
 .PHONY: test-packages
 test-packages: release-image ## test-integration and test-deploy in one run, the longest packages first (make test).

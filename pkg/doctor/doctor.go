@@ -330,6 +330,34 @@ func (rep *Report) Diagnosis(target *kube.Object) *finalizev1alpha1.Diagnosis {
 	return out
 }
 
+// UnreadableDiagnosis is the Diagnosis of the object of resource r, namespace and name
+// that the scan found the API server cannot read, with its root cause; nil when the scan
+// found no such object.
+func (rep *Report) UnreadableDiagnosis(r kube.Resource, namespace, name string) *finalizev1alpha1.Diagnosis {
+	for i, u := range rep.Result.Unreadable {
+		if u.Resource.GroupResource() != r.GroupResource() || u.Namespace != namespace || u.Name != name {
+			continue
+		}
+		so := u.Stuck()
+		so.Cause = rep.unreadable[i]
+		ref := so.Target
+		out := &finalizev1alpha1.Diagnosis{
+			TypeMeta:   metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "Diagnosis"},
+			Target:     &ref,
+			RootCauses: []finalizev1alpha1.RootCause{},
+			Items:      []finalizev1alpha1.StuckObject{so},
+			Incomplete: append([]finalizev1alpha1.IncompleteResource{}, rep.Result.Incomplete...),
+		}
+		for _, root := range rep.Roots {
+			if root.Reason == finalizev1alpha1.ReasonUnreadable && root.Subject.Kind == u.Resource.Kind && root.Subject.Namespace == namespace && root.Subject.Name == name {
+				out.RootCauses = append(out.RootCauses, *root)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
 // closure is o and every stuck object it waits for, transitively, o first.
 func (rep *Report) closure(o *kube.Object) []*kube.Object {
 	seen := map[types.UID]bool{}

@@ -51,7 +51,8 @@ func unreadableCause(u scan.Unreadable) (*finalizev1alpha1.Cause, *rootSpec) {
 		message += "; " + u.Uncertain
 	}
 	next := "restore it first: put the removed key back into the API server's encryption configuration (or restore the object from an etcd backup) and restart the API server; " +
-		"only if it cannot be restored, delete it without reading it: a DELETE with ignoreStoreReadErrorWithClusterBreakingPotential: true, which needs the AllowUnsafeMalformedObjectDeletion feature gate on the API server and the unsafe-delete-ignore-read-errors verb; its finalizers do not run, so whatever they guard is left as it is"
+		fmt.Sprintf("only if it cannot be restored, delete it without reading it: kubectl finalize remove %s/%s%s --unsafe-delete --force-unverified --reason TEXT ", u.Resource.GroupResource(), u.Name, nsFlag(u.Namespace)) +
+		"(a DELETE with ignoreStoreReadErrorWithClusterBreakingPotential, which needs the AllowUnsafeMalformedObjectDeletion feature gate on every kube-apiserver and the unsafe-delete-ignore-read-errors verb); its finalizers do not run, so whatever they guard is left as it is"
 	cause := &finalizev1alpha1.Cause{Reason: finalizev1alpha1.ReasonUnreadable, Message: message, NextStep: next}
 	root := &rootSpec{reason: finalizev1alpha1.ReasonUnreadable, subject: finalizev1alpha1.Subject{Kind: u.Resource.Kind, Namespace: u.Namespace, Name: u.Name},
 		message: "the API server cannot read it: " + likely, next: next}
@@ -74,4 +75,12 @@ func (d *diagnoser) unreadableIn(o *kube.Object) []finding {
 		fs = append(fs, fd)
 	}
 	return fs
+}
+
+// nsFlag is " -n NAMESPACE", or "" for a cluster-scoped object.
+func nsFlag(namespace string) string {
+	if namespace == "" {
+		return ""
+	}
+	return " -n " + namespace
 }

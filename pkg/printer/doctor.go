@@ -222,6 +222,16 @@ func Tree(w io.Writer, d *finalizev1alpha1.Diagnosis) error {
 
 // tree writes one object: first is the prefix of its own line, rest of the lines below.
 func tree(b *strings.Builder, items map[types.UID]*finalizev1alpha1.StuckObject, o *finalizev1alpha1.StuckObject, first, rest string, seen sets.Set[types.UID]) {
+	if o.Unreadable != nil {
+		fmt.Fprintf(b, "%s%s  (the API server cannot read it: whether it is being deleted, and by which finalizers, is unknown)\n", first, o.Target)
+		if o.Cause != nil {
+			fmt.Fprintf(b, "%s  %s: %s\n", rest, o.Cause.Reason, o.Cause.Message)
+			if o.Cause.NextStep != "" {
+				fmt.Fprintf(b, "%s  next: %s\n", rest, o.Cause.NextStep)
+			}
+		}
+		return
+	}
 	fmt.Fprintf(b, "%s%s  (terminating for %s)\n", first, o.Target, age(o.TerminatingSeconds))
 	if seen.Has(o.Target.UID) {
 		fmt.Fprintf(b, "%s  (shown above)\n", rest)

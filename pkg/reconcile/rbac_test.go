@@ -345,14 +345,22 @@ func TestRBACGrantsWhatEveryKindOfRemovalNeeds(t *testing.T) {
 	namespaces := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}}
 	pods := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}}
 	targets := map[plan.Kind]*plan.Target{
-		plan.Patch:       {Kind: plan.Patch, Ref: kube.Ref{Resource: configmaps, Namespace: "team-a", Name: "cfg"}, Finalizer: "x.example.com/y"},
-		plan.Finalize:    {Kind: plan.Finalize, Ref: kube.Ref{Resource: namespaces, Name: "team-b"}, Finalizer: "kubernetes", Field: finalizev1alpha1.FieldSpecFinalizers},
-		plan.ForceDelete: {Kind: plan.ForceDelete, Ref: kube.Ref{Resource: pods, Namespace: "team-a", Name: "web-0"}, Node: "worker-3"},
+		plan.Patch:        {Kind: plan.Patch, Ref: kube.Ref{Resource: configmaps, Namespace: "team-a", Name: "cfg"}, Finalizer: "x.example.com/y"},
+		plan.Finalize:     {Kind: plan.Finalize, Ref: kube.Ref{Resource: namespaces, Name: "team-b"}, Finalizer: "kubernetes", Field: finalizev1alpha1.FieldSpecFinalizers},
+		plan.ForceDelete:  {Kind: plan.ForceDelete, Ref: kube.Ref{Resource: pods, Namespace: "team-a", Name: "web-0"}, Node: "worker-3"},
+		plan.UnsafeDelete: {Kind: plan.UnsafeDelete, Ref: kube.Ref{Resource: configmaps, Namespace: "team-a", Name: "cfg"}},
 	}
 	for _, k := range plan.Kinds {
 		tg := targets[k]
 		if tg == nil {
 			t.Fatalf("%T: no target of that kind in this test", k)
+		}
+		if plan.PersonOnly[k] {
+			// Never made by a pass: its write is never granted.
+			if w := k.Permissions(tg)[0]; allows(w) {
+				t.Errorf("%s: the roles allow %s, which only a person's remove may do", tg, w)
+			}
+			continue
 		}
 		for _, p := range append(k.Permissions(tg), plan.EventPermissions(tg.Namespace)[0]) {
 			if !allows(p) {

@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/write"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/words"
 )
 
 // Runner carries the requested removals of one run from plan to record.
@@ -127,7 +128,7 @@ type Report struct {
 // refused with the reason.
 func (r *Runner) Plan(ctx context.Context, reqs []plan.Request) *plan.Plan {
 	planner := &plan.Planner{Result: r.Scan, CauseOf: r.CauseOf, Verifier: r.Verifier, Concurrency: r.VerifyConcurrency,
-		Content: &plan.ContentReader{Discovery: r.Clients.Discovery, Metadata: r.Clients.Metadata}, Kube: r.Clients.Kube}
+		Content: &plan.ContentReader{Discovery: r.Clients.Discovery, Metadata: r.Clients.Metadata}, Kube: r.Clients.Kube, Metadata: r.Clients.Metadata}
 	if clk := r.clock(); clk != nil {
 		planner.Now = clk.Now
 	}
@@ -158,6 +159,11 @@ func (r *Runner) Act(ctx context.Context, p *plan.Plan, gates Gates) (*Report, e
 	writes := !r.PlanOnly && (r.DryRun == "" || r.DryRun == write.DryRunNone)
 	if writes && r.Audit == nil {
 		return nil, errors.New("refusing to remove finalizers without an audit log")
+	}
+	if n := UnsafeDeletions(p); n > 0 && (gates.Confirm == nil || gates.Breaker || n > 1) {
+		// Break-glass, for a person: one object, after a confirmation, never unattended.
+		return nil, fmt.Errorf("refusing a plan with %s: an object the API server cannot read is deleted only by kubectl finalize remove --unsafe-delete, one per run, after a person confirmed it",
+			words.Count(n, "unsafe deletion"))
 	}
 	out := &Report{Plan: r.API(p)}
 	rows := out.Plan.Actions
@@ -267,6 +273,18 @@ func ForceDeletions(p *plan.Plan) int {
 	n := 0
 	for _, a := range p.Actions {
 		if a.WriteKind() == plan.ForceDelete {
+			n++
+		}
+	}
+	return n
+}
+
+// UnsafeDeletions counts the actions of a plan only a person makes (plan.PersonOnly): the
+// unsafe deletions of unreadable objects.
+func UnsafeDeletions(p *plan.Plan) int {
+	n := 0
+	for _, a := range p.Actions {
+		if plan.PersonOnly[a.WriteKind()] {
 			n++
 		}
 	}

@@ -200,3 +200,38 @@ func TestAPermissionThatCouldNotBeAskedIsNotCalledMissing(t *testing.T) {
 		t.Errorf("row %+v", row)
 	}
 }
+
+// TestAnUnsafeDeletionIsNeverUnattended: a plan that holds an unsafe deletion writes
+// nothing, and sends nothing, unless a person confirms it, one object per run: not under
+// the breaker of an unattended pass, not without a confirmation, not two at once.
+func TestAnUnsafeDeletionIsNeverUnattended(t *testing.T) {
+	unsafe := func(names ...string) *plan.Plan {
+		p := forced("a", names...)
+		for i := range p.Actions {
+			p.Actions[i].Kind, p.Actions[i].Finalizer, p.Actions[i].Target.Finalizer, p.Actions[i].UID = plan.UnsafeDelete, finalizev1alpha1.Finalizer{}, "", ""
+		}
+		return p
+	}
+	yes := func(*finalizev1alpha1.RemovalPlan) (bool, error) { return true, nil }
+	for _, tt := range []struct {
+		name  string
+		plan  *plan.Plan
+		gates Gates
+	}{
+		{"a pass", unsafe("one"), Gates{Breaker: true, MaxRemovals: 10, CheckPermissions: true}},
+		{"a pass with a confirmation", unsafe("one"), Gates{Breaker: true, MaxRemovals: 10, Confirm: yes}},
+		{"no confirmation", unsafe("one"), Gates{AllOrNothing: true}},
+		{"two", unsafe("one", "two"), Gates{AllOrNothing: true, Confirm: yes}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, meta := runner(kubefake.NewClientset())
+			out, err := r.Act(context.Background(), tt.plan, tt.gates)
+			if out != nil || err == nil || !strings.Contains(err.Error(), "deleted only by kubectl finalize remove --unsafe-delete, one per run, after a person confirmed it") {
+				t.Errorf("Act: %+v, %v; want it refused", out, err)
+			}
+			if n := len(meta.Actions()); n != 0 {
+				t.Errorf("%d requests sent; want none", n)
+			}
+		})
+	}
+}

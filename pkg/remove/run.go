@@ -31,6 +31,9 @@ type Config struct {
 	Finalizers  []string
 	All         bool
 	ForceDelete bool
+	// UnsafeDelete asks for the unsafe deletion of each (an object the API server cannot
+	// read) instead: see plan.UnsafeDelete.
+	UnsafeDelete bool
 	// Policy, if set, verifies the removals through its rules' providers; Mapper resolves
 	// the types its kubernetes providers name.
 	Policy *policy.Policy
@@ -91,6 +94,10 @@ func Run(ctx context.Context, clients *client.Clients, cfg Config) (*Report, err
 		warn(fmt.Errorf("%w: ages are shown by this machine's clock, which may be off", err))
 	}
 	opts.Clock = clk
+	if cfg.UnsafeDelete {
+		scanDone()
+		return unsafeDelete(ctx, clients, clk, cfg)
+	}
 	var verifier *policy.Verifier
 	if cfg.Policy != nil {
 		verifier = policy.NewVerifier(cfg.Policy, clients.Dynamic, provider.Options{Dynamic: clients.Dynamic, Mapper: cfg.Mapper})
@@ -130,6 +137,20 @@ func Run(ctx context.Context, clients *client.Clients, cfg Config) (*Report, err
 		}
 	}
 	return runner.Act(ctx, p, Gates{AllOrNothing: true, Confirm: cfg.Confirm})
+}
+
+// unsafeDelete is a Run of the unsafe deletion of objects the API server cannot read. It
+// scans nothing: a GET of each made now is the proof its plan needs (plan.ProveUnreadable),
+// and a scan would walk every list the object breaks (kubectl finalize doctor explains
+// it). The row's cause is Unreadable, which that GET proves.
+func unsafeDelete(ctx context.Context, clients *client.Clients, clk *plan.ServerClock, cfg Config) (*Report, error) {
+	var reqs []plan.Request
+	for _, t := range cfg.Targets {
+		u := plan.Unreadable{Resource: t.Resource, Namespace: t.Namespace, Name: t.Name}
+		reqs = append(reqs, plan.Request{Unreadable: &u, Cause: &finalizev1alpha1.Cause{Reason: finalizev1alpha1.ReasonUnreadable}})
+	}
+	runner := &Runner{Clients: clients, Options: cfg.Options, DryRun: cfg.DryRun, Audit: cfg.Audit, BackupDir: cfg.BackupDir, OnRecord: cfg.OnRecord, Warn: cfg.Warn, Clock: clk}
+	return runner.Act(ctx, runner.Plan(ctx, reqs), Gates{AllOrNothing: true, Confirm: cfg.Confirm})
 }
 
 // requests are the requested removals, each from a stuck object a target names; the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,6 +60,12 @@ func storageFailure(err error) bool {
 		return false
 	}
 	msg := strings.ToLower(err.Error())
+	if strings.Contains(msg, "conversion webhook") {
+		// A conversion webhook that fails on what it was sent fails every object of the
+		// type it converts, however its error words it ("failed to decode"): the type is
+		// broken, not an object's bytes.
+		return false
+	}
 	for _, s := range transientWords {
 		if strings.Contains(msg, s) {
 			// A KMS plugin or etcd that does not answer fails every object alike: no
@@ -74,6 +81,41 @@ func storageFailure(err error) bool {
 	return false
 }
 
+// StorageFailure reports whether err, the answer to a read of one object, is the API
+// server failing to read what etcd holds for it (its bytes cannot be decoded or
+// decrypted), not a failure of the moment, a permission or a conversion webhook.
+func StorageFailure(err error) bool { return storageFailure(err) }
+
+// CorruptObject reports whether err, the answer to a GET, is the storage layer's "corrupt
+// object" error, and returns the etcd key it names. The API server gives that error only
+// with the AllowUnsafeMalformedObjectDeletion feature gate on (k8s.io/apiserver,
+// etcd3.NewStoreWithUnsafeCorruptObjectDeletion): without it, an object it cannot read
+// fails with the decoder's or transformer's own error. So it is how a client learns that
+// the API server which answered has the gate, for the object's own resource: the proof
+// an unsafe deletion needs (pkg/remove/plan, unsafedelete.go).
+func CorruptObject(err error) (key string, ok bool) {
+	if err == nil || !apierrors.IsInternalError(err) {
+		return "", false
+	}
+	// "Internal error occurred: StorageError: corrupt object, Code: 7, Key: /registry/...,
+	// ResourceVersion: 0, AdditionalErrorMsg: ..."
+	msg := err.Error()
+	i := strings.Index(msg, "StorageError: corrupt object, ")
+	if i < 0 {
+		return "", false
+	}
+	rest := msg[i:]
+	j := strings.Index(rest, ", Key: ")
+	if j < 0 {
+		return "", true
+	}
+	key = rest[j+len(", Key: "):]
+	if k := strings.Index(key, ", "); k >= 0 {
+		key = key[:k]
+	}
+	return key, true
+}
+
 // transientWords are in the errors of a storage layer that does not answer now (a KMS
 // plugin down, etcd timing out): a failure of the moment, not an object's bytes.
 var transientWords = []string{"code = unavailable", "code = deadlineexceeded", "deadline exceeded", "connection refused", "timed out", "timeout"}
@@ -84,19 +126,41 @@ var transientWords = []string{"code = unavailable", "code = deadlineexceeded", "
 // layer's "corrupt object".
 var storageFailureWords = []string{"corrupt object", "decod", "transform", "no matching prefix", "decrypt", "proto:", "wiretype"}
 
-// namedKeys are the etcd keys the gate's StorageReadError names, in the order given.
+// namedKeys are the etcd keys a list's storage failure names, in the order given: every
+// key the gate's StorageReadError names, or, with or without the gate, the key of the
+// storage transformer's error ("unable to transform key \"/registry/secrets/a/s\": no
+// matching key was found for the provided AES transformer"), which is the first key of the
+// list it could not decrypt.
 func namedKeys(err error) []string {
-	var st apierrors.APIStatus
-	if !errors.As(err, &st) || st.Status().Details == nil {
-		return nil
-	}
 	var keys []string
-	for _, c := range st.Status().Details.Causes {
-		if strings.HasPrefix(c.Field, "/") {
-			keys = append(keys, c.Field)
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && st.Status().Details != nil {
+		for _, c := range st.Status().Details.Causes {
+			if strings.HasPrefix(c.Field, "/") {
+				keys = append(keys, c.Field)
+			}
 		}
 	}
-	return keys
+	if len(keys) > 0 || err == nil {
+		return keys
+	}
+	const transform = `unable to transform key "`
+	msg := err.Error()
+	for {
+		i := strings.Index(msg, transform)
+		if i < 0 {
+			return keys
+		}
+		msg = msg[i+len(transform):]
+		j := strings.IndexByte(msg, '"')
+		if j < 0 {
+			return keys
+		}
+		if key := msg[:j]; strings.HasPrefix(key, "/") {
+			keys = append(keys, key)
+		}
+		msg = msg[j:]
+	}
 }
 
 // continueToken is the token the API server would give for a list at revision rv that
@@ -154,6 +218,12 @@ const maxNameLength = 253
 // objects of the type are reported incomplete.
 const maxSearchLists = 5000
 
+// maxSearchTime bounds the time one search takes: on an API server whose watch cache of
+// the type cannot start, every list of it waits seconds before etcd answers, and the
+// search's hundreds of lists would take hours. Beyond it the search gives up, as beyond
+// maxSearchLists.
+var maxSearchTime = 2 * time.Minute
+
 // walker walks one list (a namespace's, or a cluster-scoped type's) past unreadable
 // objects.
 type walker struct {
@@ -201,7 +271,7 @@ func (w *walker) failsFrom(ctx context.Context, start string) (bool, error) {
 // search would land there, past readable objects. A run of unreadable keys one after the
 // other is found as its last key (the API server does not tell them apart in a list).
 func (w *walker) search(ctx context.Context, from string) (string, error) {
-	lists := 0
+	lists, started := 0, time.Now()
 	fails := func(s string) (bool, error) {
 		if s < from {
 			s = from
@@ -209,6 +279,9 @@ func (w *walker) search(ctx context.Context, from string) (string, error) {
 		lists++
 		if lists > maxSearchLists {
 			return false, fmt.Errorf("gave up after %d lists", maxSearchLists)
+		}
+		if took := time.Since(started); lists > 1 && took > maxSearchTime {
+			return false, fmt.Errorf("gave up after %d lists in %s (the API server took %s a list)", lists-1, took.Round(time.Second), (took / time.Duration(lists-1)).Round(10*time.Millisecond))
 		}
 		return w.failsFrom(ctx, s)
 	}

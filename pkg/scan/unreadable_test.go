@@ -3,6 +3,7 @@ package scan
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path"
 	"slices"
 	"sort"
@@ -26,9 +27,15 @@ type storeLister struct {
 	names []string
 	bad   map[string]bool
 	calls int
+	// encrypted: the bad keys were encrypted with a key rotated away, and the API
+	// server's error names the first one a list reaches.
+	encrypted bool
 }
 
-func (s *storeLister) failure() error {
+func (s *storeLister) failure(name string) error {
+	if s.encrypted {
+		return apierrors.NewInternalError(fmt.Errorf("unable to transform key %q: no matching key was found for the provided AES transformer", "/registry/configmaps/a/"+name))
+	}
 	return apierrors.NewInternalError(errors.New("proto: wrong wireType = 7 for field TypeMeta"))
 }
 
@@ -53,7 +60,7 @@ func (s *storeLister) List(_ context.Context, opts metav1.ListOptions) (*metav1.
 			break
 		}
 		if s.bad[s.names[i]] {
-			return nil, s.failure()
+			return nil, s.failure(s.names[i])
 		}
 		out.Items = append(out.Items, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: s.names[i]}})
 	}
@@ -64,7 +71,7 @@ func (s *storeLister) Get(_ context.Context, name string, _ metav1.GetOptions, _
 	s.calls++
 	switch {
 	case s.bad[name]:
-		return nil, s.failure()
+		return nil, s.failure(name)
 	case slices.Contains(s.names, name):
 		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
 	}
@@ -155,10 +162,73 @@ func TestStorageFailure(t *testing.T) {
 		{apierrors.NewInternalError(errors.New("etcdserver: request timed out")), false},
 		{apierrors.NewInternalError(errors.New(`failed to decrypt: rpc error: code = Unavailable desc = connection error: dial unix /var/run/kms.sock`)), false},
 		{apierrors.NewInternalError(errors.New("conversion webhook for example.com/v1 failed")), false},
+		{apierrors.NewInternalError(errors.New(`conversion webhook for example.com/v1, Kind=Widget failed: failed to decode the response: proto: wrong wireType`)), false},
 		{apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", errors.New("decrypt")), false},
 	} {
 		if got := storageFailure(tt.err); got != tt.want {
 			t.Errorf("storageFailure(%v) = %v, want %v", tt.err, got, tt.want)
 		}
+	}
+}
+
+// TestCorruptObject: only the storage layer's "corrupt object", which the API server gives
+// with the AllowUnsafeMalformedObjectDeletion gate, counts, with the key it names.
+func TestCorruptObject(t *testing.T) {
+	for _, tt := range []struct {
+		err     error
+		key     string
+		corrupt bool
+	}{
+		{apierrors.NewInternalError(errors.New("StorageError: corrupt object, Code: 7, Key: /registry/configmaps/a/bad, ResourceVersion: 0, AdditionalErrorMsg: object not decodable")),
+			"/registry/configmaps/a/bad", true},
+		{apierrors.NewInternalError(errors.New("proto: wrong wireType = 7 for field TypeMeta")), "", false},
+		{apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "bad", errors.New("StorageError: corrupt object, Code: 7, Key: /x")), "", false},
+		{nil, "", false},
+	} {
+		key, ok := CorruptObject(tt.err)
+		if key != tt.key || ok != tt.corrupt {
+			t.Errorf("CorruptObject(%v) = %q, %v; want %q, %v", tt.err, key, ok, tt.key, tt.corrupt)
+		}
+	}
+}
+
+// TestAKeyTheTransformerNamesIsNotSearchedFor: without the gate, the error of a list that
+// reaches an object encrypted with a key rotated away names its key: the walk proves it
+// with a GET and goes on, with no search and nothing left uncertain.
+func TestAKeyTheTransformerNamesIsNotSearchedFor(t *testing.T) {
+	configmaps := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	store := &storeLister{names: []string{"a", "b-lost", "c", "d-lost", "e"}, bad: map[string]bool{"b-lost": true, "d-lost": true}, encrypted: true}
+	w := &walker{lister: store, r: configmaps, namespace: "a", rv: 42}
+	tr := typeResult{activity: map[string]time.Time{}}
+	if err := (&Scanner{}).listPagesOf(context.Background(), store, configmaps, Options{}, metav1.ListOptions{Limit: 2}, now, &tr, w); err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, u := range tr.unreadable {
+		found = append(found, u.Name)
+		if u.Key != "/registry/configmaps/a/"+u.Name || u.Uncertain != "" || !strings.Contains(u.Message, "unable to transform key") {
+			t.Errorf("%+v", u)
+		}
+	}
+	if !slices.Equal(found, []string{"b-lost", "d-lost"}) || tr.seen != 3 {
+		t.Errorf("found %q and read %d; want b-lost, d-lost and 3", found, tr.seen)
+	}
+	if store.calls > 12 {
+		t.Errorf("%d requests for 5 objects: the named keys were searched for", store.calls)
+	}
+}
+
+// TestASearchHasATimeBudget: a search that would take longer than maxSearchTime gives up,
+// and the namespace's objects of the type are reported not read, saying how long it took.
+func TestASearchHasATimeBudget(t *testing.T) {
+	defer func(d time.Duration) { maxSearchTime = d }(maxSearchTime)
+	maxSearchTime = 0
+	configmaps := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	store := &storeLister{names: []string{"a", "b-bad", "c"}, bad: map[string]bool{"b-bad": true}}
+	w := &walker{lister: store, r: configmaps, namespace: "a", rv: 42}
+	tr := typeResult{activity: map[string]time.Time{}}
+	err := (&Scanner{}).listPagesOf(context.Background(), store, configmaps, Options{}, metav1.ListOptions{Limit: 2}, now, &tr, w)
+	if err == nil || !strings.Contains(err.Error(), "gave up after 1 lists in") {
+		t.Errorf("listPagesOf: %v, unreadable %+v; want the search given up", err, tr.unreadable)
 	}
 }

@@ -22,10 +22,12 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -504,6 +506,46 @@ func StopDir(dir string) error {
 // client certificate. RBAC decides what the user may do.
 func (cp *ControlPlane) UserConfig(user string, groups ...string) (*rest.Config, error) {
 	return cp.clientCertConfig(user, groups...)
+}
+
+// UserKubeconfig writes a kubeconfig for user in groups (UserConfig) into a temporary
+// folder of t, and returns its path.
+func (cp *ControlPlane) UserKubeconfig(t testing.TB, user string, groups ...string) string {
+	t.Helper()
+	cfg, err := cp.UserConfig(user, groups...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), user+".kubeconfig")
+	if err := WriteKubeconfig(cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// ClusterRoleUser grants user the rules cluster-wide (a ClusterRole and its binding, both
+// named user, deleted when t ends) and returns the path of a kubeconfig for the user
+// (UserKubeconfig).
+func (cp *ControlPlane) ClusterRoleUser(t testing.TB, user string, rules ...rbacv1.PolicyRule) string {
+	t.Helper()
+	kube := cp.Kube(t)
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := kube.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), user, metav1.DeleteOptions{})
+		_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), user, metav1.DeleteOptions{})
+	})
+	return cp.UserKubeconfig(t, user)
 }
 
 // ServiceAccountConfig returns a client configuration for a ServiceAccount, creating the

@@ -3,7 +3,6 @@ package doctor
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -380,38 +379,9 @@ func TestANamespaceReader(t *testing.T) {
 // the resources of group in every namespace, and returns its path.
 func clusterReader(t *testing.T, user, group string) string {
 	t.Helper()
-	ctx, kube := t.Context(), cp.Kube(t)
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{group}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
-		},
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}
-	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), user, metav1.DeleteOptions{})
-		_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), user, metav1.DeleteOptions{})
-	})
-	cfg, err := cp.UserConfig(user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "cluster-reader.kubeconfig")
-	if err := controlplane.WriteKubeconfig(cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return cp.ClusterRoleUser(t, user,
+		rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}})
 }
 
 // namespaceReader writes a kubeconfig for a user who may get, list and watch every type in
@@ -434,13 +404,5 @@ func namespaceReader(t *testing.T, ns string) string {
 	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := cp.UserConfig("reader-of-" + ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "reader.kubeconfig")
-	if err := controlplane.WriteKubeconfig(cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return cp.UserKubeconfig(t, "reader-of-"+ns)
 }

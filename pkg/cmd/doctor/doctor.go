@@ -216,6 +216,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	util.PrintWarnings(o.ErrOut, append(clockWarning(clk), rep.Warnings...))
 	var target *kube.Object
+	var d *finalizev1alpha1.Diagnosis
 	if o.target != nil {
 		for _, obj := range rep.Result.Objects {
 			if ref := obj.Ref(); ref.Resource.GroupResource() == o.target.Resource.GroupResource() && ref.Namespace == o.target.Namespace && ref.Name == o.target.Name {
@@ -223,14 +224,20 @@ func (o *Options) Run(ctx context.Context) error {
 			}
 		}
 		if target == nil {
-			return o.notStuck(ctx, clk.Now())
+			// An object the API server cannot read is explained as the scan found it: a
+			// GET of it fails.
+			if d = rep.UnreadableDiagnosis(o.target.Resource, o.target.Namespace, o.target.Name); d == nil {
+				return o.notStuck(ctx, clk.Now())
+			}
 		}
 	}
-	d := rep.Diagnosis(target)
+	if d == nil {
+		d = rep.Diagnosis(target)
+	}
 	switch {
 	case !o.PrintFlags.Table():
 		err = o.PrintFlags.PrintObject(d, o.Out)
-	case target != nil:
+	case d.Target != nil:
 		err = printer.Tree(o.Out, d)
 	case len(d.Items) == 0:
 		where := "in the cluster"

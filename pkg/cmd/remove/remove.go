@@ -70,6 +70,18 @@ machine is gone (the Node object is gone, or its provider says so); without one,
 --force-unverified --reason says why. A pod of a Ready node is never force-deleted. The
 Event's reason is PodForceDeleted or PodForceDeletedUnverified.
 
+An object the API server cannot read (its bytes in etcd cannot be decoded or decrypted:
+kubectl finalize doctor shows it as Unreadable) is deleted without reading it with
+--unsafe-delete, break-glass, after restoring it proved impossible: DELETE with
+ignoreStoreReadErrorWithClusterBreakingPotential, which removes its key from etcd and runs
+none of its finalizers. One object per run; only when a GET made now fails with the
+"corrupt object" error the API server gives with the AllowUnsafeMalformedObjectDeletion
+feature gate on; only when you may delete it and unsafe-delete-ignore-read-errors it
+(asked by name); only with --force-unverified --reason; and only after you type the
+object's name (--yes does not replace it; without a terminal, the name is read from
+stdin). Its dry run sends nothing: the API server refuses dryRun with the option. The
+Event's reason is UnreadableObjectDeletedUnverified. reconcile never makes one.
+
 Nothing is removed when any requested removal is refused.`
 
 const example = `  # Remove the finalizer of a database once the policy's provider verified it is gone
@@ -87,6 +99,10 @@ const example = `  # Remove the finalizer of a database once the policy's provid
   # What would be sent, checked by the API server and its admission webhooks
   kubectl finalize remove configmap/cfg --finalizer example.com/x --dry-run=server \
     --force-unverified --reason test
+
+  # Delete an object the API server cannot read, once restoring it proved impossible
+  kubectl finalize remove configmap/cfg -n team-a --unsafe-delete \
+    --force-unverified --reason "encryption key lost with the old control plane (INC-77)"
 
   # In a script: no question, a backup of each object, the audit in a file
   kubectl finalize remove widget/a widget/b --all-finalizers --yes \
@@ -106,6 +122,7 @@ const (
 	flagAuditLog        = "audit-log"
 	flagPolicy          = "policy"
 	flagPodGraceMargin  = "pod-grace-margin"
+	flagUnsafeDelete    = "unsafe-delete"
 )
 
 // unlockedBy names the flags that allow each kind of refused removal; a refusal without
@@ -137,6 +154,7 @@ type Options struct {
 	AuditLog        string
 	PolicyFile      string
 	PodGraceMargin  time.Duration
+	UnsafeDelete    bool
 
 	clients *client.Clients
 	policy  *policy.Policy
@@ -190,6 +208,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.BackupDir, flagBackupDir, o.BackupDir, "If set, save each object as YAML in this folder before removing anything from it.")
 	fs.StringVar(&o.AuditLog, flagAuditLog, o.AuditLog, "Append the JSON audit lines to this file instead of stderr.")
 	fs.StringVar(&o.PolicyFile, flagPolicy, o.PolicyFile, "A policy whose rules verify removals: a finalizer its matching rule's provider verified gone is removed without --force-unverified.")
+	fs.BoolVar(&o.UnsafeDelete, flagUnsafeDelete, o.UnsafeDelete, "If true, delete the object, which the API server cannot read, without reading it (ignoreStoreReadErrorWithClusterBreakingPotential): its finalizers do not run. One object; requires --force-unverified --reason and typing its name.")
 	fs.DurationVar(&o.PodGraceMargin, flagPodGraceMargin, o.PodGraceMargin, "Force-delete a pod only when its deletion still waits for its kubelet this long after its grace period ended.")
 	o.PrintFlags.AddFlags(cmd)
 	o.ListFlags.AddFlags(cmd)
@@ -211,6 +230,9 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 		return util.UsageErrorf(nil, `--dry-run flag without a value was specified. A value must be set: "none", "server", or "client".`)
 	default:
 		return util.UsageErrorf(nil, `Invalid dry-run value (%v). Must be "none", "server", or "client".`, o.DryRun)
+	}
+	if o.UnsafeDelete && o.PolicyFile != "" {
+		return util.UsageErrorf(nil, "--%s cannot go with --%s: no provider can verify what an object nobody can read guarded", flagUnsafeDelete, flagPolicy)
 	}
 	objs, err := util.ParseObjectArgs(args)
 	if err != nil {
@@ -256,8 +278,13 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, args []string) erro
 
 // Validate rejects bad flag combinations.
 func (o *Options) Validate() error {
+	if o.UnsafeDelete {
+		if err := o.validateUnsafe(); err != nil {
+			return err
+		}
+	}
 	switch {
-	case len(o.Finalizers) == 0 && !o.AllFinalizers && !o.forceDelete():
+	case len(o.Finalizers) == 0 && !o.AllFinalizers && !o.forceDelete() && !o.UnsafeDelete:
 		return util.UsageErrorf(nil, "name the finalizers to remove with --%s, or give --%s", flagFinalizer, flagAllFinalizers)
 	case o.PodGraceMargin <= 0:
 		return util.UsageErrorf(nil, "--%s must be positive, got %s", flagPodGraceMargin, o.PodGraceMargin)
@@ -281,6 +308,19 @@ func (o *Options) Validate() error {
 		return err
 	}
 	return o.ListFlags.Validate()
+}
+
+// validateUnsafe rejects what --unsafe-delete cannot go with.
+func (o *Options) validateUnsafe() error {
+	switch {
+	case len(o.Finalizers) > 0 || o.AllFinalizers:
+		return util.UsageErrorf(nil, "--%s deletes the whole object, which nobody can read, so no finalizer of it can be named: drop --%s and --%s", flagUnsafeDelete, flagFinalizer, flagAllFinalizers)
+	case len(o.targets) != 1:
+		return util.UsageErrorf(nil, "--%s deletes one object per run, got %d: name one (TYPE/NAME)", flagUnsafeDelete, len(o.targets))
+	case !o.ForceUnverified || strings.TrimSpace(o.Reason) == "":
+		return util.UsageErrorf(nil, "--%s requires --%s and --%s: say why deleting the object without its finalizers, after restoring it proved impossible, is safe, for the audit", flagUnsafeDelete, flagForceUnverified, flagReason)
+	}
+	return nil
 }
 
 // forceDelete reports whether the request is the force deletion of pods: no finalizer
@@ -307,10 +347,10 @@ func (o *Options) Run(ctx context.Context) error {
 	audit := &write.Audit{Path: o.AuditLog, Stderr: o.ErrOut, Warn: o.warn}
 	defer audit.Close()
 	out, err := remove.Run(ctx, o.clients, remove.Config{
-		Targets: o.targets, Finalizers: o.Finalizers, All: o.AllFinalizers, ForceDelete: o.forceDelete(),
+		Targets: o.targets, Finalizers: o.Finalizers, All: o.AllFinalizers, ForceDelete: o.forceDelete(), UnsafeDelete: o.UnsafeDelete,
 		Policy: o.policy, Mapper: o.mapper, Scan: opts, ScanDone: done,
 		Options: plan.Options{ForceUnverified: o.ForceUnverified, Reason: o.Reason, AllowSystem: o.AllowSystem, AllowStranding: o.AllowStranding,
-			PodGraceMargin: o.PodGraceMargin},
+			PodGraceMargin: o.PodGraceMargin, UnsafeDelete: o.UnsafeDelete},
 		DryRun: o.dryRun, Audit: audit, BackupDir: o.BackupDir, Confirm: o.previewAndConfirm, OnRecord: o.report, Warn: o.warn,
 	})
 	var targets *remove.TargetsError
@@ -337,8 +377,11 @@ func (o *Options) refused(api *finalizev1alpha1.RemovalPlan) error {
 	needsFlag := true
 	for _, r := range api.Refusals {
 		line := fmt.Sprintf("  %s: finalizer %s: %s", r.Target, r.Finalizer, r.Message)
-		if r.Action == finalizev1alpha1.ActionForceDelete {
+		switch r.Action {
+		case finalizev1alpha1.ActionForceDelete:
 			line = fmt.Sprintf("  %s: force deletion: %s", r.Target, r.Message)
+		case finalizev1alpha1.ActionUnsafeDelete:
+			line = fmt.Sprintf("  %s: unsafe deletion: %s", r.Target, r.Message)
 		}
 		if flag := unlockedBy[r.Kind]; flag != "" {
 			line += "; to remove it anyway: " + flag
@@ -364,7 +407,16 @@ func (o *Options) previewAndConfirm(api *finalizev1alpha1.RemovalPlan) (bool, er
 	if err := o.preview(api); err != nil {
 		return false, err
 	}
-	if o.dryRun != write.DryRunNone || o.Yes {
+	if o.dryRun != write.DryRunNone {
+		return true, nil
+	}
+	for _, a := range api.Actions {
+		if a.Action == finalizev1alpha1.ActionUnsafeDelete {
+			// --yes is not enough: the name, typed.
+			return o.confirmByName(a)
+		}
+	}
+	if o.Yes {
 		return true, nil
 	}
 	return o.confirm(api)
@@ -385,11 +437,15 @@ func (o *Options) preview(api *finalizev1alpha1.RemovalPlan) error {
 // what says what the plan does: "remove 2 finalizers from 1 object", "force-delete 1
 // pod", or both.
 func what(api *finalizev1alpha1.RemovalPlan) string {
-	pods, finalizers := 0, 0
+	pods, finalizers, unsafe := 0, 0, 0
 	objects := map[string]bool{}
 	for _, a := range api.Actions {
-		if a.Action == finalizev1alpha1.ActionForceDelete {
+		switch a.Action {
+		case finalizev1alpha1.ActionForceDelete:
 			pods++
+			continue
+		case finalizev1alpha1.ActionUnsafeDelete:
+			unsafe++
 			continue
 		}
 		finalizers++
@@ -399,7 +455,10 @@ func what(api *finalizev1alpha1.RemovalPlan) string {
 	if pods > 0 {
 		parts = append(parts, "force-delete "+words.Count(pods, "pod"))
 	}
-	if finalizers > 0 || pods == 0 {
+	if unsafe > 0 {
+		parts = append(parts, "delete "+words.Count(unsafe, "object")+" the API server cannot read, without reading it")
+	}
+	if finalizers > 0 || pods == 0 && unsafe == 0 {
 		parts = append(parts, fmt.Sprintf("remove %s from %s", words.Count(finalizers, "finalizer"), words.Count(len(objects), "object")))
 	}
 	return strings.Join(parts, " and ")
@@ -424,12 +483,32 @@ func (o *Options) confirm(api *finalizev1alpha1.RemovalPlan) (bool, error) {
 	return answer == "y" || answer == "yes", nil
 }
 
+// confirmByName asks for the name of the object an unsafe deletion deletes, typed: on a
+// terminal, or read from stdin without one. Anything else keeps it.
+func (o *Options) confirmByName(a finalizev1alpha1.Removal) (bool, error) {
+	fmt.Fprintf(o.ErrOut, "This deletes %s without reading it: none of its finalizers run, and what they guard stays as it is. It cannot be undone.\n", a.Target)
+	fmt.Fprintf(o.ErrOut, "Type the object's name (%s) to delete it: ", a.Target.Name)
+	answer, err := bufio.NewReader(o.In).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	if strings.TrimSpace(answer) != a.Target.Name {
+		fmt.Fprintf(o.ErrOut, "The name typed is not %q.\n", a.Target.Name)
+		return false, nil
+	}
+	return true, nil
+}
+
 // report prints what one removal did, unless the output is the plan.
 func (o *Options) report(rec *write.Record) {
 	if rec.Error != "" || !o.PrintFlags.Default() {
 		return
 	}
 	name := rec.Target.String()
+	if rec.Action == plan.ReasonUnreadableObjectDeletedUnverified || rec.Action == plan.ReasonUnreadableObjectDeleted {
+		o.reportUnsafe(rec)
+		return
+	}
 	if rec.Node != "" || rec.Finalizer == "" {
 		o.reportForce(rec)
 		return
@@ -446,6 +525,28 @@ func (o *Options) report(rec *write.Record) {
 		}
 	}
 	fmt.Fprintf(o.Out, "%s: finalizer %s %s; %s\n", name, rec.Finalizer, describe(rec.Result), state)
+}
+
+// reportUnsafe prints what one unsafe deletion did.
+func (o *Options) reportUnsafe(rec *write.Record) {
+	name := rec.Target.String()
+	switch rec.Result {
+	case write.WouldRemove:
+		sent := "nothing was sent"
+		if o.dryRun == write.DryRunServer {
+			sent = "nothing was sent: the API server refuses dryRun with ignoreStoreReadErrorWithClusterBreakingPotential, so this is what a GET made now proved, not what the DELETE would answer"
+		}
+		fmt.Fprintf(o.Out, "%s: would be deleted without reading it (%s dry run: %s)\n", name, o.dryRun, sent)
+		return
+	case write.ObjectGone:
+		fmt.Fprintf(o.Out, "%s: was gone already\n", name)
+		return
+	}
+	state := "the object is gone"
+	if !rec.Deleted {
+		state = "it could not be read after the deletion: kubectl get it"
+	}
+	fmt.Fprintf(o.Out, "%s: deleted without reading it; %s\n", name, state)
 }
 
 // reportForce prints what one force deletion did.

@@ -37,6 +37,10 @@ func TestInvocation(t *testing.T) {
 		{Name: "bad dry run", Args: []string{"cm/cfg", "--finalizer", "x", "--dry-run=maybe"}, Want: `error: Invalid dry-run value (maybe). Must be "none", "server", or "client".`},
 		{Name: "bad output", Args: []string{"cm/cfg", "--finalizer", "x", "-o", "wide"}, Want: `error: unable to match a printer suitable for the output format "wide", allowed formats are: json,yaml`},
 		{Name: "unknown type", Args: []string{"gizmo/x", "--finalizer", "x"}, Want: `error: the server doesn't have a resource type "gizmo"`},
+		{Name: "unsafe without reason", Args: []string{"cm/cfg", "--unsafe-delete"}, Want: "error: --unsafe-delete requires --force-unverified and --reason: say why"},
+		{Name: "unsafe with a finalizer", Args: append([]string{"cm/cfg", "--unsafe-delete", "--finalizer", "x"}, force...), Want: "error: --unsafe-delete deletes the whole object, which nobody can read, so no finalizer of it can be named"},
+		{Name: "unsafe twice", Args: append([]string{"cm/cfg", "cm/other", "--unsafe-delete"}, force...), Want: "error: --unsafe-delete deletes one object per run, got 2: name one (TYPE/NAME)"},
+		{Name: "unsafe with a policy", Args: append([]string{"cm/cfg", "--unsafe-delete", "--policy", "p.yaml"}, force...), Want: "error: --unsafe-delete cannot go with --policy"},
 	})
 }
 
@@ -61,6 +65,8 @@ func TestRefusalsNameTheFlagThatAllowsThem(t *testing.T) {
 	for kind := range unlockedBy {
 		switch kind {
 		case finalizev1alpha1.RefusalUnverified, finalizev1alpha1.RefusalTooYoung, finalizev1alpha1.RefusalSystem, finalizev1alpha1.RefusalStranding:
+		case finalizev1alpha1.RefusalReadable, finalizev1alpha1.RefusalGateOff, finalizev1alpha1.RefusalForbidden:
+			t.Errorf("refusal kind %s has a flag, but nothing but the object's state, the API server's gate or a grant allows it", kind)
 		default:
 			t.Errorf("refusal kind %s has a flag but is not known", kind)
 		}

@@ -9,8 +9,9 @@ import (
 )
 
 // Kind is what a removal writes: the removal of a finalizer from metadata.finalizers
-// (Patch), of a namespace's own finalizer from spec.finalizers (Finalize), or the force
-// deletion of a pod (ForceDelete). Each kind is one file of this package, with what is
+// (Patch), of a namespace's own finalizer from spec.finalizers (Finalize), the force
+// deletion of a pod (ForceDelete), or the deletion of an object the API server cannot
+// read (UnsafeDelete). Each kind is one file of this package, with what is
 // particular to it: its name in the API, what refuses it, the permissions its write needs
 // and the reason of its audit lines and Event. Its write is its file of the same name in
 // pkg/remove/write.
@@ -36,7 +37,12 @@ type Kind interface {
 }
 
 // Kinds are every kind of removal, in the order the documentation lists them.
-var Kinds = []Kind{Patch, Finalize, ForceDelete}
+var Kinds = []Kind{Patch, Finalize, ForceDelete, UnsafeDelete}
+
+// PersonOnly are the kinds only a person's `remove` makes, one object per run after a
+// typed confirmation: reconcile never plans them, the runner refuses a plan that holds
+// one without a person's confirmation, and `rbac` never grants their write.
+var PersonOnly = map[Kind]bool{UnsafeDelete: true}
 
 // finalizerKind is the kind of the removal of a finalizer in field: the patch of
 // metadata.finalizers, or a namespace's /finalize for spec.finalizers.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/metadata"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/client"
@@ -40,6 +41,9 @@ type Options struct {
 	// waiting for its kubelet before it may be force-deleted; zero means
 	// DefaultPodGraceMargin.
 	PodGraceMargin time.Duration
+	// UnsafeDelete allows the unsafe deletion of an object the API server cannot read
+	// (Request.Unreadable). Only `remove --unsafe-delete` sets it.
+	UnsafeDelete bool
 }
 
 // Request asks for finalizers of one stuck object to be removed: the named ones, or all;
@@ -52,6 +56,10 @@ type Request struct {
 	// ForceDelete asks for the pod's force deletion (DELETE with gracePeriodSeconds 0),
 	// planned before the removals of the finalizers the request names.
 	ForceDelete bool
+	// Unreadable, instead of Object, asks for the unsafe deletion of an object the API
+	// server cannot read (UnsafeDelete); Cause is its diagnosis.
+	Unreadable *Unreadable
+	Cause      *finalizev1alpha1.Cause
 }
 
 // Action is one planned removal.
@@ -150,6 +158,9 @@ type Planner struct {
 	// Kube reads a pod and its node afresh before its force deletion is decided; without
 	// it, every force deletion is refused.
 	Kube client.Interface
+	// Metadata reads afresh an object whose unsafe deletion is asked for; without it,
+	// every unsafe deletion is refused.
+	Metadata metadata.Interface
 	// Now is the API server's clock, which pods are found overdue and kubelets alive by;
 	// nil measures one (NewServerClock through Kube) when a pod's force deletion is first
 	// planned.
@@ -184,6 +195,16 @@ func (p *Planner) Plan(ctx context.Context, reqs []Request, opts Options) *Plan 
 	var cands []*candidate
 	plan := &Plan{}
 	for _, req := range reqs {
+		if req.Unreadable != nil {
+			// One object per write, decided from a GET made now; it has no finalizers
+			// anyone can read.
+			if a, r := p.planUnsafe(ctx, *req.Unreadable, req.Cause, opts); r != nil {
+				plan.Refusals = append(plan.Refusals, *r)
+			} else {
+				plan.Actions = append(plan.Actions, *a)
+			}
+			continue
+		}
 		if req.ForceDelete {
 			// One pod per write, decided from the pod and its node read afresh, before
 			// the finalizers of the request.

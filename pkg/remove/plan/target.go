@@ -8,8 +8,9 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
-// Target is one finalizer of one object (or one pod to force-delete), and the uid of the
-// object the decision to remove it was made about.
+// Target is one finalizer of one object (or one pod to force-delete, or one object the
+// API server cannot read to delete unsafely), and the uid of the object the decision to
+// remove it was made about.
 type Target struct {
 	// Kind is what the removal writes; unset, the removal of Finalizer from Field
 	// (finalizerKind).
@@ -55,6 +56,15 @@ type Target struct {
 	// GraceMargin is how long after its grace period the pod must be, checked again at
 	// the write.
 	GraceMargin time.Duration
+
+	// The rest is an unsafe deletion's (Kind UnsafeDelete), whose Finalizer, UID and
+	// ResourceVersion are empty: nobody can read them.
+	//
+	// Key is the object's etcd key as the API server named it when the deletion was
+	// planned; the write refuses an error that names another.
+	Key string
+	// Unreadable is the API server's error on the GET the deletion was planned from.
+	Unreadable string
 }
 
 // String names the target in errors: "finalizer F of configmaps/cfg -n team-a", or

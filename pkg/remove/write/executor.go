@@ -268,7 +268,10 @@ func (e *Executor) attempt(ctx context.Context, remover *Remover, a *plan.Action
 		}
 		return err
 	}
-	if e.BackupDir != "" {
+	if e.BackupDir != "" && a.WriteKind() == plan.UnsafeDelete {
+		// Nothing can be read to save: its bytes are only in etcd.
+		e.warn(fmt.Errorf("%s: no backup in %s: the API server cannot read it; its bytes are in etcd under %s (etcdctl get)", a.String(), e.BackupDir, orUnknown(a.Key)))
+	} else if e.BackupDir != "" {
 		path, err := Backup(ctx, e.Dynamic, e.BackupDir, a.Target)
 		if err != nil {
 			return rec, finish(fmt.Errorf("%s: not removed, the backup failed: %w", a.String(), err))
@@ -349,4 +352,12 @@ func (r *Remover) Read(ctx context.Context, t plan.Target) (*kube.Object, error)
 		return nil, err
 	}
 	return kube.NewObject(t.Resource, &pm.ObjectMeta, nil), nil
+}
+
+// orUnknown is s, or "a key the API server did not name" when it is empty.
+func orUnknown(s string) string {
+	if s == "" {
+		return "a key the API server did not name"
+	}
+	return s
 }

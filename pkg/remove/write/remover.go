@@ -117,9 +117,10 @@ type Remover struct {
 // kind: one attempt, after which again says that the object changed under it and the
 // removal must be decided anew.
 var writes = map[plan.Kind]func(r *Remover, ctx context.Context, t *plan.Target, dry DryRun, attempt int) (out Effect, again bool, err error){
-	plan.Patch:       (*Remover).patch,
-	plan.Finalize:    (*Remover).finalize,
-	plan.ForceDelete: (*Remover).forceDelete,
+	plan.Patch:        (*Remover).patch,
+	plan.Finalize:     (*Remover).finalize,
+	plan.ForceDelete:  (*Remover).forceDelete,
+	plan.UnsafeDelete: (*Remover).unsafeDelete,
 }
 
 // Remove makes the removal t names, of whatever kind: a finalizer, or a pod's force

@@ -82,6 +82,20 @@ const (
 	// Gone cannot be trusted (its controls failed): the evidence is against the
 	// deletion. Nothing allows it; --force-unverified covers only no rule, or Unknown.
 	RefusalMachinePresent RefusalKind = "MachinePresent"
+	// RefusalReadable means an unsafe deletion was asked for an object the API server
+	// reads, or whose read failed otherwise than on its stored bytes (a timeout, a
+	// permission): nothing proves it unreadable. Nothing allows it; an object that can be
+	// read has its finalizers removed by name.
+	RefusalReadable RefusalKind = "Readable"
+	// RefusalGateOff means an unsafe deletion was asked for an object the API server
+	// cannot read, and the API server's answer is not the one it gives with the
+	// AllowUnsafeMalformedObjectDeletion feature gate on: without it, the API server drops
+	// the option and the DELETE fails like every read. Nothing allows it but the gate.
+	RefusalGateOff RefusalKind = "GateOff"
+	// RefusalForbidden means the API server said (SelfSubjectAccessReview) that the user
+	// may not make the write: for an unsafe deletion, the verbs delete and
+	// unsafe-delete-ignore-read-errors on the object. Nothing allows it but a grant.
+	RefusalForbidden RefusalKind = "Forbidden"
 )
 
 // RemovalAction is what a planned write does. The empty action removes one finalizer.
@@ -93,6 +107,14 @@ const (
 	// and resourceVersion. It removes no finalizer; the pod's finalizers stay, each its
 	// own removal.
 	ActionForceDelete RemovalAction = "ForceDelete"
+	// ActionUnsafeDelete deletes an object the API server cannot read (its bytes in etcd
+	// cannot be decoded or decrypted): DELETE with
+	// ignoreStoreReadErrorWithClusterBreakingPotential, which needs the
+	// AllowUnsafeMalformedObjectDeletion feature gate and the
+	// unsafe-delete-ignore-read-errors verb. No finalizer runs; the object's key is
+	// removed from etcd. Only `remove` makes one, one object per run, after a person typed
+	// its name; never `reconcile`.
+	ActionUnsafeDelete RemovalAction = "UnsafeDelete"
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -114,7 +136,8 @@ type RemovalPlan struct {
 // carried out, or refused.
 type Removal struct {
 	Target ObjectReference `json:"target"`
-	// Action is ForceDelete for the force deletion of a pod, whose Finalizer is empty;
+	// Action is ForceDelete for the force deletion of a pod, UnsafeDelete for the deletion
+	// of an object the API server cannot read (both with an empty Finalizer);
 	// empty for the removal of a finalizer.
 	Action RemovalAction `json:"action,omitempty"`
 	// Node is the node whose kubelet a force-deleted pod's deletion waited for.

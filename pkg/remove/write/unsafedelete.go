@@ -1,0 +1,73 @@
+package write
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+)
+
+// UnsafeDelete deletes the object t names, which the API server cannot read, with
+// ignoreStoreReadErrorWithClusterBreakingPotential: true. It first reads the object once
+// more: nothing is deleted unless that read fails with the "corrupt object" error, naming
+// the key it was planned with (plan.ProveUnreadable). The API server checks the same again
+// before it removes the key (it refuses the option for an object it can read), and sends
+// neither its finalizers nor admission a word. No dry run is sent: the API server refuses
+// dryRun with the option; the plan's proof is all a dry run shows.
+func (r *Remover) UnsafeDelete(ctx context.Context, t plan.Target, dry DryRun) (Effect, error) {
+	out := Effect{Attempts: 1}
+	u := plan.Unreadable{Resource: t.Resource, Namespace: t.Namespace, Name: t.Name}
+	c := r.metadataResource(&t)
+	proof, refused := plan.ProveUnreadable(ctx, u, func(ctx context.Context) error {
+		_, err := c.Get(ctx, t.Name, metav1.GetOptions{})
+		return err
+	})
+	switch {
+	case refused != nil && refused.ObjectGone:
+		out.Result, out.Deleted, out.Observed = ObjectGone, true, true
+		return out, nil
+	case refused != nil:
+		return out, fmt.Errorf("%s: not deleted: %s", t.String(), refused.Message)
+	case t.Key != "" && proof.Key != t.Key:
+		return out, fmt.Errorf("%s: not deleted: the API server's error names etcd key %q, not %q as planned: run again to decide it afresh", t.String(), proof.Key, t.Key)
+	}
+	if dry != DryRunNone {
+		out.Result = WouldRemove
+		return out, nil
+	}
+	if r.BeforeWrite != nil {
+		r.BeforeWrite(1)
+	}
+	err := c.Delete(ctx, t.Name, metav1.DeleteOptions{IgnoreStoreReadErrorWithClusterBreakingPotential: ptr.To(true)})
+	switch {
+	case err == nil:
+		out.Result = Removed
+		return out, nil
+	case apierrors.IsNotFound(err):
+		out.Result, out.Deleted, out.Observed = ObjectGone, true, true
+		return out, nil
+	case apierrors.IsInvalid(err):
+		// "is exclusively used to delete corrupt object(s)": the API server read it.
+		return out, fmt.Errorf("%s: not deleted: the API server refused the option, it reads the object now: %w", t.String(), err)
+	case unanswered(err) && scan.StorageFailure(err):
+		// An API server without the gate dropped the option and failed to read the
+		// object, as every read does: nothing was deleted.
+		return out, fmt.Errorf("%s: not deleted: the API server that answered the DELETE failed to read the object (%w): it does not have the %s feature gate on "+
+			"(an API server behind the same address may have it, and this one not): enable it on every kube-apiserver", t.String(), err, plan.FeatureGate)
+	case unanswered(err):
+		return out, fmt.Errorf("%s: the API server did not answer the DELETE (%w): whether the object was deleted is unknown until it is read again, which a rerun does", t.String(), err)
+	}
+	return out, writeError(t, err)
+}
+
+// unsafeDelete is UnsafeDelete as the write of the plan.UnsafeDelete kind: it is never
+// decided again here.
+func (r *Remover) unsafeDelete(ctx context.Context, t *plan.Target, dry DryRun, _ int) (Effect, bool, error) {
+	out, err := r.UnsafeDelete(ctx, *t, dry)
+	return out, false, err
+}

@@ -1,0 +1,74 @@
+package write
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
+)
+
+// TestTheUnsafeDeletionReadsTheObjectOnceMore: the DELETE is sent, with the option and
+// nothing the API server refuses with it, only when a GET made just before still fails
+// with the "corrupt object" of the key it was planned with; a dry run sends nothing.
+func TestTheUnsafeDeletionReadsTheObjectOnceMore(t *testing.T) {
+	cms := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	corrupt := func(key string) error {
+		return apierrors.NewInternalError(errors.New("StorageError: corrupt object, Code: 7, Key: " + key + ", ResourceVersion: 0, AdditionalErrorMsg: object not decodable"))
+	}
+	target := plan.Target{Ref: kube.Ref{Resource: cms, Namespace: "a", Name: "bad"}, Kind: plan.UnsafeDelete, Key: "/registry/configmaps/a/bad"}
+	for _, tt := range []struct {
+		name    string
+		get     error
+		dry     DryRun
+		deletes bool
+		result  Result
+		wantErr string
+	}{
+		{"proven", corrupt("/registry/configmaps/a/bad"), DryRunNone, true, Removed, ""},
+		{"dry run", corrupt("/registry/configmaps/a/bad"), DryRunServer, false, WouldRemove, ""},
+		{"restored", nil, DryRunNone, false, "", "not deleted: the API server reads it"},
+		{"another key", corrupt("/registry/configmaps/a/bad2"), DryRunNone, false, "", "is not the key of configmaps/bad -n a"},
+		{"gate gone", apierrors.NewInternalError(errors.New("proto: wrong wireType = 7")), DryRunNone, false, "", "AllowUnsafeMalformedObjectDeletion"},
+		{"gone", apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "bad"), DryRunNone, false, ObjectGone, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			md := metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+			md.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if tt.get == nil {
+					return true, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bad", UID: "uid-bad"}}, nil
+				}
+				return true, nil, tt.get
+			})
+			var sent *metav1.DeleteOptions
+			md.PrependReactor("delete", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				opts := a.(k8stesting.DeleteAction).GetDeleteOptions()
+				sent = &opts
+				return true, nil, nil
+			})
+			r := &Remover{Metadata: md}
+			out, err := r.Remove(t.Context(), target, tt.dry)
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("err %v; want %q", err, tt.wantErr)
+			}
+			if out.Result != tt.result {
+				t.Errorf("result %q, want %q", out.Result, tt.result)
+			}
+			if (sent != nil) != tt.deletes {
+				t.Fatalf("DELETE sent: %v, want %v", sent != nil, tt.deletes)
+			}
+			if sent != nil && (sent.IgnoreStoreReadErrorWithClusterBreakingPotential == nil || !*sent.IgnoreStoreReadErrorWithClusterBreakingPotential ||
+				sent.DryRun != nil || sent.Preconditions != nil || sent.GracePeriodSeconds != nil || sent.PropagationPolicy != nil) {
+				t.Errorf("DELETE options %+v", sent)
+			}
+		})
+	}
+}
