@@ -109,7 +109,11 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error
 		ref := u.Resource.Ref(u.Namespace, u.Name, "")
 		var root *finalizev1alpha1.RootCause
 		for _, r := range rep.Roots {
-			if r.Reason == spec.reason && r.Subject == spec.subject {
+			// The subject names a Kind without its group: the root is this object's only
+			// when no other object that nobody can read is in it.
+			if r.Reason == spec.reason && r.Subject == spec.subject && !slices.ContainsFunc(r.Objects, func(o finalizev1alpha1.ObjectReference) bool {
+				return o.UID == "" && o != ref
+			}) {
 				root = r
 			}
 		}
@@ -244,7 +248,7 @@ func (rep *Report) Narrow(res *scan.Result) *Report {
 	}
 	unreadable := func(ref finalizev1alpha1.ObjectReference) bool {
 		for _, u := range res.Unreadable {
-			if ref.UID == "" && u.Namespace == ref.Namespace && u.Name == ref.Name && u.Resource.Resource == ref.Resource {
+			if ref == u.Resource.Ref(u.Namespace, u.Name, "") {
 				return true
 			}
 		}
@@ -349,7 +353,7 @@ func (rep *Report) UnreadableDiagnosis(r kube.Resource, namespace, name string) 
 			Incomplete: append([]finalizev1alpha1.IncompleteResource{}, rep.Result.Incomplete...),
 		}
 		for _, root := range rep.Roots {
-			if root.Reason == finalizev1alpha1.ReasonUnreadable && root.Subject.Kind == u.Resource.Kind && root.Subject.Namespace == namespace && root.Subject.Name == name {
+			if root.Reason == finalizev1alpha1.ReasonUnreadable && slices.Contains(root.Objects, ref) {
 				out.RootCauses = append(out.RootCauses, *root)
 			}
 		}

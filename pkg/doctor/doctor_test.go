@@ -944,3 +944,24 @@ func TestANarrowedReportKeepsTheCausesOfTheWholeCluster(t *testing.T) {
 		t.Errorf("the diagnosis of %s: %+v", a.Meta.Name, one.RootCauses)
 	}
 }
+
+// TestTwoUnreadableObjectsOfOneKindInTwoGroups: objects nobody can read whose kind,
+// namespace and name are alike, in two API groups, are two root causes, each found by
+// its own diagnosis, though a root cause's subject names no group.
+func TestTwoUnreadableObjectsOfOneKindInTwoGroups(t *testing.T) {
+	res := result()
+	a := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "a.example.com", Version: "v1", Resource: "widgets"}, Kind: "Widget", Namespaced: true}
+	b := a
+	b.Group = "b.example.com"
+	res.Unreadable = []scan.Unreadable{{Resource: a, Namespace: "x", Name: "w", Message: "proto: wrong wireType"}, {Resource: b, Namespace: "x", Name: "w", Message: "no matching prefix found"}}
+	rep := diagnose(t, res)
+	if len(rep.Roots) != 2 {
+		t.Fatalf("%d root causes, want 2: %+v", len(rep.Roots), rep.Roots)
+	}
+	for _, r := range []kube.Resource{a, b} {
+		d := rep.UnreadableDiagnosis(r, "x", "w")
+		if d == nil || len(d.Items) != 1 || len(d.RootCauses) != 1 || len(d.RootCauses[0].Objects) != 1 || d.RootCauses[0].Objects[0].APIVersion != r.GroupVersion().String() {
+			t.Errorf("%s: %+v", r, d)
+		}
+	}
+}

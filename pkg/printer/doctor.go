@@ -3,6 +3,7 @@ package printer
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -89,6 +90,17 @@ func FleetRootCauses(w io.Writer, d *finalizev1alpha1.Diagnosis, clusters []stri
 	return err
 }
 
+// unreadableIn is the object the API server cannot read that root cause r explains (an
+// object nobody can read is its own root cause), or nil.
+func unreadableIn(d *finalizev1alpha1.Diagnosis, r *finalizev1alpha1.RootCause) *finalizev1alpha1.StuckObject {
+	for i := range d.Items {
+		if it := &d.Items[i]; it.Unreadable != nil && slices.Contains(r.Objects, it.Target) {
+			return it
+		}
+	}
+	return nil
+}
+
 // rootCauses writes a diagnosis grouped by root cause on b.
 func rootCauses(b *strings.Builder, d *finalizev1alpha1.Diagnosis) {
 	items := map[types.UID]*finalizev1alpha1.StuckObject{}
@@ -108,13 +120,10 @@ func rootCauses(b *strings.Builder, d *finalizev1alpha1.Diagnosis) {
 		r := &d.RootCauses[i]
 		fmt.Fprintf(b, "\n%d. %s: %s %s\n", i+1, r.Reason, r.Subject.Kind, subjectName(r.Subject))
 		fmt.Fprintf(b, "   %s\n", r.Message)
-		if r.Reason == finalizev1alpha1.ReasonUnreadable {
+		if u := unreadableIn(d, r); u != nil {
 			// The object is its own root cause; it has no uid, no age, no finalizers.
-			for _, it := range d.Items {
-				if it.Unreadable != nil && it.Cause != nil && it.Target.Namespace == r.Subject.Namespace && it.Target.Name == r.Subject.Name && it.Target.Kind == r.Subject.Kind {
-					fmt.Fprintf(b, "   %s\n", it.Cause.Message)
-					break
-				}
+			if u.Cause != nil {
+				fmt.Fprintf(b, "   %s\n", u.Cause.Message)
 			}
 			fmt.Fprintf(b, "   Next: %s\n", r.NextStep)
 			continue
