@@ -128,7 +128,7 @@ type Report struct {
 // refused with the reason.
 func (r *Runner) Plan(ctx context.Context, reqs []plan.Request) *plan.Plan {
 	planner := &plan.Planner{Result: r.Scan, CauseOf: r.CauseOf, Verifier: r.Verifier, Concurrency: r.VerifyConcurrency,
-		Content: &plan.ContentReader{Discovery: r.Clients.Discovery, Metadata: r.Clients.Metadata}, Kube: r.Clients.Kube, Metadata: r.Clients.Metadata}
+		Content: &plan.ContentReader{Discovery: r.Clients.Discovery, Metadata: r.Clients.Metadata}, Kube: r.Clients.Kube, Metadata: r.Clients.Metadata, Dynamic: r.Clients.Dynamic}
 	if clk := r.clock(); clk != nil {
 		planner.Now = clk.Now
 	}

@@ -59,14 +59,16 @@ func storageFailure(err error) bool {
 	if !apierrors.IsInternalError(err) {
 		return false
 	}
-	msg := strings.ToLower(err.Error())
+	// Keys and names are not words of the error: an object called "req-timeout" is no
+	// timeout.
+	msg := strings.ToLower(withoutKeys(err.Error()))
 	if strings.Contains(msg, "conversion webhook") {
 		// A conversion webhook that fails on what it was sent fails every object of the
 		// type it converts, however its error words it ("failed to decode"): the type is
 		// broken, not an object's bytes.
 		return false
 	}
-	for _, s := range transientWords {
+	for _, s := range append(configurationWords, transientWords...) {
 		if strings.Contains(msg, s) {
 			// A KMS plugin or etcd that does not answer fails every object alike: no
 			// object is unreadable, the type is.
@@ -81,6 +83,37 @@ func storageFailure(err error) bool {
 	return false
 }
 
+// withoutKeys is msg without what names an object in it: quoted text ("unable to
+// transform key \"...\"") and the storage error's "Key: ..." field.
+func withoutKeys(msg string) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(msg, '"')
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(msg[i+1:], '"')
+		if j < 0 {
+			break
+		}
+		b.WriteString(msg[:i])
+		msg = msg[i+1+j+1:]
+	}
+	b.WriteString(msg)
+	out := b.String()
+	for {
+		i := strings.Index(out, "Key: ")
+		if i < 0 {
+			return out
+		}
+		j := strings.Index(out[i:], ", ")
+		if j < 0 {
+			return out[:i]
+		}
+		out = out[:i] + out[i+j+2:]
+	}
+}
+
 // StorageFailure reports whether err, the answer to a read of one object, is the API
 // server failing to read what etcd holds for it (its bytes cannot be decoded or
 // decrypted), not a failure of the moment, a permission or a conversion webhook.
@@ -93,28 +126,41 @@ func StorageFailure(err error) bool { return storageFailure(err) }
 // fails with the decoder's or transformer's own error. So it is how a client learns that
 // the API server which answered has the gate, for the object's own resource: the proof
 // an unsafe deletion needs (pkg/remove/plan, unsafedelete.go).
+//
+// Only the whole of the API server's message counts: "Internal error occurred:
+// StorageError: corrupt object, Code: 7, Key: KEY, ResourceVersion: ..., AdditionalErrorMsg:
+// ...", with a key. The same words anywhere else (inside another server's answer that
+// client-go wraps, a webhook's message) prove nothing.
 func CorruptObject(err error) (key string, ok bool) {
-	if err == nil || !apierrors.IsInternalError(err) {
+	var st apierrors.APIStatus
+	if err == nil || !errors.As(err, &st) || st.Status().Code != 500 || st.Status().Reason != metav1.StatusReasonInternalError {
 		return "", false
 	}
-	// "Internal error occurred: StorageError: corrupt object, Code: 7, Key: /registry/...,
-	// ResourceVersion: 0, AdditionalErrorMsg: ..."
-	msg := err.Error()
-	i := strings.Index(msg, "StorageError: corrupt object, ")
-	if i < 0 {
+	const prefix = "Internal error occurred: StorageError: corrupt object, Code: 7, Key: "
+	msg := st.Status().Message
+	if !strings.HasPrefix(msg, prefix) {
 		return "", false
 	}
-	rest := msg[i:]
-	j := strings.Index(rest, ", Key: ")
-	if j < 0 {
-		return "", true
+	key = msg[len(prefix):]
+	k := strings.Index(key, ", ResourceVersion: ")
+	if k <= 0 {
+		return "", false
 	}
-	key = rest[j+len(", Key: "):]
-	if k := strings.Index(key, ", "); k >= 0 {
-		key = key[:k]
+	key = key[:k]
+	if !strings.HasPrefix(key, "/") || strings.ContainsAny(key, " ,\"") {
+		return "", false
 	}
 	return key, true
 }
+
+// configurationWords are in the errors of an API server whose configuration cannot read
+// what it stored, whatever the object: started without the encryption configuration the
+// objects were written with.
+var configurationWords = []string{"identity transformer tried to read encrypted data"}
+
+// ContinueAfter is a continue token for a list at revision rv that resumes after the key
+// of name (in a namespace, or of a cluster-scoped type), in the API server's own format.
+func ContinueAfter(rv int64, name string) (string, error) { return continueToken(rv, name+"\x00") }
 
 // transientWords are in the errors of a storage layer that does not answer now (a KMS
 // plugin down, etcd timing out): a failure of the moment, not an object's bytes.
@@ -271,6 +317,9 @@ func (w *walker) failsFrom(ctx context.Context, start string) (bool, error) {
 // search would land there, past readable objects. A run of unreadable keys one after the
 // other is found as its last key (the API server does not tell them apart in a list).
 func (w *walker) search(ctx context.Context, from string) (string, error) {
+	// A list that hangs ends with the budget too.
+	ctx, cancel := context.WithTimeout(ctx, maxSearchTime+time.Minute)
+	defer cancel()
 	lists, started := 0, time.Now()
 	fails := func(s string) (bool, error) {
 		if s < from {

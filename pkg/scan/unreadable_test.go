@@ -232,3 +232,34 @@ func TestASearchHasATimeBudget(t *testing.T) {
 		t.Errorf("listPagesOf: %v, unreadable %+v; want the search given up", err, tr.unreadable)
 	}
 }
+
+// TestCorruptObjectIsTheWholeAnswer: the words inside another answer, a message with no
+// key, or a key that is not one, are no proof.
+func TestCorruptObjectIsTheWholeAnswer(t *testing.T) {
+	for _, msg := range []string{
+		`an error on the server ("StorageError: corrupt object, Code: 7, Key: /registry/configmaps/a/bad, ResourceVersion: 0, AdditionalErrorMsg: x") has prevented the request from succeeding`,
+		"StorageError: corrupt object, Code: 7, AdditionalErrorMsg: x",
+		"StorageError: corrupt object, Code: 7, Key: , ResourceVersion: 0, AdditionalErrorMsg: x",
+		"admission webhook said: StorageError: corrupt object, Code: 7, Key: /registry/configmaps/a/bad, ResourceVersion: 0",
+	} {
+		if key, ok := CorruptObject(apierrors.NewInternalError(errors.New(msg))); ok {
+			t.Errorf("%q: proof of the gate (key %q)", msg, key)
+		}
+	}
+}
+
+// TestAKeyIsNotAWordOfTheError: an unreadable object whose name or namespace holds a word
+// of a failure of the moment is still an object's storage failure.
+func TestAKeyIsNotAWordOfTheError(t *testing.T) {
+	for _, msg := range []string{
+		`unable to transform key "/registry/secrets/timeout-tests/req-timeout": no matching key was found for the provided AES transformer`,
+		"StorageError: corrupt object, Code: 7, Key: /registry/configmaps/timeout-tests/req-timeout, ResourceVersion: 0, AdditionalErrorMsg: object not decodable: proto: wrong wireType",
+	} {
+		if !storageFailure(apierrors.NewInternalError(errors.New(msg))) {
+			t.Errorf("%q is not a storage failure", msg)
+		}
+	}
+	if storageFailure(apierrors.NewInternalError(errors.New(`unable to transform key "/registry/secrets/a/s": rpc error: code = DeadlineExceeded`))) {
+		t.Error("a KMS plugin that times out is an object's failure")
+	}
+}

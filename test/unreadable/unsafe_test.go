@@ -74,11 +74,11 @@ func TestTheUnsafeDeletionOfAnUnreadableObject(t *testing.T) {
 		!strings.Contains(r.Stderr, "unsafe deletion: you may not unsafe-delete-ignore-read-errors configmaps in namespace "+ns+" (name bad)") {
 		t.Errorf("without the verb: exit %d\n%s", r.Code, r.Stderr)
 	}
-	if r := cli.RunWithInput(t, cp.AdminKubeconfig, "configmaps/bad\n", unsafe...); r.Code != 0 ||
-		!strings.Contains(r.Stderr, "The name typed is not \"bad\".\nNothing was removed.") || r.Stdout != "" {
+	if r := cli.RunWithInput(t, cp.AdminKubeconfig, "configmaps/bad\n", unsafe...); r.Code != 1 ||
+		!strings.Contains(r.Stderr, "The name typed is not \"bad\".\nNothing was removed.\nerror: the unsafe deletion was not confirmed: nothing was deleted") || r.Stdout != "" {
 		t.Errorf("the wrong name typed: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	if r := cli.Run(t, cp.AdminKubeconfig, append(unsafe, "--yes")...); r.Code != 0 || !strings.Contains(r.Stderr, "Nothing was removed.") {
+	if r := cli.Run(t, cp.AdminKubeconfig, append(unsafe, "--yes")...); r.Code != 1 || !strings.Contains(r.Stderr, "Nothing was removed.") {
 		t.Errorf("--yes and no name: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	r := cli.Run(t, cp.AdminKubeconfig, append(unsafe, "--dry-run=server")...)

@@ -362,6 +362,10 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	case out.Stopped == remove.Refused:
 		return o.refused(out.Plan)
+	case out.Stopped == remove.Declined && o.UnsafeDelete:
+		// A script that goes on after it must not take it for a deletion.
+		fmt.Fprintln(o.ErrOut, "Nothing was removed.")
+		return fmt.Errorf("the unsafe deletion was not confirmed: nothing was deleted")
 	case out.Stopped == remove.Declined:
 		fmt.Fprintln(o.ErrOut, "Nothing was removed.")
 		return nil

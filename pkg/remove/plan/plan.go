@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -161,6 +162,9 @@ type Planner struct {
 	// Metadata reads afresh an object whose unsafe deletion is asked for; without it,
 	// every unsafe deletion is refused.
 	Metadata metadata.Interface
+	// Dynamic reads the APIService that serves the type of an object whose unsafe
+	// deletion is asked for; without it, such a type outside the core group is refused.
+	Dynamic dynamic.Interface
 	// Now is the API server's clock, which pods are found overdue and kubelets alive by;
 	// nil measures one (NewServerClock through Kube) when a pod's force deletion is first
 	// planned.

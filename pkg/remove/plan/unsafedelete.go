@@ -2,12 +2,15 @@ package plan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
@@ -158,7 +161,12 @@ func ProveUnreadable(ctx context.Context, u Unreadable, get func(ctx context.Con
 // not checked: the API server stores some types under other names.
 func keyNames(key string, u Unreadable) bool {
 	parts := strings.Split(key, "/")
-	if len(parts) < 3 || parts[len(parts)-1] != u.Name {
+	// "", the resource (one segment or more), the namespace if any, the name.
+	least := 3
+	if u.Namespace != "" {
+		least = 4
+	}
+	if len(parts) < least || parts[0] != "" || parts[len(parts)-1] != u.Name {
 		return false
 	}
 	return u.Namespace == "" || parts[len(parts)-2] == u.Namespace
@@ -182,6 +190,9 @@ func (p *Planner) planUnsafe(ctx context.Context, u Unreadable, cause *finalizev
 	if p.Metadata == nil {
 		return refuse(refusal(finalizev1alpha1.RefusalReadable, "it could not be read afresh: no client"))
 	}
+	if why := p.unsupported(ctx, u); why != "" {
+		return refuse(refusal(finalizev1alpha1.RefusalUnsupported, why))
+	}
 	proof, r := ProveUnreadable(ctx, u, func(ctx context.Context) error {
 		c := p.Metadata.Resource(u.Resource.GroupVersionResource)
 		var err error
@@ -195,6 +206,21 @@ func (p *Planner) planUnsafe(ctx context.Context, u Unreadable, cause *finalizev
 	if r != nil {
 		return refuse(r)
 	}
+	// The API server calls any object it cannot read corrupt, whatever the reason: one
+	// whose encryption provider or KMS plugin cannot decrypt anything of the type, or whose
+	// storage version it no longer decodes, is not corrupt. Only another object of the
+	// type that it reads proves the failure is this object's.
+	other, lists, err := p.readsAnother(ctx, u)
+	switch {
+	case err != nil:
+		return refuse(refusal(finalizev1alpha1.RefusalTypeWide, fmt.Sprintf(
+			"nothing proves the failure is this object's and not the type's: looking for another %s the API server reads failed (%v); run again once it answers", u.Resource.Resource, err)))
+	case other == "":
+		return refuse(refusal(finalizev1alpha1.RefusalTypeWide, fmt.Sprintf(
+			"the API server reads no other %s either (%d lists, in other namespaces and after this one): its configuration (an encryption provider or KMS plugin, a storage version), not this object's bytes, is the likely cause, and mending it brings every object back; "+
+				"if this is the only object of its type, create another (kubectl create) to show that the API server reads it, and run again", u.Resource.Resource, lists)))
+	}
+	proof.Evidence += "; the API server reads other " + u.Resource.Resource + " (" + other + "), so the failure is this object's"
 	a := &Action{
 		Target:       Target{Ref: ref, Kind: UnsafeDelete, Key: proof.Key, Unreadable: proof.Message},
 		Cause:        cause,
@@ -213,6 +239,93 @@ func (p *Planner) planUnsafe(ctx context.Context, u Unreadable, cause *finalizev
 	a.Reason = opts.Reason
 	return a, nil
 }
+
+// maxSiblingLists bounds the lists readsAnother makes: on an API server whose watch
+// cache of the type cannot start, each takes seconds.
+const maxSiblingLists = 10
+
+// readsAnother returns another object of u's resource the API server reads ("configmaps/x
+// -n b"), or "" when it found none in the lists it made (at most maxSiblingLists, of one
+// object each): in other namespaces, then after u in its own scope (a continue token from
+// u's name).
+func (p *Planner) readsAnother(ctx context.Context, u Unreadable) (other string, lists int, err error) {
+	if p.Kube == nil {
+		return "", 0, errors.New("no client")
+	}
+	c := p.Metadata.Resource(u.Resource.GroupVersionResource)
+	nss, err := p.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 50})
+	if err != nil {
+		return "", 0, fmt.Errorf("listing namespaces: %w", err)
+	}
+	found := func(list *metav1.PartialObjectMetadataList, err error) (string, error) {
+		lists++
+		switch {
+		case err == nil && len(list.Items) > 0:
+			it := list.Items[0]
+			ref := kube.Ref{Resource: u.Resource, Namespace: it.Namespace, Name: it.Name}
+			return ref.String(), nil
+		case err == nil, scan.StorageFailure(err):
+			return "", nil
+		}
+		return "", err
+	}
+	if u.Resource.Namespaced {
+		for i := range nss.Items {
+			if ns := nss.Items[i].Name; ns != u.Namespace && lists < maxSiblingLists-1 {
+				if other, err := found(c.Namespace(ns).List(ctx, metav1.ListOptions{Limit: 1})); other != "" || err != nil {
+					return other, lists, err
+				}
+			}
+		}
+	}
+	var rv int64
+	if _, err := fmt.Sscan(nss.ResourceVersion, &rv); err != nil {
+		return "", lists, fmt.Errorf("the revision of the namespaces' list, %q: %w", nss.ResourceVersion, err)
+	}
+	token, err := scan.ContinueAfter(rv, u.Name)
+	if err != nil {
+		return "", lists, err
+	}
+	after := metav1.ListOptions{Limit: 1, Continue: token}
+	if u.Resource.Namespaced {
+		other, err = found(c.Namespace(u.Namespace).List(ctx, after))
+	} else {
+		other, err = found(c.List(ctx, after))
+	}
+	return other, lists, err
+}
+
+// unsupported says why the API server cannot delete u unsafely, or "": the types whose
+// storage has no unsafe deleter (k8s.io/kubernetes: namespaces, and RBAC's, which answer
+// 500 "no unsafe deleter provided"), and a type an aggregated API server serves, whose
+// storage is not the kube-apiserver's.
+func (p *Planner) unsupported(ctx context.Context, u Unreadable) string {
+	switch gr := u.Resource.GroupResource(); {
+	case u.Resource.IsNamespaces():
+		return "the API server has no unsafe deletion of a namespace, and the namespace's own key deleted would leave every object in it in etcd, to come back with a namespace of that name; " +
+			"delete the objects in it that nobody can read, and the namespace finishes by itself"
+	case gr.Group == "rbac.authorization.k8s.io":
+		return fmt.Sprintf("the API server has no unsafe deletion of %s (its storage has no unsafe deleter): restore the object from an etcd backup", gr)
+	case gr.Group == "":
+		return ""
+	}
+	if p.Dynamic == nil {
+		return "whether an aggregated API server serves it could not be read: no client"
+	}
+	name := u.Resource.Version + "." + u.Resource.Group
+	svc, err := p.Dynamic.Resource(apiServices).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Sprintf("whether an aggregated API server serves it could not be read (APIService %s: %v): run again once it can", name, err)
+	}
+	if ref, ok, _ := unstructured.NestedMap(svc.Object, "spec", "service"); ok && ref != nil {
+		return fmt.Sprintf("APIService %s sends it to an aggregated API server (service %v/%v): its storage is not the kube-apiserver's, which alone deletes an object it cannot read",
+			name, ref["namespace"], ref["name"])
+	}
+	return ""
+}
+
+// apiServices are the aggregation layer's APIServices.
+var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 
 // allowed asks the API server (SelfSubjectAccessReview) whether the user may perm on the
 // object name, and says why not, or "" when it may.

@@ -6,10 +6,13 @@ import (
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -32,14 +35,27 @@ var (
 // get, and a SelfSubjectAccessReview allows the verbs in allowed.
 func planUnsafeOne(t *testing.T, get error, allowed map[string]bool, opts Options) (*Plan, []authorizationv1.ResourceAttributes) {
 	t.Helper()
-	md := metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+	return planUnsafeAmong(t, get, nil, allowed, opts)
+}
+
+// planUnsafeAmong is planUnsafeOne where a list of one configmap in another namespace, or
+// after bad, answers siblings (nil: configmaps/ok -n team-b).
+func planUnsafeAmong(t *testing.T, get, siblings error, allowed map[string]bool, opts Options) (*Plan, []authorizationv1.ResourceAttributes) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	md := metadatafake.NewSimpleMetadataClient(scheme,
+		&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "ok"}})
+	md.PrependReactor("list", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return siblings != nil, nil, siblings
+	})
 	md.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		if get == nil {
 			return true, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "bad", UID: "uid-bad"}}, nil
 		}
 		return true, nil, get
 	})
-	kc := fake.NewClientset()
+	kc := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}})
 	var asked []authorizationv1.ResourceAttributes
 	kc.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
@@ -94,13 +110,22 @@ func TestAnUnsafeDeletionIsOnlyForAnObjectProvenUnreadable(t *testing.T) {
 		})
 	}
 
+	// Every other configmap fails too, or there is none: the type's configuration, not
+	// this object.
+	for _, siblings := range []error{undecodableAnswer, apierrors.NewInternalError(errors.New("StorageError: corrupt object, Code: 7, Key: /registry/configmaps/team-b/ok, ResourceVersion: 0, AdditionalErrorMsg: x"))} {
+		p, _ := planUnsafeAmong(t, corruptAnswer, siblings, both, forced)
+		if len(p.Refusals) != 1 || p.Refusals[0].Kind != finalizev1alpha1.RefusalTypeWide || !strings.Contains(p.Refusals[0].Message, "the API server reads no other configmaps either (2 lists") {
+			t.Errorf("every other configmap unreadable: %+v", p)
+		}
+	}
+
 	p, asked := planUnsafeOne(t, corruptAnswer, both, forced)
 	if len(p.Actions) != 1 {
 		t.Fatalf("the proven case was refused: %+v", p.Refusals)
 	}
 	a := p.Actions[0]
 	if a.WriteKind() != UnsafeDelete || a.Key != "/registry/configmaps/team-a/bad" || a.UID != "" || a.Reason != "INC-77" || a.Verified ||
-		!strings.Contains(a.Verification.Evidence, "AllowUnsafeMalformedObjectDeletion") || !strings.Contains(a.Unreadable, "corrupt object") {
+		!strings.Contains(a.Verification.Evidence, "AllowUnsafeMalformedObjectDeletion") || !strings.Contains(a.Verification.Evidence, "reads other configmaps (configmaps/ok -n team-b)") || !strings.Contains(a.Unreadable, "corrupt object") {
 		t.Errorf("action %+v", a)
 	}
 	api := a.API()
@@ -116,12 +141,49 @@ func TestAnUnsafeDeletionIsOnlyForAnObjectProvenUnreadable(t *testing.T) {
 
 func TestKeyNames(t *testing.T) {
 	u := Unreadable{Resource: configMaps, Namespace: "a", Name: "x"}
-	for key, want := range map[string]bool{"/registry/configmaps/a/x": true, "/registry/configmaps/b/x": false, "/registry/configmaps/a/xy": false, "x": false} {
+	for key, want := range map[string]bool{"/registry/configmaps/a/x": true, "/configmaps/a/x": true, "/registry/configmaps/b/x": false, "/registry/configmaps/a/xy": false, "x": false, "/a/x": false, "a/x/y/x": false} {
 		if got := keyNames(key, u); got != want {
 			t.Errorf("keyNames(%q) = %v", key, got)
 		}
 	}
 	if !keyNames("/registry/minions/n1", Unreadable{Name: "n1"}) {
 		t.Error("a cluster-scoped key")
+	}
+}
+
+// TestTypesTheAPIServerCannotDeleteUnsafely: namespaces and RBAC's types have no unsafe
+// deleter, and a type an aggregated API server serves is not in the kube-apiserver's
+// storage: each is refused before anything is read; a type served locally, or a CRD's, is
+// not.
+func TestTypesTheAPIServerCannotDeleteUnsafely(t *testing.T) {
+	apiService := func(name string, service map[string]any) *unstructured.Unstructured {
+		spec := map[string]any{"group": "x", "version": "v1"}
+		if service != nil {
+			spec["service"] = service
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": map[string]any{"name": name}, "spec": spec}}
+	}
+	scheme := runtime.NewScheme()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{apiServices: "APIServiceList"},
+		apiService("v1.metrics.example.com", map[string]any{"namespace": "kube-system", "name": "metrics"}), apiService("v1.local.example.com", nil))
+	p := &Planner{Dynamic: dyn}
+	res := func(group, resource string, namespaced bool) kube.Resource {
+		return kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: group, Version: "v1", Resource: resource}, Namespaced: namespaced}
+	}
+	for _, tt := range []struct {
+		r    kube.Resource
+		want string
+	}{
+		{res("", "namespaces", false), "no unsafe deletion of a namespace"},
+		{res("rbac.authorization.k8s.io", "rolebindings", true), "no unsafe deletion of rolebindings.rbac.authorization.k8s.io"},
+		{res("metrics.example.com", "samples", true), "APIService v1.metrics.example.com sends it to an aggregated API server (service kube-system/metrics)"},
+		{res("unknown.example.com", "things", true), "whether an aggregated API server serves it could not be read"},
+		{res("local.example.com", "widgets", true), ""},
+		{res("", "configmaps", true), ""},
+	} {
+		got := p.unsupported(t.Context(), Unreadable{Resource: tt.r, Namespace: "a", Name: "x"})
+		if tt.want == "" && got != "" || tt.want != "" && !strings.Contains(got, tt.want) {
+			t.Errorf("%s: %q, want %q", tt.r, got, tt.want)
+		}
 	}
 }

@@ -255,11 +255,13 @@ func writeError(t plan.Target, err error) error {
 	return fmt.Errorf("%s: %w", t.String(), err)
 }
 
-// Observe reads the object after a removal: gone, or the finalizers it still has.
+// Observe reads the object after a removal: gone, or the finalizers it still has. An
+// object read is gone only when its uid is not the target's; a target without a uid (an
+// object nobody could read) is gone only when nothing is found.
 func (r *Remover) Observe(ctx context.Context, t plan.Target) (deleted bool, remaining []string, err error) {
 	if t.Resource.IsNamespaces() {
 		ns, err := r.Kube.CoreV1().Namespaces().Get(ctx, t.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) || (err == nil && ns.UID != t.UID) {
+		if apierrors.IsNotFound(err) || (err == nil && t.UID != "" && ns.UID != t.UID) {
 			return true, nil, nil
 		}
 		if err != nil {
@@ -268,7 +270,7 @@ func (r *Remover) Observe(ctx context.Context, t plan.Target) (deleted bool, rem
 		return false, allFinalizers(&ns.ObjectMeta, ns), nil
 	}
 	cur, err := r.metadataResource(&t).Get(ctx, t.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) || (err == nil && cur.UID != t.UID) {
+	if apierrors.IsNotFound(err) || (err == nil && t.UID != "" && cur.UID != t.UID) {
 		return true, nil, nil
 	}
 	if err != nil {

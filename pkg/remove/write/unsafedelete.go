@@ -3,6 +3,7 @@ package write
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,8 +47,9 @@ func (r *Remover) UnsafeDelete(ctx context.Context, t plan.Target, dry DryRun) (
 	err := c.Delete(ctx, t.Name, metav1.DeleteOptions{IgnoreStoreReadErrorWithClusterBreakingPotential: ptr.To(true)})
 	switch {
 	case err == nil:
-		out.Result = Removed
-		return out, nil
+		return r.afterUnsafeDelete(ctx, t, out)
+	case strings.Contains(err.Error(), "no unsafe deleter provided"):
+		return out, fmt.Errorf("%s: not deleted: the API server has no unsafe deletion of %s (%w)", t.String(), t.Resource.GroupResource(), err)
 	case apierrors.IsNotFound(err):
 		out.Result, out.Deleted, out.Observed = ObjectGone, true, true
 		return out, nil
@@ -70,4 +72,25 @@ func (r *Remover) UnsafeDelete(ctx context.Context, t plan.Target, dry DryRun) (
 func (r *Remover) unsafeDelete(ctx context.Context, t *plan.Target, dry DryRun, _ int) (Effect, bool, error) {
 	out, err := r.UnsafeDelete(ctx, *t, dry)
 	return out, false, err
+}
+
+// afterUnsafeDelete reads the object once the API server answered the DELETE: an unsafe
+// deletion leaves nothing to read. An object read means an API server without the gate
+// took the DELETE for an ordinary one (the object was restored in between): it is being
+// deleted the ordinary way, with its finalizers, and nothing was deleted without reading
+// it. One still unreadable means the answer deleted nothing.
+func (r *Remover) afterUnsafeDelete(ctx context.Context, t plan.Target, out Effect) (Effect, error) {
+	cur, err := r.metadataResource(&t).Get(ctx, t.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		out.Result, out.Deleted, out.Observed = Removed, true, true
+		return out, nil
+	case err == nil:
+		out.Remaining, out.Observed = cur.Finalizers, true
+		return out, fmt.Errorf("%s: the API server read the object after the DELETE (uid %s, finalizers %v): an API server without the %s feature gate took the DELETE for an ordinary one, "+
+			"so the object, restored in between, is being deleted the ordinary way, with its finalizers; nothing was deleted without reading it", t.String(), cur.UID, cur.Finalizers, plan.FeatureGate)
+	case scan.StorageFailure(err):
+		return out, fmt.Errorf("%s: the API server answered the DELETE, and still cannot read the object (%w): it was not deleted; run again", t.String(), err)
+	}
+	return out, fmt.Errorf("%s: the API server answered the DELETE, and reading the object afterwards failed (%w): whether it is gone is unknown (kubectl get it)", t.String(), err)
 }

@@ -42,13 +42,16 @@ func TestTheUnsafeDeletionReadsTheObjectOnceMore(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			md := metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+			var sent *metav1.DeleteOptions
 			md.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if sent != nil {
+					return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "bad")
+				}
 				if tt.get == nil {
 					return true, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bad", UID: "uid-bad"}}, nil
 				}
 				return true, nil, tt.get
 			})
-			var sent *metav1.DeleteOptions
 			md.PrependReactor("delete", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				opts := a.(k8stesting.DeleteAction).GetDeleteOptions()
 				sent = &opts
@@ -68,6 +71,47 @@ func TestTheUnsafeDeletionReadsTheObjectOnceMore(t *testing.T) {
 			if sent != nil && (sent.IgnoreStoreReadErrorWithClusterBreakingPotential == nil || !*sent.IgnoreStoreReadErrorWithClusterBreakingPotential ||
 				sent.DryRun != nil || sent.Preconditions != nil || sent.GracePeriodSeconds != nil || sent.PropagationPolicy != nil) {
 				t.Errorf("DELETE options %+v", sent)
+			}
+		})
+	}
+}
+
+// TestAnUnsafeDeletionIsGoneOnlyWhenNothingIsLeftToRead: after the DELETE's answer, an
+// object read (an API server without the gate made an ordinary deletion), one still
+// unreadable, or a type the API server cannot delete so, is an error, never "gone".
+func TestAnUnsafeDeletionIsGoneOnlyWhenNothingIsLeftToRead(t *testing.T) {
+	cms := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	corrupt := apierrors.NewInternalError(errors.New("StorageError: corrupt object, Code: 7, Key: /configmaps/a/bad, ResourceVersion: 0, AdditionalErrorMsg: object not decodable"))
+	target := plan.Target{Ref: kube.Ref{Resource: cms, Namespace: "a", Name: "bad"}, Kind: plan.UnsafeDelete, Key: "/configmaps/a/bad"}
+	for _, tt := range []struct {
+		name      string
+		after     error // the GET after the DELETE; nil reads the object
+		deleteErr error
+		want      string
+	}{
+		{"read afterwards", nil, nil, "took the DELETE for an ordinary one"},
+		{"still unreadable", corrupt, nil, "still cannot read the object"},
+		{"no unsafe deleter", nil, apierrors.NewInternalError(errors.New("no unsafe deleter provided, can not honor ignoreStoreReadErrorWithClusterBreakingPotential")), "not deleted: the API server has no unsafe deletion of configmaps"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			md := metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+			deleted := false
+			md.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if !deleted {
+					return true, nil, corrupt
+				}
+				if tt.after == nil {
+					return true, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bad", UID: "uid-new", Finalizers: []string{"x"}}}, nil
+				}
+				return true, nil, tt.after
+			})
+			md.PrependReactor("delete", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+				deleted = true
+				return true, nil, tt.deleteErr
+			})
+			out, err := (&Remover{Metadata: md}).Remove(t.Context(), target, DryRunNone)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || out.Deleted || out.Result == Removed {
+				t.Errorf("%+v, %v; want not deleted: %s", out, err, tt.want)
 			}
 		})
 	}

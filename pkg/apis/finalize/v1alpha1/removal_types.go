@@ -96,6 +96,17 @@ const (
 	// may not make the write: for an unsafe deletion, the verbs delete and
 	// unsafe-delete-ignore-read-errors on the object. Nothing allows it but a grant.
 	RefusalForbidden RefusalKind = "Forbidden"
+	// RefusalTypeWide means an unsafe deletion was asked for an object the API server
+	// cannot read, but it cannot read other objects of the type either, or none could be
+	// found to compare: its configuration (an encryption provider, a KMS plugin, a storage
+	// version), not this object's bytes, is the likely cause, and mending it brings every
+	// object back. Nothing allows it.
+	RefusalTypeWide RefusalKind = "TypeWide"
+	// RefusalUnsupported means an unsafe deletion was asked for a type the API server
+	// cannot delete so (namespaces, and RBAC's four types, have no unsafe deleter; a
+	// namespace's own key deleted would leave its content in etcd), or that an aggregated
+	// API server serves. Nothing allows it.
+	RefusalUnsupported RefusalKind = "Unsupported"
 )
 
 // RemovalAction is what a planned write does. The empty action removes one finalizer.
