@@ -3,6 +3,9 @@ package gateoff
 import (
 	"bytes"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -16,13 +19,52 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 )
 
-// rotatedAway is a Secret as etcd holds it once written with the aescbc key "old": the
-// API server's encryption configuration has no such key any more, so it cannot match the
-// prefix, let alone decrypt what follows.
-var rotatedAway = append([]byte("k8s:enc:aescbc:v1:old:"), bytes.Repeat([]byte{0x5a}, 48)...)
+// The aescbc keys: current is the one main_test.go's encryption configuration holds; old
+// is one it no longer holds (rotated away).
+var (
+	currentKey = []byte("secret is secure, or is it? 1234")
+	oldKey     = []byte("an old key, rotated away in 2025")
+)
+
+// reencrypt is a Secret as etcd holds it, encrypted with the aescbc key current, as it
+// would be had it been written with the key old: decrypted with current, encrypted with
+// old under old's prefix, the format of k8s.io/apiserver's aescbc transformer (a random
+// IV, then AES-CBC with PKCS#7 padding).
+func reencrypt(t *testing.T, stored []byte) []byte {
+	t.Helper()
+	const prefix = "k8s:enc:aescbc:v1:current:"
+	if !bytes.HasPrefix(stored, []byte(prefix)) {
+		t.Fatalf("the Secret is not encrypted with the key current: %q", stored)
+	}
+	data := stored[len(prefix):]
+	block, err := aes.NewCipher(currentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := make([]byte, len(data)-aes.BlockSize)
+	cipher.NewCBCDecrypter(block, data[:aes.BlockSize]).CryptBlocks(plain, data[aes.BlockSize:])
+	plain = plain[:len(plain)-int(plain[len(plain)-1])] // PKCS#7
+	if !bytes.HasPrefix(plain, []byte("k8s\x00")) {
+		t.Fatalf("decrypted with the key current, the Secret is not the API server's protobuf: %q", plain)
+	}
+	block, err = aes.NewCipher(oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := aes.BlockSize - len(plain)%aes.BlockSize
+	out := make([]byte, aes.BlockSize+len(plain)+pad)
+	if _, err := rand.Read(out[:aes.BlockSize]); err != nil {
+		t.Fatal(err)
+	}
+	copy(out[aes.BlockSize:], plain)
+	copy(out[aes.BlockSize+len(plain):], bytes.Repeat([]byte{byte(pad)}, pad))
+	cipher.NewCBCEncrypter(block, out[:aes.BlockSize]).CryptBlocks(out[aes.BlockSize:], out[aes.BlockSize:])
+	return append([]byte("k8s:enc:aescbc:v1:old:"), out...)
+}
 
 // TestASecretWhoseKeyWasRotatedAway: a Secret encrypted at rest with a key the API
-// server's encryption configuration no longer has fails every list of Secrets that reaches
+// server's encryption configuration no longer has (its bytes are the Secret's, encrypted
+// with that key) fails every list of Secrets that reaches
 // it. Without the AllowUnsafeMalformedObjectDeletion gate, the API server's error names
 // the key it could not decrypt: the scan proves it with a GET, walks past it and finds the
 // stuck Secrets on both sides; the doctor says
@@ -36,9 +78,10 @@ func TestASecretWhoseKeyWasRotatedAway(t *testing.T) {
 	}
 	key := controlplane.EtcdPrefix + "/secrets/" + ns + "/b-lost"
 	good, err := cp.EtcdGet(ctx, key)
-	if err != nil || !bytes.HasPrefix(good, []byte("k8s:enc:aescbc:v1:current:")) {
-		t.Fatalf("etcd key %s is not encrypted with the key current: %q %v", key, good, err)
+	if err != nil {
+		t.Fatalf("etcd key %s: %v", key, err)
 	}
+	rotatedAway := reencrypt(t, good)
 	if err := cp.EtcdPut(ctx, key, rotatedAway); err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ resources:
   - aescbc:
       keys:
       - name: current
-        secret: c2VjcmV0IGlzIHNlY3VyZSwgb3IgaXMgaXQ/IDEyMzQ=
+        secret: c2VjcmV0IGlzIHNlY3VyZSwgb3IgaXMgaXQ/IDEyMzQ= # decrypt_test.go's currentKey
 `
 
 func TestMain(m *testing.M) {
