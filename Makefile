@@ -111,6 +111,8 @@ BENCH_VARIANTS ?= floor,scan,doctor,shell,floor-nolimit,scan-nolimit,doctor-noli
 BENCH_CR_MIN   ?= 1024
 BENCH_CR_MAX   ?= 51200
 BENCH_REMOVALS ?= 1000
+BENCH_STUCK    ?= 0
+BENCH_OPERATORS ?= 20
 
 .PHONY: bench
 bench: bench-cluster bench-reconcile bench-go ## Every benchmark: the cluster (100k objects, 300 types), reconcile's removals per second, the hot paths.
@@ -119,7 +121,12 @@ bench: bench-cluster bench-reconcile bench-go ## Every benchmark: the cluster (1
 bench-cluster: ## Seed a cluster and compare scan, doctor, the listing floor and the shell idiom side by side.
 	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test ./test/bench -run '^$$' -bench . -benchtime $(BENCH_RUNS)x -timeout 180m \
 		-bench.objects=$(BENCH_OBJECTS) -bench.crds=$(BENCH_CRDS) -bench.variants=$(BENCH_VARIANTS) \
-		-bench.cr-min-bytes=$(BENCH_CR_MIN) -bench.cr-bytes=$(BENCH_CR_MAX)
+		-bench.cr-min-bytes=$(BENCH_CR_MIN) -bench.cr-bytes=$(BENCH_CR_MAX) \
+		-bench.stuck=$(BENCH_STUCK) -bench.stuck-operators=$(BENCH_OPERATORS)
+
+.PHONY: bench-mass-stuck
+bench-mass-stuck: ## The cluster benchmark with 10,000 objects stuck at once, held by 20 dead operators (#36).
+	@$(MAKE) --no-print-directory bench-cluster BENCH_STUCK=10000 BENCH_VARIANTS=floor,scan,doctor
 
 .PHONY: bench-300k
 bench-300k: ## The cluster benchmark at 300,000 objects.

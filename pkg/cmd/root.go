@@ -65,6 +65,17 @@ func NewCmdFinalize(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.SetVersionTemplate("kubectl-finalize {{.Version}}\n")
 	f.AddFlags(cmd.PersistentFlags())
 	addKlogFlags(cmd.PersistentFlags())
+	// kubectl's --profile and --profile-output; as kubectl's, the profile is written when
+	// the command succeeds.
+	prof := &profiling{}
+	prof.addFlags(cmd.PersistentFlags())
+	cmd.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if err := prof.start(); err != nil {
+			return util.UsageError(err)
+		}
+		return nil
+	}
+	cmd.PersistentPostRunE = func(*cobra.Command, []string) error { return prof.stop() }
 	util.RegisterConfigFlagCompletion(cmd, f)
 
 	cmd.AddCommand(

@@ -118,6 +118,11 @@ func setup(b *testing.B) *benchEnv {
 		if envErr = overduePods(ctx, e.cp, *overdue, e.stats.Namespaces); envErr != nil {
 			return
 		}
+		mass, err := seedMassStuck(ctx, e.cp, *massStuck, *operators, e.stats.Namespaces)
+		if envErr = err; envErr != nil {
+			return
+		}
+		e.stats.Stuck += mass
 		if e.proxy, envErr = apiproxy.Start(e.cp.Config); envErr != nil {
 			return
 		}
