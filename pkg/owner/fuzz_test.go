@@ -18,6 +18,14 @@ func FuzzWriters(f *testing.F) {
 	f.Add(`{"f:spec":{"f:finalizers":{"v:\"kubernetes\"":{}}}}`, "kubernetes")
 	f.Add(`{"f:metadata":`, "x")
 	f.Add(`{"f:metadata":{"f:labels":{"f:v:\"x\"":{}},"f:finalizers":{"v:\"x\"":{}}}}`, "x")
+	// What the walk of the encoded bytes (holdsEncoded) must answer as a decoder does.
+	f.Add(`{"f:metadata":{"f:finalizers":{"v:\"x\"":tru}}}`, "x")
+	f.Add(`{"f:metadata":{"f:finalizers":{"v:\"x\"":{}}}}x`, "x")
+	f.Add(`{"f:metadata":{"f:finalizers":{"v:\"x\"":{}}},"f:metadata":{}}`, "x")
+	f.Add(`{"f:metadata":{},"f:metadata":{"f:finalizers":{"v:\"x\"":{}}}}`, "x")
+	f.Add(`{"f:\u006detadata":{"f:finalizers":{"v:\"x\"":{}}}}`, "x")
+	f.Add(`{"f:metadata":{"f:finalizers":{"v:\"x\"":[1,-0.5e+3,"\u00e9",null,false]}}}`, "x")
+	f.Add(`{"f:metadata":{"f:finalizers":{"v:\"x\"":01}}}`, "x")
 	f.Fuzz(func(t *testing.T, raw, name string) {
 		entries := []metav1.ManagedFieldsEntry{
 			{Manager: "fuzzed", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(raw)},

@@ -72,8 +72,13 @@ func Writers(managed []metav1.ManagedFieldsEntry, field, name string) []string {
 	// skipped at memchr speed, without parsing (fieldsV1 of a large spec runs to tens of
 	// kilobytes). Names with characters JSON may escape differently are always parsed.
 	var needle []byte
+	var encodedPath [][]byte
 	if plainName.MatchString(name) {
 		needle, _ = json.Marshal(key)
+		encodedPath = encodedPaths[field]
+		if encodedPath == nil {
+			encodedPath = encodePath(path)
+		}
 	}
 	var writers []string
 	for i := range managed {
@@ -85,11 +90,34 @@ func Writers(managed []metav1.ManagedFieldsEntry, field, name string) []string {
 		if needle != nil && !bytes.Contains(raw, needle) {
 			continue
 		}
-		if holds(raw, path, key) && !slices.Contains(writers, e.Manager) {
+		held, sure := false, false
+		if needle != nil {
+			held, sure = holdsEncoded(raw, encodedPath, needle)
+		}
+		if !sure {
+			held = holds(raw, path, key)
+		}
+		if held && !slices.Contains(writers, e.Manager) {
 			writers = append(writers, e.Manager)
 		}
 	}
 	return writers
+}
+
+// encodedPaths are the JSON encodings of the paths of the two finalizer fields in fieldsV1.
+var encodedPaths = map[string][][]byte{
+	"metadata.finalizers": encodePath([]string{"f:metadata", "f:finalizers"}),
+	"spec.finalizers":     encodePath([]string{"f:spec", "f:finalizers"}),
+}
+
+// encodePath is the JSON encoding of each key of path.
+func encodePath(path []string) [][]byte {
+	out := make([][]byte, 0, len(path))
+	for _, p := range path {
+		e, _ := json.Marshal(p)
+		out = append(out, e)
+	}
+	return out
 }
 
 // plainName matches the finalizer names JSON writes the same way whoever encodes them.

@@ -34,6 +34,7 @@ var (
 	maxCR    = flag.Int("bench.cr-bytes", 50<<10, "largest custom resource payload, in bytes")
 	minCR    = flag.Int("bench.cr-min-bytes", 1<<10, "smallest custom resource payload, in bytes (sizes are log-uniform in between)")
 	overdue  = flag.Int("bench.overdue-pods", 0, "pods whose deletion waits for the kubelet of a node that does not exist, one per namespace in turn; scan and doctor then run with --pod-grace-margin 1s")
+	profiles = flag.String("bench.profile-dir", "", "if set, scan and doctor write the allocations of their last run there (--profile allocs): VARIANT.pprof, for go tool pprof -sample_index=alloc_space")
 	variants = flag.String("bench.variants", "floor,scan,doctor,shell,floor-nolimit,scan-nolimit,doctor-nolimit", "the variants to run, comma-separated (the floor is always run)")
 )
 
@@ -249,6 +250,9 @@ func BenchmarkCluster(b *testing.B) {
 func (e *benchEnv) run(b *testing.B, v string) measured {
 	b.Helper()
 	cmd := e.command(v)
+	if *profiles != "" && (strings.HasPrefix(v, "scan") || strings.HasPrefix(v, "doctor")) {
+		cmd.Args = append(cmd.Args, "--profile", "allocs", "--profile-output", filepath.Join(*profiles, v+".pprof"))
+	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	// Its own process group, so the sampler sees the whole pipeline of the shell idiom.
