@@ -83,36 +83,38 @@ func storageFailure(err error) bool {
 	return false
 }
 
-// withoutKeys is msg without what names an object in it: quoted text ("unable to
-// transform key \"...\"") and the storage error's "Key: ..." field.
+// withoutKeys is msg without the keys that name objects in it: the storage error's
+// "Key: ..., ResourceVersion: " field, and the transformer's "unable to transform key
+// \"...\"". Nothing else is taken out: a word of the error quoted elsewhere (a KMS
+// plugin's "i/o timeout") still counts.
 func withoutKeys(msg string) string {
+	if i := strings.Index(msg, "Key: "); i >= 0 {
+		if j := strings.Index(msg[i:], ", ResourceVersion: "); j >= 0 {
+			msg = msg[:i] + msg[i+j+2:]
+		}
+	}
+	const transform = `unable to transform key "`
 	var b strings.Builder
 	for {
-		i := strings.IndexByte(msg, '"')
+		i := strings.Index(msg, transform)
 		if i < 0 {
 			break
 		}
-		j := strings.IndexByte(msg[i+1:], '"')
+		rest := msg[i+len(transform):]
+		j := strings.IndexByte(rest, '"')
 		if j < 0 {
 			break
 		}
-		b.WriteString(msg[:i])
-		msg = msg[i+1+j+1:]
+		b.WriteString(msg[:i+len(transform)])
+		msg = rest[j:]
 	}
 	b.WriteString(msg)
-	out := b.String()
-	for {
-		i := strings.Index(out, "Key: ")
-		if i < 0 {
-			return out
-		}
-		j := strings.Index(out[i:], ", ")
-		if j < 0 {
-			return out[:i]
-		}
-		out = out[:i] + out[i+j+2:]
-	}
+	return b.String()
 }
+
+// ErrorWords is err's message, lower-cased, without the keys that name objects in it
+// (withoutKeys): what its words can be matched against, whatever an object is called.
+func ErrorWords(err error) string { return strings.ToLower(withoutKeys(err.Error())) }
 
 // StorageFailure reports whether err, the answer to a read of one object, is the API
 // server failing to read what etcd holds for it (its bytes cannot be decoded or

@@ -259,7 +259,15 @@ func TestAKeyIsNotAWordOfTheError(t *testing.T) {
 			t.Errorf("%q is not a storage failure", msg)
 		}
 	}
-	if storageFailure(apierrors.NewInternalError(errors.New(`unable to transform key "/registry/secrets/a/s": rpc error: code = DeadlineExceeded`))) {
-		t.Error("a KMS plugin that times out is an object's failure")
+	for _, msg := range []string{
+		`unable to transform key "/registry/secrets/a/s": rpc error: code = DeadlineExceeded`,
+		// A word quoted elsewhere than the key still counts.
+		`StorageError: corrupt object, Code: 7, Key: /registry/secrets/a/s, ResourceVersion: 0, AdditionalErrorMsg: failed to decrypt DEK, error: rpc error: code = Unknown desc = kms: "dial tcp 10.0.0.1:443: i/o timeout"`,
+		// A "Key: " without the field's end is not cut to the end of the message.
+		`failed to decrypt DEK: the plugin said Key: arn:aws:kms:eu-west-1:1:key/x is unavailable: deadline exceeded`,
+	} {
+		if storageFailure(apierrors.NewInternalError(errors.New(msg))) {
+			t.Errorf("%q: a failure of the moment is an object's failure", msg)
+		}
 	}
 }

@@ -128,13 +128,18 @@ func ProveUnreadable(ctx context.Context, u Unreadable, get func(ctx context.Con
 	case err == nil:
 		return UnreadableProof{}, refusal(finalizev1alpha1.RefusalReadable, fmt.Sprintf(
 			"the API server reads it: an unsafe deletion is only for an object it cannot read; remove its finalizers by name instead (--%s)", "finalizer"))
-	case apierrors.IsNotFound(err):
+	case kube.IsNotFoundOf(err, u.Resource.GroupResource(), u.Name):
 		r := refusal(finalizev1alpha1.RefusalReadable, "it is gone")
 		r.ObjectGone = true
 		return UnreadableProof{}, r
 	case !scan.StorageFailure(err):
 		return UnreadableProof{}, refusal(finalizev1alpha1.RefusalReadable, fmt.Sprintf(
 			"reading it failed, but not on its stored bytes (%v): nothing proves the API server cannot read it; run again once it answers", err))
+	}
+	if kms(err) {
+		return UnreadableProof{}, refusal(finalizev1alpha1.RefusalTypeWide, fmt.Sprintf(
+			"the KMS plugin did not decrypt it (%v): that is the KMS's answer, not the object's bytes; the API server caches the keys it decrypted, so other objects of the type may still be read while none written before could be; "+
+				"restore the KMS key or the plugin's access to it", err))
 	}
 	key, corrupt := scan.CorruptObject(err)
 	if !corrupt {
@@ -154,6 +159,13 @@ func ProveUnreadable(ctx context.Context, u Unreadable, get func(ctx context.Con
 	}
 	return UnreadableProof{Key: key, Message: err.Error(), Evidence: fmt.Sprintf(
 		"a GET of it made now failed with the storage layer's StorageError \"corrupt object\"%s, which the API server gives only with the %s feature gate on", where, FeatureGate)}, nil
+}
+
+// kms reports whether err is a KMS plugin's refusal to decrypt (KMS v1 and v2 envelopes:
+// "failed to decrypt DEK"), which says nothing of the object's bytes.
+func kms(err error) bool {
+	msg := scan.ErrorWords(err)
+	return strings.Contains(msg, "decrypt dek") || strings.Contains(msg, "kms") || strings.Contains(msg, "envelope")
 }
 
 // keyNames reports whether an etcd key named by the API server is u's:
@@ -217,8 +229,7 @@ func (p *Planner) planUnsafe(ctx context.Context, u Unreadable, cause *finalizev
 			"nothing proves the failure is this object's and not the type's: looking for another %s the API server reads failed (%v); run again once it answers", u.Resource.Resource, err)))
 	case other == "":
 		return refuse(refusal(finalizev1alpha1.RefusalTypeWide, fmt.Sprintf(
-			"the API server reads no other %s either (%d lists, in other namespaces and after this one): its configuration (an encryption provider or KMS plugin, a storage version), not this object's bytes, is the likely cause, and mending it brings every object back; "+
-				"if this is the only object of its type, create another (kubectl create) to show that the API server reads it, and run again", u.Resource.Resource, lists)))
+			"the API server reads no other %s from etcd either (%d requests, in other namespaces and after this one): its configuration (an encryption provider or KMS plugin, a storage version), not this object's bytes, is the likely cause, and mending it brings every object back", u.Resource.Resource, lists)))
 	}
 	proof.Evidence += "; the API server reads other " + u.Resource.Resource + " (" + other + "), so the failure is this object's"
 	a := &Action{
@@ -261,9 +272,24 @@ func (p *Planner) readsAnother(ctx context.Context, u Unreadable) (other string,
 		lists++
 		switch {
 		case err == nil && len(list.Items) > 0:
+			// A list may be answered from the watch cache, which holds what was decoded
+			// before; a GET without a resourceVersion reads etcd now.
 			it := list.Items[0]
-			ref := kube.Ref{Resource: u.Resource, Namespace: it.Namespace, Name: it.Name}
-			return ref.String(), nil
+			var gerr error
+			if it.Namespace != "" {
+				_, gerr = c.Namespace(it.Namespace).Get(ctx, it.Name, metav1.GetOptions{})
+			} else {
+				_, gerr = c.Get(ctx, it.Name, metav1.GetOptions{})
+			}
+			lists++
+			switch {
+			case gerr == nil:
+				ref := kube.Ref{Resource: u.Resource, Namespace: it.Namespace, Name: it.Name}
+				return ref.String(), nil
+			case apierrors.IsNotFound(gerr), scan.StorageFailure(gerr):
+				return "", nil
+			}
+			return "", gerr
 		case err == nil, scan.StorageFailure(err):
 			return "", nil
 		}
@@ -304,6 +330,8 @@ func (p *Planner) unsupported(ctx context.Context, u Unreadable) string {
 	case u.Resource.IsNamespaces():
 		return "the API server has no unsafe deletion of a namespace, and the namespace's own key deleted would leave every object in it in etcd, to come back with a namespace of that name; " +
 			"delete the objects in it that nobody can read, and the namespace finishes by itself"
+	case gr == schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}:
+		return "a CustomResourceDefinition's key deleted would leave every object of its type in etcd, to come back with a CRD of that name: restore it from an etcd backup"
 	case gr.Group == "rbac.authorization.k8s.io":
 		return fmt.Sprintf("the API server has no unsafe deletion of %s (its storage has no unsafe deleter): restore the object from an etcd backup", gr)
 	case gr.Group == "":

@@ -42,6 +42,13 @@ func planUnsafeOne(t *testing.T, get error, allowed map[string]bool, opts Option
 // after bad, answers siblings (nil: configmaps/ok -n team-b).
 func planUnsafeAmong(t *testing.T, get, siblings error, allowed map[string]bool, opts Options) (*Plan, []authorizationv1.ResourceAttributes) {
 	t.Helper()
+	return planUnsafeWith(t, get, siblings, nil, allowed, opts)
+}
+
+// planUnsafeWith is planUnsafeAmong where a GET of another configmap answers siblingGet
+// (nil: the tracker's).
+func planUnsafeWith(t *testing.T, get, siblings, siblingGet error, allowed map[string]bool, opts Options) (*Plan, []authorizationv1.ResourceAttributes) {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	_ = metav1.AddMetaToScheme(scheme)
 	md := metadatafake.NewSimpleMetadataClient(scheme,
@@ -49,7 +56,11 @@ func planUnsafeAmong(t *testing.T, get, siblings error, allowed map[string]bool,
 	md.PrependReactor("list", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return siblings != nil, nil, siblings
 	})
-	md.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+	md.PrependReactor("get", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if name := a.(k8stesting.GetAction).GetName(); name != "bad" {
+			// Another configmap, read from etcd: as siblings says, or the tracker's.
+			return siblingGet != nil, nil, siblingGet
+		}
 		if get == nil {
 			return true, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "bad", UID: "uid-bad"}}, nil
 		}
@@ -114,9 +125,21 @@ func TestAnUnsafeDeletionIsOnlyForAnObjectProvenUnreadable(t *testing.T) {
 	// this object.
 	for _, siblings := range []error{undecodableAnswer, apierrors.NewInternalError(errors.New("StorageError: corrupt object, Code: 7, Key: /registry/configmaps/team-b/ok, ResourceVersion: 0, AdditionalErrorMsg: x"))} {
 		p, _ := planUnsafeAmong(t, corruptAnswer, siblings, both, forced)
-		if len(p.Refusals) != 1 || p.Refusals[0].Kind != finalizev1alpha1.RefusalTypeWide || !strings.Contains(p.Refusals[0].Message, "the API server reads no other configmaps either (2 lists") {
+		if len(p.Refusals) != 1 || p.Refusals[0].Kind != finalizev1alpha1.RefusalTypeWide || !strings.Contains(p.Refusals[0].Message, "the API server reads no other configmaps from etcd either (2 requests") {
 			t.Errorf("every other configmap unreadable: %+v", p)
 		}
+	}
+
+	// A list answered from the watch cache, where a GET of what it named fails: that
+	// proves nothing of etcd now.
+	if p, _ := planUnsafeWith(t, corruptAnswer, nil, undecodableAnswer, both, forced); len(p.Refusals) != 1 || p.Refusals[0].Kind != finalizev1alpha1.RefusalTypeWide {
+		t.Errorf("a sibling listed from the cache but not read from etcd: %+v", p)
+	}
+	// The KMS plugin's refusal is the KMS's answer, whatever the gate calls it.
+	kmsAnswer := apierrors.NewInternalError(errors.New("StorageError: corrupt object, Code: 7, Key: /registry/configmaps/team-a/bad, ResourceVersion: 0, " +
+		"AdditionalErrorMsg: data from the storage is not transformable revision=0: failed to decrypt DEK, error: rpc error: code = PermissionDenied desc = key disabled"))
+	if p, _ := planUnsafeOne(t, kmsAnswer, both, forced); len(p.Refusals) != 1 || p.Refusals[0].Kind != finalizev1alpha1.RefusalTypeWide || !strings.Contains(p.Refusals[0].Message, "the KMS plugin did not decrypt it") {
+		t.Errorf("a KMS refusal: %+v", p)
 	}
 
 	p, asked := planUnsafeOne(t, corruptAnswer, both, forced)
@@ -175,6 +198,7 @@ func TestTypesTheAPIServerCannotDeleteUnsafely(t *testing.T) {
 		want string
 	}{
 		{res("", "namespaces", false), "no unsafe deletion of a namespace"},
+		{res("apiextensions.k8s.io", "customresourcedefinitions", false), "every object of its type in etcd"},
 		{res("rbac.authorization.k8s.io", "rolebindings", true), "no unsafe deletion of rolebindings.rbac.authorization.k8s.io"},
 		{res("metrics.example.com", "samples", true), "APIService v1.metrics.example.com sends it to an aggregated API server (service kube-system/metrics)"},
 		{res("unknown.example.com", "things", true), "whether an aggregated API server serves it could not be read"},

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
 )
@@ -50,7 +51,7 @@ func (r *Remover) UnsafeDelete(ctx context.Context, t plan.Target, dry DryRun) (
 		return r.afterUnsafeDelete(ctx, t, out)
 	case strings.Contains(err.Error(), "no unsafe deleter provided"):
 		return out, fmt.Errorf("%s: not deleted: the API server has no unsafe deletion of %s (%w)", t.String(), t.Resource.GroupResource(), err)
-	case apierrors.IsNotFound(err):
+	case kube.IsNotFoundOf(err, t.Resource.GroupResource(), t.Name):
 		out.Result, out.Deleted, out.Observed = ObjectGone, true, true
 		return out, nil
 	case apierrors.IsInvalid(err):
@@ -82,7 +83,7 @@ func (r *Remover) unsafeDelete(ctx context.Context, t *plan.Target, dry DryRun, 
 func (r *Remover) afterUnsafeDelete(ctx context.Context, t plan.Target, out Effect) (Effect, error) {
 	cur, err := r.metadataResource(&t).Get(ctx, t.Name, metav1.GetOptions{})
 	switch {
-	case apierrors.IsNotFound(err):
+	case kube.IsNotFoundOf(err, t.Resource.GroupResource(), t.Name):
 		out.Result, out.Deleted, out.Observed = Removed, true, true
 		return out, nil
 	case err == nil:
