@@ -10,8 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -233,7 +235,7 @@ func (g *Gates) stop(p *plan.Plan, api *finalizev1alpha1.RemovalPlan) (Stop, err
 // attempted.
 func (r *Runner) write(ctx context.Context, actions []plan.Action, allowed []bool, rows []finalizev1alpha1.Removal, auditor *write.Auditor) error {
 	ex := &write.Executor{
-		Remover: &write.Remover{Metadata: r.Clients.Metadata, Kube: r.Clients.Kube, Clock: r.clock()},
+		Remover: &write.Remover{Metadata: r.Clients.Metadata, Kube: r.Clients.Kube, Raw: rawClient(r.Clients), Clock: r.clock()},
 		DryRun:  r.DryRun, BackupDir: r.BackupDir, Dynamic: r.Clients.Dynamic, Verifier: r.Verifier,
 		Workers: r.Workers, Continue: r.Continue, OnRecord: r.OnRecord, Warn: r.Warn,
 	}
@@ -289,4 +291,16 @@ func UnsafeDeletions(p *plan.Plan) int {
 		}
 	}
 	return n
+}
+
+// rawClient is a REST client for any path of the API server (the discovery client's),
+// or nil without one.
+func rawClient(c *client.Clients) rest.Interface {
+	if c.Kube == nil || c.Kube.Discovery() == nil {
+		return nil
+	}
+	if rc := c.Kube.Discovery().RESTClient(); rc != nil && !reflect.ValueOf(rc).IsNil() {
+		return rc
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -87,6 +88,10 @@ var ErrNotReverified = errors.New("the object changed after it was verified and 
 type Remover struct {
 	Metadata metadata.Interface
 	Kube     client.Interface
+	// Raw sends the DELETE of an unsafe deletion, whose answer tells the unsafe deleter's
+	// Status from an ordinary deletion's object; nil sends it through Metadata, whose
+	// answer is not read.
+	Raw rest.Interface
 	// MaxAttempts bounds re-decisions; zero means defaultMaxAttempts.
 	MaxAttempts int
 	// BeforeWrite, if set, runs between the read and the write of every attempt. Tests

@@ -2,7 +2,9 @@ package write
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,8 +47,11 @@ func (r *Remover) UnsafeDelete(ctx context.Context, t plan.Target, dry DryRun) (
 	if r.BeforeWrite != nil {
 		r.BeforeWrite(1)
 	}
-	err := c.Delete(ctx, t.Name, metav1.DeleteOptions{IgnoreStoreReadErrorWithClusterBreakingPotential: ptr.To(true)})
+	ordinary, err := r.deleteUnsafely(ctx, t)
 	switch {
+	case err == nil && ordinary:
+		return out, fmt.Errorf("%s: the API server answered the DELETE with the object, as an ordinary deletion does, not with the unsafe deleter's Status: an API server without the %s feature gate took it, "+
+			"and the object, restored in between, is being deleted the ordinary way, with its finalizers; nothing was deleted without reading it", t.String(), plan.FeatureGate)
 	case err == nil:
 		return r.afterUnsafeDelete(ctx, t, out)
 	case strings.Contains(err.Error(), "no unsafe deleter provided"):
@@ -94,4 +99,40 @@ func (r *Remover) afterUnsafeDelete(ctx context.Context, t plan.Target, out Effe
 		return out, fmt.Errorf("%s: the API server answered the DELETE, and still cannot read the object (%w): it was not deleted; run again", t.String(), err)
 	}
 	return out, fmt.Errorf("%s: the API server answered the DELETE, and reading the object afterwards failed (%w): whether it is gone is unknown (kubectl get it)", t.String(), err)
+}
+
+// deleteUnsafely sends the DELETE with ignoreStoreReadErrorWithClusterBreakingPotential,
+// and says whether the API server's answer was an ordinary deletion's: the object (an
+// API server without the gate drops the option), where the unsafe deleter answers with a
+// bare Status. Without Raw, the answer is not read (ordinary is false).
+func (r *Remover) deleteUnsafely(ctx context.Context, t plan.Target) (ordinary bool, err error) {
+	opts := metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"}, IgnoreStoreReadErrorWithClusterBreakingPotential: ptr.To(true)}
+	if r.Raw == nil {
+		return false, r.metadataResource(&t).Delete(ctx, t.Name, opts)
+	}
+	body, err := json.Marshal(opts)
+	if err != nil {
+		return false, err
+	}
+	answer, err := r.Raw.Delete().AbsPath(objectPath(t)).SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Raw()
+	if err != nil {
+		return false, err
+	}
+	var kind metav1.TypeMeta
+	if err := json.Unmarshal(answer, &kind); err != nil {
+		return false, fmt.Errorf("the API server's answer to the DELETE is not an object (%w): whether it was deleted is unknown until it is read again", err)
+	}
+	return kind.Kind != "Status", nil
+}
+
+// objectPath is the API path of the object t names.
+func objectPath(t plan.Target) string {
+	p := "/apis/" + t.Resource.Group + "/" + t.Resource.Version
+	if t.Resource.Group == "" {
+		p = "/api/" + t.Resource.Version
+	}
+	if t.Namespace != "" {
+		p += "/namespaces/" + url.PathEscape(t.Namespace)
+	}
+	return p + "/" + t.Resource.Resource + "/" + url.PathEscape(t.Name)
 }

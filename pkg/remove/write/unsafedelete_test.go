@@ -1,7 +1,10 @@
 package write
 
 import (
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -9,7 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
@@ -115,4 +120,67 @@ func TestAnUnsafeDeletionIsGoneOnlyWhenNothingIsLeftToRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTheAnswerToTheDeleteTellsAnUnsafeDeletionFromAnOrdinaryOne: the unsafe deleter
+// answers with a bare Status; an API server without the gate drops the option and answers
+// with the object it deletes the ordinary way. Only the first is reported deleted without
+// reading it.
+func TestTheAnswerToTheDeleteTellsAnUnsafeDeletionFromAnOrdinaryOne(t *testing.T) {
+	cms := kube.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	target := plan.Target{Ref: kube.Ref{Resource: cms, Namespace: "a", Name: "bad"}, Kind: plan.UnsafeDelete, Key: "/configmaps/a/bad"}
+	for _, tt := range []struct {
+		name, answer, want string
+	}{
+		{"the unsafe deleter's Status", `{"kind":"Status","apiVersion":"v1","status":"Success","code":200,"details":{"name":"bad","kind":"configmaps"}}`, ""},
+		{"an ordinary deletion's object", `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"bad","namespace":"a","uid":"u1"}}`, "answered the DELETE with the object, as an ordinary deletion does"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var sent map[string]any
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				if req.Method != http.MethodDelete || req.URL.Path != "/api/v1/namespaces/a/configmaps/bad" {
+					http.Error(w, "unexpected "+req.Method+" "+req.URL.Path, http.StatusBadRequest)
+					return
+				}
+				_ = json.NewDecoder(req.Body).Decode(&sent)
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(tt.answer))
+			}))
+			defer srv.Close()
+			raw, err := rest.UnversionedRESTClientFor(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{NegotiatedSerializer: clientscheme.Codecs.WithoutConversion()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+			deleted := false
+			md.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if deleted {
+					return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "bad")
+				}
+				return true, nil, apierrors.NewInternalError(errors.New("StorageError: corrupt object, Code: 7, Key: /configmaps/a/bad, ResourceVersion: 0, AdditionalErrorMsg: x"))
+			})
+			r := &Remover{Metadata: md, Raw: &deleting{Interface: raw, deleted: &deleted}}
+			out, err := r.Remove(t.Context(), target, DryRunNone)
+			if sent["ignoreStoreReadErrorWithClusterBreakingPotential"] != true {
+				t.Errorf("DELETE body %v", sent)
+			}
+			switch {
+			case tt.want == "" && (err != nil || out.Result != Removed || !out.Deleted):
+				t.Errorf("%+v, %v; want deleted", out, err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || out.Result == Removed):
+				t.Errorf("%+v, %v; want %q", out, err, tt.want)
+			}
+		})
+	}
+}
+
+// deleting is a REST client that marks the object deleted once a DELETE is made.
+type deleting struct {
+	rest.Interface
+	deleted *bool
+}
+
+func (d *deleting) Delete() *rest.Request {
+	*d.deleted = true
+	return d.Interface.Delete()
 }
