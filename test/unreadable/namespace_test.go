@@ -14,7 +14,6 @@ import (
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
-	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 )
 
@@ -29,20 +28,7 @@ func TestANamespaceThatHoldsAnUnreadableObject(t *testing.T) {
 	ns := cp.Namespace(t)
 	fixture.Held(t, kube.CoreV1().ConfigMaps(ns), fixture.ConfigMap("fine", nil))
 	fixture.Held(t, kube.CoreV1().ConfigMaps(ns), fixture.ConfigMap("bad", nil))
-	key := controlplane.EtcdPrefix + "/configmaps/" + ns + "/bad"
-	good, err := cp.EtcdGet(ctx, key)
-	if err != nil || good == nil {
-		t.Fatalf("etcd key %s: %v", key, err)
-	}
-	if err := cp.EtcdPut(ctx, key, undecodable); err != nil {
-		t.Fatal(err)
-	}
-	restored := false
-	t.Cleanup(func() {
-		if !restored {
-			_ = cp.EtcdPut(context.Background(), key, good)
-		}
-	})
+	bad := corrupt(t, "configmaps", ns, "bad")
 	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +81,9 @@ func TestANamespaceThatHoldsAnUnreadableObject(t *testing.T) {
 	}
 
 	// Restored, the object is read again and the namespace goes.
-	if err := cp.EtcdPut(ctx, key, good); err != nil {
+	if err := bad.restore(ctx); err != nil {
 		t.Fatal(err)
 	}
-	restored = true
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil

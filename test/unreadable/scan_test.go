@@ -19,23 +19,43 @@ import (
 var undecodable = []byte("k8s\x00\x0f\xff\xff not a ConfigMap")
 
 // corrupt overwrites the object ns/name of resource (its etcd key under the default
-// prefix) with bytes the API server cannot decode.
-func corrupt(t *testing.T, resource, ns, name string) {
+// prefix) with bytes the API server cannot decode. Its good bytes are put back when t
+// ends, unless the test restored it or deleted it first (corruption).
+func corrupt(t *testing.T, resource, ns, name string) *corruption {
 	t.Helper()
-	key := controlplane.EtcdPrefix + "/" + resource + "/" + ns + "/" + name
-	good, err := cp.EtcdGet(t.Context(), key)
+	c := &corruption{key: controlplane.EtcdPrefix + "/" + resource + "/" + ns + "/" + name}
+	good, err := cp.EtcdGet(t.Context(), c.key)
 	if err != nil || good == nil {
-		t.Fatalf("etcd key %s: %q %v", key, good, err)
+		t.Fatalf("etcd key %s: %q %v", c.key, good, err)
 	}
-	if err := cp.EtcdPut(t.Context(), key, undecodable); err != nil {
+	c.good = good
+	if err := cp.EtcdPut(t.Context(), c.key, undecodable); err != nil {
 		t.Fatal(err)
 	}
 	// Restored first, so that the namespace and the other objects can go.
 	t.Cleanup(func() {
-		if err := cp.EtcdPut(context.Background(), key, good); err != nil {
-			t.Errorf("restoring %s: %v", key, err)
+		if c.done {
+			return
+		}
+		if err := cp.EtcdPut(context.Background(), c.key, good); err != nil {
+			t.Errorf("restoring %s: %v", c.key, err)
 		}
 	})
+	return c
+}
+
+// corruption is an object corrupt made unreadable: its etcd key and its good bytes.
+type corruption struct {
+	key  string
+	good []byte
+	// done: restored or deleted by the test, nothing to put back.
+	done bool
+}
+
+// restore puts the object's good bytes back.
+func (c *corruption) restore(ctx context.Context) error {
+	c.done = true
+	return cp.EtcdPut(ctx, c.key, c.good)
 }
 
 // TestOneObjectTheAPIServerCannotRead: one ConfigMap whose bytes in etcd the API server

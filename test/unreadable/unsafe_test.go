@@ -18,7 +18,6 @@ import (
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 	"github.com/kubectl-finalize/kubectl-finalize/test/cli"
-	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
 )
 
@@ -36,20 +35,8 @@ func TestTheUnsafeDeletionOfAnUnreadableObject(t *testing.T) {
 	fixture.Create(t, kube.CoreV1().ConfigMaps(ns), fixture.ConfigMap("fine", nil), false)
 	fixture.Create(t, kube.CoreV1().ConfigMaps(ns), fixture.ConfigMap("bad", nil, "example.com/hold"), true)
 	fixture.Create(t, kube.CoreV1().ConfigMaps(other), fixture.ConfigMap("readable", nil), false)
-	key := controlplane.EtcdPrefix + "/configmaps/" + ns + "/bad"
-	good, err := cp.EtcdGet(ctx, key)
-	if err != nil || good == nil {
-		t.Fatalf("etcd key %s: %v", key, err)
-	}
-	if err := cp.EtcdPut(ctx, key, undecodable); err != nil {
-		t.Fatal(err)
-	}
-	deleted := false
-	t.Cleanup(func() {
-		if !deleted {
-			_ = cp.EtcdPut(context.Background(), key, good)
-		}
-	})
+	bad := corrupt(t, "configmaps", ns, "bad")
+	key := bad.key
 	start := time.Now()
 	step := func(what string) { t.Logf("%s: %s", time.Since(start).Round(time.Millisecond), what) }
 	still := func(when string) {
@@ -98,7 +85,7 @@ func TestTheUnsafeDeletionOfAnUnreadableObject(t *testing.T) {
 	if r.Code != 0 || !strings.Contains(r.Stdout, "configmaps/bad -n "+ns+": deleted without reading it; the object is gone") {
 		t.Fatalf("the unsafe deletion: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	deleted = true
+	bad.done = true // deleted: nothing to put back
 	step("deleted")
 	if v, err := cp.EtcdGet(ctx, key); err != nil || v != nil {
 		t.Errorf("the key %s holds %q (%v) after the deletion", key, v, err)
