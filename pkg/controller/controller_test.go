@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,6 +116,45 @@ func TestTheNamespacesAWorkloadWatches(t *testing.T) {
 		if got := w.Excludes("b") != ""; got != tc.excludeB {
 			t.Errorf("%+v: excludes b %v, want %v", tc.watches, got, tc.excludeB)
 		}
+	}
+}
+
+// A copy that says nothing of what it watches runs for a namespace only when that is
+// proven otherwise: the object is cluster-scoped, the copy is in the object's namespace,
+// or it is the program's only install. Beside installs in other namespaces, it may watch
+// its own only (#34).
+func TestACopyThatSaysNothingOfItsScope(t *testing.T) {
+	at := func(ns string, watches ...WatchSetting) Workload {
+		return Workload{Kind: "Deployment", Namespace: ns, Name: "op", Ready: 1, Desired: 1, Watches: watches}
+	}
+	every := WatchSetting{Setting: "env WATCH_NAMESPACE"}
+	named := WatchSetting{Setting: "env WATCH_NAMESPACE", Namespaces: []string{"c", "d"}}
+	for _, tc := range []struct {
+		name     string
+		w        Workload
+		others   []Workload
+		ns       string
+		unproven bool
+	}{
+		{"the only install", at("a"), nil, "c", false},
+		{"two workloads of one install", at("a"), []Workload{at("a")}, "c", false},
+		{"installs in two namespaces", at("a"), []Workload{at("b")}, "c", true},
+		{"a scaled-down install elsewhere counts", at("a"), []Workload{{Kind: "StatefulSet", Namespace: "b", Name: "op"}}, "c", true},
+		{"the install of the object's namespace", at("c"), []Workload{at("b")}, "c", false},
+		{"a cluster-scoped object", at("a"), []Workload{at("b")}, "", false},
+		{"says every namespace", at("a", every), []Workload{at("b")}, "c", false},
+		{"names the namespace", at("a", named), []Workload{at("b")}, "c", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			all := append([]Workload{tc.w}, tc.others...)
+			why := tc.w.ScopeUnproven(all, tc.ns)
+			if (why != "") != tc.unproven {
+				t.Fatalf("ScopeUnproven = %q, want unproven %v", why, tc.unproven)
+			}
+			if tc.unproven && !strings.Contains(why, "installed in other namespaces too (b)") {
+				t.Errorf("the reason does not name the other installs: %s", why)
+			}
+		})
 	}
 }
 

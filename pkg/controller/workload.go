@@ -63,6 +63,34 @@ func (w *Workload) Excludes(ns string) string {
 	return ""
 }
 
+// ScopeUnproven says why w, a workload that does not exclude namespace ns (Excludes), is
+// still not proven to run for the objects of ns; "" when it is. It is proven when ns is
+// "" (a cluster-scoped object); when its pod template says it watches ns (by name, or
+// every namespace: "" or "*"); when it runs in ns itself (an install watches every
+// namespace or its own); or when every workload of the same program (all: the remover's
+// workloads found in the cluster) is in its namespace, since a single install that says
+// nothing of what it watches watches every namespace. Copies of one program in several
+// namespaces are installs per team or per tenant, each scoped by what a pod template
+// does not show (a ConfigMap, a custom resource, a flag of its own), so one that names
+// no namespace is not taken to watch a third.
+func (w *Workload) ScopeUnproven(all []Workload, ns string) string {
+	if ns == "" || w.Namespace == ns || len(w.Watches) > 0 {
+		return ""
+	}
+	var elsewhere []string
+	for i := range all {
+		o := &all[i]
+		if o.Namespace != w.Namespace && !slices.Contains(elsewhere, o.Namespace) {
+			elsewhere = append(elsewhere, o.Namespace)
+		}
+	}
+	if len(elsewhere) == 0 {
+		return ""
+	}
+	sort.Strings(elsewhere)
+	return fmt.Sprintf("its pod template does not say which namespaces it watches, and the program is installed in other namespaces too (%s), so it may watch its own only", strings.Join(elsewhere, ", "))
+}
+
 // WatchedNamespaces are the namespaces its pod template limits it to, all its settings
 // together; nil when it names none, or one setting says every namespace.
 func (w *Workload) WatchedNamespaces() []string {

@@ -155,13 +155,20 @@ func (d *diagnoser) remover(o *kube.Object, fin finalizev1alpha1.Finalizer, idp 
 	// Only a workload that runs for this object counts: a ready one whose pod template
 	// does not keep it from the object's namespace. A ready copy scoped to other
 	// namespaces (another install, an operator per namespace) is a decoy, named as such.
+	// A ready copy that names no namespace, beside copies of the program in other
+	// namespaces, may watch its own only: whether it runs for the object is not known.
 	var running []controller.Workload
+	var unproven []string
 	for _, w := range ws.Found {
 		if !w.Running() {
 			continue
 		}
 		if ex := w.Excludes(o.Meta.Namespace); ex != "" {
 			*decoys = append(*decoys, fmt.Sprintf("%s %s/%s: %s", w.Kind, w.Namespace, w.Name, ex))
+			continue
+		}
+		if why := w.ScopeUnproven(ws.Found, o.Meta.Namespace); why != "" {
+			unproven = append(unproven, fmt.Sprintf("%s %s/%s: %s", w.Kind, w.Namespace, w.Name, why))
 			continue
 		}
 		running = append(running, w)
@@ -213,6 +220,18 @@ func (d *diagnoser) remover(o *kube.Object, fin finalizev1alpha1.Finalizer, idp 
 			id.Manager, ago(now, deleted), scope, ago(now, act.anyLast), id.Manager)
 	default:
 		lastNote = fmt.Sprintf("%s has written nothing %s", id.Manager, scope)
+	}
+	// Never claim absence when a ready copy may run for the object: its scope is not
+	// known, and neither is whether it is the remover here.
+	if len(unproven) > 0 {
+		m := fmt.Sprintf("%s is expected to remove %s, but whether it runs for this object cannot be told: %s", id.Who, fin.Name, strings.Join(unproven, "; "))
+		if lastNote != "" {
+			m += "; " + lastNote
+		}
+		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(id.Who), m,
+			fmt.Sprintf("find which install of %s watches namespace %s (its configuration, or the logs of each: %s) and check that it runs; if none does and none will, check that %s, then: %s",
+				id.Who, o.Meta.Namespace, logsOf(ws.Found, now.Sub(deleted)), guards, removeCmd),
+			fmt.Sprintf("whether %s runs for the objects it holds cannot be told: it is installed in several namespaces", id.Who))
 	}
 	// Never claim absence from a partial look: a workload kind that could not be read may
 	// hold the controller, running.
@@ -421,6 +440,17 @@ func describeWorkloads(names []string, ws controller.Workloads) string {
 		return fmt.Sprintf("no Deployment, StatefulSet or DaemonSet named %s was found in the cluster (by name or app.kubernetes.io/name label; it may run outside the cluster)", strings.Join(names, " or "))
 	}
 	return "no workload is known for it"
+}
+
+// logsOf are the commands that read the logs of the ready workloads of ws since d ago.
+func logsOf(ws []controller.Workload, d time.Duration) string {
+	var out []string
+	for i := range ws {
+		if ws[i].Running() {
+			out = append(out, ws[i].LogsCommand(d))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // itOr is "it" when the controller is the reporter, else the controller's name.

@@ -83,8 +83,9 @@ func (d *diagnoser) nextToStick(pending []*kube.Object) (will, may []string) {
 // removerAbsent says why the remover of fin will not remove it from o, an object not
 // deleted yet: certain when that is proven (nobody is known to remove a misspelled
 // finalizer; every workload of its remover found is down or scoped away from o's
-// namespace), else only possible (no workload of it found: it may run outside). Empty
-// when it runs for o, or nothing tells.
+// namespace), else only possible (no workload of it found: it may run outside; or ready
+// copies that may watch o's namespace, ScopeUnproven). Empty when it runs for o, or
+// nothing tells.
 func (d *diagnoser) removerAbsent(o *kube.Object, fin finalizev1alpha1.Finalizer) (certain bool, why string) {
 	if fin.Resembles != "" {
 		return true, "no controller is known to remove it, a likely misspelling of " + fin.Resembles
@@ -97,7 +98,7 @@ func (d *diagnoser) removerAbsent(o *kube.Object, fin finalizev1alpha1.Finalizer
 	if len(ws.Unread) > 0 {
 		return false, ""
 	}
-	var down []string
+	var down, unproven []string
 	for _, w := range ws.Found {
 		if w.Namespace == o.Meta.Namespace {
 			// In the namespace being deleted: its pods go first, and no pod can be created
@@ -111,9 +112,18 @@ func (d *diagnoser) removerAbsent(o *kube.Object, fin finalizev1alpha1.Finalizer
 		}
 		ex := w.Excludes(o.Meta.Namespace)
 		if ex == "" {
-			return false, ""
+			why := w.ScopeUnproven(ws.Found, o.Meta.Namespace)
+			if why == "" {
+				return false, ""
+			}
+			unproven = append(unproven, fmt.Sprintf("%s %s/%s: %s", w.Kind, w.Namespace, w.Name, why))
+			continue
 		}
 		down = append(down, fmt.Sprintf("%s %s/%s: %s", w.Kind, w.Namespace, w.Name, ex))
+	}
+	if len(unproven) > 0 {
+		// A ready copy may watch the object's namespace: possible only.
+		return false, fmt.Sprintf("%s removes it, and no install of it is proven to watch namespace %s: %s", id.Who, o.Meta.Namespace, strings.Join(append(unproven, down...), ", "))
 	}
 	if len(down) == 0 {
 		return false, fmt.Sprintf("no workload of %s, which removes it, was found in the cluster; it may run outside", id.Who)

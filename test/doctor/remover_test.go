@@ -81,6 +81,37 @@ func TestARemoverScopedToOtherNamespaces(t *testing.T) {
 	wantCause(t, rep, obj, finalizev1alpha1.ReasonControllerInactive, "not running for this object: Deployment "+teamA+"/topic-operator")
 }
 
+// TestInstallsThatDoNotSayWhatTheyWatch: one operator installed in two namespaces, each
+// ready, neither saying in its pod template which namespaces it watches (scoped by a
+// ConfigMap of its own, say). An object in a third namespace waits for a young deletion.
+// Neither install is proven to run for it: whether its remover runs is Unknown, both
+// named (on main before, both counted as running for it, and their ServiceAccounts'
+// permissions made it ControllerForbidden). An
+// install in the object's own namespace is proven: it watches every namespace or its
+// own.
+func TestInstallsThatDoNotSayWhatTheyWatch(t *testing.T) {
+	gvr := widgets(t, "queues.tenants.example.com")
+	teamA, teamB, apps := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
+	operator(t, teamA, "queue-operator", 1, 1, "", nil, nil)
+	operator(t, teamB, "queue-operator", 1, 1, "", nil, nil)
+	obj := stuckAs(t, gvr, apps, "orders", "queues.tenants.example.com/finalizer", "queue-operator")
+
+	rep := diagnose(t, cp, 0)
+	cause := wantCause(t, rep, obj, finalizev1alpha1.ReasonUnknown,
+		"queue-operator is expected to remove queues.tenants.example.com/finalizer, but whether it runs for this object cannot be told",
+		"Deployment "+teamA+"/queue-operator: its pod template does not say which namespaces it watches, and the program is installed in other namespaces too ("+teamB+")",
+		"Deployment "+teamB+"/queue-operator",
+		"find which install of queue-operator watches namespace "+apps)
+	if strings.Contains(cause.Message, "runs (") {
+		t.Errorf("an install that may watch its own namespace only is taken as running for the object: %s", cause.Message)
+	}
+	wantRoot(t, rep, finalizev1alpha1.ReasonUnknown, finalizev1alpha1.Subject{Kind: "Controller", Name: "queue-operator"}, obj)
+
+	operator(t, apps, "queue-operator", 1, 1, "queues.tenants.example.com", []string{"widgets"}, []string{"get", "list", "watch", "patch", "update"})
+	rep = diagnose(t, cp, 0)
+	wantCause(t, rep, obj, finalizev1alpha1.ReasonProgressing, "queue-operator runs (its Deployment "+apps+"/queue-operator has 1/1 ready replicas")
+}
+
 // TestAForbiddenRemoverIsTheCauseAtOnce: the remover runs for the object's namespace but
 // its ServiceAccount may not patch the object; the deletion is young. Forbidden now, not
 // "wait".
