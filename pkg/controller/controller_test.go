@@ -127,6 +127,7 @@ func TestACopyThatSaysNothingOfItsScope(t *testing.T) {
 	at := func(ns string, watches ...WatchSetting) Workload {
 		return Workload{Kind: "Deployment", Namespace: ns, Name: "op", Ready: 1, Desired: 1, Watches: watches}
 	}
+	release := func(w Workload, r string) Workload { w.Install = r; return w }
 	every := WatchSetting{Setting: "env WATCH_NAMESPACE"}
 	named := WatchSetting{Setting: "env WATCH_NAMESPACE", Namespaces: []string{"c", "d"}}
 	for _, tc := range []struct {
@@ -144,17 +145,27 @@ func TestACopyThatSaysNothingOfItsScope(t *testing.T) {
 		{"a cluster-scoped object", at("a"), []Workload{at("b")}, "", false},
 		{"says every namespace", at("a", every), []Workload{at("b")}, "c", false},
 		{"names the namespace", at("a", named), []Workload{at("b")}, "c", false},
+		{"two releases in one namespace", release(at("a"), "team-b"), []Workload{release(at("a"), "team-c")}, "c", true},
+		{"one release, two workloads", release(at("a"), "db"), []Workload{release(at("a"), "db"), at("a")}, "c", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			all := append([]Workload{tc.w}, tc.others...)
-			why := tc.w.ScopeUnproven(all, tc.ns)
+			why := tc.w.ScopeUnproven(Workloads{Found: all}, tc.ns)
 			if (why != "") != tc.unproven {
 				t.Fatalf("ScopeUnproven = %q, want unproven %v", why, tc.unproven)
 			}
-			if tc.unproven && !strings.Contains(why, "installed in other namespaces too (b)") {
+			if tc.unproven && !strings.Contains(why, "(b)") && !strings.Contains(why, "app.kubernetes.io/instance team-c") {
 				t.Errorf("the reason does not name the other installs: %s", why)
 			}
 		})
+	}
+	// A look that missed a workload kind does not prove the install the only one.
+	w := at("a")
+	if why := w.ScopeUnproven(Workloads{Found: []Workload{w}, Unread: []string{"StatefulSet"}}, "c"); !strings.Contains(why, "its StatefulSets could not be read") {
+		t.Errorf("with StatefulSets unread: %q", why)
+	}
+	if why := w.ScopeUnproven(Workloads{Found: []Workload{w}, Unread: []string{"StatefulSet"}}, "a"); why != "" {
+		t.Errorf("an install in the object's namespace, StatefulSets unread: %q", why)
 	}
 }
 
@@ -173,10 +184,22 @@ func TestWatchSettings(t *testing.T) {
 	}
 	// --namespace names where a program runs (OLM's, Velero's), a $(VAR) is expanded by
 	// the kubelet, never read here: neither is taken to scope the controller.
-	got := fmt.Sprint(watchSettings(c, "ops"))
+	// An annotation of the pod (OLM's olm.targetNamespaces) is the template's, when it
+	// sets it; one it does not set (a webhook may add it to the pod) is not understood.
+	got := fmt.Sprint(watchSettings(c, "ops", nil))
 	want := "[{env STRIMZI_NAMESPACE []} {env WATCH_NAMESPACE [ops]} {flag --watch-namespaces [b c]}]"
 	if got != want {
 		t.Errorf("watch settings %s, want %s", got, want)
+	}
+	olm := map[string]any{"annotations": map[string]any{"olm.targetNamespaces": "apps"}}
+	got = fmt.Sprint(watchSettings(c, "ops", olm))
+	want = "[{env STRIMZI_NAMESPACE []} {env WATCH_NAMESPACE [ops]} {env OPERATOR_NAMESPACE_WATCH [apps]} {flag --watch-namespaces [b c]}]"
+	if got != want {
+		t.Errorf("with the template's annotation: watch settings %s, want %s", got, want)
+	}
+	label := map[string]any{"name": "WATCH_NAMESPACE", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.labels['tenant']"}}}
+	if got := fmt.Sprint(watchSettings(map[string]any{"env": []any{label}}, "ops", map[string]any{"labels": map[string]any{"tenant": "team-a"}})); got != "[{env WATCH_NAMESPACE [team-a]}]" {
+		t.Errorf("from a label of the template: %s", got)
 	}
 }
 

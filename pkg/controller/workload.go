@@ -32,7 +32,13 @@ type Workload struct {
 	Watches []WatchSetting
 	// Selector is its spec.selector.matchLabels: how to find all of its pods.
 	Selector map[string]string
+	// Install is its InstallLabel: the release it belongs to, "" when it has none.
+	Install string
 }
+
+// InstallLabel is the label Helm and the Kubernetes recommended labels give every object
+// of one install of a program (its release name).
+const InstallLabel = "app.kubernetes.io/instance"
 
 // WatchSetting is one setting of a pod template that limits a controller to namespaces.
 type WatchSetting struct {
@@ -67,28 +73,43 @@ func (w *Workload) Excludes(ns string) string {
 // still not proven to run for the objects of ns; "" when it is. It is proven when ns is
 // "" (a cluster-scoped object); when its pod template says it watches ns (by name, or
 // every namespace: "" or "*"); when it runs in ns itself (an install watches every
-// namespace or its own); or when every workload of the same program (all: the remover's
-// workloads found in the cluster) is in its namespace, since a single install that says
-// nothing of what it watches watches every namespace. Copies of one program in several
-// namespaces are installs per team or per tenant, each scoped by what a pod template
-// does not show (a ConfigMap, a custom resource, a flag of its own), so one that names
-// no namespace is not taken to watch a third.
-func (w *Workload) ScopeUnproven(all []Workload, ns string) string {
+// namespace or its own); or when it is the program's only install, read in full: every
+// workload of ws is in its namespace and of its Helm release (InstallLabel), and no
+// workload kind went unread. A single install that names no namespace watches them all.
+// Installs of one program in several namespaces, or several releases of it, are installs
+// per team or tenant, each scoped by what a pod template does not show (a ConfigMap, a
+// custom resource, a flag of its own), so one that names no namespace is not taken to
+// watch a third.
+func (w *Workload) ScopeUnproven(ws Workloads, ns string) string {
 	if ns == "" || w.Namespace == ns || len(w.Watches) > 0 {
 		return ""
 	}
-	var elsewhere []string
-	for i := range all {
-		o := &all[i]
-		if o.Namespace != w.Namespace && !slices.Contains(elsewhere, o.Namespace) {
-			elsewhere = append(elsewhere, o.Namespace)
+	var elsewhere, releases []string
+	for i := range ws.Found {
+		o := &ws.Found[i]
+		switch {
+		case o.Namespace != w.Namespace:
+			if !slices.Contains(elsewhere, o.Namespace) {
+				elsewhere = append(elsewhere, o.Namespace)
+			}
+		case o.Install != "" && w.Install != "" && o.Install != w.Install:
+			if !slices.Contains(releases, o.Install) {
+				releases = append(releases, o.Install)
+			}
 		}
 	}
-	if len(elsewhere) == 0 {
-		return ""
+	const says = "its pod template does not say which namespaces it watches, and "
+	switch {
+	case len(elsewhere) > 0:
+		sort.Strings(elsewhere)
+		return says + fmt.Sprintf("the program is installed in other namespaces too (%s), so it may watch its own only", strings.Join(elsewhere, ", "))
+	case len(releases) > 0:
+		sort.Strings(releases)
+		return says + fmt.Sprintf("other releases of the program run beside it (%s %s), so each may watch some namespaces only", InstallLabel, strings.Join(releases, ", "))
+	case len(ws.Unread) > 0:
+		return says + fmt.Sprintf("its %ss could not be read, so whether the program is installed elsewhere too is not known", strings.Join(ws.Unread, "s, "))
 	}
-	sort.Strings(elsewhere)
-	return fmt.Sprintf("its pod template does not say which namespaces it watches, and the program is installed in other namespaces too (%s), so it may watch its own only", strings.Join(elsewhere, ", "))
+	return ""
 }
 
 // WatchedNamespaces are the namespaces its pod template limits it to, all its settings
@@ -137,6 +158,11 @@ func (w *Workload) LogsCommand(d time.Duration) string {
 		sel = append(sel, k+"="+w.Selector[k])
 	}
 	return fmt.Sprintf("kubectl logs -n %s -l %s --all-containers --prefix --tail=-1 --since=%s", w.Namespace, strings.Join(sel, ","), sinceFlag(d))
+}
+
+// GetCommand is the command that shows the workload, its pod template included.
+func (w *Workload) GetCommand() string {
+	return fmt.Sprintf("kubectl get -n %s %s/%s -o yaml", w.Namespace, logsKind[w.Kind], w.Name)
 }
 
 // logsKind is kubectl's short name of each workload kind.
@@ -344,7 +370,9 @@ func stateOf(kind string, u *unstructured.Unstructured) Workload {
 	}
 	st.Ready, _, _ = unstructured.NestedInt64(u.Object, fields.ready...)
 	st.Selector, _, _ = unstructured.NestedStringMap(u.Object, "spec", "selector", "matchLabels")
+	st.Install = u.GetLabels()[InstallLabel]
 	spec, _, _ := unstructured.NestedMap(u.Object, "spec", "template", "spec")
+	podMeta, _, _ := unstructured.NestedMap(u.Object, "spec", "template", "metadata")
 	if sa, _, _ := unstructured.NestedString(spec, "serviceAccountName"); sa != "" {
 		st.ServiceAccount = sa
 	} else if sa, _, _ := unstructured.NestedString(spec, "serviceAccount"); sa != "" {
@@ -356,7 +384,7 @@ func stateOf(kind string, u *unstructured.Unstructured) Workload {
 		if !ok {
 			continue
 		}
-		st.Watches = append(st.Watches, watchSettings(cm, st.Namespace)...)
+		st.Watches = append(st.Watches, watchSettings(cm, st.Namespace, podMeta)...)
 	}
 	return st
 }
@@ -374,8 +402,10 @@ var (
 
 // watchSettings reads what one container says of the namespaces it watches. An
 // environment variable from the pod's own namespace (fieldRef metadata.namespace) is
-// the workload's namespace.
-func watchSettings(c map[string]any, ownNamespace string) []WatchSetting {
+// the workload's namespace; one from an annotation or a label of the pod
+// (metadata.annotations['K'], as OLM sets WATCH_NAMESPACE from olm.targetNamespaces) is
+// that value of the pod template's metadata, podMeta, when it has it.
+func watchSettings(c map[string]any, ownNamespace string, podMeta map[string]any) []WatchSetting {
 	var out []WatchSetting
 	env, _, _ := unstructured.NestedSlice(c, "env")
 	for _, e := range env {
@@ -392,10 +422,11 @@ func watchSettings(c map[string]any, ownNamespace string) []WatchSetting {
 			// Read from elsewhere (an annotation, a ConfigMap): only the pod's own
 			// namespace is known.
 			path, _, _ := unstructured.NestedString(em, "valueFrom", "fieldRef", "fieldPath")
-			if path != "metadata.namespace" {
+			v, ok := fieldRefValue(path, ownNamespace, podMeta)
+			if !ok {
 				continue
 			}
-			value = ownNamespace
+			value = v
 		}
 		if ns, ok := splitNamespaces(value); ok {
 			out = append(out, WatchSetting{Setting: "env " + name, Namespaces: ns})
@@ -419,6 +450,26 @@ func watchSettings(c map[string]any, ownNamespace string) []WatchSetting {
 		}
 	}
 	return out
+}
+
+// fieldRefValue is the value the kubelet gives an environment variable from the pod's
+// field path: its namespace, or one of its annotations or labels as the pod template
+// sets it (metadata.annotations['K'], metadata.labels['K']). ok is false for another
+// path, or a key the template does not set (a webhook may add it to the pod).
+func fieldRefValue(path, ownNamespace string, podMeta map[string]any) (string, bool) {
+	if path == "metadata.namespace" {
+		return ownNamespace, true
+	}
+	for _, field := range []string{"annotations", "labels"} {
+		prefix := "metadata." + field + "['"
+		if !strings.HasPrefix(path, prefix) || !strings.HasSuffix(path, "']") {
+			continue
+		}
+		key := strings.TrimSuffix(strings.TrimPrefix(path, prefix), "']")
+		v, ok, err := unstructured.NestedString(podMeta, field, key)
+		return v, ok && err == nil
+	}
+	return "", false
 }
 
 // splitNamespaces reads a comma-separated list of namespaces; ok is false when a part is

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,10 +63,14 @@ func (d *diagnoser) custom(o *kube.Object, fin finalizev1alpha1.Finalizer) findi
 // the object (scoped to other namespaces) are named as decoys.
 func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) finding {
 	id := controller.Identify(d.catalog, o, fin)
-	var decoys []string
-	fd := d.remover(o, fin, &id, &decoys)
+	var others bystanders
+	fd := d.remover(o, fin, &id, &others)
+	decoys := others.decoys
 	if id.Manager == "" && id.Writer != "" && !owner.IsGenericManager(id.Writer) && fd.reason != finalizev1alpha1.ReasonUnknown {
 		fd.message += fmt.Sprintf("; %s wrote the finalizer, which only says who added it (an ApplicationSet, a GitOps applier, a restore or a copy adds finalizers it never removes): the catalogue names %s as its remover", id.Writer, id.Who)
+	}
+	if len(others.unproven) > 0 && fd.reason != finalizev1alpha1.ReasonUnknown {
+		fd.message += "; ready, but not proven to run for this object: " + strings.Join(others.unproven, "; ")
 	}
 	if len(decoys) > 0 {
 		fd.message += "; not running for this object: " + strings.Join(decoys, "; ")
@@ -99,9 +104,14 @@ func guardsOf(id *controller.Identity) string {
 	return "what the finalizer guards is really gone"
 }
 
-// remover is controller's diagnosis; decoys receives the ready workloads of the remover
-// that do not run for the object.
-func (d *diagnoser) remover(o *kube.Object, fin finalizev1alpha1.Finalizer, idp *controller.Identity, decoys *[]string) finding {
+// bystanders are the ready workloads of a remover that are not counted as running for an
+// object: decoys do not run for it (scoped to other namespaces), unproven may or may not
+// (Workload.ScopeUnproven).
+type bystanders struct{ decoys, unproven []string }
+
+// remover is controller's diagnosis; others receives the ready workloads of the remover
+// that are not counted as running for the object.
+func (d *diagnoser) remover(o *kube.Object, fin finalizev1alpha1.Finalizer, idp *controller.Identity, others *bystanders) finding {
 	now := d.f.now
 	deleted := o.Meta.DeletionTimestamp.Time
 	id := *idp
@@ -157,22 +167,23 @@ func (d *diagnoser) remover(o *kube.Object, fin finalizev1alpha1.Finalizer, idp 
 	// namespaces (another install, an operator per namespace) is a decoy, named as such.
 	// A ready copy that names no namespace, beside copies of the program in other
 	// namespaces, may watch its own only: whether it runs for the object is not known.
-	var running []controller.Workload
-	var unproven []string
+	var running, maybe []controller.Workload
 	for _, w := range ws.Found {
 		if !w.Running() {
 			continue
 		}
 		if ex := w.Excludes(o.Meta.Namespace); ex != "" {
-			*decoys = append(*decoys, fmt.Sprintf("%s %s/%s: %s", w.Kind, w.Namespace, w.Name, ex))
+			others.decoys = append(others.decoys, fmt.Sprintf("%s %s/%s: %s", w.Kind, w.Namespace, w.Name, ex))
 			continue
 		}
-		if why := w.ScopeUnproven(ws.Found, o.Meta.Namespace); why != "" {
-			unproven = append(unproven, fmt.Sprintf("%s %s/%s: %s", w.Kind, w.Namespace, w.Name, why))
+		if why := w.ScopeUnproven(ws, o.Meta.Namespace); why != "" {
+			others.unproven = append(others.unproven, fmt.Sprintf("%s %s/%s: %s", w.Kind, w.Namespace, w.Name, why))
+			maybe = append(maybe, w)
 			continue
 		}
 		running = append(running, w)
 	}
+	unproven := others.unproven
 	act := d.activity(o, &id)
 	window := d.progressWindow
 	recentObj := act.wroteObj && now.Sub(act.objLast) < window
@@ -184,9 +195,10 @@ func (d *diagnoser) remover(o *kube.Object, fin finalizev1alpha1.Finalizer, idp 
 	alive := len(running) > 0 || recentObj || (recentElsewhere && !down)
 	scope := d.f.scope()
 	// Hard evidence is the cause at once, however young the deletion: a remover that
-	// runs for the object but may not act on it is forbidden now, not progressing.
-	if len(running) > 0 && !recentObj {
-		if fd, ok := d.forbidden(o, fin, &id, running, strings.Join(aliveEvidence(now, running, act, recentElsewhere), "; ")); ok {
+	// runs for the object but may not act on it is forbidden now, not progressing. Only
+	// when the copies that may run for it (maybe) may not act on it either.
+	if candidates := append(slices.Clone(running), maybe...); len(candidates) > 0 && !recentObj {
+		if fd, ok := d.forbidden(o, fin, &id, candidates, strings.Join(aliveEvidence(now, candidates, act, recentElsewhere), "; ")); ok {
 			return fd
 		}
 	}
@@ -229,8 +241,8 @@ func (d *diagnoser) remover(o *kube.Object, fin finalizev1alpha1.Finalizer, idp 
 			m += "; " + lastNote
 		}
 		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(id.Who), m,
-			fmt.Sprintf("find which install of %s watches namespace %s (its configuration, or the logs of each: %s) and check that it runs; if none does and none will, check that %s, then: %s",
-				id.Who, o.Meta.Namespace, logsOf(ws.Found, now.Sub(deleted)), guards, removeCmd),
+			fmt.Sprintf("find which install of %s watches namespace %s (its settings: %s; or the logs of each: %s) and check that it runs; if none does and none will, check that %s, then: %s",
+				id.Who, o.Meta.Namespace, specsOf(maybe), logsOf(maybe, now.Sub(deleted)), guards, removeCmd),
 			fmt.Sprintf("whether %s runs for the objects it holds cannot be told: it is installed in several namespaces", id.Who))
 	}
 	// Never claim absence from a partial look: a workload kind that could not be read may
@@ -442,13 +454,22 @@ func describeWorkloads(names []string, ws controller.Workloads) string {
 	return "no workload is known for it"
 }
 
-// logsOf are the commands that read the logs of the ready workloads of ws since d ago.
+// logsOf are the commands that read the logs of workloads ws since d ago.
 func logsOf(ws []controller.Workload, d time.Duration) string {
 	var out []string
 	for i := range ws {
-		if ws[i].Running() {
-			out = append(out, ws[i].LogsCommand(d))
-		}
+		out = append(out, ws[i].LogsCommand(d))
+	}
+	return strings.Join(out, "; ")
+}
+
+// specsOf are the commands that show the pod templates of workloads ws, and the
+// ConfigMaps beside them, where an install's settings are.
+func specsOf(ws []controller.Workload) string {
+	var out []string
+	for i := range ws {
+		w := &ws[i]
+		out = append(out, fmt.Sprintf("%s, kubectl get configmaps -n %s", w.GetCommand(), w.Namespace))
 	}
 	return strings.Join(out, "; ")
 }

@@ -112,7 +112,7 @@ func (d *diagnoser) removerAbsent(o *kube.Object, fin finalizev1alpha1.Finalizer
 		}
 		ex := w.Excludes(o.Meta.Namespace)
 		if ex == "" {
-			why := w.ScopeUnproven(ws.Found, o.Meta.Namespace)
+			why := w.ScopeUnproven(ws, o.Meta.Namespace)
 			if why == "" {
 				return false, ""
 			}
@@ -123,7 +123,7 @@ func (d *diagnoser) removerAbsent(o *kube.Object, fin finalizev1alpha1.Finalizer
 	}
 	if len(unproven) > 0 {
 		// A ready copy may watch the object's namespace: possible only.
-		return false, fmt.Sprintf("%s removes it, and no install of it is proven to watch namespace %s: %s", id.Who, o.Meta.Namespace, strings.Join(append(unproven, down...), ", "))
+		return false, fmt.Sprintf("%s removes it, and no install of it is proven to watch namespace %s: %s", id.Who, o.Meta.Namespace, strings.Join(append(unproven, down...), "; "))
 	}
 	if len(down) == 0 {
 		return false, fmt.Sprintf("no workload of %s, which removes it, was found in the cluster; it may run outside", id.Who)

@@ -196,12 +196,12 @@ func TestTheWriterOfACataloguedFinalizerIsItsController(t *testing.T) {
 	wantCause(t, rep, seed.Object{Resource: gvr("services"), Namespace: apps, Name: "frontend"}, finalizev1alpha1.ReasonUnknown,
 		"service controller (cloud-controller-manager) is expected to remove service.kubernetes.io/load-balancer-cleanup",
 		"whether the cluster has a cloud provider at all: kubectl get nodes -o custom-columns=NAME:.metadata.name,PROVIDER:.spec.providerID")
-	mc := wantCause(t, rep, seed.Object{Resource: gvr("services"), Namespace: apps, Name: "migrated"}, finalizev1alpha1.ReasonUnknown,
+	// wantCause holds the single-object doctor and scan to the same answer (agree), asking
+	// again once when an Event written between the runs (the IP allocator's repair
+	// warning about the Service) changes the context they read.
+	wantCause(t, rep, seed.Object{Resource: gvr("services"), Namespace: apps, Name: "migrated"}, finalizev1alpha1.ReasonUnknown,
 		"the finalizer was written by kube-controller-manager, a process of many controllers, whose writes say nothing of whether the one that removes it runs",
 		"whether the cluster has a cloud provider at all")
-	if single := causeOf(t, "migrated", "services/migrated", "-n", apps); single.Reason != mc.Reason || single.Message != mc.Message {
-		t.Errorf("the single-object doctor says %s (%s), the cluster doctor %s (%s)", single.Reason, single.Message, mc.Reason, mc.Message)
-	}
 }
 
 // TestOnlyTheOwnersWarningsMeanFailing: a claim held by the snapshot

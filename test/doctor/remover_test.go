@@ -85,15 +85,15 @@ func TestARemoverScopedToOtherNamespaces(t *testing.T) {
 // ready, neither saying in its pod template which namespaces it watches (scoped by a
 // ConfigMap of its own, say). An object in a third namespace waits for a young deletion.
 // Neither install is proven to run for it: whether its remover runs is Unknown, both
-// named (on main before, both counted as running for it, and their ServiceAccounts'
-// permissions made it ControllerForbidden). An
+// named (on main before, both counted as running for it: Progressing). An
 // install in the object's own namespace is proven: it watches every namespace or its
 // own.
 func TestInstallsThatDoNotSayWhatTheyWatch(t *testing.T) {
 	gvr := widgets(t, "queues.tenants.example.com")
 	teamA, teamB, apps := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
-	operator(t, teamA, "queue-operator", 1, 1, "", nil, nil)
-	operator(t, teamB, "queue-operator", 1, 1, "", nil, nil)
+	may := []string{"get", "list", "watch", "patch", "update"}
+	operator(t, teamA, "queue-operator", 1, 1, "queues.tenants.example.com", []string{"widgets"}, may)
+	operator(t, teamB, "queue-operator", 1, 1, "queues.tenants.example.com", []string{"widgets"}, may)
 	obj := stuckAs(t, gvr, apps, "orders", "queues.tenants.example.com/finalizer", "queue-operator")
 
 	rep := diagnose(t, cp, 0)
@@ -107,7 +107,7 @@ func TestInstallsThatDoNotSayWhatTheyWatch(t *testing.T) {
 	}
 	wantRoot(t, rep, finalizev1alpha1.ReasonUnknown, finalizev1alpha1.Subject{Kind: "Controller", Name: "queue-operator"}, obj)
 
-	operator(t, apps, "queue-operator", 1, 1, "queues.tenants.example.com", []string{"widgets"}, []string{"get", "list", "watch", "patch", "update"})
+	operator(t, apps, "queue-operator", 1, 1, "queues.tenants.example.com", []string{"widgets"}, may)
 	rep = diagnose(t, cp, 0)
 	wantCause(t, rep, obj, finalizev1alpha1.ReasonProgressing, "queue-operator runs (its Deployment "+apps+"/queue-operator has 1/1 ready replicas")
 }
