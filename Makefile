@@ -152,7 +152,7 @@ test-bench-short: ## Short fixed-size runs of the benchmarks (3,000 objects, 20 
 	go test -run '^$$' -bench . -benchtime 1x ./pkg/...
 
 FUZZTIME ?= 10s
-FUZZERS   = ./pkg/owner:FuzzWriters ./pkg/policy:FuzzDecodeAndCompile ./pkg/provider:FuzzURLTemplate \
+FUZZERS   = ./pkg/owner:FuzzWriters ./pkg/owner:FuzzSlimFields ./pkg/owner:FuzzControllerWrites ./pkg/policy:FuzzDecodeAndCompile ./pkg/provider:FuzzURLTemplate \
             ./pkg/provider:FuzzExecDecode ./pkg/doctor:FuzzGroupVersionsIn
 
 # FUZZCACHE, when set, is the fuzz cache the runs start from and add to, in place of Go's

@@ -90,14 +90,33 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error
 		waits:  map[types.UID][]*kube.Object{},
 	}
 	leaves := map[types.UID][]*rootSpec{}
+	// Thousands of objects held by one dead operator name one root cause, said the same
+	// way: each is kept once until the roots are gathered (#36).
+	shared := map[rootSpec]*rootSpec{}
+	// Their causes often say the same of each (the next step names the object): one
+	// copy of each message.
+	said := map[string]string{}
 	for _, o := range res.Objects {
 		findings := dg.diagnose(o)
-		rep.causes[o.Meta.UID] = merge(findings)
+		c := merge(findings)
+		if m, ok := said[c.Message]; ok {
+			c.Message = m
+		} else {
+			said[c.Message] = c.Message
+		}
+		rep.causes[o.Meta.UID] = c
 		for _, fd := range findings {
 			if fd.root != nil {
-				leaves[o.Meta.UID] = append(leaves[o.Meta.UID], fd.root)
+				spec, ok := shared[*fd.root]
+				if !ok {
+					spec = fd.root
+					shared[*spec] = spec
+				}
+				leaves[o.Meta.UID] = append(leaves[o.Meta.UID], spec)
 			}
-			rep.waits[o.Meta.UID] = append(rep.waits[o.Meta.UID], fd.waitsOn...)
+			if len(fd.waitsOn) > 0 {
+				rep.waits[o.Meta.UID] = append(rep.waits[o.Meta.UID], fd.waitsOn...)
+			}
 		}
 	}
 	rep.gatherRoots(leaves)
@@ -304,7 +323,6 @@ func (rep *Report) Diagnosis(target *kube.Object) *finalizev1alpha1.Diagnosis {
 	out := &finalizev1alpha1.Diagnosis{
 		TypeMeta:   metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "Diagnosis"},
 		RootCauses: []finalizev1alpha1.RootCause{},
-		Items:      []finalizev1alpha1.StuckObject{},
 		Incomplete: append([]finalizev1alpha1.IncompleteResource{}, rep.Result.Incomplete...),
 	}
 	objs := rep.Result.Objects
@@ -315,6 +333,7 @@ func (rep *Report) Diagnosis(target *kube.Object) *finalizev1alpha1.Diagnosis {
 		objs = rep.closure(target)
 		roots = rep.roots[target.Meta.UID]
 	}
+	out.Items = make([]finalizev1alpha1.StuckObject, 0, len(objs)+len(rep.Result.Unreadable))
 	for _, o := range objs {
 		so := o.Stuck(rep.Result.Now)
 		so.Cause = rep.causes[o.Meta.UID]

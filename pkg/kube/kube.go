@@ -77,11 +77,11 @@ func (o *Object) Stuck(now time.Time) finalizev1alpha1.StuckObject {
 }
 
 // NewObject copies what is kept of a stuck object (ns is set for a namespace), so the
-// page of a list it came from can be freed. The last-applied-configuration annotation,
-// which can hold a whole copy of the object, is not kept: this is metadata.
+// page of a list it came from can be freed: its metadata slimmed (slimMeta). For a
+// namespace, the namespace too, without the last-applied-configuration annotation, which
+// can hold a whole copy of it.
 func NewObject(r Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace) *Object {
-	o := &Object{Resource: r, Meta: *meta.DeepCopy()}
-	delete(o.Meta.Annotations, corev1.LastAppliedConfigAnnotation)
+	o := &Object{Resource: r, Meta: slimMeta(meta)}
 	for _, f := range o.Meta.Finalizers {
 		o.Finalizers = append(o.Finalizers, finalizev1alpha1.Finalizer{Name: f, Field: finalizev1alpha1.FieldMetadataFinalizers})
 	}

@@ -26,50 +26,65 @@ func holdsEncoded(raw []byte, path [][]byte, key []byte) (held, sure bool) {
 // space after it; anything malformed in it is no member. sure is false when a key of the
 // object is written with escapes.
 func member(raw, encoded []byte) (value []byte, found, sure bool) {
+	ok, sure := members(raw, func(k, v []byte) bool {
+		if bytes.IndexByte(k, '\\') >= 0 && !bytes.Equal(k, encoded) {
+			// Escapes the encoding does not share: only a decoder can tell.
+			return false
+		}
+		if bytes.Equal(k, encoded) {
+			value, found = v, true
+		}
+		return true
+	})
+	if !ok || !sure {
+		return nil, false, sure
+	}
+	return value, found, true
+}
+
+// members calls fn with the key (as written, quotes included) and the value of each
+// member of the JSON object raw, in order, and says whether raw is one well-formed object
+// with nothing but white space after it (ok). fn returns false to give up: sure is then
+// false, as fn cannot tell (a key written with escapes). What fn was told of a malformed
+// object must be forgotten.
+func members(raw []byte, fn func(key, value []byte) bool) (ok, sure bool) {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
-		return nil, false, true
+		return false, true
 	}
 	i = skipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
-		return nil, false, true
+		return skipSpace(raw, i+1) == len(raw), true
 	}
 	for i < len(raw) {
 		end, ok := skipString(raw, i)
 		if !ok {
-			return nil, false, true
+			return false, true
 		}
 		k := raw[i:end]
-		if bytes.IndexByte(k, '\\') >= 0 && !bytes.Equal(k, encoded) {
-			// Escapes the encoding does not share: only a decoder can tell.
-			return nil, false, false
-		}
 		i = skipSpace(raw, end)
 		if i >= len(raw) || raw[i] != ':' {
-			return nil, false, true
+			return false, true
 		}
 		i = skipSpace(raw, i+1)
 		vend, ok := skipValue(raw, i)
 		if !ok {
-			return nil, false, true
+			return false, true
 		}
-		if bytes.Equal(k, encoded) {
-			value, found = raw[i:vend], true
+		if !fn(k, raw[i:vend]) {
+			return false, false
 		}
 		i = skipSpace(raw, vend)
 		switch {
 		case i < len(raw) && raw[i] == ',':
 			i = skipSpace(raw, i+1)
 		case i < len(raw) && raw[i] == '}':
-			if skipSpace(raw, i+1) != len(raw) {
-				return nil, false, true // something after the object
-			}
-			return value, found, true
+			return skipSpace(raw, i+1) == len(raw), true
 		default:
-			return nil, false, true
+			return false, true
 		}
 	}
-	return nil, false, true
+	return false, true
 }
 
 func skipSpace(raw []byte, i int) int {

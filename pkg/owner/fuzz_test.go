@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
 )
 
 // FuzzWriters parses arbitrary managedFields and checks that the fast path (entries that
@@ -53,4 +55,56 @@ func pathOf(field string) []string {
 		path = append(path, "f:"+p)
 	}
 	return path
+}
+
+// FuzzSlimFields: a stuck object keeps each managedFields entry's fields slimmed
+// (kube.SlimFields, #36). Every question the diagnosis asks of them (who wrote a
+// finalizer; whether a manager's writes are a controller's) is answered as by the
+// fields the API server sent.
+func FuzzSlimFields(f *testing.F) {
+	f.Add(`{"f:data":{".":{},"f:config":{}},"f:metadata":{"f:annotations":{".":{},"f:a":{}},"f:finalizers":{".":{},"v:\"x\"":{}},"f:labels":{"f:b":{}}}}`, "x")
+	f.Add(`{"f:spec":{".":{},"f:finalizers":{"v:\"kubernetes\"":{}}}}`, "kubernetes")
+	f.Add(`{"f:spec":{"f:finalizers":{"v:\"kubernetes\"":{}},"f:replicas":{}},"f:status":{"f:phase":{}}}`, "kubernetes")
+	f.Add(`{"f:metadata":{"f:finalizers":{"v:\"x\"":{}}},"f:metadata":{}}`, "x")
+	f.Add(`{"f:\u006detadata":{"f:finalizers":{"v:\"x\"":{}}}}`, "x")
+	f.Add(`{"f:metadata":null,"f:spec":5}`, "x")
+	f.Add(`{"f:metadata":{"f:finalizers":{"v:\"<&>\"":{}}}}`, "<&>")
+	f.Add(`{"f:metadata":`, "x")
+	f.Add(`null`, "x")
+	f.Add(`[]`, "x")
+	f.Fuzz(func(t *testing.T, raw, name string) {
+		entry := func(fields []byte) []metav1.ManagedFieldsEntry {
+			return []metav1.ManagedFieldsEntry{{Manager: "fuzzed", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(string(fields))}}
+		}
+		full, slim := entry([]byte(raw)), entry(kube.SlimFields([]byte(raw)))
+		for _, field := range []string{"metadata.finalizers", "spec.finalizers"} {
+			if got, want := Writers(slim, field, name), Writers(full, field, name); !slices.Equal(got, want) {
+				t.Errorf("Writers(%s, %q) of %q slimmed to %q: %v, want %v", field, name, raw, slim[0].FieldsV1.GetRawString(), got, want)
+			}
+		}
+		if got, want := Reconciles(slim, "fuzzed"), Reconciles(full, "fuzzed"); got != want {
+			t.Errorf("Reconciles of %q slimmed to %q: %v, want %v", raw, slim[0].FieldsV1.GetRawString(), got, want)
+		}
+	})
+}
+
+// FuzzControllerWrites: the walk of an entry's bytes (controllerWrites) answers as the
+// decoder does, whatever the bytes.
+func FuzzControllerWrites(f *testing.F) {
+	f.Add(`{"f:metadata":{"f:finalizers":{"v:\"x\"":{}}}}`)
+	f.Add(`{"f:spec":{".":{},"f:finalizers":{}},"f:status":{}}`)
+	f.Add(`{"f:spec":{"f:replicas":{}},"f:spec":{"f:finalizers":{}}}`)
+	f.Add(`{"f:spec":null}`)
+	f.Add(`{"f:status":{},"f:spec":5}`)
+	f.Add(`{"f:\u0073tatus":{}}`)
+	f.Add(`{"f:data":{}}x`)
+	f.Add(`null`)
+	f.Add(`{}`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		status, content, ok := controllerWrites([]byte(raw))
+		wantStatus, wantContent, wantOK := controllerWritesDecoded([]byte(raw))
+		if ok != wantOK || (ok && (status != wantStatus || (!status && content != wantContent))) {
+			t.Errorf("controllerWrites(%q) = %v %v %v, the decoder says %v %v %v", raw, status, content, ok, wantStatus, wantContent, wantOK)
+		}
+	})
 }

@@ -114,7 +114,7 @@ func (f *PrintFlags) ToPrinter() (printers.ResourcePrinter, error) {
 	}
 	switch format {
 	case "json":
-		return &printers.JSONPrinter{}, nil
+		return &jsonPrinter{}, nil
 	case "yaml":
 		return &printers.YAMLPrinter{}, nil
 	}

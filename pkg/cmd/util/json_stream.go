@@ -1,0 +1,89 @@
+package util
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/printers"
+)
+
+// jsonPrinter is -o json: what printers.JSONPrinter writes, byte for byte, but a list's
+// items are encoded and written one at a time. JSONPrinter encodes the whole object into
+// one buffer and indents it into a second: for ten thousand stuck objects, two buffers of
+// tens of megabytes on top of the objects themselves (#36).
+type jsonPrinter struct{ printers.JSONPrinter }
+
+// itemsMarker is how JSONPrinter's indentation writes an empty items field of the
+// top-level object: at four spaces, a key no nested object's can be at.
+const itemsMarker = "\n    \"items\": []"
+
+// itemsIndent is the prefix of each item's lines.
+const itemsIndent = "        "
+
+// PrintObj writes obj as JSONPrinter does. A pointer to a struct with a non-empty slice
+// field named items in JSON (without omitempty) is streamed: its other fields are
+// encoded once, with items empty, and each item is written in its place; anything else
+// is JSONPrinter's.
+func (p *jsonPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct || obj.GetObjectKind().GroupVersionKind().Empty() {
+		return p.JSONPrinter.PrintObj(obj, w)
+	}
+	st := v.Elem()
+	field, ok := itemsField(st.Type())
+	if !ok || st.Field(field).Len() == 0 {
+		return p.JSONPrinter.PrintObj(obj, w)
+	}
+	items := st.Field(field)
+	shell := reflect.New(st.Type()).Elem()
+	shell.Set(st)
+	shell.Field(field).Set(reflect.MakeSlice(items.Type(), 0, 0))
+	head, err := json.MarshalIndent(shell.Addr().Interface(), "", "    ")
+	if err != nil {
+		return err
+	}
+	at := bytes.Index(head, []byte(itemsMarker))
+	if at < 0 || bytes.Contains(head[at+len(itemsMarker):], []byte(itemsMarker)) {
+		return p.JSONPrinter.PrintObj(obj, w)
+	}
+	// A failed write is kept by bw, and returned by the Flush at the end.
+	bw := bufio.NewWriterSize(w, 64<<10)
+	_, _ = bw.Write(head[:at])
+	_, _ = bw.WriteString("\n    \"items\": [\n")
+	for i := range items.Len() {
+		// Each item as an element of the slice is: addressable, so methods of its
+		// pointer apply.
+		b, err := json.MarshalIndent(items.Index(i).Addr().Interface(), itemsIndent, "    ")
+		if err != nil {
+			return err
+		}
+		_, _ = bw.WriteString(itemsIndent)
+		_, _ = bw.Write(b)
+		if i < items.Len()-1 {
+			_ = bw.WriteByte(',')
+		}
+		_ = bw.WriteByte('\n')
+	}
+	_, _ = bw.WriteString("    ]")
+	_, _ = bw.Write(head[at+len(itemsMarker):])
+	_ = bw.WriteByte('\n')
+	return bw.Flush()
+}
+
+// itemsField is the index of t's exported slice field whose JSON name is items, without
+// omitempty.
+func itemsField(t reflect.Type) (int, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "items" && f.IsExported() && f.Type.Kind() == reflect.Slice && !strings.Contains(opts, "omitempty") {
+			return i, true
+		}
+	}
+	return 0, false
+}
