@@ -6,6 +6,8 @@ import (
 	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/fieldsv1"
 )
 
 // slimMeta is what a stuck object keeps of its metadata: everything the diagnosis, the
@@ -85,11 +87,84 @@ var keptFields = map[string]map[string]bool{
 	"f:spec":     {"f:finalizers": true, ".": true}, // a namespace's own finalizers
 }
 
+// keptEncoded is keptFields with keys as JSON writes them.
+var keptEncoded = map[string]map[string]bool{
+	`"f:metadata"`: {`"f:finalizers"`: true},
+	`"f:spec"`:     {`"f:finalizers"`: true, `"."`: true},
+}
+
 // SlimFields cuts an entry's fieldsV1 to what the diagnosis reads of it (keptFields):
 // each top-level field's name, the names of spec's fields, and the finalizers whole.
 // Every question owner.Writers and owner.Reconciles ask of it is answered as by raw
-// (FuzzSlimFields). Malformed JSON is kept as it is, to be found malformed where read.
+// (FuzzSlimFields). It walks the bytes, copying what it keeps as written (members of
+// one name twice stay twice: the last counts, where it is read); a key written with
+// escapes is left to a decoder (slimFieldsDecoded). Malformed JSON is kept as it is, to
+// be found malformed where read.
 func SlimFields(raw []byte) []byte {
+	out := make([]byte, 0, len(raw))
+	out = append(out, '{')
+	sep := false
+	ok, sure := fieldsv1.Members(raw, func(k, v []byte) bool {
+		if bytes.IndexByte(k, '\\') >= 0 {
+			return false
+		}
+		if sep {
+			out = append(out, ',')
+		}
+		sep = true
+		out = append(out, k...)
+		out = append(out, ':')
+		kept, inner := keptEncoded[string(k)]
+		if !inner {
+			out = append(out, "{}"...)
+			return true
+		}
+		start := len(out)
+		out = append(out, '{')
+		isep := false
+		iok, isure := fieldsv1.Members(v, func(ik, iv []byte) bool {
+			if bytes.IndexByte(ik, '\\') >= 0 {
+				return false
+			}
+			var value []byte
+			switch {
+			case kept[string(ik)]:
+				value = iv
+			case string(k) == `"f:spec"`:
+				value = []byte("{}")
+			default:
+				return true
+			}
+			if isep {
+				out = append(out, ',')
+			}
+			isep = true
+			out = append(out, ik...)
+			out = append(out, ':')
+			out = append(out, value...)
+			return true
+		})
+		switch {
+		case !isure:
+			return false
+		case !iok: // a value, not an object (null): as it was
+			out = append(out[:start], v...)
+		default:
+			out = append(out, '}')
+		}
+		return true
+	})
+	switch {
+	case !sure:
+		return slimFieldsDecoded(raw)
+	case !ok:
+		return bytes.Clone(raw)
+	}
+	return bytes.Clone(append(out, '}')) // no more than it holds
+}
+
+// slimFieldsDecoded is SlimFields by decoding, for keys written with escapes.
+func slimFieldsDecoded(raw []byte) []byte {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(raw, &top) != nil || top == nil {
 		return bytes.Clone(raw)

@@ -58,11 +58,14 @@ func (e *Entry) WorkloadNames() []string {
 type Catalog struct {
 	exact map[string]*Entry
 	globs []*Entry
+	// byProject holds the exact entries by projectOf their name: the candidates of
+	// Resembling, which runs for every finalizer of every stuck object.
+	byProject map[string][]*Entry
 }
 
 // newCatalog builds a catalogue. Duplicate exact names are an error.
 func newCatalog(entries []Entry) (*Catalog, error) {
-	c := &Catalog{exact: map[string]*Entry{}}
+	c := &Catalog{exact: map[string]*Entry{}, byProject: map[string][]*Entry{}}
 	for i := range entries {
 		e := entries[i]
 		p, err := glob.Compile(e.Finalizer)
@@ -75,6 +78,9 @@ func newCatalog(entries []Entry) (*Catalog, error) {
 				return nil, fmt.Errorf("catalogue entry %q is listed twice", e.Finalizer)
 			}
 			c.exact[e.Finalizer] = &e
+			if project := projectOf(e.Finalizer); project != "" {
+				c.byProject[project] = append(c.byProject[project], &e)
+			}
 			continue
 		}
 		c.globs = append(c.globs, &e)

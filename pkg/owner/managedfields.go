@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/fieldsv1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/glob"
 )
 
@@ -178,12 +179,12 @@ func Reconciles(managed []metav1.ManagedFieldsEntry, w string) bool {
 
 // controllerWrites reads one entry's fields for Reconciles: whether they hold the
 // object's status, or content beyond its metadata; ok is false when they are malformed.
-// It walks the bytes (members), allocating nothing: a scan of 10,000 stuck objects
+// It walks the bytes (fieldsv1.Members), allocating nothing: a scan of 10,000 stuck objects
 // decoded 26 MB of maps here (#36). A key written with escapes is left to the decoder
 // (controllerWritesDecoded), which answers every input alike (FuzzControllerWrites).
 func controllerWrites(raw []byte) (status, content, ok bool) {
 	var spec []byte
-	ok, sure := members(raw, func(k, v []byte) bool {
+	ok, sure := fieldsv1.Members(raw, func(k, v []byte) bool {
 		if bytes.IndexByte(k, '\\') >= 0 {
 			return false
 		}
@@ -208,7 +209,7 @@ func controllerWrites(raw []byte) (status, content, ok bool) {
 		return status, content, true
 	}
 	// A namespace's own finalizers are in its spec.
-	ok, sure = members(spec, func(k, _ []byte) bool {
+	ok, sure = fieldsv1.Members(spec, func(k, _ []byte) bool {
 		if bytes.IndexByte(k, '\\') >= 0 {
 			return false
 		}

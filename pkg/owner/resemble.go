@@ -18,10 +18,8 @@ func (c *Catalog) Resembling(finalizer string) (*Entry, int) {
 	}
 	var best *Entry
 	bestD := 0
-	for name, e := range c.exact {
-		if projectOf(name) != project {
-			continue
-		}
+	for _, e := range c.byProject[project] {
+		name := e.Finalizer
 		limit := min(2, len(name)/10)
 		d := editDistance(finalizer, name, limit)
 		if d == 0 || d > limit {

@@ -29,14 +29,15 @@ import (
 )
 
 var (
-	objects   = flag.Int("bench.objects", seed.DefaultProfile.Objects, "objects in the seeded cluster")
-	crds      = flag.Int("bench.crds", seed.DefaultProfile.CRDs, "custom resource types in the seeded cluster")
-	maxCR     = flag.Int("bench.cr-bytes", 50<<10, "largest custom resource payload, in bytes")
-	minCR     = flag.Int("bench.cr-min-bytes", 1<<10, "smallest custom resource payload, in bytes (sizes are log-uniform in between)")
-	overdue   = flag.Int("bench.overdue-pods", 0, "pods whose deletion waits for the kubelet of a node that does not exist, one per namespace in turn; scan and doctor then run with --pod-grace-margin 1s")
-	profiles  = flag.String("bench.profile-dir", "", "if set, scan and doctor write the allocations of their last run there (--profile allocs): VARIANT.pprof, for go tool pprof -sample_index=alloc_space")
-	pluginEnv = flag.String("bench.plugin-env", "", "environment variables for scan and doctor, comma-separated (GOGC=50,GODEBUG=gctrace=1); with -bench.profile-dir their stderr is kept there too, as VARIANT.stderr")
-	variants  = flag.String("bench.variants", "floor,scan,doctor,shell,floor-nolimit,scan-nolimit,doctor-nolimit", "the variants to run, comma-separated (the floor is always run)")
+	objects     = flag.Int("bench.objects", seed.DefaultProfile.Objects, "objects in the seeded cluster")
+	crds        = flag.Int("bench.crds", seed.DefaultProfile.CRDs, "custom resource types in the seeded cluster")
+	maxCR       = flag.Int("bench.cr-bytes", 50<<10, "largest custom resource payload, in bytes")
+	minCR       = flag.Int("bench.cr-min-bytes", 1<<10, "smallest custom resource payload, in bytes (sizes are log-uniform in between)")
+	overdue     = flag.Int("bench.overdue-pods", 0, "pods whose deletion waits for the kubelet of a node that does not exist, one per namespace in turn; scan and doctor then run with --pod-grace-margin 1s")
+	profiles    = flag.String("bench.profile-dir", "", "if set, scan and doctor write a profile of their last run there (--profile, see -bench.profile): VARIANT.pprof")
+	profileKind = flag.String("bench.profile", "allocs", "the profile -bench.profile-dir keeps: allocs (go tool pprof -sample_index=alloc_space), heap or cpu")
+	pluginEnv   = flag.String("bench.plugin-env", "", "environment variables for scan and doctor, comma-separated (GOGC=50,GODEBUG=gctrace=1); with -bench.profile-dir their stderr is kept there too, as VARIANT.stderr")
+	variants    = flag.String("bench.variants", "floor,scan,doctor,shell,floor-nolimit,scan-nolimit,doctor-nolimit", "the variants to run, comma-separated (the floor is always run)")
 )
 
 // TestMain runs the benchmarks and then prints the side-by-side table.
@@ -253,7 +254,7 @@ func (e *benchEnv) run(b *testing.B, v string) measured {
 	cmd := e.command(v)
 	plugin := strings.HasPrefix(v, "scan") || strings.HasPrefix(v, "doctor")
 	if *profiles != "" && plugin {
-		cmd.Args = append(cmd.Args, "--profile", "allocs", "--profile-output", filepath.Join(*profiles, v+".pprof"))
+		cmd.Args = append(cmd.Args, "--profile", *profileKind, "--profile-output", filepath.Join(*profiles, v+".pprof"))
 	}
 	if *pluginEnv != "" && plugin {
 		cmd.Env = append(os.Environ(), strings.Split(*pluginEnv, ",")...)
