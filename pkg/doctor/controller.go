@@ -243,7 +243,7 @@ func (d *diagnoser) remover(o *kube.Object, fin finalizev1alpha1.Finalizer, idp 
 		return rooted(finalizev1alpha1.ReasonUnknown, controllerSubject(id.Who), m,
 			fmt.Sprintf("find which install of %s watches namespace %s (its settings: %s; or the logs of each: %s) and check that it runs; if none does and none will, check that %s, then: %s",
 				id.Who, o.Meta.Namespace, specsOf(maybe), logsOf(maybe, now.Sub(deleted)), guards, removeCmd),
-			fmt.Sprintf("whether %s runs for the objects it holds cannot be told: it is installed in several namespaces", id.Who))
+			fmt.Sprintf("whether %s runs for the objects it holds cannot be told: the workloads found do not say which namespaces they watch, and it may have more than one install", id.Who))
 	}
 	// Never claim absence from a partial look: a workload kind that could not be read may
 	// hold the controller, running.
