@@ -53,7 +53,10 @@ func Members(raw []byte, fn func(key, value []byte) bool) (ok, sure bool) {
 			return false, true
 		}
 		i = skipSpace(raw, i+1)
-		vend, ok := skipValue(raw, i)
+		vend, ok := skipValue(raw, i, 1)
+		if vend == tooDeep {
+			return false, false
+		}
 		if !ok {
 			return false, true
 		}
@@ -120,9 +123,18 @@ func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' ||
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// skipValue returns the end of the JSON value that starts at i: a string, an object or an
-// array (whose members it checks as it goes), true, false, null or a number.
-func skipValue(raw []byte, i int) (int, bool) {
+// maxDepth is how deep in the object it walks containers may nest: real fieldsV1 nests a
+// few dozen levels. Deeper, it is not sure (Members), and a decoder decides, which
+// refuses more than 10,000 levels: the walk never says well-formed what it refuses.
+const maxDepth = 1000
+
+// tooDeep is the end skipValue returns for containers nested deeper than maxDepth.
+const tooDeep = -1
+
+// skipValue returns the end of the JSON value that starts at i, depth containers deep: a
+// string, an object or an array (whose members it checks as it goes), true, false, null
+// or a number; tooDeep past maxDepth.
+func skipValue(raw []byte, i, depth int) (int, bool) {
 	if i >= len(raw) {
 		return 0, false
 	}
@@ -130,6 +142,9 @@ func skipValue(raw []byte, i int) (int, bool) {
 	case c == '"':
 		return skipString(raw, i)
 	case c == '{' || c == '[':
+		if depth >= maxDepth {
+			return tooDeep, false
+		}
 		closing, object := byte('}'), c == '{'
 		if !object {
 			closing = ']'
@@ -150,9 +165,9 @@ func skipValue(raw []byte, i int) (int, bool) {
 				}
 				i = skipSpace(raw, i+1)
 			}
-			end, ok := skipValue(raw, i)
+			end, ok := skipValue(raw, i, depth+1)
 			if !ok {
-				return 0, false
+				return end, false // tooDeep stays so
 			}
 			i = skipSpace(raw, end)
 			switch {

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,9 @@ func TestSlimFields(t *testing.T) {
 		{` { "f:metadata" : { "f:labels" : { } } } `, `{"f:metadata":{}}`},
 		{`{"f:metadata":`, `{"f:metadata":`},
 		{`{"f:\u006detadata":{"f:finalizers":{"v:\"x\"":{}},"f:labels":{}}}`, `{"f:metadata":{"f:finalizers":{"v:\"x\"":{}}}}`},
+		// Deeper than a decoder reads: kept as it is, to be found malformed where read.
+		{`{"f:metadata":{"f:labels":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}}`,
+			`{"f:metadata":{"f:labels":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}}`},
 	} {
 		if got := string(SlimFields([]byte(tc.raw))); got != tc.want {
 			t.Errorf("SlimFields(%s) = %s, want %s", tc.raw, got, tc.want)

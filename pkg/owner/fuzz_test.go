@@ -17,6 +17,10 @@ import (
 func FuzzWriters(f *testing.F) {
 	f.Add(`{"f:metadata":{"f:finalizers":{".":{},"v:\"db.example.com/finalizer\"":{}}}}`, "db.example.com/finalizer")
 	f.Add(`{"f:metadata":{"f:finalizers":{"v:\"a\\u002fb\"":{}}}}`, "a/b")
+	// The same name written with escapes a plain name does not need.
+	f.Add(`{"f:metadata":{"f:finalizers":{"v:\"a\u002fb\"":{}}}}`, "a/b")
+	f.Add(`{"f:metadata":{"f:finalizers":{"v:\"a\/b\"":{}}}}`, "a/b")
+	f.Add(`{"f:metadata":{"f:finalizers":{"v:\u0022a/b\u0022":{}}}}`, "a/b")
 	f.Add(`{"f:spec":{"f:finalizers":{"v:\"kubernetes\"":{}}}}`, "kubernetes")
 	f.Add(`{"f:metadata":`, "x")
 	f.Add(`{"f:metadata":{"f:labels":{"f:v:\"x\"":{}},"f:finalizers":{"v:\"x\"":{}}}}`, "x")

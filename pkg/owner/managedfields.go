@@ -88,7 +88,9 @@ func Writers(managed []metav1.ManagedFieldsEntry, field, name string) []string {
 			continue
 		}
 		raw := e.FieldsV1.GetRawBytes()
-		if needle != nil && !bytes.Contains(raw, needle) {
+		// A key may be written with escapes a plain name does not need (\/, \u002f):
+		// such fields are parsed.
+		if needle != nil && !bytes.Contains(raw, needle) && !bytes.Contains(raw, []byte(`\u`)) && !bytes.Contains(raw, []byte(`\/`)) {
 			continue
 		}
 		held, sure := false, false

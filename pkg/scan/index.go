@@ -2,6 +2,7 @@ package scan
 
 import (
 	"bytes"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,11 +94,21 @@ func pendingWorthKeeping(finalizers []string) bool {
 }
 
 // slimForPending keeps of an object's metadata what names it and what tells who wrote and
-// who removes its finalizers: the managedFields entries that hold finalizers or status.
+// who removes its finalizers: every managedFields entry of a manager that has one that
+// holds finalizers or status (whether a manager's writes are a controller's is read from
+// all of its entries: owner.Reconciles).
 func slimForPending(meta *metav1.ObjectMeta) *metav1.ObjectMeta {
 	slim := &metav1.ObjectMeta{Namespace: meta.Namespace, Name: meta.Name, UID: meta.UID, Finalizers: meta.Finalizers}
+	var managers []string
 	for _, e := range meta.ManagedFields {
 		if e.Subresource == "status" || (e.FieldsV1 != nil && bytes.Contains(e.FieldsV1.GetRawBytes(), []byte(`"f:finalizers"`))) {
+			if !slices.Contains(managers, e.Manager) {
+				managers = append(managers, e.Manager)
+			}
+		}
+	}
+	for _, e := range meta.ManagedFields {
+		if slices.Contains(managers, e.Manager) {
 			slim.ManagedFields = append(slim.ManagedFields, e)
 		}
 	}

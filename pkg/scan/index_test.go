@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/owner"
 )
 
 // A namespace being deleted keeps, of what it still holds, the objects not deleted yet
@@ -45,5 +46,18 @@ func TestTheObjectsWaitingBehindThePods(t *testing.T) {
 	}
 	if idx.Content["team-b"] != nil {
 		t.Errorf("a namespace not being deleted has content: %+v", idx.Content["team-b"])
+	}
+}
+
+// Of a pending object, every entry of a manager that wrote its finalizers is kept: one
+// that applied its spec too is no controller (owner.Reconciles), whatever entry says so.
+func TestAPendingObjectKeepsEveryEntryOfItsFinalizersWriters(t *testing.T) {
+	meta := &metav1.ObjectMeta{Name: "w", Finalizers: []string{"example.com/cleanup"}, ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: "argocd", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{"v:\"example.com/cleanup\"":{}}}}`)},
+		{Manager: "argocd", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)},
+		{Manager: "kubectl", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)}}}
+	slim := slimForPending(meta)
+	if len(slim.ManagedFields) != 2 || owner.Reconciles(slim.ManagedFields, "argocd") != owner.Reconciles(meta.ManagedFields, "argocd") {
+		t.Errorf("kept %+v: Reconciles %v, of all the entries %v", slim.ManagedFields, owner.Reconciles(slim.ManagedFields, "argocd"), owner.Reconciles(meta.ManagedFields, "argocd"))
 	}
 }
