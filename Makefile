@@ -115,7 +115,7 @@ BENCH_STUCK    ?= 0
 BENCH_OPERATORS ?= 20
 
 .PHONY: bench
-bench: bench-cluster bench-reconcile bench-go ## Every benchmark: the cluster (100k objects, 300 types), reconcile's removals per second, the hot paths.
+bench: bench-cluster bench-mass-stuck bench-reconcile bench-go ## Every benchmark: the cluster (100k objects, 300 types), the same with 10,000 stuck at once, reconcile's removals per second, the hot paths.
 
 .PHONY: bench-cluster
 bench-cluster: ## Seed a cluster and compare scan, doctor, the listing floor and the shell idiom side by side.
