@@ -153,11 +153,15 @@ func (r *run) failingConversions(namespaces []string) []finalizev1alpha1.Hazard 
 		crd := r.crdRef(gvr.Resource + "." + gvr.Group)
 		hz := finalizev1alpha1.Hazard{Reason: finalizev1alpha1.HazardConversionWebhookUnavailable, Cause: crd, Objects: []finalizev1alpha1.ObjectReference{}}
 		var stuck []string
+		converting := false
 		for i, n := range namespaces {
 			switch live := f.live[i]; {
-			case live.Failing:
+			case live.Failing || live.CacheDown:
+				// Refused because the type's watch cache cannot start while the webhook
+				// fails: the namespace controller's list is refused the same way now.
 				hz.Objects = append(hz.Objects, r.namespaceRef(n))
 				stuck = append(stuck, n)
+				converting = converting || live.Failing
 			case live.OK:
 				r.warnf("the conversion webhook of CRD %s fails, but a list of %s in namespace %s made now succeeds (%s): it does not block that namespace now; it will once the API server's watch cache of the type gives up",
 					crd.Name, gvr.Resource, n, scan.ListNowCommand(gvr, n))
@@ -175,8 +179,12 @@ func (r *run) failingConversions(namespaces []string) []finalizev1alpha1.Hazard 
 		case f.fail.URL != "":
 			via = " (" + f.fail.URL + ")"
 		}
-		hz.Message = fmt.Sprintf("the conversion webhook of CRD %s%s already fails: %s; a list of %s at %s in %s, made now as the namespace controller makes it (%s), fails with it, so the namespace controller cannot delete that content and the namespace stays Terminating until the webhook answers",
-			crd.Name, via, f.fail.Problem(), gvr.Resource, gvr.GroupVersion(), namespaceWords(stuck), scan.ListNowCommand(gvr, stuck[0]))
+		how := "fails with it"
+		if !converting {
+			how = fmt.Sprintf("fails: the API server refuses it (429 %q), as its watch cache of the type cannot start while the webhook fails", "storage is (re)initializing")
+		}
+		hz.Message = fmt.Sprintf("the conversion webhook of CRD %s%s already fails: %s; a list of %s at %s in %s, made now as the namespace controller makes it (%s), %s, so the namespace controller cannot delete that content and the namespace stays Terminating until the webhook answers",
+			crd.Name, via, f.fail.Problem(), gvr.Resource, gvr.GroupVersion(), namespaceWords(stuck), scan.ListNowCommand(gvr, stuck[0]), how)
 		hz.SafeOrder = append([]string{fmt.Sprintf("first make the conversion webhook of CRD %s answer (%s): the list above succeeds once it does",
 			crd.Name, f.fail.Problem())}, r.finalSteps()...)
 		out = append(out, hz)

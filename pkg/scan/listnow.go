@@ -3,8 +3,10 @@ package scan
 import (
 	"context"
 	"reflect"
+	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -17,8 +19,17 @@ type LiveList struct {
 	// Failing: the list failed with a conversion error (Err says it); OK: it succeeded.
 	// Neither: it could not be made (Err).
 	Failing, OK bool
-	Err         error
+	// CacheDown: the API server refused it with 429 "storage is (re)initializing": its
+	// watch cache of the type is not serving. For a type whose conversion webhook fails,
+	// that cache cannot start (its first list converts every object), and the namespace
+	// controller's list, which the cache serves, is refused the same way (Err says it).
+	CacheDown bool
+	Err       error
 }
+
+// cacheDownMessage is what the API server's storage layer says while the watch cache of
+// a type is not serving (k8s.io/apiserver storage errors, NewTooManyRequestsError).
+const cacheDownMessage = "storage is (re)initializing"
 
 // partialObjectMetadataList asks for a list's metadata only (the metadata client's
 // Accept header).
@@ -54,6 +65,8 @@ func ListNow(ctx context.Context, disc discovery.DiscoveryInterface, dyn dynamic
 		return LiveList{OK: true}
 	case len(ConversionFailures(err.Error())) > 0:
 		return LiveList{Failing: true, Err: err}
+	case apierrors.IsTooManyRequests(err) && strings.Contains(err.Error(), cacheDownMessage):
+		return LiveList{CacheDown: true, Err: err}
 	}
 	return LiveList{Err: err}
 }
