@@ -25,6 +25,7 @@ import (
 
 	"github.com/kubectl-finalize/kubectl-finalize/test/apiproxy"
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
+	"github.com/kubectl-finalize/kubectl-finalize/test/fakecloud"
 	"github.com/kubectl-finalize/kubectl-finalize/test/seed"
 )
 
@@ -37,7 +38,7 @@ var (
 	profiles    = flag.String("bench.profile-dir", "", "if set, scan and doctor write a profile of their last run there (--profile, see -bench.profile): VARIANT.pprof")
 	profileKind = flag.String("bench.profile", "allocs", "the profile -bench.profile-dir keeps: allocs (go tool pprof -sample_index=alloc_space), heap or cpu")
 	pluginEnv   = flag.String("bench.plugin-env", "", "environment variables for scan and doctor, comma-separated (GOGC=50,GODEBUG=gctrace=1); with -bench.profile-dir their stderr is kept there too, as VARIANT.stderr")
-	variants    = flag.String("bench.variants", "floor,scan,doctor,shell,floor-nolimit,scan-nolimit,doctor-nolimit", "the variants to run, comma-separated (the floor is always run)")
+	variants    = flag.String("bench.variants", "floor,scan,doctor,shell,floor-nolimit,scan-nolimit,doctor-nolimit", "the variants to run, comma-separated (the floor is always run); reconcile, with -bench.stuck, plans the removal of the mass-stuck objects (reconcile --once --dry-run)")
 )
 
 // TestMain runs the benchmarks and then prints the side-by-side table.
@@ -63,6 +64,9 @@ type benchEnv struct {
 	stats      seed.ScaleStats
 	results    map[string]measured
 	order      []string
+	// policy is the reconcile variant's, massStuck how many objects it matches.
+	policy    string
+	massStuck int
 }
 
 // measured is one variant, averaged over its runs.
@@ -126,6 +130,11 @@ func setup(b *testing.B) *benchEnv {
 			return
 		}
 		e.stats.Stuck += mass
+		if e.massStuck = mass; mass > 0 && slices.Contains(strings.Split(*variants, ","), "reconcile") {
+			if e.policy, envErr = massPolicy(e.dir, fakecloud.New(b), mass); envErr != nil {
+				return
+			}
+		}
 		if e.proxy, envErr = apiproxy.Start(e.cp.Config); envErr != nil {
 			return
 		}
@@ -164,6 +173,11 @@ func (e *benchEnv) command(v string) *exec.Cmd {
 		return exec.Command(e.plugin, append([]string{"scan", "-o", "json", "--kubeconfig", e.kubeconfig}, podMargin()...)...)
 	case "doctor":
 		return exec.Command(e.plugin, append([]string{"doctor", "-o", "json", "--kubeconfig", e.kubeconfig}, podMargin()...)...)
+	case "reconcile":
+		// The plan of every mass-stuck object, each verified (a GET of it, a request to
+		// the provider), nothing written; the client's rate is raised so that the GETs
+		// of ten thousand candidates do not set the pace.
+		return exec.Command(e.plugin, "reconcile", "--once", "--dry-run", "--policy", e.policy, "-o", "json", "--kubeconfig", e.kubeconfig, "--qps", "2000", "--burst", "4000")
 	// The same without client-side rate limiting: the API server sets the pace.
 	case "floor-nolimit":
 		return exec.Command(e.floor, "-kubeconfig", e.kubeconfig, "-qps", "-1")
@@ -194,6 +208,12 @@ func rows(v string, out []byte) (int64, error) {
 		}
 		err := json.Unmarshal(out, &list)
 		return int64(len(list.Items)), err
+	case "reconcile":
+		var rep struct {
+			Actions []json.RawMessage `json:"actions"`
+		}
+		err := json.Unmarshal(out, &rep)
+		return int64(len(rep.Actions)), err
 	default:
 		return int64(bytes.Count(out, []byte("\n"))), nil
 	}
@@ -204,8 +224,8 @@ func rows(v string, out []byte) (int64, error) {
 // bytes read and peak RSS; TestMain prints them side by side with the ratios.
 func BenchmarkCluster(b *testing.B) {
 	e := setup(b)
-	for _, v := range []string{"floor", "scan", "doctor", "shell", "floor-nolimit", "scan-nolimit", "doctor-nolimit"} {
-		if v != "floor" && !slices.Contains(strings.Split(*variants, ","), v) {
+	for _, v := range []string{"floor", "scan", "doctor", "reconcile", "shell", "floor-nolimit", "scan-nolimit", "doctor-nolimit"} {
+		if v != "floor" && !slices.Contains(strings.Split(*variants, ","), v) || v == "reconcile" && e.policy == "" {
 			continue
 		}
 		b.Run(v, func(b *testing.B) {
@@ -252,7 +272,7 @@ func BenchmarkCluster(b *testing.B) {
 func (e *benchEnv) run(b *testing.B, v string) measured {
 	b.Helper()
 	cmd := e.command(v)
-	plugin := strings.HasPrefix(v, "scan") || strings.HasPrefix(v, "doctor")
+	plugin := strings.HasPrefix(v, "scan") || strings.HasPrefix(v, "doctor") || v == "reconcile"
 	if *profiles != "" && plugin {
 		cmd.Args = append(cmd.Args, "--profile", *profileKind, "--profile-output", filepath.Join(*profiles, v+".pprof"))
 	}
@@ -287,7 +307,11 @@ func (e *benchEnv) run(b *testing.B, v string) measured {
 	if err != nil {
 		b.Fatalf("%s: reading its output: %v", v, err)
 	}
-	if n < int64(e.stats.Stuck) {
+	want := int64(e.stats.Stuck)
+	if v == "reconcile" {
+		want = int64(e.massStuck) // its rule matches those alone
+	}
+	if n < want {
 		b.Fatalf("%s found %d stuck objects, %d were seeded\n%s", v, n, e.stats.Stuck, errOut.String())
 	}
 	m := measured{seconds: elapsed.Seconds(), requests: c.Requests, bytes: c.Bytes, lists: c.Lists, unpaged: c.Unpaged,
