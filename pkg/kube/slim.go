@@ -108,12 +108,7 @@ func SlimFields(raw []byte) []byte {
 		if bytes.IndexByte(k, '\\') >= 0 {
 			return false
 		}
-		if sep {
-			out = append(out, ',')
-		}
-		sep = true
-		out = append(out, k...)
-		out = append(out, ':')
+		out, sep = appendKey(out, sep, k), true
 		kept, inner := keptEncoded[string(k)]
 		if !inner {
 			out = append(out, "{}"...)
@@ -135,12 +130,7 @@ func SlimFields(raw []byte) []byte {
 			default:
 				return true
 			}
-			if isep {
-				out = append(out, ',')
-			}
-			isep = true
-			out = append(out, ik...)
-			out = append(out, ':')
+			out, isep = appendKey(out, isep, ik), true
 			out = append(out, value...)
 			return true
 		})
@@ -161,6 +151,16 @@ func SlimFields(raw []byte) []byte {
 		return bytes.Clone(raw)
 	}
 	return bytes.Clone(append(out, '}')) // no more than it holds
+}
+
+// appendKey appends a member's key, as written, and its colon to an object being
+// written, after a comma when a member came before (sep).
+func appendKey(out []byte, sep bool, key []byte) []byte {
+	if sep {
+		out = append(out, ',')
+	}
+	out = append(out, key...)
+	return append(out, ':')
 }
 
 // slimFieldsDecoded is SlimFields by decoding, for keys written with escapes.
