@@ -65,15 +65,14 @@ func (d *diagnoser) controller(o *kube.Object, fin finalizev1alpha1.Finalizer) f
 	id := controller.Identify(d.catalog, o, fin)
 	var others bystanders
 	fd := d.remover(o, fin, &id, &others)
-	decoys := others.decoys
 	if id.Manager == "" && id.Writer != "" && !owner.IsGenericManager(id.Writer) && fd.reason != finalizev1alpha1.ReasonUnknown {
 		fd.message += fmt.Sprintf("; %s wrote the finalizer, which only says who added it (an ApplicationSet, a GitOps applier, a restore or a copy adds finalizers it never removes): the catalogue names %s as its remover", id.Writer, id.Who)
 	}
 	if len(others.unproven) > 0 && fd.reason != finalizev1alpha1.ReasonUnknown {
 		fd.message += "; ready, but not proven to run for this object: " + strings.Join(others.unproven, "; ")
 	}
-	if len(decoys) > 0 {
-		fd.message += "; not running for this object: " + strings.Join(decoys, "; ")
+	if len(others.decoys) > 0 {
+		fd.message += "; not running for this object: " + strings.Join(others.decoys, "; ")
 		if fd.reason == finalizev1alpha1.ReasonControllerInactive {
 			// Its only ready workloads are scoped away: bringing it back is not the way.
 			where := "namespace " + o.Meta.Namespace
@@ -183,7 +182,6 @@ func (d *diagnoser) remover(o *kube.Object, fin finalizev1alpha1.Finalizer, idp 
 		}
 		running = append(running, w)
 	}
-	unproven := others.unproven
 	act := d.activity(o, &id)
 	window := d.progressWindow
 	recentObj := act.wroteObj && now.Sub(act.objLast) < window
@@ -235,8 +233,8 @@ func (d *diagnoser) remover(o *kube.Object, fin finalizev1alpha1.Finalizer, idp 
 	}
 	// Never claim absence when a ready copy may run for the object: its scope is not
 	// known, and neither is whether it is the remover here.
-	if len(unproven) > 0 {
-		m := fmt.Sprintf("%s is expected to remove %s, but whether it runs for this object cannot be told: %s", id.Who, fin.Name, strings.Join(unproven, "; "))
+	if len(others.unproven) > 0 {
+		m := fmt.Sprintf("%s is expected to remove %s, but whether it runs for this object cannot be told: %s", id.Who, fin.Name, strings.Join(others.unproven, "; "))
 		if lastNote != "" {
 			m += "; " + lastNote
 		}
@@ -368,13 +366,9 @@ func (d *diagnoser) idle(o *kube.Object, fin finalizev1alpha1.Finalizer, id *con
 	for _, c := range append(checks, notes...) {
 		msg += "; " + c
 	}
-	var steps []string
-	for _, w := range running {
-		steps = append(steps, w.LogsCommand(now.Sub(deleted)))
-	}
 	next := "find out why a running " + id.Who + " ignores it: "
-	if len(steps) > 0 {
-		next += "its logs (" + strings.Join(steps, "; ") + ")"
+	if len(running) > 0 {
+		next += "its logs (" + logsOf(running, now.Sub(deleted)) + ")"
 	} else {
 		next += "its logs"
 	}
