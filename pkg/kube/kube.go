@@ -79,18 +79,8 @@ func (o *Object) Stuck(now time.Time) finalizev1alpha1.StuckObject {
 // NewObject copies what is kept of a stuck object (ns is set for a namespace), so the
 // page of a list it came from can be freed: its metadata slimmed (slimMeta). For a
 // namespace, the namespace too, without the last-applied-configuration annotation, which
-// can hold a whole copy of it.
+// can hold a whole copy of it. A scan of many objects makes them with a Shared's
+// NewObject, which keeps what they repeat once.
 func NewObject(r Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace) *Object {
-	o := &Object{Resource: r, Meta: slimMeta(meta)}
-	for _, f := range o.Meta.Finalizers {
-		o.Finalizers = append(o.Finalizers, finalizev1alpha1.Finalizer{Name: f, Field: finalizev1alpha1.FieldMetadataFinalizers})
-	}
-	if ns != nil {
-		o.Namespace = ns.DeepCopy()
-		delete(o.Namespace.Annotations, corev1.LastAppliedConfigAnnotation)
-		for _, f := range ns.Spec.Finalizers {
-			o.Finalizers = append(o.Finalizers, finalizev1alpha1.Finalizer{Name: string(f), Field: finalizev1alpha1.FieldSpecFinalizers})
-		}
-	}
-	return o
+	return (*Shared)(nil).NewObject(r, meta, ns)
 }

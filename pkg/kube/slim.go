@@ -2,40 +2,146 @@ package kube
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"maps"
+	"slices"
+	"sync"
 	"unique"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/fieldsv1"
 )
+
+// Shared holds the values that the stuck objects of one scan have in common, so that
+// each is kept once: label sets (the objects of one release or tenant carry the same),
+// managedFields entries' slimmed fields (one operator writes the same fields on each of
+// its objects), and times (a mass deletion happens within a second). A nil *Shared
+// shares nothing. It lives as long as the scan that made it, not the process, so a
+// continuous reconcile does not accumulate what earlier passes saw. The values are
+// shared, and so are read-only: nothing writes a stuck object's metadata.
+type Shared struct {
+	mu     sync.Mutex
+	labels map[string]map[string]string
+	fields map[string]*metav1.FieldsV1
+	times  map[metav1.Time]*metav1.Time
+	key    []byte
+}
+
+// NewShared returns an empty Shared, for one scan.
+func NewShared() *Shared {
+	return &Shared{labels: map[string]map[string]string{}, fields: map[string]*metav1.FieldsV1{}, times: map[metav1.Time]*metav1.Time{}}
+}
+
+// NewObject is NewObject sharing what s holds.
+func (s *Shared) NewObject(r Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace) *Object {
+	o := &Object{Resource: r, Meta: s.slimMeta(meta)}
+	for _, f := range o.Meta.Finalizers {
+		o.Finalizers = append(o.Finalizers, finalizev1alpha1.Finalizer{Name: f, Field: finalizev1alpha1.FieldMetadataFinalizers})
+	}
+	if ns != nil {
+		o.Namespace = ns.DeepCopy()
+		delete(o.Namespace.Annotations, corev1.LastAppliedConfigAnnotation)
+		for _, f := range ns.Spec.Finalizers {
+			o.Finalizers = append(o.Finalizers, finalizev1alpha1.Finalizer{Name: string(f), Field: finalizev1alpha1.FieldSpecFinalizers})
+		}
+	}
+	return o
+}
+
+// labelSet returns the one copy of in's labels, their strings interned.
+func (s *Shared) labelSet(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	if s == nil {
+		return internLabels(in)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// The key: each label's key and value, length first, in key order.
+	s.key = s.key[:0]
+	for _, k := range slices.Sorted(maps.Keys(in)) {
+		s.key = binary.AppendUvarint(s.key, uint64(len(k)))
+		s.key = append(s.key, k...)
+		s.key = binary.AppendUvarint(s.key, uint64(len(in[k])))
+		s.key = append(s.key, in[k]...)
+	}
+	if l, ok := s.labels[string(s.key)]; ok {
+		return l
+	}
+	l := internLabels(in)
+	s.labels[string(s.key)] = l
+	return l
+}
+
+func internLabels(in map[string]string) map[string]string {
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[intern(k)] = intern(v)
+	}
+	return out
+}
+
+// slimFields returns the one copy of raw's slimmed fields (SlimFields).
+func (s *Shared) slimFields(raw []byte) *metav1.FieldsV1 {
+	slim := SlimFields(raw)
+	if s == nil {
+		f := &metav1.FieldsV1{}
+		f.SetRawBytes(slim)
+		return f
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f, ok := s.fields[string(slim)]; ok {
+		return f
+	}
+	f := &metav1.FieldsV1{}
+	f.SetRawBytes(slim)
+	s.fields[string(slim)] = f
+	return f
+}
+
+// time returns the one copy of t.
+func (s *Shared) time(t *metav1.Time) *metav1.Time {
+	if t == nil {
+		return nil
+	}
+	if s == nil {
+		c := *t
+		return &c
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.times[*t]; ok {
+		return c
+	}
+	c := *t
+	s.times[c] = &c
+	return &c
+}
 
 // slimMeta is what a stuck object keeps of its metadata: everything the diagnosis, the
 // policy and the writer read (names, uid, versions, times, labels, owner references,
 // finalizers, and who wrote what), with each managedFields entry's fields cut to what is
 // read of them (slimFields), and the strings that thousands of objects repeat
-// (namespace, finalizers, labels, managers) shared. Annotations are not kept: nothing
-// reads a stuck object's annotations from its list (a preset's or a policy's are read
-// from the full object, fetched again). A scan of 10,000 stuck objects kept 1.1 KB of
-// metadata per object before (#36).
-func slimMeta(in *metav1.ObjectMeta) metav1.ObjectMeta {
+// (namespace, finalizers, labels, managers) interned, and with s, the label sets, fields
+// and times they repeat shared. Annotations are not kept: nothing reads a stuck object's
+// annotations from its list (a preset's or a policy's are read from the full object,
+// fetched again). A scan of 10,000 stuck objects kept 1.1 KB of metadata per object
+// before (#36).
+func (s *Shared) slimMeta(in *metav1.ObjectMeta) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{
 		Name: in.Name, GenerateName: in.GenerateName, Namespace: intern(in.Namespace), UID: in.UID,
 		ResourceVersion: in.ResourceVersion, Generation: in.Generation, CreationTimestamp: in.CreationTimestamp,
-	}
-	if in.DeletionTimestamp != nil {
-		t := *in.DeletionTimestamp
-		out.DeletionTimestamp = &t
+		DeletionTimestamp: s.time(in.DeletionTimestamp), Labels: s.labelSet(in.Labels),
 	}
 	if in.DeletionGracePeriodSeconds != nil {
-		s := *in.DeletionGracePeriodSeconds
-		out.DeletionGracePeriodSeconds = &s
-	}
-	if in.Labels != nil {
-		out.Labels = make(map[string]string, len(in.Labels))
-		for k, v := range in.Labels {
-			out.Labels[intern(k)] = intern(v)
-		}
+		g := *in.DeletionGracePeriodSeconds
+		out.DeletionGracePeriodSeconds = &g
 	}
 	for i := range in.OwnerReferences {
 		r := *in.OwnerReferences[i].DeepCopy()
@@ -52,19 +158,14 @@ func slimMeta(in *metav1.ObjectMeta) metav1.ObjectMeta {
 		out.ManagedFields = make([]metav1.ManagedFieldsEntry, len(in.ManagedFields))
 		for i := range in.ManagedFields {
 			e := &in.ManagedFields[i]
-			s := metav1.ManagedFieldsEntry{
+			out.ManagedFields[i] = metav1.ManagedFieldsEntry{
 				Manager: intern(e.Manager), Operation: metav1.ManagedFieldsOperationType(intern(string(e.Operation))),
 				APIVersion: intern(e.APIVersion), FieldsType: intern(e.FieldsType), Subresource: intern(e.Subresource),
-			}
-			if e.Time != nil {
-				t := *e.Time
-				s.Time = &t
+				Time: s.time(e.Time),
 			}
 			if e.FieldsV1 != nil {
-				s.FieldsV1 = &metav1.FieldsV1{}
-				s.FieldsV1.SetRawBytes(SlimFields(e.FieldsV1.GetRawBytes()))
+				out.ManagedFields[i].FieldsV1 = s.slimFields(e.FieldsV1.GetRawBytes())
 			}
-			out.ManagedFields[i] = s
 		}
 	}
 	return out

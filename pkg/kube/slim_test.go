@@ -1,9 +1,11 @@
 package kube
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -48,5 +50,36 @@ func TestNewObjectKeepsWhatIsRead(t *testing.T) {
 	meta.Labels["app"], meta.Finalizers[0] = "changed", "changed"
 	if m.Labels["app"] != "db" || m.Finalizers[0] != "x.example.com/f" {
 		t.Error("the kept metadata shares the list's")
+	}
+}
+
+// Objects made through one Shared keep what they repeat once, and keep exactly what
+// they would alone.
+func TestSharedKeepsRepeatsOnce(t *testing.T) {
+	s := NewShared()
+	var kept []*Object
+	for i := range 200 {
+		m := massMeta(i)
+		o := s.NewObject(Resource{}, m, nil)
+		if alone := NewObject(Resource{}, m, nil); !equality.Semantic.DeepEqual(o.Meta, alone.Meta) {
+			t.Fatalf("shared %+v, alone %+v", o.Meta, alone.Meta)
+		}
+		kept = append(kept, o)
+	}
+	a, b, c := &kept[0].Meta, &kept[100].Meta, &kept[1].Meta // 0 and 100: one operator, one tenant
+	if reflect.ValueOf(a.Labels).UnsafePointer() != reflect.ValueOf(b.Labels).UnsafePointer() {
+		t.Error("one label set is kept twice")
+	}
+	if reflect.ValueOf(a.Labels).UnsafePointer() == reflect.ValueOf(c.Labels).UnsafePointer() {
+		t.Error("two label sets share one map")
+	}
+	if a.ManagedFields[0].FieldsV1 != b.ManagedFields[0].FieldsV1 || a.ManagedFields[0].FieldsV1 == c.ManagedFields[0].FieldsV1 {
+		t.Error("fields are not shared by what they hold")
+	}
+	// Keys and values that run together are different sets.
+	x := s.NewObject(Resource{}, &metav1.ObjectMeta{Labels: map[string]string{"a": "bc"}}, nil)
+	y := s.NewObject(Resource{}, &metav1.ObjectMeta{Labels: map[string]string{"ab": "c"}}, nil)
+	if x.Meta.Labels["a"] != "bc" || y.Meta.Labels["ab"] != "c" || len(y.Meta.Labels) != 1 {
+		t.Errorf("labels %v and %v", x.Meta.Labels, y.Meta.Labels)
 	}
 }

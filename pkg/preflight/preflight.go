@@ -310,8 +310,10 @@ type dependent struct {
 type listing struct {
 	mu  sync.Mutex
 	set *deletionSet
-	// finalized are the objects that carry metadata finalizers.
+	// finalized are the objects that carry metadata finalizers, sharing what they repeat
+	// (shared).
 	finalized []*kube.Object
+	shared    *kube.Shared
 	// dependents are the objects with ownerReferences.
 	dependents []dependent
 	// claims are the PersistentVolumeClaims, services the Services and workloads the
@@ -332,7 +334,7 @@ type listing struct {
 }
 
 func newListing(set *deletionSet) *listing {
-	return &listing{set: set, services: map[types.NamespacedName]finalizev1alpha1.ObjectReference{},
+	return &listing{set: set, shared: kube.NewShared(), services: map[types.NamespacedName]finalizev1alpha1.ObjectReference{},
 		workloads: map[string]finalizev1alpha1.ObjectReference{}, nsLabels: map[string]map[string]string{},
 		present: map[schema.GroupResource]map[string]bool{}, ofType: map[schema.GroupResource]int{}}
 }
@@ -350,7 +352,7 @@ func (l *listing) observe(r kube.Resource, m *metav1.ObjectMeta, ns *corev1.Name
 		l.ofType[r.GroupResource()]++
 	}
 	if len(m.Finalizers) > 0 {
-		l.finalized = append(l.finalized, kube.NewObject(r, m, nil))
+		l.finalized = append(l.finalized, l.shared.NewObject(r, m, nil))
 	}
 	if len(m.OwnerReferences) > 0 {
 		d := dependent{ref: ref}

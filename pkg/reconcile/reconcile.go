@@ -157,8 +157,8 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 		rep.Breaker = &finalizev1alpha1.Breaker{Planned: len(p.Actions), MaxRemovals: limit,
 			PlannedForceDeletions: remove.ForceDeletions(p), MaxForceDeletions: r.Policy.MaxForceDeletions}
 	}
-	rep.Actions = append(rep.Actions, out.Plan.Actions...)
-	rep.Actions = append(rep.Actions, refusals(p)...)
+	// The plan's rows are the report's, not copied: ten thousand of them are megabytes.
+	rep.Actions = append(out.Plan.Actions, refusals(p)...)
 	rep.Rules = r.presetWarnings(rep.Rules, rep.Actions)
 	sortActions(rep.Actions, res)
 	for _, a := range rep.Actions {

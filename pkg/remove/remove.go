@@ -141,7 +141,7 @@ func (r *Runner) Plan(ctx context.Context, reqs []plan.Request) *plan.Plan {
 func (r *Runner) API(p *plan.Plan) *finalizev1alpha1.RemovalPlan {
 	out := &finalizev1alpha1.RemovalPlan{
 		TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "RemovalPlan"},
-		DryRun:   string(r.DryRun), Actions: []finalizev1alpha1.Removal{}, Refusals: []finalizev1alpha1.Removal{},
+		DryRun:   string(r.DryRun), Actions: make([]finalizev1alpha1.Removal, 0, len(p.Actions)), Refusals: make([]finalizev1alpha1.Removal, 0, len(p.Refusals)),
 	}
 	for i := range p.Actions {
 		out.Actions = append(out.Actions, p.Actions[i].API())

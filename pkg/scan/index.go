@@ -189,15 +189,17 @@ type indexer struct {
 	nsLabels  map[string]map[string]string
 	// terminating are the namespaces being deleted, known before other types are listed.
 	terminating map[string]bool
-	content     map[string]*NamespaceContent
+	// shared keeps once what the pending objects have in common.
+	shared  *kube.Shared
+	content map[string]*NamespaceContent
 	// deleting are the namespaces with a deletionTimestamp seen by this indexer.
 	deleting []string
 	// pending counts the objects not deleted yet this type keeps (maxPendingPerType).
 	pending int
 }
 
-func newIndexer(terminating map[string]bool) *indexer {
-	return &indexer{
+func newIndexer(terminating map[string]bool, shared *kube.Shared) *indexer {
+	return &indexer{shared: shared,
 		owners: map[types.UID][]Dependent{}, nsLabels: map[string]map[string]string{},
 		terminating: terminating, content: map[string]*NamespaceContent{},
 	}
@@ -224,7 +226,7 @@ func (ix *indexer) observe(r kube.Resource, meta *metav1.ObjectMeta, ns *corev1.
 		c.add(self)
 		if meta.DeletionTimestamp == nil && pendingWorthKeeping(meta.Finalizers) && ix.pending < maxPendingPerType {
 			ix.pending++
-			c.addPending(kube.NewObject(r, slimForPending(meta), nil))
+			c.addPending(ix.shared.NewObject(r, slimForPending(meta), nil))
 		}
 	}
 	if kind, ok := workloadKinds[r.GroupResource()]; ok {

@@ -20,7 +20,7 @@ func TestTheObjectsWaitingBehindThePods(t *testing.T) {
 	now := metav1.Now()
 	idx := newIndex()
 	for part := range 2 {
-		ix := newIndexer(map[string]bool{"team-a": true})
+		ix := newIndexer(map[string]bool{"team-a": true}, nil)
 		for i := range 80 {
 			ix.observe(widgets, &metav1.ObjectMeta{Namespace: "team-a", Name: fmt.Sprintf("w-%d-%d", part, i), Finalizers: []string{"example.com/cleanup"},
 				Annotations: map[string]string{"big": "x"}, ManagedFields: []metav1.ManagedFieldsEntry{

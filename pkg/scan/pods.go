@@ -60,7 +60,7 @@ func (tr *typeResult) listPod(r kube.Resource, meta *metav1.ObjectMeta, opts Opt
 	case !keep(meta, nil, opts, now):
 		return
 	}
-	o := kube.NewObject(r, meta, nil)
+	o := opts.shared.NewObject(r, meta, nil)
 	tr.objects = append(tr.objects, o)
 	if d == kube.PodOverdue {
 		o.WaitsFor = &finalizev1alpha1.WaitsFor{}

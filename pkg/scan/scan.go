@@ -78,6 +78,9 @@ type Options struct {
 	// Observe, if set, sees every object listed, stuck or not (ns is set for
 	// namespaces). It is called from several goroutines at once.
 	Observe func(r kube.Resource, meta *metav1.ObjectMeta, ns *corev1.Namespace)
+
+	// shared keeps once what the stuck objects of this scan have in common.
+	shared *kube.Shared
 }
 
 // Progress reports how far a scan is.
@@ -145,6 +148,7 @@ func (s *Scanner) Scan(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
+	opts.shared = kube.NewShared()
 	var now clock.PassiveClock = clock.RealClock{}
 	if opts.Clock != nil {
 		now = opts.Clock
@@ -340,7 +344,7 @@ func (s *Scanner) listResource(ctx context.Context, r kube.Resource, opts Option
 	for attempt := 1; ; attempt++ {
 		tr = typeResult{activity: map[string]time.Time{}}
 		if opts.Index {
-			tr.index = newIndexer(terminating)
+			tr.index = newIndexer(terminating, opts.shared)
 		}
 		tr.err = s.listPages(ctx, r, opts, now, &tr)
 		if tr.err != nil && storageFailure(tr.err) && r.Namespaced && len(opts.namespacesOf(r)) == 0 {
@@ -351,7 +355,7 @@ func (s *Scanner) listResource(ctx context.Context, r kube.Resource, opts Option
 			failed := tr.err
 			tr = typeResult{activity: map[string]time.Time{}}
 			if opts.Index {
-				tr.index = newIndexer(terminating)
+				tr.index = newIndexer(terminating, opts.shared)
 			}
 			tr.err = s.listEachNamespace(ctx, r, opts, now, &tr, failed)
 		}
@@ -522,7 +526,7 @@ func (s *Scanner) listPagesOf(ctx context.Context, lister metadata.ResourceInter
 			if !stuck(meta, nil) || !keep(meta, nil, opts, now) {
 				continue
 			}
-			tr.objects = append(tr.objects, kube.NewObject(r, meta, nil))
+			tr.objects = append(tr.objects, opts.shared.NewObject(r, meta, nil))
 		}
 		if page.Continue == "" {
 			return nil
@@ -554,7 +558,7 @@ func (s *Scanner) listNamespaces(ctx context.Context, opts Options, lo metav1.Li
 			opts.Observe(r, &ns.ObjectMeta, ns)
 		}
 		if stuck(&ns.ObjectMeta, ns) && keep(&ns.ObjectMeta, ns, opts, now) && sel.Matches(labels.Set(ns.Labels)) {
-			tr.objects = append(tr.objects, kube.NewObject(r, &ns.ObjectMeta, ns))
+			tr.objects = append(tr.objects, opts.shared.NewObject(r, &ns.ObjectMeta, ns))
 		}
 	}
 	if namespaces := opts.namespaces(); len(namespaces) > 0 {

@@ -351,6 +351,7 @@ func (e *benchEnv) report(w *os.File) {
 			float64(m.maxRSSKB)/1024, ratio(float64(m.maxRSSKB), float64(fl.maxRSSKB)),
 			float64(m.anonKB)/1024, ratio(float64(m.anonKB), float64(fl.anonKB)), m.outRows)
 	}
+	e.reportGoal(w, floorOf)
 	// Where a variant's lists differ from the floor's: a collection it reads in more (or
 	// fewer) pages, or one it adds or skips.
 	for _, v := range e.order {
@@ -367,6 +368,38 @@ func (e *benchEnv) report(w *os.File) {
 		if len(diff) > 0 {
 			fmt.Fprintf(w, "\n%s lists, beyond the floor's: %s\n", v, strings.Join(diff, ", "))
 		}
+	}
+}
+
+// reportGoal prints, beside each variant's figures, #36's goal for a cluster with many
+// stuck objects: a peak RSS of at most 1.5 × the floor's plus 2 KB per stuck object, and
+// for scan and doctor a wall time of at most 1.3 × the floor's (reconcile's plan sends a
+// request per candidate, so only its memory has a goal).
+func (e *benchEnv) reportGoal(w *os.File, floorOf func(string) measured) {
+	if e.stats.Stuck < 1000 {
+		return
+	}
+	fmt.Fprintf(w, "\ngoal for %d stuck objects (#36): peak RSS at most 1.5 × the floor's + 2 KB per stuck object; wall time at most 1.3 × the floor's\n", e.stats.Stuck)
+	fmt.Fprintln(w, "| variant | peak RSS | bound | memory | wall time × floor | time |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	verdict := func(got, bound float64, unit string) string {
+		if got <= bound {
+			return "within"
+		}
+		return fmt.Sprintf("over by %.0f%s", got-bound, unit)
+	}
+	for _, v := range e.order {
+		if strings.HasPrefix(v, "floor") || v == "shell" {
+			continue
+		}
+		m, fl := e.results[v], floorOf(v)
+		rss, bound := float64(m.maxRSSKB)/1024, 1.5*float64(fl.maxRSSKB)/1024+2*float64(e.stats.Stuck)/1024
+		times, timeVerdict := "–", "–"
+		if fl.seconds > 0 && v != "reconcile" {
+			times = fmt.Sprintf("%.2f", m.seconds/fl.seconds)
+			timeVerdict = verdict(m.seconds/fl.seconds, 1.3, " × floor")
+		}
+		fmt.Fprintf(w, "| %s | %.0f MB | %.0f MB | %s | %s | %s |\n", v, rss, bound, verdict(rss, bound, " MB"), times, timeVerdict)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,29 +14,33 @@ import (
 )
 
 // jsonPrinter is -o json: what printers.JSONPrinter writes, byte for byte, but a list's
-// items are encoded and written one at a time. JSONPrinter encodes the whole object into
-// one buffer and indents it into a second: for ten thousand stuck objects, two buffers of
-// tens of megabytes on top of the objects themselves (#36).
+// items (and a report's actions) are encoded and written one at a time. JSONPrinter
+// encodes the whole object into one buffer and indents it into a second: for ten thousand
+// stuck objects, two buffers of tens of megabytes on top of the objects themselves (#36).
 type jsonPrinter struct{ printers.JSONPrinter }
 
-// itemsMarker is how JSONPrinter's indentation writes an empty items field of the
-// top-level object: at four spaces, a key no nested object's can be at.
-const itemsMarker = "\n    \"items\": []"
+// streamed are the JSON names of the fields whose elements are written one at a time:
+// a list's items, and the actions of a plan or a reconcile pass.
+var streamed = []string{"items", "actions"}
+
+// marker is how JSONPrinter's indentation writes the top-level object's field name when
+// it is empty: at four spaces, a key no nested object's can be at.
+func marker(name string) string { return "\n    \"" + name + "\": []" }
 
 // itemsIndent is the prefix of each item's lines.
 const itemsIndent = "        "
 
 // PrintObj writes obj as JSONPrinter does. A pointer to a struct with a non-empty slice
-// field named items in JSON (without omitempty) is streamed: its other fields are
-// encoded once, with items empty, and each item is written in its place; anything else
-// is JSONPrinter's.
+// field named in streamed, in JSON (without omitempty), is streamed: its other fields
+// are encoded once, with that field empty, and each element is written in its place;
+// anything else is JSONPrinter's.
 func (p *jsonPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct || obj.GetObjectKind().GroupVersionKind().Empty() {
 		return p.JSONPrinter.PrintObj(obj, w)
 	}
 	st := v.Elem()
-	field, ok := itemsField(st.Type())
+	field, name, ok := streamedField(st.Type())
 	if !ok || st.Field(field).Len() == 0 {
 		return p.JSONPrinter.PrintObj(obj, w)
 	}
@@ -47,6 +52,7 @@ func (p *jsonPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	itemsMarker := marker(name)
 	at := bytes.Index(head, []byte(itemsMarker))
 	if at < 0 || bytes.Contains(head[at+len(itemsMarker):], []byte(itemsMarker)) {
 		return p.JSONPrinter.PrintObj(obj, w)
@@ -54,7 +60,7 @@ func (p *jsonPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
 	// A failed write is kept by bw, and returned by the Flush at the end.
 	bw := bufio.NewWriterSize(w, 64<<10)
 	_, _ = bw.Write(head[:at])
-	_, _ = bw.WriteString("\n    \"items\": [\n")
+	_, _ = bw.WriteString(itemsMarker[:len(itemsMarker)-1] + "\n")
 	for i := range items.Len() {
 		// Each item as an element of the slice is: addressable, so methods of its
 		// pointer apply.
@@ -75,15 +81,15 @@ func (p *jsonPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
 	return bw.Flush()
 }
 
-// itemsField is the index of t's exported slice field whose JSON name is items, without
-// omitempty.
-func itemsField(t reflect.Type) (int, bool) {
+// streamedField is the index and JSON name of t's first exported slice field whose JSON
+// name is in streamed, without omitempty.
+func streamedField(t reflect.Type) (int, string, bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "items" && f.IsExported() && f.Type.Kind() == reflect.Slice && !strings.Contains(opts, "omitempty") {
-			return i, true
+		if slices.Contains(streamed, name) && f.IsExported() && f.Type.Kind() == reflect.Slice && !strings.Contains(opts, "omitempty") {
+			return i, name, true
 		}
 	}
-	return 0, false
+	return 0, "", false
 }

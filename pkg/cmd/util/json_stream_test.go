@@ -33,6 +33,14 @@ func TestStreamedJSONIsKubectlsJSON(t *testing.T) {
 		}
 		return out
 	}
+	removals := func(n int) []finalizev1alpha1.Removal {
+		var out []finalizev1alpha1.Removal
+		for i := range n {
+			out = append(out, finalizev1alpha1.Removal{Target: item(i).Target, Finalizer: "example.com/<cleanup>", Rule: "actions",
+				Verdict: finalizev1alpha1.VerdictGone, Evidence: "\"actions\": []", Result: finalizev1alpha1.ResultWouldRemove})
+		}
+		return out
+	}
 	incomplete := []finalizev1alpha1.IncompleteResource{{GroupVersion: "example.com/v1", Resource: "items", Reason: finalizev1alpha1.ReasonListFailed, Message: "forbidden"}}
 	for _, tc := range []struct {
 		name string
@@ -45,6 +53,13 @@ func TestStreamedJSONIsKubectlsJSON(t *testing.T) {
 		{"a diagnosis", &finalizev1alpha1.Diagnosis{TypeMeta: metav1.TypeMeta{APIVersion: "finalize.kubectl.io/v1alpha1", Kind: "Diagnosis"},
 			RootCauses: []finalizev1alpha1.RootCause{{Reason: finalizev1alpha1.ReasonUnknown, Message: "items", Objects: []finalizev1alpha1.ObjectReference{item(1).Target}}},
 			Items:      items(3), Incomplete: incomplete}},
+		{"a reconcile pass", &finalizev1alpha1.ReconcileReport{TypeMeta: metav1.TypeMeta{APIVersion: "finalize.kubectl.io/v1alpha1", Kind: "ReconcileReport"},
+			Policy: "p.yaml", Actions: removals(20), Summary: map[finalizev1alpha1.RemovalResult]int{finalizev1alpha1.ResultWouldRemove: 20},
+			Rules: []finalizev1alpha1.RuleStatus{{Rule: "actions"}}, Incomplete: incomplete}},
+		{"a pass that did nothing", &finalizev1alpha1.ReconcileReport{TypeMeta: metav1.TypeMeta{APIVersion: "finalize.kubectl.io/v1alpha1", Kind: "ReconcileReport"},
+			Actions: []finalizev1alpha1.Removal{}, Summary: map[finalizev1alpha1.RemovalResult]int{}}},
+		{"a plan and its refusals", &finalizev1alpha1.RemovalPlan{TypeMeta: metav1.TypeMeta{APIVersion: "finalize.kubectl.io/v1alpha1", Kind: "RemovalPlan"},
+			DryRun: "client", Actions: removals(3), Refusals: removals(2)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var want, got bytes.Buffer

@@ -110,6 +110,10 @@ func (f *PrintFlags) ToPrinter() (printers.ResourcePrinter, error) {
 		if !slices.Contains(f.formats, strings.ToLower(format)) {
 			return nil, genericclioptions.NoCompatiblePrinterError{OutputFormat: &format, AllowedFormats: f.formats}
 		}
+		if strings.EqualFold(format, "json") && !f.result.ShowManagedFields {
+			// cli-runtime's printer for json, with its JSONPrinter streamed (jsonPrinter).
+			return &printers.OmitManagedFieldsPrinter{Delegate: &jsonPrinter{}}, nil
+		}
 		return f.result.ToPrinter(format)
 	}
 	switch format {

@@ -235,6 +235,7 @@ func (p *Planner) Plan(ctx context.Context, reqs []Request, opts Options) *Plan 
 		}
 	}
 	p.verifyAll(ctx, cands)
+	plan.Actions = slices.Grow(plan.Actions, len(cands))
 	for _, c := range cands {
 		if c.fin == nil {
 			var have []string
