@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -178,7 +179,8 @@ func merge(findings []finding) *finalizev1alpha1.Cause {
 		}
 	}
 	if len(also) > 0 {
-		c.Message += "; also: " + strings.Join(also, "; ")
+		// One copy of each message, which thousands of objects stuck alike share.
+		c.Message = unique.Make(c.Message + "; also: " + strings.Join(also, "; ")).Value()
 	}
 	return c
 }

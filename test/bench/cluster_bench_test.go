@@ -382,11 +382,11 @@ func (e *benchEnv) reportGoal(w *os.File, floorOf func(string) measured) {
 	fmt.Fprintf(w, "\ngoal for %d stuck objects (#36): peak RSS at most 1.5 × the floor's + 2 KB per stuck object; wall time at most 1.3 × the floor's\n", e.stats.Stuck)
 	fmt.Fprintln(w, "| variant | peak RSS | bound | memory | wall time × floor | time |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
-	verdict := func(got, bound float64, unit string) string {
+	verdict := func(got, bound float64, format string) string {
 		if got <= bound {
 			return "within"
 		}
-		return fmt.Sprintf("over by %.0f%s", got-bound, unit)
+		return "over by " + fmt.Sprintf(format, got-bound)
 	}
 	for _, v := range e.order {
 		if strings.HasPrefix(v, "floor") || v == "shell" {
@@ -397,9 +397,9 @@ func (e *benchEnv) reportGoal(w *os.File, floorOf func(string) measured) {
 		times, timeVerdict := "–", "–"
 		if fl.seconds > 0 && v != "reconcile" {
 			times = fmt.Sprintf("%.2f", m.seconds/fl.seconds)
-			timeVerdict = verdict(m.seconds/fl.seconds, 1.3, " × floor")
+			timeVerdict = verdict(m.seconds/fl.seconds, 1.3, "%.2f × floor")
 		}
-		fmt.Fprintf(w, "| %s | %.0f MB | %.0f MB | %s | %s | %s |\n", v, rss, bound, verdict(rss, bound, " MB"), times, timeVerdict)
+		fmt.Fprintf(w, "| %s | %.0f MB | %.0f MB | %s | %s | %s |\n", v, rss, bound, verdict(rss, bound, "%.0f MB"), times, timeVerdict)
 	}
 }
 

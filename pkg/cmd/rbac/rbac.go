@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/policy"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/reconcile"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/scan"
+	"sigs.k8s.io/yaml"
 )
 
 const long = `Print the least-privilege RBAC that a reconcile pass of a policy needs, as YAML to
@@ -43,13 +46,24 @@ the types the cluster serves now (a type installed later that a glob matches nee
 command run again), and the resource of a kubernetes provider, written as a plural, a
 singular, a Kind or a short name, becomes the type it names (one the cluster does not
 serve is refused). A preset that reads the namespace's annotations gets get on
-namespaces.`
+namespaces.
+
+With -o helm-values it prints the same grants as values of the chart
+(docs/deploy/helm/kubectl-finalize): rbac.clusterRules and rbac.clusterGrants, and
+rbac.roles, a Role in each namespace. The chart names them after its release, binds them
+to its own ServiceAccount, and adds the Lease's Role itself, so --service-account,
+--name and --leader-elect-namespace do not apply.`
 
 const example = `  # The RBAC of a CronJob running as kubectl-finalize/kubectl-finalize
   kubectl finalize rbac --policy policy.yaml --service-account kubectl-finalize/kubectl-finalize | kubectl apply -f -
 
   # With the Lease of a Deployment with --leader-elect
-  kubectl finalize rbac --policy policy.yaml --service-account ops/kubectl-finalize --leader-elect-namespace ops`
+  kubectl finalize rbac --policy policy.yaml --service-account ops/kubectl-finalize --leader-elect-namespace ops
+
+  # The same grants as values of the Helm chart
+  kubectl finalize rbac --policy policy.yaml -o helm-values > rbac-values.yaml
+  helm install kubectl-finalize oci://ghcr.io/kubectl-finalize/charts/kubectl-finalize \
+    --namespace kubectl-finalize --set-file policy.content=policy.yaml -f rbac-values.yaml`
 
 // Options are the options of the rbac command.
 type Options struct {
@@ -57,6 +71,8 @@ type Options struct {
 	ServiceAccount       string
 	Name                 string
 	LeaderElectNamespace string
+	// Output is yaml (the roles and bindings to apply) or helm-values.
+	Output string
 
 	policy  *policy.Policy
 	saNS    string
@@ -68,8 +84,14 @@ type Options struct {
 
 // NewOptions returns the options with their defaults.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
-	return &Options{Name: "kubectl-finalize", IOStreams: streams}
+	return &Options{Name: defaultName, Output: outputYAML, IOStreams: streams}
 }
+
+const (
+	defaultName      = "kubectl-finalize"
+	outputYAML       = "yaml"
+	outputHelmValues = "helm-values"
+)
 
 // NewCmdRBAC returns the rbac command.
 func NewCmdRBAC(f util.Factory, streams genericiooptions.IOStreams) *cobra.Command {
@@ -89,6 +111,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.ServiceAccount, "service-account", o.ServiceAccount, "The ServiceAccount the passes run as, NAMESPACE/NAME: adds the bindings.")
 	fs.StringVar(&o.Name, "name", o.Name, "The name of the ClusterRole and its bindings.")
 	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "If set, add a Role (and binding) for the leader election Lease in this namespace.")
+	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: (yaml, helm-values). helm-values prints the grants as values of the Helm chart.")
 	_ = cmd.MarkFlagFilename("policy", "yaml", "yml", "json")
 }
 
@@ -111,10 +134,22 @@ func (o *Options) Complete(f util.Factory, _ *cobra.Command, _ []string) error {
 	return nil
 }
 
-// Validate has nothing left to check.
+// Validate checks the name and the output format, and that nothing the chart decides
+// itself is asked of helm-values.
 func (o *Options) Validate() error {
 	if o.Name == "" {
 		return util.UsageErrorf(nil, "--name must not be empty")
+	}
+	switch o.Output {
+	case outputYAML:
+	case outputHelmValues:
+		for flag, set := range map[string]bool{"--service-account": o.ServiceAccount != "", "--leader-elect-namespace": o.LeaderElectNamespace != "", "--name": o.Name != defaultName} {
+			if set {
+				return util.UsageErrorf(nil, "%s does not apply to -o helm-values: the chart names the roles after its release, binds them to its own ServiceAccount and adds the Lease's Role itself", flag)
+			}
+		}
+	default:
+		return util.UsageErrorf(nil, "unable to match a printer suitable for the output format %q, allowed formats are: %s,%s", o.Output, outputYAML, outputHelmValues)
 	}
 	return nil
 }
@@ -133,6 +168,9 @@ func (o *Options) Run(context.Context) error {
 		return err
 	}
 	util.PrintWarnings(o.ErrOut, warnings)
+	if o.Output == outputHelmValues {
+		return o.printValues(objs)
+	}
 	fmt.Fprintf(o.Out, "# What kubectl finalize reconcile --policy %s needs: generated by kubectl finalize rbac.\n", filepath.Base(o.PolicyFile))
 	p := &printers.YAMLPrinter{}
 	for _, obj := range objs {
@@ -141,6 +179,51 @@ func (o *Options) Run(context.Context) error {
 		}
 	}
 	return nil
+}
+
+// chartValues are the chart's rbac values: the grants of the roles, without names,
+// labels or bindings, which the chart makes for its release.
+type chartValues struct {
+	RBAC chartRBAC `json:"rbac"`
+}
+
+type chartRBAC struct {
+	ClusterRules  []rbacv1.PolicyRule `json:"clusterRules"`
+	ClusterGrants string              `json:"clusterGrants,omitempty"`
+	Roles         []chartRole         `json:"roles"`
+}
+
+// chartRole is a Role the chart names after its release, with NameSuffix.
+type chartRole struct {
+	NameSuffix string              `json:"nameSuffix,omitempty"`
+	Namespace  string              `json:"namespace"`
+	Rules      []rbacv1.PolicyRule `json:"rules"`
+	Grants     string              `json:"grants,omitempty"`
+}
+
+// printValues prints the roles of objs as the chart's values.
+func (o *Options) printValues(objs []runtime.Object) error {
+	v := chartValues{RBAC: chartRBAC{Roles: []chartRole{}}}
+	for _, obj := range objs {
+		switch r := obj.(type) {
+		case *rbacv1.ClusterRole:
+			v.RBAC.ClusterRules, v.RBAC.ClusterGrants = r.Rules, r.Annotations[reconcile.GrantsAnnotation]
+		case *rbacv1.Role:
+			suffix, ok := strings.CutPrefix(r.Name, o.Name)
+			if !ok {
+				return fmt.Errorf("the Role %s/%s is not named after %s", r.Namespace, r.Name, o.Name)
+			}
+			v.RBAC.Roles = append(v.RBAC.Roles, chartRole{NameSuffix: suffix, Namespace: r.Namespace, Rules: r.Rules, Grants: r.Annotations[reconcile.GrantsAnnotation]})
+		}
+	}
+	out, err := yaml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "# Values of the kubectl-finalize chart: the RBAC that kubectl finalize reconcile --policy %s needs.\n"+
+		"# Generated by kubectl finalize rbac -o helm-values, against the cluster the chart is installed in.\n", filepath.Base(o.PolicyFile))
+	_, err = o.Out.Write(out)
+	return err
 }
 
 // discover lists the types the cluster serves, the way a pass's scan does: the globs of
