@@ -50,6 +50,15 @@ install: ## Install kubectl-finalize and its completion script into GOBIN.
 	install -m 0755 completion/kubectl_complete-finalize "$$(go env GOBIN || true)$${GOBIN:-$$(go env GOPATH)/bin}/kubectl_complete-finalize" 2>/dev/null || \
 		install -m 0755 completion/kubectl_complete-finalize "$$(go env GOPATH)/bin/kubectl_complete-finalize"
 
+.PHONY: helm
+helm: ## Build helm (pinned in hack/helm/go.mod; about 3 minutes cold, instant when cached), which test/helm and test/deploy/helm run.
+	@hack/helm/build.sh >/dev/null
+
+.PHONY: helm-lint
+helm-lint: helm ## helm lint --strict the chart, both shapes.
+	@for shape in cronjob deployment; do "$$(hack/helm/build.sh)/helm" lint --strict docs/deploy/helm/kubectl-finalize \
+		-f docs/deploy/helm/kubectl-finalize/ci/$$shape-values.yaml || exit 1; done
+
 .PHONY: k8s-bins
 k8s-bins: ## Build the test control plane (about 5 minutes cold, instant when cached).
 	@test/infra/k8s-bins/build.sh
@@ -81,7 +90,7 @@ release-image: ## Build the release image (goreleaser + ko, a base built here, a
 	cd hack/release && go test -count=1 ./internal/... && go run ./image -root $(CURDIR) -out $(CURDIR)/$(RELEASE_IMAGE)
 
 .PHONY: test-deploy
-test-deploy: release-image ## The shapes users run, on a real node: the release image, the CronJob and the Deployment as shipped, every policy shape on its RBAC (root; installs containerd and runc if missing).
+test-deploy: release-image helm ## The shapes users run, on a real node: the release image, the CronJob and the Deployment as shipped, every policy shape on its RBAC (root; installs containerd and runc if missing).
 	KUBECTL_FINALIZE_IMAGE="$(CURDIR)/$(RELEASE_IMAGE)" KUBEBUILDER_ASSETS="$(K8S_BINS)" \
 		go test -count=1 -p $(INTEGRATION_PARALLEL) -parallel $(TEST_PARALLEL) -timeout 30m $(NODE_PACKAGES)
 
@@ -90,7 +99,7 @@ test-deploy: release-image ## The shapes users run, on a real node: the release 
 LONGEST_PACKAGES := ./test/doctor ./test/unreadable ./test/unreadable/gateoff ./test/deploy/cronjob ./test/deploy/policies ./test/node ./test/reconcile ./test/forcedelete ./test/pods/ready ./test/e2e
 
 .PHONY: test-packages
-test-packages: release-image ## test-integration and test-deploy in one run, the longest packages first (make test).
+test-packages: release-image helm ## test-integration and test-deploy in one run, the longest packages first (make test).
 	KUBECTL_FINALIZE_IMAGE="$(CURDIR)/$(RELEASE_IMAGE)" KUBEBUILDER_ASSETS="$(K8S_BINS)" \
 		go test -count=1 -p $(INTEGRATION_PARALLEL) -parallel $(TEST_PARALLEL) -timeout 30m $(LONGEST_PACKAGES) \
 		$$(go list ./test/... | grep -v -E '/test/release$$')
@@ -215,7 +224,7 @@ verify: ## Fail if go.mod, formatting, generated code or docs are stale; check t
 # The modules whose go.mod and go.sum must be tidy. Their checks run at once: on a cold
 # machine each one waits on the module proxy far more than on the CPU (one after the
 # other, they took 9 to 16 minutes of a cold run).
-TIDY_MODULES := . hack/tools test/infra/k8s-bins test/infra/cni test/infra/receivers hack/image hack/krew
+TIDY_MODULES := . hack/tools test/infra/k8s-bins test/infra/cni test/infra/receivers hack/image hack/krew hack/helm
 
 .PHONY: verify-tidy
 verify-tidy: ## Fail if the go.mod or go.sum of any module is not tidy (checked in parallel).

@@ -501,6 +501,12 @@ func (cp *ControlPlane) nodeAPIServerFlags(flags map[string]string) error {
 // environment. The pod tolerates the node's NotReady state (there is no pod network).
 // The node refuses a pod without this overlay.
 func (cp *ControlPlane) NetworkOverlay(spec *corev1.PodSpec) {
+	NetworkOverlay(cp.APIServerPort(), spec)
+}
+
+// NetworkOverlay is ControlPlane.NetworkOverlay for the API server on 127.0.0.1:port,
+// for a process that has the port and not the control plane (a post-renderer).
+func NetworkOverlay(port string, spec *corev1.PodSpec) {
 	spec.HostNetwork = true
 	spec.EnableServiceLinks = ptr.To(false)
 	spec.DNSPolicy = corev1.DNSDefault
@@ -509,7 +515,7 @@ func (cp *ControlPlane) NetworkOverlay(spec *corev1.PodSpec) {
 	}
 	env := []corev1.EnvVar{
 		{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
-		{Name: "KUBERNETES_SERVICE_PORT", Value: cp.APIServerPort()},
+		{Name: "KUBERNETES_SERVICE_PORT", Value: port},
 	}
 	set := func(cs []corev1.Container) {
 		for i := range cs {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	cmdtesting "github.com/kubectl-finalize/kubectl-finalize/pkg/cmd/testing"
 )
 
@@ -53,5 +55,37 @@ func TestNamesAreResolvedLikeAPass(t *testing.T) {
 				t.Errorf("code %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, tt.code, r.Stdout, r.Stderr)
 			}
 		})
+	}
+}
+
+// TestHelmValues: -o helm-values prints the grants as the chart's values (the
+// ClusterRole's rules and what each is for, a Role in each namespace a rule names, by
+// its suffix after --name), and refuses what the chart decides itself.
+func TestHelmValues(t *testing.T) {
+	policy := writePolicy(t, "- {name: team, finalizers: [x.example.com/y], resources: [configmaps], namespaces: [team-a], verify: {exec: {command: [x]}}}\n"+
+		"- {name: dbs, finalizers: [x.example.com/y], resources: [databases.db.example.com], verify: {exec: {command: [x]}}}\n")
+	r := cmdtesting.Run(NewCmdRBAC, cmdtesting.NewFactory(), "", "--policy", policy, "-o", "helm-values")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	var v chartValues
+	if err := yaml.UnmarshalStrict([]byte(r.Stdout), &v); err != nil {
+		t.Fatalf("%v:\n%s", err, r.Stdout)
+	}
+	if !strings.HasPrefix(r.Stdout, "# Values of the kubectl-finalize chart") || len(v.RBAC.ClusterRules) == 0 ||
+		!strings.Contains(v.RBAC.ClusterGrants, "rule dbs") || len(v.RBAC.Roles) != 1 {
+		t.Fatalf("values:\n%s", r.Stdout)
+	}
+	if role := v.RBAC.Roles[0]; role.NameSuffix != "" || role.Namespace != "team-a" || role.Rules[0].Resources[0] != "configmaps" || !strings.Contains(role.Grants, "rule team") {
+		t.Errorf("the Role of team-a: %+v", role)
+	}
+	for _, flags := range [][]string{{"--service-account", "ops/kf"}, {"--leader-elect-namespace", "ops"}, {"--name", "other"}} {
+		r := cmdtesting.Run(NewCmdRBAC, cmdtesting.NewFactory(), "", append([]string{"--policy", policy, "-o", "helm-values"}, flags...)...)
+		if r.Code != 2 || !strings.Contains(r.Stderr, flags[0]+" does not apply to -o helm-values") {
+			t.Errorf("%v: exit %d, stderr %s", flags, r.Code, r.Stderr)
+		}
+	}
+	if r := cmdtesting.Run(NewCmdRBAC, cmdtesting.NewFactory(), "", "--policy", policy, "-o", "json"); r.Code != 2 || !strings.Contains(r.Stderr, `the output format "json", allowed formats are: yaml,helm-values`) {
+		t.Errorf("-o json: exit %d, stderr %s", r.Code, r.Stderr)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/kubectl-finalize/kubectl-finalize/test/controlplane"
 	"github.com/kubectl-finalize/kubectl-finalize/test/deploy/image"
 	"github.com/kubectl-finalize/kubectl-finalize/test/fixture"
+	"github.com/kubectl-finalize/kubectl-finalize/test/helm"
 )
 
 var (
@@ -137,6 +138,9 @@ func generatedRBAC(t *testing.T, policy string, edit func(string) string) accoun
 		t.Fatalf("rbac: exit %d: %s", r.Code, r.Stderr)
 	}
 	a.manifests = r.Stdout
+	// The chart, given the values `rbac -o helm-values` prints for this policy, grants
+	// the same (#37).
+	helm.SameGrants(t, cp.AdminKubeconfig, policy, a.namespace, a.namespace, a.name)
 	if edit != nil {
 		a.manifests = edit(a.manifests)
 	}

@@ -61,15 +61,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
-{{/* The arguments both shapes share. */}}
-{{- define "kubectl-finalize.commonArgs" -}}
-- reconcile
+{{/* The policy's argument. */}}
+{{- define "kubectl-finalize.policyArg" -}}
 - --policy=/etc/kubectl-finalize/{{ .Values.policy.key }}
 {{- end }}
 
 {{/* The pod both shapes run: args is the list of reconcile's arguments. */}}
 {{- define "kubectl-finalize.podSpec" -}}
-{{- $ := .root }}
+{{- $ := .root -}}
 serviceAccountName: {{ include "kubectl-finalize.serviceAccountName" $ }}
 {{- with $.Values.imagePullSecrets }}
 imagePullSecrets:
