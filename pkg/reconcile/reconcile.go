@@ -158,7 +158,8 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 			PlannedForceDeletions: remove.ForceDeletions(p), MaxForceDeletions: r.Policy.MaxForceDeletions}
 	}
 	// The plan's rows are the report's, not copied: ten thousand of them are megabytes.
-	rep.Actions = append(out.Plan.Actions, refusals(p)...)
+	rep.Actions = out.Plan.Actions
+	rep.Actions = append(rep.Actions, refusals(p)...)
 	rep.Rules = r.presetWarnings(rep.Rules, rep.Actions)
 	sortActions(rep.Actions, res)
 	for _, a := range rep.Actions {

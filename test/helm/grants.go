@@ -63,7 +63,7 @@ func PolicyValues(t testing.TB, policy string) string {
 // folder is named apart from the test.
 func File(t testing.TB, name, text string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "kubectl-finalize-helm-")
+	dir, err := os.MkdirTemp("", "kubectl-finalize-helm-") //nolint:usetesting // t.TempDir is named after the test, and may hold a comma
 	if err != nil {
 		t.Fatal(err)
 	}

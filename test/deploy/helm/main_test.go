@@ -170,7 +170,7 @@ func imageValues(t *testing.T) []string {
 
 // install runs helm install (or upgrade, when verb says so) of the chart with the
 // post-renderer and args, and fails the test if helm fails.
-func (r *release) install(t *testing.T, verb string, args ...string) string {
+func (r *release) install(t *testing.T, verb string, args ...string) {
 	t.Helper()
 	all := append([]string{verb, r.name, helm.Chart(), "--namespace", r.namespace, "--post-renderer", plugin, "--wait", "--timeout", "3m"}, imageValues(t)...)
 	res := r.helm(t, append(all, args...)...)
@@ -182,7 +182,6 @@ func (r *release) install(t *testing.T, verb string, args ...string) string {
 			t.Errorf("helm %s: the chart's pods violate restricted beyond the overlay's hostNetwork: %s", verb, line)
 		}
 	}
-	return res.Stdout
 }
 
 // fullname is the release's objects' name.
