@@ -479,6 +479,6 @@ func itOr(who, reporter string) string {
 func inactive(who, msg, guards, removeCmd string) finding {
 	return rooted(finalizev1alpha1.ReasonControllerInactive, controllerSubject(who), msg,
 		fmt.Sprintf("bring %s back (reinstall it, scale it up or fix its crash) so it finishes its cleanup; if it is gone for good, check that %s, then: %s", who, guards, removeCmd),
-		fmt.Sprintf("%s is not removing its finalizers", who)).
+		fmt.Sprintf("%s is not removing these objects' finalizers", who)).
 		withRootNext(fmt.Sprintf("bring %s back so it finishes its cleanup; if it is gone for good, check that what its finalizers guard is gone, then remove them with kubectl finalize remove", who))
 }

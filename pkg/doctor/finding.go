@@ -89,6 +89,6 @@ func ago(now, t time.Time) string { return duration.HumanDuration(now.Sub(t)) }
 // progressing: the owner is at work; stuck is not proven yet.
 func progressing(o *kube.Object, msg, who string) finding {
 	next := "wait; stuck is not proven yet. Watch it: kubectl get " + o.Ref().String() + " -w"
-	return rooted(finalizev1alpha1.ReasonProgressing, controllerSubject(who), msg, next, who+" is still working").
+	return rooted(finalizev1alpha1.ReasonProgressing, controllerSubject(who), msg, next, who+" may still be working on these objects").
 		withRootNext("wait; stuck is not proven yet")
 }

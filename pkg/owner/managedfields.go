@@ -25,6 +25,11 @@ var genericManagerPatterns = []string{
 	"fleet-agent",              // Rancher Fleet
 	"Terraform", "terraform-*", // Terraform's kubernetes provider
 	"pulumi-kubernetes*", // Pulumi
+	// Crossplane's provider-kubernetes applies each Object's manifest with server-side
+	// apply as provider-kubernetes/OBJECT (internal/controller/{cluster,namespaced}/
+	// object/object.go: ssaFieldOwner); provider-helm installs each Release's chart as
+	// provider-helm/RELEASE. What they apply comes from a manifest, as kubectl's does.
+	"provider-kubernetes/*", "provider-helm/*",
 	"skaffold", "tilt", "k9s",
 	"before-first-apply", // server-side apply's migration placeholder
 	"Go-http-client",     // a Go client that did not name itself

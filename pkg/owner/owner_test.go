@@ -177,6 +177,9 @@ func TestResolve(t *testing.T) {
 		managed("restore-tool", `{"f:metadata":{"f:finalizers":{"v:\"db.example.com/restored\"":{},"v:\"db.example.com/reconciled\"":{}}},"f:spec":{"f:size":{}}}`),
 		{Manager: "reconciler", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:phase":{}}}`)},
 		managed("reconciler", `{"f:metadata":{"f:finalizers":{"v:\"db.example.com/reconciled\"":{}}},"f:spec":{"f:size":{}}}`),
+		// Crossplane's provider-kubernetes applied an Object's manifest, its finalizer
+		// and content with it (#38).
+		managed("provider-kubernetes/held1", `{"f:data":{"f:k":{}},"f:metadata":{"f:finalizers":{"v:\"applied.example.org/hold\"":{}}}}`),
 	}}
 	tests := []struct {
 		name string
@@ -199,6 +202,8 @@ func TestResolve(t *testing.T) {
 			Owner: "sql.cnrm.cloud.google.com", OwnerSource: "apiGroup"}},
 		{"nothing known, GitOps applier added it", "unknown.io/x", finalizev1alpha1.Finalizer{
 			OwnerSource: "unknown", AddedBy: "argocd-controller"}},
+		{"applied from a manifest by provider-kubernetes: added by it, not its to remove", "applied.example.org/hold", finalizev1alpha1.Finalizer{
+			OwnerSource: "unknown", AddedBy: "provider-kubernetes/held1"}},
 		// System by name, whatever the catalogue knows (IsSystem).
 		{"no domain: system", "my-finalizer", finalizev1alpha1.Finalizer{OwnerSource: "unknown", System: true}},
 		{"a domain Kubernetes reserves that the catalogue does not know: system", "example.kubernetes.io/cleanup", finalizev1alpha1.Finalizer{

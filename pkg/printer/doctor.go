@@ -105,17 +105,31 @@ func unreadableIn(d *finalizev1alpha1.Diagnosis, r *finalizev1alpha1.RootCause) 
 func rootCauses(b *strings.Builder, d *finalizev1alpha1.Diagnosis) {
 	items := map[types.UID]*finalizev1alpha1.StuckObject{}
 	namespaces := sets.New[string]()
+	clusterScoped := 0
 	for i := range d.Items {
 		if d.Items[i].Unreadable == nil {
 			items[d.Items[i].Target.UID] = &d.Items[i]
 		}
-		if ns := d.Items[i].Target.Namespace; ns != "" {
-			namespaces.Insert(ns)
-		} else if d.Items[i].Target.Resource == "namespaces" && d.Items[i].Target.APIVersion == "v1" {
-			namespaces.Insert(d.Items[i].Target.Name)
+		switch t := d.Items[i].Target; {
+		case t.Namespace != "":
+			namespaces.Insert(t.Namespace)
+		case t.Resource == "namespaces" && t.APIVersion == "v1":
+			namespaces.Insert(t.Name)
+		default:
+			clusterScoped++
 		}
 	}
-	fmt.Fprintf(b, "%s in %s, explained by %s.\n", words.Count(len(d.Items), "stuck object"), words.Count(namespaces.Len(), "namespace"), words.Count(len(d.RootCauses), "root cause"))
+	// Where they are: in namespaces, cluster-scoped, or both.
+	var where string
+	switch {
+	case namespaces.Len() == 0:
+		where = ", all cluster-scoped"
+	case clusterScoped > 0:
+		where = fmt.Sprintf(" in %s and %d cluster-scoped", words.Count(namespaces.Len(), "namespace"), clusterScoped)
+	default:
+		where = " in " + words.Count(namespaces.Len(), "namespace")
+	}
+	fmt.Fprintf(b, "%s%s, explained by %s.\n", words.Count(len(d.Items), "stuck object"), where, words.Count(len(d.RootCauses), "root cause"))
 	for i := range d.RootCauses {
 		r := &d.RootCauses[i]
 		fmt.Fprintf(b, "\n%d. %s: %s %s\n", i+1, r.Reason, r.Subject.Kind, subjectName(r.Subject))

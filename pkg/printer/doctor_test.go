@@ -57,3 +57,28 @@ func TestRemovals(t *testing.T) {
 	}
 	golden(t, "removals.golden", buf.Bytes())
 }
+
+// TestTheHeadlineCountsClusterScopedObjects: stuck objects without a namespace are not
+// counted "in 0 namespaces" (#38).
+func TestTheHeadlineCountsClusterScopedObjects(t *testing.T) {
+	obj := func(ns, name string) finalizev1alpha1.StuckObject {
+		return finalizev1alpha1.StuckObject{Target: finalizev1alpha1.ObjectReference{APIVersion: "kubernetes.crossplane.io/v1alpha2", Kind: "Object", Resource: "objects",
+			Namespace: ns, Name: name, UID: types.UID(ns + name)}, Cause: &finalizev1alpha1.Cause{Reason: "Unknown", Message: "m"}}
+	}
+	for _, tc := range []struct {
+		items []finalizev1alpha1.StuckObject
+		want  string
+	}{
+		{[]finalizev1alpha1.StuckObject{obj("", "a"), obj("", "b")}, "2 stuck objects, all cluster-scoped, explained by 0 root causes.\n"},
+		{[]finalizev1alpha1.StuckObject{obj("", "a"), obj("team-a", "b"), obj("team-b", "c")}, "3 stuck objects in 2 namespaces and 1 cluster-scoped, explained by 0 root causes.\n"},
+		{[]finalizev1alpha1.StuckObject{obj("team-a", "b")}, "1 stuck object in 1 namespace, explained by 0 root causes.\n"},
+	} {
+		var buf bytes.Buffer
+		if err := RootCauses(&buf, &finalizev1alpha1.Diagnosis{Items: tc.items}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := strings.Cut(buf.String(), "\n"); got+"\n" != tc.want {
+			t.Errorf("headline %q, want %q", got, tc.want)
+		}
+	}
+}

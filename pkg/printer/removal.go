@@ -47,7 +47,11 @@ func Removals(w io.Writer, removals []finalizev1alpha1.Removal, opts RemovalTabl
 // shown as the rule's answer, and the result says why it was kept.
 func Verification(r *finalizev1alpha1.Removal) string {
 	verdict := ""
-	if r.Rule != "" {
+	switch {
+	case r.Rule != "" && r.Verdict == "":
+		// Not asked (too young, not read): the evidence says why.
+		verdict = fmt.Sprintf("rule %s: %s", r.Rule, r.Evidence)
+	case r.Rule != "":
 		verdict = fmt.Sprintf("rule %s: %s: %s", r.Rule, r.Verdict, r.Evidence)
 	}
 	switch {

@@ -64,3 +64,12 @@ func TestAForceDeletionSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestANotAskedRowSaysWhyWithoutAVerdict: a row its rule did not ask about (too young)
+// has no verdict, and says why without an empty one ("rule R: : ...", #38).
+func TestANotAskedRowSaysWhyWithoutAVerdict(t *testing.T) {
+	r := &finalizev1alpha1.Removal{Finalizer: "x.example.com/y", Rule: "dbs", Evidence: "terminating for 7s, minAge 15m", Result: "Kept"}
+	if got, want := Verification(r), "rule dbs: terminating for 7s, minAge 15m"; got != want {
+		t.Errorf("Verification = %q, want %q", got, want)
+	}
+}
