@@ -6,8 +6,8 @@
 #   hack/release/chart.sh push OUTDIR/kubectl-finalize-X.Y.Z.tgz oci://ghcr.io/kubectl-finalize/charts [helm push flags]
 #
 # package sets the chart's version to X.Y.Z and its appVersion to vX.Y.Z (the image's
-# tag), and with a digest, the default of image.digest: the chart then pulls the image it
-# was released with by digest. It lints the chart as packaged, and prints the package's
+# tag), and with a digest, image.releaseDigest: the chart then pulls the image it was
+# released with by digest, unless another tag or digest is asked for. It lints the chart as packaged, and prints the package's
 # path. The release workflow passes the digest of the image it published; a snapshot
 # (make verify) packages without one, and hack/release/internal/chart checks the
 # package, pushed to a registry on loopback and read back.
@@ -28,9 +28,9 @@ package)
   chart=$tmp/kubectl-finalize
   if [[ -n $digest ]]; then
     [[ $digest =~ ^sha256:[a-f0-9]{64}$ ]] || { echo "chart.sh: $digest is not a sha256 digest" >&2; exit 2; }
-    # The one line of values.yaml that holds image.digest's default.
-    [[ $(grep -c '^  digest: ""$' "$chart/values.yaml") == 1 ]] || { echo "chart.sh: values.yaml has no single image.digest line to set" >&2; exit 1; }
-    sed -i "s/^  digest: \"\"$/  digest: \"$digest\"/" "$chart/values.yaml"
+    # The one line of values.yaml that holds image.releaseDigest.
+    [[ $(grep -c '^  releaseDigest: ""$' "$chart/values.yaml") == 1 ]] || { echo "chart.sh: values.yaml has no single image.releaseDigest line to set" >&2; exit 1; }
+    sed -i "s/^  releaseDigest: \"\"$/  releaseDigest: \"$digest\"/" "$chart/values.yaml"
   fi
   for shape in cronjob deployment; do
     "$helm" lint --strict "$chart" -f "$chart/ci/$shape-values.yaml" >&2

@@ -30,7 +30,7 @@ func docs(t *testing.T) []string {
 var fence = regexp.MustCompile("(?s)```(?:sh|bash|console)\n(.*?)```")
 
 // commands returns every `kubectl finalize ...` command of the shell blocks of a page,
-// continuation lines joined, prompts, pipes and comments cut.
+// continuation lines joined, prompts, pipes, redirections and comments cut.
 func commands(text string) []string {
 	var out []string
 	for _, block := range fence.FindAllStringSubmatch(text, -1) {
@@ -40,8 +40,11 @@ func commands(text string) []string {
 			if !strings.HasPrefix(line, "kubectl finalize ") {
 				continue
 			}
-			if i := strings.Index(line, " | "); i >= 0 {
-				line = line[:i]
+			// A pipe or a redirection of the output ends the command.
+			for _, op := range []string{" | ", " > ", " >> "} {
+				if i := strings.Index(line, op); i >= 0 {
+					line = line[:i]
+				}
 			}
 			if i := strings.Index(line, "  #"); i >= 0 {
 				line = line[:i]

@@ -28,12 +28,13 @@ type Shared struct {
 	labels map[string]map[string]string
 	fields map[string]*metav1.FieldsV1
 	times  map[metav1.Time]*metav1.Time
+	strs   map[string]string
 	key    []byte
 }
 
 // NewShared returns an empty Shared, for one scan.
 func NewShared() *Shared {
-	return &Shared{labels: map[string]map[string]string{}, fields: map[string]*metav1.FieldsV1{}, times: map[metav1.Time]*metav1.Time{}}
+	return &Shared{labels: map[string]map[string]string{}, fields: map[string]*metav1.FieldsV1{}, times: map[metav1.Time]*metav1.Time{}, strs: map[string]string{}}
 }
 
 // NewObject is NewObject sharing what s holds.
@@ -58,7 +59,7 @@ func (s *Shared) labelSet(in map[string]string) map[string]string {
 		return nil
 	}
 	if s == nil {
-		return internLabels(in)
+		return s.internLabels(in)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,17 +74,44 @@ func (s *Shared) labelSet(in map[string]string) map[string]string {
 	if l, ok := s.labels[string(s.key)]; ok {
 		return l
 	}
-	l := internLabels(in)
+	l := make(map[string]string, len(in))
+	for k, v := range in {
+		l[s.internLocked(k)] = s.internLocked(v)
+	}
 	s.labels[string(s.key)] = l
 	return l
 }
 
-func internLabels(in map[string]string) map[string]string {
+// internLabels copies labels with their strings interned, without a Shared.
+func (s *Shared) internLabels(in map[string]string) map[string]string {
 	out := make(map[string]string, len(in))
 	for k, v := range in {
 		out[intern(k)] = intern(v)
 	}
 	return out
+}
+
+// intern returns the one copy of x the scan keeps. unique's copies are shared only while
+// a handle to them lives: one a scan made before a collection is not the one it makes
+// after, so a scan keeps its own.
+func (s *Shared) intern(x string) string {
+	if s == nil {
+		return intern(x)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.internLocked(x)
+}
+
+func (s *Shared) internLocked(x string) string {
+	if x == "" {
+		return ""
+	}
+	if c, ok := s.strs[x]; ok {
+		return c
+	}
+	s.strs[x] = x
+	return x
 }
 
 // slimFields returns the one copy of raw's slimmed fields (SlimFields).
@@ -135,7 +163,7 @@ func (s *Shared) time(t *metav1.Time) *metav1.Time {
 // before (#36).
 func (s *Shared) slimMeta(in *metav1.ObjectMeta) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{
-		Name: in.Name, GenerateName: in.GenerateName, Namespace: intern(in.Namespace), UID: in.UID,
+		Name: in.Name, GenerateName: in.GenerateName, Namespace: s.intern(in.Namespace), UID: in.UID,
 		ResourceVersion: in.ResourceVersion, Generation: in.Generation, CreationTimestamp: in.CreationTimestamp,
 		DeletionTimestamp: s.time(in.DeletionTimestamp), Labels: s.labelSet(in.Labels),
 	}
@@ -145,13 +173,13 @@ func (s *Shared) slimMeta(in *metav1.ObjectMeta) metav1.ObjectMeta {
 	}
 	for i := range in.OwnerReferences {
 		r := *in.OwnerReferences[i].DeepCopy()
-		r.APIVersion, r.Kind = intern(r.APIVersion), intern(r.Kind)
+		r.APIVersion, r.Kind = s.intern(r.APIVersion), s.intern(r.Kind)
 		out.OwnerReferences = append(out.OwnerReferences, r)
 	}
 	if in.Finalizers != nil {
 		out.Finalizers = make([]string, len(in.Finalizers))
 		for i, f := range in.Finalizers {
-			out.Finalizers[i] = intern(f)
+			out.Finalizers[i] = s.intern(f)
 		}
 	}
 	if in.ManagedFields != nil {
@@ -159,8 +187,8 @@ func (s *Shared) slimMeta(in *metav1.ObjectMeta) metav1.ObjectMeta {
 		for i := range in.ManagedFields {
 			e := &in.ManagedFields[i]
 			out.ManagedFields[i] = metav1.ManagedFieldsEntry{
-				Manager: intern(e.Manager), Operation: metav1.ManagedFieldsOperationType(intern(string(e.Operation))),
-				APIVersion: intern(e.APIVersion), FieldsType: intern(e.FieldsType), Subresource: intern(e.Subresource),
+				Manager: s.intern(e.Manager), Operation: metav1.ManagedFieldsOperationType(s.intern(string(e.Operation))),
+				APIVersion: s.intern(e.APIVersion), FieldsType: s.intern(e.FieldsType), Subresource: s.intern(e.Subresource),
 				Time: s.time(e.Time),
 			}
 			if e.FieldsV1 != nil {

@@ -33,16 +33,30 @@ type Loop struct {
 	OnReport func(*finalizev1alpha1.ReconcileReport, error)
 	// LeaderElection, if set, runs passes only while holding the Lease.
 	LeaderElection *LeaderElection
+	// Changed, if set, is asked before each pass whether what the passes follow changed
+	// since the process read it (the policy file, which a ConfigMap volume updates in
+	// place): an error stops the loop, and Run returns it, so that the process exits and
+	// starts again on what is there now instead of acting on what is not any more.
+	Changed func() error
+
+	cancel context.CancelCauseFunc
 }
+
+// ErrPolicyChanged means the policy file changed under a continuous run: it stops, to
+// start again on the policy as it is.
+var ErrPolicyChanged = errors.New("the policy changed")
 
 // ErrLostLease means another replica took the Lease: this one stops.
 var ErrLostLease = errors.New("lost the leader election lease")
 
-// Run runs passes until ctx is done.
-func (l *Loop) Run(ctx context.Context) error {
+// Run runs passes until ctx is done, or Changed says what they follow changed.
+func (l *Loop) Run(parent context.Context) error {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	l.cancel = cancel
 	if l.LeaderElection == nil {
 		l.passes(ctx)
-		return nil
+		return changed(ctx)
 	}
 	le := l.LeaderElection
 	var lost error
@@ -70,7 +84,18 @@ func (l *Loop) Run(ctx context.Context) error {
 		return err
 	}
 	elector.Run(ctx)
+	if err := changed(ctx); err != nil {
+		return err
+	}
 	return lost
+}
+
+// changed is the error Changed stopped ctx with, if it did.
+func changed(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+		return cause
+	}
+	return nil
 }
 
 // passes runs a pass now and then every Interval, until ctx is done.
@@ -78,6 +103,12 @@ func (l *Loop) passes(ctx context.Context) {
 	wait.Until(func() {
 		if ctx.Err() != nil {
 			return
+		}
+		if l.Changed != nil {
+			if err := l.Changed(); err != nil {
+				l.cancel(err)
+				return
+			}
 		}
 		rep, err := l.Reconciler.Pass(ctx)
 		if ctx.Err() != nil && err != nil {

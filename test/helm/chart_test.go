@@ -3,6 +3,7 @@ package helm
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,6 +42,19 @@ func TestWhatTheChartRefuses(t *testing.T) {
 		{"a digest that is not one", []string{"--set", "image.digest=latest"}, "at '/image/digest': 'latest' does not match"},
 		{"a textfile without its directory", []string{"--set", "cronjob.metrics.textfile=kubectl-finalize.prom"}, "cronjob.metrics.textfile needs cronjob.metrics.textfileHostPath"},
 		{"a ServiceMonitor without its Service", []string{"--set", "deployment.metrics.service.enabled=false"}, "deployment.metrics.serviceMonitor needs deployment.metrics.service.enabled"},
+		// What would put a credential in the release, or send the ServiceAccount's token
+		// elsewhere, or silence the audit.
+		{"a Pushgateway URL with a password", []string{"--set", "cronjob.metrics.pushgateway=https://user:s3cr3t@push.example.com"}, "at '/cronjob/metrics/pushgateway'"},
+		{"a token as an argument", []string{"--set", "extraArgs={--token=eyJhbGciOi}"}, "at '/extraArgs/0'"},
+		{"another API server", []string{"--set", "extraArgs={--server=https://evil.example.com}"}, "at '/extraArgs/0'"},
+		{"the audit silenced", []string{"--set", "extraArgs={--audit-log=/dev/null}"}, "at '/extraArgs/0'"},
+		// What would inject arguments, mounts or a privileged pod.
+		{"a grouping label with a line break", []string{"--set-json", `cronjob.metrics.pushGrouping=["x\n- --audit-log"]`}, "at '/cronjob/metrics/pushGrouping/0'"},
+		{"a mount over the policy", []string{"--set", "credentials.files[0].mountPath=/etc/kubectl-finalize"}, "at '/credentials/files/0/mountPath'"},
+		{"a mount path with a line break", []string{"--set-json", `credentials.files[0].mountPath="/x\n  - name: policy"`}, "at '/credentials/files/0/mountPath'"},
+		{"root", []string{"--set", "podSecurityContext.runAsUser=0"}, "at '/podSecurityContext/runAsUser'"},
+		{"a pod that may run as root", []string{"--set", "podSecurityContext.runAsNonRoot=false"}, "additional properties 'runAsNonRoot' not allowed"},
+		{"the node's root as the textfile directory", []string{"--set", "cronjob.metrics.textfile=k.prom,cronjob.metrics.textfileHostPath=/"}, "at '/cronjob/metrics/textfileHostPath'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			shape := "cronjob"
@@ -107,4 +121,28 @@ func toYAML(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestEveryArgumentIsAString: values reach the container's arguments as YAML strings,
+// whatever they hold (a colon, a hash), never as YAML of their own; and a Pushgateway
+// URL may come from an environment variable of a Secret ($(VAR)), as docs/reconcile.md
+// shows.
+func TestEveryArgumentIsAString(t *testing.T) {
+	r := Run(t, nil, "template", "t", Chart(), "-f", values("cronjob"), "--show-only", "templates/cronjob.yaml",
+		"--set", "cronjob.metrics.pushgateway=$(PUSHGATEWAY_URL)", "--set", "cronjob.metrics.pushJob=kubectl finalize: prod",
+		"--set-json", `cronjob.metrics.pushGrouping=["cluster=prod #eu"]`,
+		"--set", "credentials.env[0].name=PUSHGATEWAY_URL,credentials.env[0].secretName=pushgateway,credentials.env[0].key=url")
+	if r.Err != nil {
+		t.Fatalf("%v\n%s", r.Err, r.Stderr)
+	}
+	var got batchv1.CronJob
+	if err := yaml.UnmarshalStrict([]byte(r.Stdout), &got); err != nil {
+		t.Fatalf("%v:\n%s", err, r.Stdout)
+	}
+	args := got.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--metrics-push-url=$(PUSHGATEWAY_URL)", "--metrics-push-job=kubectl finalize: prod", "--metrics-push-grouping=cluster=prod #eu"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args %q, want %q among them", args, want)
+		}
+	}
 }

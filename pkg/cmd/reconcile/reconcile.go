@@ -2,6 +2,7 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -145,6 +146,7 @@ type Options struct {
 	clients     *client.Clients
 	mapper      meta.RESTMapper
 	policy      *policy.Policy
+	policyText  []byte
 	namespace   string
 	intervalSet bool
 	// pushJobSet is set when --metrics-push-job was given.
@@ -210,6 +212,10 @@ func (o *Options) Complete(f util.Factory, cmd *cobra.Command, _ []string) error
 		return util.UsageErrorf(nil, "--%s is required: reconcile removes only what a policy's providers verify", flagPolicy)
 	}
 	var err error
+	// The text the passes follow, to tell when the file changes under a long run.
+	if o.policyText, err = os.ReadFile(o.PolicyFile); err != nil {
+		return util.UsageError(fmt.Errorf("reading the policy: %w", err))
+	}
 	if o.policy, err = policy.Load(o.PolicyFile); err != nil {
 		return util.UsageError(err)
 	}
@@ -363,7 +369,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		return o.outcome(rep)
 	}
-	loop := &reconcile.Loop{Reconciler: r, Interval: o.Interval, OnReport: func(rep *finalizev1alpha1.ReconcileReport, err error) {
+	loop := &reconcile.Loop{Reconciler: r, Interval: o.Interval, Changed: o.policyChanged, OnReport: func(rep *finalizev1alpha1.ReconcileReport, err error) {
 		if err != nil {
 			fmt.Fprintf(o.ErrOut, "error: the pass failed: %v\n", err)
 			return
@@ -393,6 +399,22 @@ func (o *Options) Run(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, "Stopped.")
 	}
 	return err
+}
+
+// policyChanged says when the policy file no longer holds the text the passes follow: a
+// ConfigMap mounted as a volume is updated in place, and a continuous run must not go
+// on removing under rules that are not there any more. The run then stops, and its
+// container starts again on the policy as it is now. A file that cannot be read stops
+// it too: the run cannot tell what the policy is.
+func (o *Options) policyChanged() error {
+	now, err := os.ReadFile(o.PolicyFile)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %s cannot be read: %w", reconcile.ErrPolicyChanged, o.PolicyFile, err)
+	case !bytes.Equal(now, o.policyText):
+		return fmt.Errorf("%w: %s changed since the run started; stopping, to start again on it", reconcile.ErrPolicyChanged, o.PolicyFile)
+	}
+	return nil
 }
 
 // reconciler builds the reconciler, with its auditor unless this is a dry run.

@@ -64,8 +64,8 @@ func TestTheReleasedChart(t *testing.T) {
 			t.Errorf("the package holds %s: the CI values are not the chart's", name)
 		}
 	}
-	if v := files["kubectl-finalize/values.yaml"]; !strings.Contains(v, `  digest: "`+digest+`"`) {
-		t.Errorf("values.yaml of the package does not default image.digest to %s", digest)
+	if v := files["kubectl-finalize/values.yaml"]; !strings.Contains(v, `  releaseDigest: "`+digest+`"`) {
+		t.Errorf("values.yaml of the package does not set image.releaseDigest to %s", digest)
 	}
 
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
@@ -86,6 +86,11 @@ func TestTheReleasedChart(t *testing.T) {
 	out := run(t, env, helm, "template", "t", remote, "--version", version, "--plain-http", "-f", values, "--show-only", "templates/cronjob.yaml")
 	if want := "image: ghcr.io/kubectl-finalize/kubectl-finalize:" + tag + "@" + digest; !strings.Contains(out, want) {
 		t.Errorf("the chart read back renders no %q:\n%s", want, out)
+	}
+	// A tag of the user's own is not pinned to the released image's digest.
+	out = run(t, env, helm, "template", "t", remote, "--version", version, "--plain-http", "-f", values, "--show-only", "templates/cronjob.yaml", "--set", "image.tag=v0.9.2")
+	if want := "image: ghcr.io/kubectl-finalize/kubectl-finalize:v0.9.2\n"; !strings.Contains(out, want) {
+		t.Errorf("with image.tag=v0.9.2 the chart renders no %q:\n%s", want, out)
 	}
 }
 

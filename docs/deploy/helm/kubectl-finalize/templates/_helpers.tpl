@@ -37,11 +37,18 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
-{{/* repository:tag, or repository:tag@digest when a digest is given. */}}
+{{/*
+repository:tag, or repository:tag@digest when a digest is given: image.digest, or the
+release's digest of the appVersion's image when the tag is the appVersion's.
+*/}}
 {{- define "kubectl-finalize.image" -}}
 {{- $tag := .Values.image.tag | default .Chart.AppVersion }}
-{{- if .Values.image.digest }}
-{{- printf "%s:%s@%s" .Values.image.repository $tag .Values.image.digest }}
+{{- $digest := .Values.image.digest }}
+{{- if and (not $digest) (eq $tag .Chart.AppVersion) }}
+{{- $digest = .Values.image.releaseDigest }}
+{{- end }}
+{{- if $digest }}
+{{- printf "%s:%s@%s" .Values.image.repository $tag $digest }}
 {{- else }}
 {{- printf "%s:%s" .Values.image.repository $tag }}
 {{- end }}
@@ -63,98 +70,49 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* The policy's argument. */}}
 {{- define "kubectl-finalize.policyArg" -}}
-- --policy=/etc/kubectl-finalize/{{ .Values.policy.key }}
+{{- printf "--policy=/etc/kubectl-finalize/%s" .Values.policy.key }}
 {{- end }}
 
-{{/* The pod both shapes run: args is the list of reconcile's arguments. */}}
+{{/*
+The pod both shapes run, from a dict: root (the chart's context), args (a list: every
+argument is a YAML string, whatever a value holds), and the optional lists env, mounts,
+volumes and the dict container (more fields of the container). Restricted Pod Security
+is not a value: its fields are set here, and values may only add the user and groups.
+*/}}
 {{- define "kubectl-finalize.podSpec" -}}
 {{- $ := .root -}}
-serviceAccountName: {{ include "kubectl-finalize.serviceAccountName" $ }}
-{{- with $.Values.imagePullSecrets }}
-imagePullSecrets:
-{{- toYaml . | nindent 2 }}
+{{- $podSC := dict "runAsNonRoot" true "seccompProfile" (dict "type" "RuntimeDefault") }}
+{{- $podSC = merge $podSC (deepCopy $.Values.podSecurityContext) }}
+{{- $env := .env | default list }}
+{{- range $.Values.credentials.env }}
+{{- $ref := dict "name" .secretName "key" .key }}
+{{- if hasKey . "optional" }}{{- $_ := set $ref "optional" .optional }}{{- end }}
+{{- $env = append $env (dict "name" .name "valueFrom" (dict "secretKeyRef" $ref)) }}
 {{- end }}
-{{- with $.Values.priorityClassName }}
-priorityClassName: {{ . }}
-{{- end }}
-securityContext:
-{{- toYaml $.Values.podSecurityContext | nindent 2 }}
-{{- with $.Values.nodeSelector }}
-nodeSelector:
-{{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with $.Values.tolerations }}
-tolerations:
-{{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with $.Values.affinity }}
-affinity:
-{{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with .extraPod }}
-{{ . }}
-{{- end }}
-containers:
-- name: reconcile
-  image: {{ include "kubectl-finalize.image" $ }}
-  imagePullPolicy: {{ $.Values.image.pullPolicy }}
-  args:
-  {{- .args | nindent 2 }}
-  {{- range $.Values.extraArgs }}
-  - {{ . | quote }}
-  {{- end }}
-  {{- if or .env $.Values.credentials.env }}
-  env:
-  {{- with .env }}
-  {{- . | nindent 2 }}
-  {{- end }}
-  {{- range $.Values.credentials.env }}
-  - name: {{ .name }}
-    valueFrom:
-      secretKeyRef:
-        name: {{ .secretName }}
-        key: {{ .key }}
-        {{- if hasKey . "optional" }}
-        optional: {{ .optional }}
-        {{- end }}
-  {{- end }}
-  {{- end }}
-  {{- with .container }}
-  {{- . | nindent 2 }}
-  {{- end }}
-  securityContext:
-  {{- toYaml $.Values.securityContext | nindent 4 }}
-  resources:
-  {{- toYaml $.Values.resources | nindent 4 }}
-  volumeMounts:
-  - name: policy
-    mountPath: /etc/kubectl-finalize
-    readOnly: true
-  {{- range $i, $f := $.Values.credentials.files }}
-  - name: credentials-{{ $i }}
-    mountPath: {{ $f.mountPath }}
-    readOnly: true
-  {{- end }}
-  {{- with .mounts }}
-  {{- . | nindent 2 }}
-  {{- end }}
-volumes:
-- name: policy
-  configMap:
-    name: {{ include "kubectl-finalize.policyConfigMap" $ }}
+{{- $mounts := list (dict "name" "policy" "mountPath" "/etc/kubectl-finalize" "readOnly" true) }}
+{{- $volumes := list (dict "name" "policy" "configMap" (dict "name" (include "kubectl-finalize.policyConfigMap" $))) }}
 {{- range $i, $f := $.Values.credentials.files }}
-- name: credentials-{{ $i }}
-  secret:
-    secretName: {{ $f.secretName }}
-    {{- if hasKey $f "optional" }}
-    optional: {{ $f.optional }}
-    {{- end }}
-    {{- with $f.items }}
-    items:
-    {{- toYaml . | nindent 4 }}
-    {{- end }}
+{{- $mounts = append $mounts (dict "name" (printf "credentials-%d" $i) "mountPath" $f.mountPath "readOnly" true) }}
+{{- $secret := dict "secretName" $f.secretName }}
+{{- if hasKey $f "optional" }}{{- $_ := set $secret "optional" $f.optional }}{{- end }}
+{{- with $f.items }}{{- $_ := set $secret "items" . }}{{- end }}
+{{- $volumes = append $volumes (dict "name" (printf "credentials-%d" $i) "secret" $secret) }}
 {{- end }}
-{{- with .volumes }}
-{{ . }}
-{{- end }}
+{{- $mounts = concat $mounts (.mounts | default list) }}
+{{- $volumes = concat $volumes (.volumes | default list) }}
+{{- $container := dict "name" "reconcile" "image" (include "kubectl-finalize.image" $) "imagePullPolicy" $.Values.image.pullPolicy
+      "args" (concat .args $.Values.extraArgs)
+      "securityContext" (dict "allowPrivilegeEscalation" false "readOnlyRootFilesystem" true "capabilities" (dict "drop" (list "ALL")))
+      "resources" $.Values.resources "volumeMounts" $mounts }}
+{{- if $env }}{{- $_ := set $container "env" $env }}{{- end }}
+{{- $container = merge $container (.container | default dict) }}
+{{- $spec := dict "serviceAccountName" (include "kubectl-finalize.serviceAccountName" $) "securityContext" $podSC
+      "containers" (list $container) "volumes" $volumes }}
+{{- with $.Values.imagePullSecrets }}{{- $_ := set $spec "imagePullSecrets" . }}{{- end }}
+{{- with $.Values.priorityClassName }}{{- $_ := set $spec "priorityClassName" . }}{{- end }}
+{{- with $.Values.nodeSelector }}{{- $_ := set $spec "nodeSelector" . }}{{- end }}
+{{- with $.Values.tolerations }}{{- $_ := set $spec "tolerations" . }}{{- end }}
+{{- with $.Values.affinity }}{{- $_ := set $spec "affinity" . }}{{- end }}
+{{- $spec = merge $spec (.spec | default dict) }}
+{{- toYaml $spec }}
 {{- end }}
