@@ -313,6 +313,11 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 					Evidence: fmt.Sprintf("the resource behind %s is shared, and %d live objects still carry it (%s): it is not gone until all of them are", finalizer, n, strings.Join(names, ", "))})
 			}
 		}
+		// The identity the object's operator names its resource by, or none: an identity
+		// read where that operator does not read it names another resource (#38).
+		if why := p.IdentityUnusable(full, v.identityUsed[rule.Name]); why != "" {
+			return decided(provider.Unknown("not verified: %s", why))
+		}
 		if !rule.Spec.TrustIdentityFromAnyWriter {
 			if why := p.UntrustedIdentity(full, finalizer, v.identityUsed[rule.Name], rule.OperatorManagers); len(why) > 0 {
 				return decided(provider.Unknown("not verified: %s; an identity that anyone who may edit the object can change is trusted only when the operator wrote it "+
@@ -399,6 +404,12 @@ type check struct {
 	decidedTargets int
 	// broken: the provider called a live object gone.
 	broken bool
+	// identityControls counts the controls asked by an identity of the rule's preset,
+	// and ownName names those whose identity was their own name: such a control cannot
+	// tell a provider asked by the identity the operator uses from one that would be
+	// asked by the object's name (#38).
+	identityControls int
+	ownName          []string
 	// present counts the controls the provider answered Present for; unknown holds what
 	// it answered for those it answered Unknown for.
 	present int
@@ -513,6 +524,12 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 		}
 		requests[a.request] = true
 		asked++
+		if uses, own := v.identityIsOwnName(rule, full, ctl.finalizer); uses {
+			c.identityControls++
+			if own {
+				c.ownName = append(c.ownName, ref.String())
+			}
+		}
 		c.results = append(c.results, finalizev1alpha1.ControlResult{Target: ref, Finalizer: ctl.finalizer, Verdict: a.Verdict, Evidence: a.Evidence})
 		if a.CannotRun && c.cannotRun == "" {
 			c.cannotRun = a.Evidence
@@ -547,6 +564,27 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 		c.distrust = fmt.Sprintf("the live objects among %s that this rule matches changed before they could be checked; its provider could not be checked", typ)
 		c.unchecked = true
 	}
+}
+
+// identityIsOwnName says whether the rule asks about o by an identity of its preset
+// (uses), and whether every identity value it asks by is o's own name (own).
+func (v *Verifier) identityIsOwnName(rule *Rule, o *unstructured.Unstructured, finalizer string) (uses, own bool) {
+	p := rule.Preset
+	if p == nil {
+		return false, false
+	}
+	used := v.identityUsed[rule.Name]
+	own = true
+	for name, value := range p.IdentityOf(o, finalizer) {
+		if used != nil && !used(name) {
+			continue
+		}
+		uses = true
+		if value != o.GetName() {
+			own = false
+		}
+	}
+	return uses, uses && own
 }
 
 // notTheAPIsOwn says why a Gone from an http response is not the API's own answer, given
@@ -609,6 +647,11 @@ func (v *Verifier) RuleStatuses() []finalizev1alpha1.RuleStatus {
 			st.Distrust += c.distrust
 		}
 		st.Controls = append(st.Controls, c.results...)
+		if c.present > 0 && c.identityControls > 0 && len(c.ownName) == c.identityControls {
+			st.Warnings = append(st.Warnings, fmt.Sprintf("its controls of %s cannot tell whether the identity it asks by is the one the operator uses: "+
+				"each was asked by its own name (%s), so a rule reading the wrong field would have passed them too; a live object whose identity differs from its name would tell",
+				k.gr.String(), strings.Join(firstN(c.ownName, 5), ", ")))
+		}
 		switch typ := k.gr.String(); {
 		case c.broken:
 		case c.present == 0 && len(c.unknown) > 0:

@@ -32,8 +32,8 @@ import (
 
 var (
 	now       = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	databases = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "databases"}, Kind: "Database", Namespaced: true}
-	dbFin     = finalizev1alpha1.Finalizer{Name: "db.example.com/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers}
+	databases = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.upbound.io", Version: "v1", Resource: "databases"}, Kind: "Database", Namespaced: true}
+	dbFin     = finalizev1alpha1.Finalizer{Name: "db.example.upbound.io/finalizer", Field: finalizev1alpha1.FieldMetadataFinalizers}
 )
 
 func database(name, id string, deletedAgo time.Duration) *unstructured.Unstructured {
@@ -86,8 +86,8 @@ func apiPolicy(t *testing.T, code func(id string) int, tail string) string {
 	_ = os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)
 	return header + `rules:
 - name: dbs
-  finalizers: [db.example.com/finalizer]
-  resources: [databases.db.example.com]
+  finalizers: [db.example.upbound.io/finalizer]
+  resources: [databases.db.example.upbound.io]
   minAge: 10m
   verify:
     http:
@@ -129,7 +129,7 @@ func TestABrokenProviderRemovesNothing(t *testing.T) {
 	doc := dbAPI(t, func(string) bool { return true })
 	v, objs := verifier(t, doc, database("orders", "i-gone", time.Hour), database("live", "i-live", 0))
 	got := v.Verify(context.Background(), plan.VerifyRequest{Object: objs["orders"], Finalizer: dbFin})
-	if got.Gone() || got.Verdict != finalizev1alpha1.VerdictGone || !strings.Contains(distrust(got), "the provider is broken: it called databases.db.example.com/live -n prod gone") {
+	if got.Gone() || got.Verdict != finalizev1alpha1.VerdictGone || !strings.Contains(distrust(got), "the provider is broken: it called databases.db.example.upbound.io/live -n prod gone") {
 		t.Errorf("orders: %+v", got)
 	}
 	if st := v.RuleStatuses(); len(st) != 1 || !st[0].Broken {
@@ -142,12 +142,12 @@ func TestABrokenProviderRemovesNothing(t *testing.T) {
 // other live object, which the broken provider calls gone.
 func TestAControlIsAnObjectNotAFinalizer(t *testing.T) {
 	doc := strings.Replace(dbAPI(t, func(id string) bool { return id != "i-live" }),
-		"finalizers: [db.example.com/finalizer]", "finalizers: [db.example.com/finalizer, db.example.com/other]", 1)
+		"finalizers: [db.example.upbound.io/finalizer]", "finalizers: [db.example.upbound.io/finalizer, db.example.upbound.io/other]", 1)
 	twice := database("a-live", "i-live", 0)
-	twice.SetFinalizers([]string{dbFin.Name, "db.example.com/other"})
+	twice.SetFinalizers([]string{dbFin.Name, "db.example.upbound.io/other"})
 	v, objs := verifier(t, doc, twice, database("b-live", "i-called-gone", 0), database("orders", "i-gone", time.Hour))
 	got := v.Verify(context.Background(), plan.VerifyRequest{Object: objs["orders"], Finalizer: dbFin})
-	if got.Gone() || !strings.Contains(distrust(got), "the provider is broken: it called databases.db.example.com/b-live -n prod gone") {
+	if got.Gone() || !strings.Contains(distrust(got), "the provider is broken: it called databases.db.example.upbound.io/b-live -n prod gone") {
 		t.Errorf("orders: %+v", got)
 	}
 	st := v.RuleStatuses()
@@ -208,7 +208,7 @@ func TestTheObjectVerifiedIsTheObjectAskedAbout(t *testing.T) {
 
 const crossplaneFin = "finalizer.managedresource.crossplane.io"
 
-var caches = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.com", Version: "v1", Resource: "caches"}, Kind: "Cache", Namespaced: true}
+var caches = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "db.example.upbound.io", Version: "v1", Resource: "caches"}, Kind: "Cache", Namespaced: true}
 
 // operator is the field manager of the Crossplane provider in these tests, an upjet
 // provider's binary as its client names itself: it wrote the finalizer of every managed
@@ -269,10 +269,10 @@ func presetAPI(t *testing.T, gone func(name string) bool, extra string) string {
 // over databases and caches.
 func presetOf(doc, extra string) string {
 	return strings.Replace(strings.Replace(doc, `- name: dbs
-  finalizers: [db.example.com/finalizer]
-  resources: [databases.db.example.com]`, `- name: dbs
+  finalizers: [db.example.upbound.io/finalizer]
+  resources: [databases.db.example.upbound.io]`, `- name: dbs
   preset: crossplane-managed
-  resources: [databases.db.example.com, caches.db.example.com]`+extra, 1), "{.status.instanceID}", "{identity.externalName}", 1)
+  resources: [databases.db.example.upbound.io, caches.db.example.upbound.io]`+extra, 1), "{.status.instanceID}", "{identity.externalName}", 1)
 }
 
 // verifier sees objs (databases and caches) as a scan would, controls included, and
@@ -319,14 +319,14 @@ func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 		broken   bool
 	}{
 		{name: "retained by its spec", controls: []*unstructured.Unstructured{managed(databases, "a-orphan", "live-1", operator, true, orphan)},
-			distrust: "proves nothing about the provider (databases.db.example.com/a-orphan -n prod: retained by design: spec.deletionPolicy: Orphan)"},
+			distrust: "proves nothing about the provider (databases.db.example.upbound.io/a-orphan -n prod: retained by design: spec.deletionPolicy: Orphan)"},
 		{name: "held", controls: []*unstructured.Unstructured{paused(managed(databases, "a-paused", "live-1", operator, true, nil))},
-			distrust: "no live object carries a finalizer this rule matches among databases.db.example.com (the holders of a shared finalizer and objects an annotation holds or retains do not count"},
+			distrust: "no live object carries a finalizer this rule matches among databases.db.example.upbound.io (the holders of a shared finalizer and objects an annotation holds or retains do not count"},
 		{name: "its external name not the operator's", controls: []*unstructured.Unstructured{managed(databases, "a-annotated", "live-1", "kubectl-annotate", true, nil)},
 			distrust: "annotation crossplane.io/external-name was last written by kubectl-annotate"},
 		{name: "a retained one is replaced by the next", controls: []*unstructured.Unstructured{
 			managed(databases, "a-orphan", "live-1", operator, true, orphan), managed(databases, "b-live", "live-2", operator, true, nil)},
-			extra: "\n  controls: {count: 1}", distrust: "the provider is broken: it called databases.db.example.com/b-live -n prod gone", broken: true},
+			extra: "\n  controls: {count: 1}", distrust: "the provider is broken: it called databases.db.example.upbound.io/b-live -n prod gone", broken: true},
 		{name: "requireLive false acts unchecked", controls: []*unstructured.Unstructured{managed(databases, "a-orphan", "live-1", operator, true, orphan)},
 			extra: "\n  controls: {count: 2, requireLive: false}"},
 	}
@@ -365,7 +365,7 @@ func TestControlsArePerType(t *testing.T) {
 	if got := verifyPreset(v, objs["db-stuck"]); !got.Gone() {
 		t.Errorf("db-stuck: %+v", got)
 	}
-	if got := verifyPreset(v, objs["cache-stuck"]); got.Gone() || !strings.Contains(distrust(got), "no live object carries a finalizer this rule matches among caches.db.example.com") {
+	if got := verifyPreset(v, objs["cache-stuck"]); got.Gone() || !strings.Contains(distrust(got), "no live object carries a finalizer this rule matches among caches.db.example.upbound.io") {
 		t.Errorf("cache-stuck: %+v", got)
 	}
 
@@ -374,7 +374,7 @@ func TestControlsArePerType(t *testing.T) {
 		managed(databases, "db-control", "live-db", operator, true, nil),
 		managed(caches, "cache-control", "deleted-but-live", operator, true, nil),
 		managed(databases, "db-stuck", "deleted-db", operator, false, nil))
-	if got := verifyPreset(v, objs["db-stuck"]); got.Gone() || !strings.Contains(distrust(got), "it called caches.db.example.com/cache-control -n prod gone") {
+	if got := verifyPreset(v, objs["db-stuck"]); got.Gone() || !strings.Contains(distrust(got), "it called caches.db.example.upbound.io/cache-control -n prod gone") {
 		t.Errorf("db-stuck with a broken cache control: %+v", got)
 	}
 	if st := v.RuleStatuses(); len(st) != 1 || !st[0].Broken {
@@ -498,16 +498,16 @@ func TestARuleNoneOfWhoseControlsCouldBeCheckedCannotVerify(t *testing.T) {
 		cannot, not []string
 	}{
 		{name: "no live object", objs: []*unstructured.Unstructured{managed(databases, "stuck", "deleted-1", operator, false, nil)}, stuck: "stuck",
-			cannot: []string{"no live control of databases.db.example.com could be asked, so the Gone of databases.db.example.com/stuck -n prod was held back: " +
-				"no live object carries a finalizer this rule matches among databases.db.example.com", "set controls.requireLive: false in the rule"}},
+			cannot: []string{"no live control of databases.db.example.upbound.io could be asked, so the Gone of databases.db.example.upbound.io/stuck -n prod was held back: " +
+				"no live object carries a finalizer this rule matches among databases.db.example.upbound.io", "set controls.requireLive: false in the rule"}},
 		{name: "every live one retained", objs: []*unstructured.Unstructured{managed(databases, "a-orphan", "live-1", operator, true, orphan), managed(databases, "stuck", "deleted-1", operator, false, nil)},
-			stuck: "stuck", cannot: []string{"no live control of databases.db.example.com could be asked",
-				"what an object decides alone proves nothing about the provider (databases.db.example.com/a-orphan -n prod: retained by design: spec.deletionPolicy: Orphan)"}},
+			stuck: "stuck", cannot: []string{"no live control of databases.db.example.upbound.io could be asked",
+				"what an object decides alone proves nothing about the provider (databases.db.example.upbound.io/a-orphan -n prod: retained by design: spec.deletionPolicy: Orphan)"}},
 		{name: "every live one's identity not the operator's", objs: []*unstructured.Unstructured{managed(databases, "a-curled", "live-1", "curl", true, nil), managed(databases, "stuck", "deleted-1", operator, false, nil)},
-			stuck: "stuck", cannot: []string{"no live control of databases.db.example.com could be asked", "was last written by curl, not by the operator"}},
+			stuck: "stuck", cannot: []string{"no live control of databases.db.example.upbound.io could be asked", "was last written by curl, not by the operator"}},
 		{name: "per type", objs: []*unstructured.Unstructured{managed(databases, "db-control", "live-db", operator, true, nil),
 			managed(databases, "db-stuck", "deleted-db", operator, false, nil), managed(caches, "stuck", "deleted-cache", operator, false, nil)},
-			stuck: "stuck", cannot: []string{"no live control of caches.db.example.com could be asked, so the Gone of caches.db.example.com/stuck -n prod was held back"},
+			stuck: "stuck", cannot: []string{"no live control of caches.db.example.upbound.io could be asked, so the Gone of caches.db.example.upbound.io/stuck -n prod was held back"},
 			not: []string{"databases"}},
 		{name: "a Present held nothing back", objs: []*unstructured.Unstructured{managed(databases, "stuck", "here-1", operator, false, nil)}, stuck: "stuck"},
 		{name: "requireLive false acts unchecked", extra: "\n  controls: {count: 2, requireLive: false}",
@@ -569,7 +569,7 @@ func TestCannotVerifyIsPerType(t *testing.T) {
 		unauthorized string
 		cannot       string
 	}{
-		{unauthorized: "cache-", cannot: "every live object its provider was asked about answered Unknown among caches.db.example.com (caches.db.example.com/cache-control -n prod: Unknown: "},
+		{unauthorized: "cache-", cannot: "every live object its provider was asked about answered Unknown among caches.db.example.upbound.io (caches.db.example.upbound.io/cache-control -n prod: Unknown: "},
 		{unauthorized: "nothing"},
 	} {
 		v, objs := verifier(t, presetOf(codeAPI(t, code(tt.unauthorized)), ""),
@@ -597,7 +597,7 @@ func TestCannotVerifyIsPerType(t *testing.T) {
 func TestAnUnreadableNamespaceIsAReadError(t *testing.T) {
 	const ackFin = "finalizers.rds.services.k8s.aws/DBInstance"
 	doc := strings.Replace(strings.Replace(dbAPI(t, func(id string) bool { return strings.Contains(id, ":db:deleted") }),
-		"  finalizers: [db.example.com/finalizer]\n", "  preset: ack\n", 1), "{.status.instanceID}", "{identity.arn}", 1)
+		"  finalizers: [db.example.upbound.io/finalizer]\n", "  preset: ack\n", 1), "{.status.instanceID}", "{identity.arn}", 1)
 	ackDB := func(ns, name, arn string, live bool) *unstructured.Unstructured {
 		u := database(name, "", time.Hour)
 		if live {
@@ -662,7 +662,7 @@ func TestAnUnreadableNamespaceIsAReadError(t *testing.T) {
 
 	v, objs = run(ackDB("locked", "control", arnOf("live-1"), true), ackDB("prod", "stuck", arnOf("deleted-1"), false))
 	got = verify(v, objs["stuck"])
-	if got.Gone() || !strings.Contains(readError(got), "what its live objects need to check its provider could not be read: databases.db.example.com/control -n locked") ||
+	if got.Gone() || !strings.Contains(readError(got), "what its live objects need to check its provider could not be read: databases.db.example.upbound.io/control -n locked") ||
 		!strings.Contains(readError(got), "reading namespace locked for preset ack") {
 		t.Errorf("a control's namespace unreadable: %+v", got)
 	}
@@ -692,7 +692,7 @@ func TestAProviderThatAnswersOnlyUnknownWithNoControlCannotVerify(t *testing.T) 
 		cannot      string
 	}{
 		{name: "requireLive", objs: []*unstructured.Unstructured{managed(databases, "a", "expired-1", operator, false, nil), managed(databases, "b", "expired-2", operator, false, nil)},
-			cannot: "no live control of databases.db.example.com answered, and its provider answered Unknown about every stuck object of it (databases.db.example.com/a -n prod: "},
+			cannot: "no live control of databases.db.example.upbound.io answered, and its provider answered Unknown about every stuck object of it (databases.db.example.upbound.io/a -n prod: "},
 		{name: "requireLive false", extra: "\n  controls: {count: 2, requireLive: false}", objs: []*unstructured.Unstructured{managed(databases, "a", "expired-1", operator, false, nil)},
 			cannot: "its provider answered Unknown about every stuck object of it"},
 		{name: "one Present answer", objs: []*unstructured.Unstructured{managed(databases, "a", "expired-1", operator, false, nil), managed(databases, "b", "here-2", operator, false, nil)}},
@@ -741,4 +741,37 @@ func readError(v plan.Verification) string {
 		return v.Detail
 	}
 	return ""
+}
+
+// TestControlsThatCannotTellSaySo: a control whose identity is its own name cannot show
+// that the rule asks by the identity the operator uses (a rule reading the name would
+// pass it too): when every control asked is such, the rule's status says so; one
+// control whose identity differs is enough to say nothing (#38).
+func TestControlsThatCannotTellSaySo(t *testing.T) {
+	gone := func(name string) bool { return strings.HasPrefix(name, "deleted") }
+	for _, tc := range []struct {
+		name    string
+		control *unstructured.Unstructured
+		warns   bool
+	}{
+		{"named as itself", managed(databases, "live-1", "live-1", operator, true, nil), true},
+		{"named otherwise", managed(databases, "live-control", "live-1", operator, true, nil), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, objs := verifier(t, presetAPI(t, gone, ""), tc.control, managed(databases, "deleted-stuck", "deleted-stuck", operator, false, nil))
+			if got := verifyPreset(v, objs["deleted-stuck"]); got.Verdict != finalizev1alpha1.VerdictGone {
+				t.Fatalf("got %s %q", got.Verdict, got.Evidence)
+			}
+			var warnings []string
+			for _, st := range v.RuleStatuses() {
+				warnings = append(warnings, st.Warnings...)
+			}
+			said := slices.ContainsFunc(warnings, func(w string) bool {
+				return strings.Contains(w, "its controls of databases.db.example.upbound.io cannot tell whether the identity it asks by is the one the operator uses")
+			})
+			if said != tc.warns {
+				t.Errorf("warnings %q; want the controls' warning: %v", warnings, tc.warns)
+			}
+		})
+	}
 }

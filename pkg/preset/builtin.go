@@ -25,11 +25,47 @@ var builtin = []*Preset{
 		Name:       "crossplane-managed",
 		Operator:   "Crossplane managed resources (providers)",
 		Finalizers: []string{"finalizer.managedresource.crossplane.io"},
-		Identity: []Identity{
-			{Name: "externalName", From: "annotation crossplane.io/external-name", Field: annotationField("crossplane.io/external-name"), get: annotation("crossplane.io/external-name")},
-			{Name: "arn", From: "status.atProvider.arn", Field: path("status", "atProvider", "arn"), get: field("status", "atProvider", "arn")},
-			{Name: "id", From: "status.atProvider.id", Field: path("status", "atProvider", "id"), get: field("status", "atProvider", "id")},
-			{Name: "region", From: "spec.forProvider.region", Field: path("spec", "forProvider", "region"), get: field("spec", "forProvider", "region")},
+		Identity:   crossplaneExternal,
+		// Crossplane's providers do not all name the external resource the same way
+		// (#38): an identity read where a provider does not read it names another
+		// resource, whose 404 would read as Gone. So the preset verifies only the
+		// families whose source says where they read it, told apart by API group.
+		Families: []Family{
+			{
+				// upjet generates every provider of provider-upjet-aws, -gcp and -azure (their
+				// API groups are *.upbound.io, *.m.upbound.io in Crossplane v2); upjet's
+				// config.ExternalName reads the resource's cloud identifier from the
+				// crossplane.io/external-name annotation (GetIDFn), and writes it there.
+				Name: "upjet providers", Groups: []string{"*.upbound.io"}, Identity: crossplaneExternal,
+				Uses: "the crossplane.io/external-name annotation, the cloud's name or ID of the resource, and status.atProvider",
+			},
+			{
+				// crossplane-contrib/provider-kubernetes v1.3.1 internal/controller/{cluster,
+				// namespaced}/object/object.go: parseManifest reads the object to apply from
+				// spec.forProvider.manifest and names it with the Object's name when the
+				// manifest has none; it never reads crossplane.io/external-name, which
+				// managed.WithDeterministicExternalName sets to the Object's own name.
+				Name: "provider-kubernetes", Groups: []string{"kubernetes.crossplane.io", "kubernetes.m.crossplane.io"},
+				Uses: "its manifest's object, spec.forProvider.manifest (apiVersion, kind, metadata.namespace, and metadata.name, which defaults to the Object's name)",
+				Identity: []Identity{
+					{Name: "manifestAPIVersion", From: "spec.forProvider.manifest.apiVersion", Field: path("spec", "forProvider", "manifest", "apiVersion"), get: field("spec", "forProvider", "manifest", "apiVersion")},
+					{Name: "manifestKind", From: "spec.forProvider.manifest.kind", Field: path("spec", "forProvider", "manifest", "kind"), get: field("spec", "forProvider", "manifest", "kind")},
+					{Name: "manifestNamespace", From: "spec.forProvider.manifest.metadata.namespace", Field: path("spec", "forProvider", "manifest", "metadata", "namespace"),
+						get: field("spec", "forProvider", "manifest", "metadata", "namespace")},
+					{Name: "manifestName", From: "spec.forProvider.manifest.metadata.name, else the Object's name", Field: path("spec", "forProvider", "manifest", "metadata", "name"),
+						get: func(o *unstructured.Unstructured, f string) string {
+							if v := field("spec", "forProvider", "manifest", "metadata", "name")(o, f); v != "" {
+								return v
+							}
+							return o.GetName()
+						}},
+				},
+			},
+			{
+				Name: "provider-helm", Groups: []string{"helm.crossplane.io", "helm.m.crossplane.io"},
+				Unknown: "where provider-helm takes a Release's identity (its release name and namespace) is not read from its source here, so its Releases are not verified through this preset; " +
+					"a rule of its own, without the preset, can name them",
+			},
 		},
 		Retain: []Signal{
 			{Description: "spec.deletionPolicy: Orphan", check: fieldIs([]string{"Orphan"}, "spec", "deletionPolicy")},
@@ -154,6 +190,15 @@ var builtin = []*Preset{
 		// immutable spec, whose writer is not checked.
 		Managers: []string{"csi-provisioner"},
 	},
+}
+
+// crossplaneExternal is where crossplane-runtime's providers that name the external
+// resource by its external name keep it (upjet's), and what their status adds.
+var crossplaneExternal = []Identity{
+	{Name: "externalName", From: "annotation crossplane.io/external-name", Field: annotationField("crossplane.io/external-name"), get: annotation("crossplane.io/external-name")},
+	{Name: "arn", From: "status.atProvider.arn", Field: path("status", "atProvider", "arn"), get: field("status", "atProvider", "arn")},
+	{Name: "id", From: "status.atProvider.id", Field: path("status", "atProvider", "id"), get: field("status", "atProvider", "id")},
+	{Name: "region", From: "spec.forProvider.region", Field: path("spec", "forProvider", "region"), get: field("spec", "forProvider", "region")},
 }
 
 // managementWithoutDelete: Crossplane's managementPolicies without Delete or "*" keep the

@@ -49,9 +49,107 @@ type Preset struct {
 	// only when every manager that owns its field is one of them. A rule may name others
 	// (operatorManagers) where a deployment's differ.
 	Managers []string
+	// Families, when set, are the kinds of operator the preset covers, told apart by the
+	// API group of the object, each naming its external resource its own way: the
+	// identity of an object is its family's, and an object of no family the preset knows
+	// has none (IdentityUnusable says why), whatever its annotations hold.
+	Families []Family
 
 	finalizers glob.Set
 	managers   *Managers
+}
+
+// Family is one kind of operator among those a preset covers: the API groups of its
+// objects, and where it takes the identity of the external resource from.
+type Family struct {
+	Name string
+	// Groups are the API groups of its objects, names or globs.
+	Groups []string
+	// Identity are the values its operator names the external resource by.
+	Identity []Identity
+	// Unknown, if set, says why the preset cannot tell where this family's operator takes
+	// the identity from: its objects are never verified through the preset.
+	Unknown string
+	// Uses says, for people, where the operator takes the identity from.
+	Uses string
+
+	groups glob.Set
+}
+
+// familyOf is the family of the object's API group, or nil.
+func (p *Preset) familyOf(o *unstructured.Unstructured) *Family {
+	group := o.GroupVersionKind().Group
+	for i := range p.Families {
+		if p.Families[i].groups.Match(group) {
+			return &p.Families[i]
+		}
+	}
+	return nil
+}
+
+// identityFor are the identity values that name the external resource of o: its
+// family's, or the preset's when it has no families; nil for an object of no family.
+func (p *Preset) identityFor(o *unstructured.Unstructured) []Identity {
+	if len(p.Families) == 0 {
+		return p.Identity
+	}
+	if f := p.familyOf(o); f != nil && f.Unknown == "" {
+		return f.Identity
+	}
+	return nil
+}
+
+// IdentityUnusable says why the identity values used (nil: every one) cannot name the
+// external resource of o, or "": o is of no family the preset knows, of a family whose
+// identity it does not know, or the values used are not the ones its operator names the
+// resource by (provider-kubernetes names it by its manifest's object, not by the
+// external-name annotation the runtime sets to the object's own name).
+func (p *Preset) IdentityUnusable(o *unstructured.Unstructured, used func(name string) bool) string {
+	if len(p.Families) == 0 {
+		return ""
+	}
+	group := o.GroupVersionKind().Group
+	f := p.familyOf(o)
+	switch {
+	case f == nil:
+		var known []string
+		for _, k := range p.Families {
+			if k.Unknown == "" {
+				known = append(known, fmt.Sprintf("%s (%s): %s", k.Name, strings.Join(k.Groups, ", "), k.Uses))
+			}
+		}
+		return fmt.Sprintf("preset %s does not know where the operator of API group %s takes the identity of its external resource (it knows %s); "+
+			"an identity read where that operator does not read it would name another resource", p.Name, group, strings.Join(known, "; "))
+	case f.Unknown != "":
+		return fmt.Sprintf("preset %s does not verify %s objects (API group %s): %s", p.Name, f.Name, group, f.Unknown)
+	}
+	if used == nil {
+		return "" // the provider is sent the family's identity, whatever it holds
+	}
+	var foreign []string
+	for _, name := range p.IdentityNames() {
+		if !used(name) {
+			continue
+		}
+		if !slices.ContainsFunc(f.Identity, func(id Identity) bool { return id.Name == name }) && p.usedSomewhere(name) {
+			foreign = append(foreign, "{identity."+name+"}")
+		}
+	}
+	if len(foreign) == 0 {
+		return ""
+	}
+	var own []string
+	for _, id := range f.Identity {
+		own = append(own, "{identity."+id.Name+"}")
+	}
+	return fmt.Sprintf("%s does not name the external resource of %s objects (API group %s): %s takes it from %s (%s)",
+		strings.Join(foreign, ", "), f.Name, group, f.Name, f.Uses, strings.Join(own, ", "))
+}
+
+// usedSomewhere reports whether name is an identity value of the preset or of one of
+// its families.
+func (p *Preset) usedSomewhere(name string) bool {
+	return slices.Contains(p.IdentityNames(), name)
 }
 
 // Managers are an operator's field managers, names or globs, and who named them.
@@ -164,7 +262,7 @@ func (p *Preset) Matches(finalizer string) bool {
 // value that is set.
 func (p *Preset) IdentityOf(o *unstructured.Unstructured, finalizer string) map[string]string {
 	out := map[string]string{}
-	for _, id := range p.Identity {
+	for _, id := range p.identityFor(o) {
 		if v := id.get(o, finalizer); v != "" {
 			out[id.Name] = v
 		}
@@ -188,8 +286,9 @@ func (p *Preset) UntrustedIdentity(o *unstructured.Unstructured, finalizer strin
 	var out []string
 	var managed []metav1.ManagedFieldsEntry
 	read := false
-	for i := range p.Identity {
-		id := &p.Identity[i]
+	identity := p.identityFor(o)
+	for i := range identity {
+		id := &identity[i]
 		if !id.WriterChecked() || (used != nil && !used(id.Name)) || id.get(o, finalizer) == "" {
 			continue
 		}
@@ -221,9 +320,22 @@ func (p *Preset) UntrustedIdentity(o *unstructured.Unstructured, finalizer strin
 // checked are read.
 func (p *Preset) WriterCheckedFields() []string {
 	var out []string
-	for i := range p.Identity {
-		if p.Identity[i].WriterChecked() {
-			out = append(out, p.Identity[i].From)
+	for _, id := range p.AllIdentity() {
+		if id.WriterChecked() && !slices.Contains(out, id.From) {
+			out = append(out, id.From)
+		}
+	}
+	return out
+}
+
+// AllIdentity are the identity values of the preset and of its families.
+func (p *Preset) AllIdentity() []Identity {
+	out := slices.Clone(p.Identity)
+	for _, f := range p.Families {
+		for _, id := range f.Identity {
+			if !slices.ContainsFunc(out, func(o Identity) bool { return o.Name == id.Name }) {
+				out = append(out, id)
+			}
 		}
 	}
 	return out
@@ -266,8 +378,9 @@ func holdsField(raw []byte, field []string) bool {
 // A rule with the preset reads such a field only as that identity, whose writer is
 // checked, never around it.
 func (p *Preset) IdentityAt(path []string) (*Identity, bool) {
-	for i := range p.Identity {
-		id := &p.Identity[i]
+	all := p.AllIdentity()
+	for i := range all {
+		id := &all[i]
 		if id.WriterChecked() && len(path) >= len(id.Field) && slices.Equal(path[:len(id.Field)], id.Field) {
 			return id, true
 		}
@@ -275,10 +388,11 @@ func (p *Preset) IdentityAt(path []string) (*Identity, bool) {
 	return nil, false
 }
 
-// IdentityNames are the names of the identity values.
+// IdentityNames are the names of the identity values, the families' included.
 func (p *Preset) IdentityNames() []string {
-	names := make([]string, 0, len(p.Identity))
-	for _, id := range p.Identity {
+	all := p.AllIdentity()
+	names := make([]string, 0, len(all))
+	for _, id := range all {
 		names = append(names, id.Name)
 	}
 	return names
@@ -394,6 +508,11 @@ func init() {
 			panic(fmt.Sprintf("preset %s: %v", p.Name, err))
 		}
 		p.finalizers = set
+		for i := range p.Families {
+			if p.Families[i].groups, err = glob.CompileSet(p.Families[i].Groups); err != nil {
+				panic(fmt.Sprintf("preset %s family %s: %v", p.Name, p.Families[i].Name, err))
+			}
+		}
 		if p.managers, err = NewManagers(p.Managers, "preset "+p.Name); err != nil {
 			panic(fmt.Sprintf("preset %s: %v", p.Name, err))
 		}

@@ -31,7 +31,8 @@ func TestPresets(t *testing.T) {
 		retained, held    string
 	}{
 		{"crossplane-managed", "finalizer.managedresource.crossplane.io",
-			obj("", "b", map[string]string{"crossplane.io/external-name": "logs"}, map[string]any{"spec": map[string]any{"forProvider": map[string]any{"region": "eu-west-1"}, "deletionPolicy": "Orphan"},
+			obj("", "b", map[string]string{"crossplane.io/external-name": "logs"}, map[string]any{"apiVersion": "s3.aws.upbound.io/v1beta1",
+				"spec":   map[string]any{"forProvider": map[string]any{"region": "eu-west-1"}, "deletionPolicy": "Orphan"},
 				"status": map[string]any{"atProvider": map[string]any{"arn": "arn:aws:s3:::logs"}}}), nil,
 			"arn=arn:aws:s3:::logs externalName=logs region=eu-west-1", "spec.deletionPolicy: Orphan", ""},
 		{"crossplane-managed", "finalizer.managedresource.crossplane.io",
@@ -104,6 +105,7 @@ func TestUntrustedIdentity(t *testing.T) {
 		o := obj("", "b", map[string]string{"crossplane.io/external-name": "logs"}, map[string]any{
 			"spec":   map[string]any{"forProvider": map[string]any{"region": "eu-west-1"}},
 			"status": map[string]any{"atProvider": map[string]any{"arn": "arn:aws:s3:::logs"}}})
+		o.SetAPIVersion("s3.aws.upbound.io/v1beta1") // an upjet provider's
 		o.SetManagedFields(entries)
 		return o
 	}
@@ -233,6 +235,66 @@ func TestAnOperatorIsNoGenericClient(t *testing.T) {
 	for _, p := range All() {
 		if len(p.Managers) == 0 || p.managers == nil {
 			t.Errorf("preset %s names no field manager of its operator", p.Name)
+		}
+	}
+}
+
+// TestTheIdentityIsTheOneTheOperatorUses: crossplane-managed reads an object's identity
+// where its provider reads it, told apart by API group (#38): provider-kubernetes names
+// its resource by its manifest's object (the name defaulting to the Object's), never by
+// the external-name the runtime sets to the Object's own name; upjet providers by the
+// external name; a provider the preset does not know, or does not know the identity of,
+// is not verified.
+func TestTheIdentityIsTheOneTheOperatorUses(t *testing.T) {
+	p, _ := Lookup("crossplane-managed")
+	const fin = "finalizer.managedresource.crossplane.io"
+	object := func(apiVersion, name string, manifest map[string]any) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": "Object",
+			"metadata": map[string]any{"name": name, "annotations": map[string]any{"crossplane.io/external-name": name}},
+			"spec":     map[string]any{"forProvider": map[string]any{"manifest": manifest}}}}
+		return o
+	}
+	uses := func(names ...string) func(string) bool {
+		return func(n string) bool { return slices.Contains(names, n) }
+	}
+	// An Object whose manifest names another object.
+	other := object("kubernetes.crossplane.io/v1alpha2", "held1", map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "target", "namespace": "team-a"}})
+	if got := p.IdentityOf(other, fin); got["manifestName"] != "target" || got["manifestNamespace"] != "team-a" || got["manifestKind"] != "ConfigMap" ||
+		got["manifestAPIVersion"] != "v1" || got["externalName"] != "" {
+		t.Errorf("identity of an Object naming another object: %v", got)
+	}
+	if why := p.IdentityUnusable(other, uses("externalName")); !strings.Contains(why, "{identity.externalName} does not name the external resource of provider-kubernetes objects") ||
+		!strings.Contains(why, "{identity.manifestName}") {
+		t.Errorf("a rule asking by externalName about an Object: %q", why)
+	}
+	if why := p.IdentityUnusable(other, uses("manifestName", "manifestNamespace")); why != "" {
+		t.Errorf("a rule asking by the manifest: %q", why)
+	}
+	// A manifest without a name: the provider names it after the Object; v2's
+	// namespaced Objects are the same family.
+	unnamed := object("kubernetes.m.crossplane.io/v1alpha1", "held2", map[string]any{"apiVersion": "v1", "kind": "ConfigMap"})
+	if got := p.IdentityOf(unnamed, fin); got["manifestName"] != "held2" {
+		t.Errorf("identity of an Object whose manifest has no name: %v", got)
+	}
+	upjet := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "s3.aws.upbound.io/v1beta1", "kind": "Bucket",
+		"metadata": map[string]any{"name": "b", "annotations": map[string]any{"crossplane.io/external-name": "logs-bucket"}}}}
+	if got := p.IdentityOf(upjet, fin); got["externalName"] != "logs-bucket" || p.IdentityUnusable(upjet, uses("externalName")) != "" {
+		t.Errorf("an upjet resource: %v, %q", got, p.IdentityUnusable(upjet, uses("externalName")))
+	}
+	for _, tc := range []struct{ apiVersion, want string }{
+		{"helm.crossplane.io/v1beta1", "preset crossplane-managed does not verify provider-helm objects (API group helm.crossplane.io)"},
+		{"database.example.org/v1", "preset crossplane-managed does not know where the operator of API group database.example.org takes the identity of its external resource"},
+	} {
+		o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": tc.apiVersion, "kind": "X",
+			"metadata": map[string]any{"name": "x", "annotations": map[string]any{"crossplane.io/external-name": "x"}}}}
+		if got := p.IdentityOf(o, fin); len(got) != 0 {
+			t.Errorf("%s: identity %v, want none", tc.apiVersion, got)
+		}
+		for _, used := range []func(string) bool{nil, uses("externalName")} {
+			if why := p.IdentityUnusable(o, used); !strings.HasPrefix(why, tc.want) {
+				t.Errorf("%s: %q, want it to start %q", tc.apiVersion, why, tc.want)
+			}
 		}
 	}
 }

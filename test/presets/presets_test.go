@@ -168,7 +168,7 @@ func TestCrossplaneManaged(t *testing.T) {
 	w.manager = upjetProvider
 	c := fakecloud.New(t)
 	kinds["buckets"] = "Bucket"
-	gvr := w.crd("s3.presets.example", "Bucket", "buckets", true)
+	gvr := w.crd("s3.presets.upbound.io", "Bucket", "buckets", true)
 	const fin = "finalizer.managedresource.crossplane.io"
 	name := func(n string) map[string]string { return map[string]string{"crossplane.io/external-name": n} }
 	w.object(gvr, "", "control", fin, name("live-bucket"), nil, nil, true)
@@ -177,7 +177,7 @@ func TestCrossplaneManaged(t *testing.T) {
 	w.object(gvr, "", "orphaned", fin, name("deleted-bucket-3"), map[string]any{"deletionPolicy": "Orphan"}, nil, false)
 	w.object(gvr, "", "observe-only", fin, name("deleted-bucket-4"), map[string]any{"managementPolicies": []any{"Observe"}}, nil, false)
 	w.object(gvr, "", "paused", fin, map[string]string{"crossplane.io/external-name": "deleted-bucket-5", "crossplane.io/paused": "true"}, nil, nil, false)
-	actions, _, r := pass(t, rule(c, "buckets", "crossplane-managed", "buckets.s3.presets.example", "externalName", ""))
+	actions, _, r := pass(t, rule(c, "buckets", "crossplane-managed", "buckets.s3.presets.upbound.io", "externalName", ""))
 	want(t, actions, "gone", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-bucket-1: 404 Not Found")
 	want(t, actions, "present", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "/instances/bucket-2: 200 OK")
 	want(t, actions, "orphaned", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictRetained, "retained by design: spec.deletionPolicy: Orphan")
@@ -186,7 +186,7 @@ func TestCrossplaneManaged(t *testing.T) {
 	notAsked(t, c, "deleted-bucket-3", "deleted-bucket-4", "deleted-bucket-5")
 	exits(t, r, 0, "")
 	// allowRetained lets the retained ones go; the paused one still stays.
-	actions, _, _ = pass(t, rule(c, "buckets", "crossplane-managed", "buckets.s3.presets.example", "externalName", "  allowRetained: true\n"))
+	actions, _, _ = pass(t, rule(c, "buckets", "crossplane-managed", "buckets.s3.presets.upbound.io", "externalName", "  allowRetained: true\n"))
 	want(t, actions, "orphaned", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictRetained, "Orphan")
 	want(t, actions, "observe-only", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictRetained, "without Delete")
 	want(t, actions, "paused", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "paused")
@@ -363,7 +363,7 @@ func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 	w.manager = upjetProvider
 	c := fakecloud.New(t)
 	kinds["topics"] = "Topic"
-	gvr := w.crd("earned.presets.example", "Topic", "topics", true)
+	gvr := w.crd("earned.presets.upbound.io", "Topic", "topics", true)
 	const fin = "finalizer.managedresource.crossplane.io"
 	name := func(n string) map[string]string { return map[string]string{"crossplane.io/external-name": n} }
 	w.object(gvr, "", "a-orphaned-control", fin, name("live-topic-1"), map[string]any{"deletionPolicy": "Orphan"}, nil, true)
@@ -371,7 +371,7 @@ func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 	typo := func(controls string) string {
 		return fmt.Sprintf(`- name: topics
   preset: crossplane-managed
-  resources: [topics.earned.presets.example]
+  resources: [topics.earned.presets.upbound.io]
   verify:
     http:
       url: "%s/instances/deleted-{identity.externalName}"
@@ -381,16 +381,16 @@ func TestAControlTheObjectDecidesProvesNothing(t *testing.T) {
 	actions, rep, r := pass(t, typo(""))
 	want(t, actions, "stuck", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictGone, "proves nothing about the provider")
 	if st := ruleStatus(rep, "topics"); st.Broken || !strings.Contains(st.Distrust, "retained by design: spec.deletionPolicy: Orphan") ||
-		!strings.Contains(st.CannotVerify, "no live control of topics.earned.presets.example could be asked, so the Gone of topics.earned.presets.example/stuck was held back") {
+		!strings.Contains(st.CannotVerify, "no live control of topics.earned.presets.upbound.io could be asked, so the Gone of topics.earned.presets.upbound.io/stuck was held back") {
 		t.Errorf("rule status %+v", st)
 	}
 	notAsked(t, c, "deleted-live-topic-1")
-	exits(t, r, 1, "rule topics cannot verify: no live control of topics.earned.presets.example could be asked")
+	exits(t, r, 1, "rule topics cannot verify: no live control of topics.earned.presets.upbound.io could be asked")
 
 	// One control a rule: the retained one is skipped, and the next live object drawn.
 	w.object(gvr, "", "b-control", fin, name("live-topic-2"), nil, nil, true)
 	actions, rep, r = pass(t, typo("  controls: {count: 1}\n"))
-	want(t, actions, "stuck", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictGone, "the provider is broken: it called topics.earned.presets.example/b-control")
+	want(t, actions, "stuck", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictGone, "the provider is broken: it called topics.earned.presets.upbound.io/b-control")
 	if st := ruleStatus(rep, "topics"); !st.Broken || len(st.Controls) != 1 || st.Controls[0].Target.Name != "b-control" {
 		t.Errorf("rule status %+v", st)
 	}
@@ -406,21 +406,21 @@ func TestControlsArePerType(t *testing.T) {
 	w.manager = upjetProvider
 	c := fakecloud.New(t)
 	kinds["tables"], kinds["streams"] = "Table", "Stream"
-	tables := w.crd("pertype.presets.example", "Table", "tables", true)
-	streams := w.crd("pertype.presets.example", "Stream", "streams", true)
+	tables := w.crd("pertype.presets.upbound.io", "Table", "tables", true)
+	streams := w.crd("pertype.presets.upbound.io", "Stream", "streams", true)
 	const fin = "finalizer.managedresource.crossplane.io"
 	name := func(n string) map[string]string { return map[string]string{"crossplane.io/external-name": n} }
 	w.object(tables, "", "table-control", fin, name("live-table"), nil, nil, true)
 	w.object(tables, "", "table-gone", fin, name("deleted-table-1"), nil, nil, false)
 	w.object(streams, "", "stream-gone", fin, name("deleted-stream-1"), nil, nil, false)
-	actions, rep, r := pass(t, rule(c, "data", "crossplane-managed", "tables.pertype.presets.example, streams.pertype.presets.example", "externalName", ""))
+	actions, rep, r := pass(t, rule(c, "data", "crossplane-managed", "tables.pertype.presets.upbound.io, streams.pertype.presets.upbound.io", "externalName", ""))
 	want(t, actions, "table-gone", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-table-1: 404")
-	want(t, actions, "stream-gone", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictGone, "no live object carries a finalizer this rule matches among streams.pertype.presets.example")
-	if st := ruleStatus(rep, "data"); st.Broken || !strings.Contains(st.Distrust, "streams.pertype.presets.example") ||
-		!strings.Contains(st.CannotVerify, "no live control of streams.pertype.presets.example could be asked") || strings.Contains(st.CannotVerify, "tables") {
+	want(t, actions, "stream-gone", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictGone, "no live object carries a finalizer this rule matches among streams.pertype.presets.upbound.io")
+	if st := ruleStatus(rep, "data"); st.Broken || !strings.Contains(st.Distrust, "streams.pertype.presets.upbound.io") ||
+		!strings.Contains(st.CannotVerify, "no live control of streams.pertype.presets.upbound.io could be asked") || strings.Contains(st.CannotVerify, "tables") {
 		t.Errorf("rule status %+v", st)
 	}
-	exits(t, r, 1, "rule data cannot verify: no live control of streams.pertype.presets.example could be asked")
+	exits(t, r, 1, "rule data cannot verify: no live control of streams.pertype.presets.upbound.io could be asked")
 }
 
 // TestTheIdentityIsTheOperators: an external name the operator wrote is trusted; one
@@ -432,19 +432,19 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 	w.manager = upjetProvider
 	c := fakecloud.New(t)
 	kinds["subscriptions"] = "Subscription"
-	gvr := w.crd("identity.presets.example", "Subscription", "subscriptions", true)
+	gvr := w.crd("identity.presets.upbound.io", "Subscription", "subscriptions", true)
 	const fin = "finalizer.managedresource.crossplane.io"
 	name := func(n string) map[string]string { return map[string]string{"crossplane.io/external-name": n} }
 	w.object(gvr, "", "control", fin, name("live-sub"), nil, nil, true)
 	w.object(gvr, "", "by-operator", fin, name("deleted-sub-1"), nil, nil, false)
 	w.object(gvr, "", "annotated", fin, name("sub-2"), nil, nil, false)
-	cli.Kubectl(cp, "annotate", "--overwrite", "subscriptions.identity.presets.example/annotated", "crossplane.io/external-name=deleted-typo").Succeed(t)
+	cli.Kubectl(cp, "annotate", "--overwrite", "subscriptions.identity.presets.upbound.io/annotated", "crossplane.io/external-name=deleted-typo").Succeed(t)
 	// A client that names itself: kubectl with --field-manager, or curl through kubectl
 	// proxy (its user agent, "curl", is its field manager). No blocklist knows these names;
 	// neither wrote the finalizer, so neither is the operator.
 	w.object(gvr, "", "helped", fin, name("sub-4"), nil, nil, false)
 	cli.Kubectl(cp, "annotate", "--overwrite", "--field-manager=crossplane-helper",
-		"subscriptions.identity.presets.example/helped", "crossplane.io/external-name=deleted-helper-typo").Succeed(t)
+		"subscriptions.identity.presets.upbound.io/helped", "crossplane.io/external-name=deleted-helper-typo").Succeed(t)
 	w.object(gvr, "", "curled", fin, name("sub-5"), nil, nil, false)
 	if _, err := w.dyn.Resource(gvr).Patch(t.Context(), "curled", types.MergePatchType, []byte(`{"metadata":{"annotations":{"crossplane.io/external-name":"deleted-curl-typo"}}}`),
 		metav1.PatchOptions{FieldManager: "curl"}); err != nil {
@@ -453,7 +453,7 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 	w.manager = "argocd-controller"
 	w.object(gvr, "", "applied", fin, name("deleted-sub-3"), nil, nil, false)
 
-	rules := rule(c, "subs", "crossplane-managed", "subscriptions.identity.presets.example", "externalName", "")
+	rules := rule(c, "subs", "crossplane-managed", "subscriptions.identity.presets.upbound.io", "externalName", "")
 	actions, _, r := pass(t, rules)
 	want(t, actions, "by-operator", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-sub-1: 404")
 	want(t, actions, "annotated", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "annotation crossplane.io/external-name was last written by kubectl-annotate")
@@ -465,7 +465,7 @@ func TestTheIdentityIsTheOperators(t *testing.T) {
 	exits(t, r, 0, "")
 
 	// The rule opts out, and says so in its warnings.
-	actions, _, r = pass(t, rule(c, "subs", "crossplane-managed", "subscriptions.identity.presets.example", "externalName", "  trustIdentityFromAnyWriter: true\n"))
+	actions, _, r = pass(t, rule(c, "subs", "crossplane-managed", "subscriptions.identity.presets.upbound.io", "externalName", "  trustIdentityFromAnyWriter: true\n"))
 	want(t, actions, "annotated", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-typo: 404")
 	want(t, actions, "applied", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-sub-3: 404")
 	want(t, actions, "helped", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-helper-typo: 404")
@@ -485,7 +485,7 @@ func TestAScriptThatWroteStatusIsNotTheOperator(t *testing.T) {
 	w.manager = upjetProvider
 	c := fakecloud.New(t)
 	kinds["queues"] = "Queue"
-	gvr := w.crd("script.presets.example", "Queue", "queues", true)
+	gvr := w.crd("script.presets.upbound.io", "Queue", "queues", true)
 	const fin = "finalizer.managedresource.crossplane.io"
 	w.object(gvr, "", "control", fin, map[string]string{"crossplane.io/external-name": "live-queue"}, nil, nil, true)
 
@@ -509,7 +509,7 @@ func TestAScriptThatWroteStatusIsNotTheOperator(t *testing.T) {
 	}
 	fixture.Delete(t, fixture.Resource(w.dyn, gvr, ""), "scripted")
 
-	actions, _, r := pass(t, rule(c, "queues", "crossplane-managed", "queues.script.presets.example", "externalName", ""))
+	actions, _, r := pass(t, rule(c, "queues", "crossplane-managed", "queues.script.presets.upbound.io", "externalName", ""))
 	want(t, actions, "scripted", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
 		"annotation crossplane.io/external-name was last written by ops-script, not by the operator, whose field managers are provider, crossplane-*-provider or crossplane-provider-*")
 	notAsked(t, c, "deleted-queue-1")
@@ -527,11 +527,11 @@ func TestAnOperatorWhoseNameNoRuleKnowsFailsThePass(t *testing.T) {
 	w.manager = "upbound-provider-family-aws"
 	c := fakecloud.New(t)
 	kinds["topics"] = "Topic"
-	gvr := w.crd("renamed.presets.example", "Topic", "topics", true)
+	gvr := w.crd("renamed.presets.upbound.io", "Topic", "topics", true)
 	const fin = "finalizer.managedresource.crossplane.io"
 	w.object(gvr, "", "control", fin, map[string]string{"crossplane.io/external-name": "live-topic"}, nil, nil, true)
 	w.object(gvr, "", "stuck", fin, map[string]string{"crossplane.io/external-name": "deleted-topic-1"}, nil, nil, false)
-	actions, rep, r := pass(t, rule(c, "topics", "crossplane-managed", "topics.renamed.presets.example", "externalName", ""))
+	actions, rep, r := pass(t, rule(c, "topics", "crossplane-managed", "topics.renamed.presets.upbound.io", "externalName", ""))
 	want(t, actions, "stuck", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "was last written by upbound-provider-family-aws, not by the operator")
 	notAsked(t, c, "live-topic", "deleted-topic-1")
 	exits(t, r, 1, "rule topics cannot verify: ")
@@ -552,7 +552,7 @@ func TestAGlobOfTheOperatorsNamesNeverTrustsAGenericApplier(t *testing.T) {
 	w.manager = "db-agent"
 	c := fakecloud.New(t)
 	kinds["tables"] = "Table"
-	gvr := w.crd("glob.presets.example", "Table", "tables", true)
+	gvr := w.crd("glob.presets.upbound.io", "Table", "tables", true)
 	const fin = "finalizer.managedresource.crossplane.io"
 	name := func(n string) map[string]string { return map[string]string{"crossplane.io/external-name": n} }
 	w.object(gvr, "", "control", fin, name("live-table"), nil, nil, true)
@@ -560,7 +560,7 @@ func TestAGlobOfTheOperatorsNamesNeverTrustsAGenericApplier(t *testing.T) {
 	w.manager = "fleet-agent"
 	w.object(gvr, "", "applied", fin, name("deleted-table-typo"), nil, nil, false)
 	tables := func(managers string) string {
-		return rule(c, "tables", "crossplane-managed", "tables.glob.presets.example", "externalName", "  operatorManagers: ["+managers+"]\n")
+		return rule(c, "tables", "crossplane-managed", "tables.glob.presets.upbound.io", "externalName", "  operatorManagers: ["+managers+"]\n")
 	}
 
 	path := filepath.Join(t.TempDir(), "policy.yaml")
@@ -595,15 +595,15 @@ func TestAPresetsIdentityIsReadOnlyThroughThePreset(t *testing.T) {
 	w.manager = upjetProvider
 	c := fakecloud.New(t)
 	kinds["topics"] = "Topic"
-	gvr := w.crd("raw.presets.example", "Topic", "topics", true)
+	gvr := w.crd("raw.presets.upbound.io", "Topic", "topics", true)
 	const fin = "finalizer.managedresource.crossplane.io"
 	name := func(n string) map[string]string { return map[string]string{"crossplane.io/external-name": n} }
 	w.object(gvr, "", "control", fin, name("live-topic"), nil, nil, true)
 	w.object(gvr, "", "annotated", fin, name("topic-2"), nil, nil, false)
-	cli.Kubectl(cp, "annotate", "--overwrite", "topics.raw.presets.example/annotated", "crossplane.io/external-name=deleted-topic-typo").Succeed(t)
+	cli.Kubectl(cp, "annotate", "--overwrite", "topics.raw.presets.upbound.io/annotated", "crossplane.io/external-name=deleted-topic-typo").Succeed(t)
 	rules := fmt.Sprintf(`- name: topics
   preset: crossplane-managed
-  resources: [topics.raw.presets.example]
+  resources: [topics.raw.presets.upbound.io]
   verify:
     http:
       url: "%s/instances/{.metadata.annotations['crossplane\\.io/external-name']}"
@@ -621,4 +621,67 @@ func TestAPresetsIdentityIsReadOnlyThroughThePreset(t *testing.T) {
 	if _, err := w.dyn.Resource(gvr).Get(t.Context(), "annotated", metav1.GetOptions{}); err != nil {
 		t.Errorf("the object whose external name kubectl wrote is gone: %v", err)
 	}
+}
+
+// TestProviderKubernetesObjectsAreVerifiedByTheirManifest: Crossplane's
+// provider-kubernetes names the resource behind an Object by its manifest's object, not
+// by the crossplane.io/external-name annotation, which the runtime sets to the Object's
+// own name (#38). An Object whose manifest names another object is verified by that
+// object: with {identity.manifestName} the one whose target is gone loses its finalizer
+// and the one whose target exists keeps it; a rule asking by {identity.externalName}
+// removes nothing, and says why. An Object of a group the preset does not know is not
+// verified either.
+func TestProviderKubernetesObjectsAreVerifiedByTheirManifest(t *testing.T) {
+	w := newWorld(t)
+	w.manager = "crossplane-kubernetes-provider"
+	c := fakecloud.New(t)
+	kinds["objects"] = "Object"
+	gvr := w.crd("kubernetes.crossplane.io", "Object", "objects", true)
+	const fin = "finalizer.managedresource.crossplane.io"
+	object := func(name, target string, live bool) {
+		manifest := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"namespace": "team-a"}}
+		if target != "" {
+			manifest["metadata"].(map[string]any)["name"] = target
+		}
+		w.object(gvr, "", name, fin, map[string]string{"crossplane.io/external-name": name}, map[string]any{"forProvider": map[string]any{"manifest": manifest}}, nil, live)
+	}
+	// The control's target exists; so does its own name, as the provider's controls
+	// would have it when names coincide.
+	object("control", "live-target", true)
+	object("names-a-gone-object", "deleted-target-1", false)
+	object("names-a-live-object", "target-2", false)
+	// No name in the manifest: the provider names it after the Object.
+	object("deleted-unnamed", "", false)
+
+	actions, rep, r := pass(t, rule(c, "objects", "crossplane-managed", "objects.kubernetes.crossplane.io", "externalName", ""))
+	for _, name := range []string{"names-a-gone-object", "names-a-live-object", "deleted-unnamed"} {
+		want(t, actions, name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
+			"{identity.externalName} does not name the external resource of provider-kubernetes objects")
+	}
+	notAsked(t, c, "names-a-gone-object", "names-a-live-object", "deleted-unnamed")
+	t.Logf("asking by externalName: exit %d, rule %+v", r.Code, ruleStatus(rep, "objects"))
+
+	actions, _, r = pass(t, rule(c, "objects", "crossplane-managed", "objects.kubernetes.crossplane.io", "manifestName", ""))
+	want(t, actions, "names-a-gone-object", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-target-1: 404 Not Found")
+	want(t, actions, "names-a-live-object", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "/instances/target-2: 200 OK")
+	want(t, actions, "deleted-unnamed", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-unnamed: 404 Not Found")
+	exits(t, r, 0, "")
+}
+
+// TestAProviderThePresetDoesNotKnowIsNotVerified: a managed resource of an API group of
+// no family crossplane-managed knows keeps its finalizer, whatever its external-name
+// says, and the row says why (#38).
+func TestAProviderThePresetDoesNotKnowIsNotVerified(t *testing.T) {
+	w := newWorld(t)
+	w.manager = upjetProvider
+	c := fakecloud.New(t)
+	kinds["widgets"] = "Widget"
+	gvr := w.crd("unknown.presets.example", "Widget", "widgets", true)
+	const fin = "finalizer.managedresource.crossplane.io"
+	w.object(gvr, "", "control", fin, map[string]string{"crossplane.io/external-name": "live-widget"}, nil, nil, true)
+	w.object(gvr, "", "gone", fin, map[string]string{"crossplane.io/external-name": "deleted-widget-1"}, nil, nil, false)
+	actions, _, _ := pass(t, rule(c, "widgets", "crossplane-managed", "widgets.unknown.presets.example", "externalName", ""))
+	want(t, actions, "gone", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
+		"preset crossplane-managed does not know where the operator of API group unknown.presets.example takes the identity of its external resource")
+	notAsked(t, c, "deleted-widget-1")
 }

@@ -156,7 +156,7 @@ func (o *PresetsOptions) Run(context.Context) error {
 	var infos []presetInfo
 	for _, p := range preset.All() {
 		info := presetInfo{Name: p.Name, Operator: p.Operator, Finalizers: p.Finalizers, Identity: map[string]string{}, OperatorManagers: p.Managers, Warnings: p.Warnings}
-		for _, id := range p.Identity {
+		for _, id := range p.AllIdentity() {
 			info.Identity[id.Name] = id.From
 		}
 		for _, s := range p.Retain {
@@ -191,7 +191,7 @@ func (o *PresetsOptions) Run(context.Context) error {
 		}
 		fmt.Fprintf(o.Out, "%s: %s\n", info.Name, info.Operator)
 		fmt.Fprintf(o.Out, "  finalizers:   %s\n", strings.Join(info.Finalizers, ", "))
-		for _, id := range preset.All()[i].Identity {
+		for _, id := range preset.All()[i].AllIdentity() {
 			fmt.Fprintf(o.Out, "  identity:     {identity.%s} = %s\n", id.Name, id.From)
 		}
 		for _, r := range info.Retained {
