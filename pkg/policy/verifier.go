@@ -566,17 +566,22 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 	}
 }
 
-// identityIsOwnName says whether the rule asks about o by an identity of its preset
-// (uses), and whether every identity value it asks by is o's own name (own).
+// identityIsOwnName says whether the rule asks about o by a name of its preset's
+// identity (an external name, a manifest's name: uses), and whether every such name it
+// asks by is o's own name (own).
 func (v *Verifier) identityIsOwnName(rule *Rule, o *unstructured.Unstructured, finalizer string) (uses, own bool) {
 	p := rule.Preset
 	if p == nil {
 		return false, false
 	}
 	used := v.identityUsed[rule.Name]
+	names := map[string]bool{}
+	for _, id := range p.AllIdentity() {
+		names[id.Name] = id.Names
+	}
 	own = true
 	for name, value := range p.IdentityOf(o, finalizer) {
-		if used != nil && !used(name) {
+		if (used != nil && !used(name)) || !names[name] {
 			continue
 		}
 		uses = true

@@ -67,6 +67,8 @@ type Family struct {
 	Groups []string
 	// Identity are the values its operator names the external resource by.
 	Identity []Identity
+	// Except are API groups that Groups match and that are not of the family.
+	Except []string
 	// Unknown, if set, says why the preset cannot tell where this family's operator takes
 	// the identity from: its objects are never verified through the preset.
 	Unknown string
@@ -80,7 +82,7 @@ type Family struct {
 func (p *Preset) familyOf(o *unstructured.Unstructured) *Family {
 	group := o.GroupVersionKind().Group
 	for i := range p.Families {
-		if p.Families[i].groups.Match(group) {
+		if p.Families[i].groups.Match(group) && !slices.Contains(p.Families[i].Except, group) {
 			return &p.Families[i]
 		}
 	}
@@ -135,15 +137,22 @@ func (p *Preset) IdentityUnusable(o *unstructured.Unstructured, used func(name s
 			foreign = append(foreign, "{identity."+name+"}")
 		}
 	}
-	if len(foreign) == 0 {
-		return ""
-	}
 	var own []string
 	for _, id := range f.Identity {
 		own = append(own, "{identity."+id.Name+"}")
 	}
-	return fmt.Sprintf("%s does not name the external resource of %s objects (API group %s): %s takes it from %s (%s)",
-		strings.Join(foreign, ", "), f.Name, group, f.Name, f.Uses, strings.Join(own, ", "))
+	if len(foreign) > 0 {
+		return fmt.Sprintf("%s does not name the external resource of objects of %s (API group %s): %s takes it from %s (%s)",
+			strings.Join(foreign, ", "), f.Name, group, f.Name, f.Uses, strings.Join(own, ", "))
+	}
+	// A rule that asks by none of the family's values asks by something its operator
+	// does not name the resource by (the object's name, an annotation read around the
+	// identity): a guess, however often it coincides.
+	if !slices.ContainsFunc(f.Identity, func(id Identity) bool { return used(id.Name) }) {
+		return fmt.Sprintf("the rule asks about objects of %s (API group %s) by none of the values their operator names the resource by: %s takes it from %s (%s)",
+			f.Name, group, f.Name, f.Uses, strings.Join(own, ", "))
+	}
+	return ""
 }
 
 // usedSomewhere reports whether name is an identity value of the preset or of one of
@@ -230,6 +239,9 @@ type Identity struct {
 	// "annotations", KEY); empty when it is not read from a field (the object's name,
 	// the finalizer). Fields in a list end at the list: its owner owns every item.
 	Field []string
+	// Names: the value is a name of the resource (an external name, a manifest's name),
+	// which a control may have as its own name (not a namespace, a region, a kind).
+	Names bool
 	get   func(o *unstructured.Unstructured, finalizer string) string
 }
 

@@ -264,7 +264,7 @@ func TestTheIdentityIsTheOneTheOperatorUses(t *testing.T) {
 		got["manifestAPIVersion"] != "v1" || got["externalName"] != "" {
 		t.Errorf("identity of an Object naming another object: %v", got)
 	}
-	if why := p.IdentityUnusable(other, uses("externalName")); !strings.Contains(why, "{identity.externalName} does not name the external resource of provider-kubernetes objects") ||
+	if why := p.IdentityUnusable(other, uses("externalName")); !strings.Contains(why, "{identity.externalName} does not name the external resource of objects of provider-kubernetes") ||
 		!strings.Contains(why, "{identity.manifestName}") {
 		t.Errorf("a rule asking by externalName about an Object: %q", why)
 	}
@@ -285,6 +285,8 @@ func TestTheIdentityIsTheOneTheOperatorUses(t *testing.T) {
 	for _, tc := range []struct{ apiVersion, want string }{
 		{"helm.crossplane.io/v1beta1", "preset crossplane-managed does not verify provider-helm objects (API group helm.crossplane.io)"},
 		{"database.example.org/v1", "preset crossplane-managed does not know where the operator of API group database.example.org takes the identity of its external resource"},
+		// upbound's provider-terraform is not upjet's: its external name is a workspace's.
+		{"tf.upbound.io/v1beta1", "preset crossplane-managed does not know where the operator of API group tf.upbound.io takes the identity of its external resource"},
 	} {
 		o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": tc.apiVersion, "kind": "X",
 			"metadata": map[string]any{"name": "x", "annotations": map[string]any{"crossplane.io/external-name": "x"}}}}

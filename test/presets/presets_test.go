@@ -656,7 +656,7 @@ func TestProviderKubernetesObjectsAreVerifiedByTheirManifest(t *testing.T) {
 	actions, rep, r := pass(t, rule(c, "objects", "crossplane-managed", "objects.kubernetes.crossplane.io", "externalName", ""))
 	for _, name := range []string{"names-a-gone-object", "names-a-live-object", "deleted-unnamed"} {
 		want(t, actions, name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
-			"{identity.externalName} does not name the external resource of provider-kubernetes objects")
+			"{identity.externalName} does not name the external resource of objects of provider-kubernetes")
 	}
 	notAsked(t, c, "names-a-gone-object", "names-a-live-object", "deleted-unnamed")
 	t.Logf("asking by externalName: exit %d, rule %+v", r.Code, ruleStatus(rep, "objects"))
