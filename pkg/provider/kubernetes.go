@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"sync"
@@ -201,6 +202,9 @@ func (p *kubernetesProvider) Prepare(req *Request) (Call, error) {
 			}
 		}
 	}
+	if why := p.otherType(req.Identity); why != "" {
+		return nil, errors.New(why)
+	}
 	if p.selector != nil {
 		if c.selector, err = p.selector.renderAll(obj, req.Identity, labelValue); err != nil {
 			return nil, fmt.Errorf("selector: %w", err)
@@ -210,6 +214,31 @@ func (p *kubernetesProvider) Prepare(req *Request) (Call, error) {
 		}
 	}
 	return c, nil
+}
+
+// Identity values that say the type of the resource: a preset's family whose operator
+// names the resource by an object's apiVersion and kind (crossplane-managed's
+// provider-kubernetes: its manifest's).
+const (
+	identityAPIVersion = "manifestAPIVersion"
+	identityKind       = "manifestKind"
+)
+
+// otherType says why the provider's type is not the one the identity names, or "": a
+// Secret looked up as a ConfigMap is not found, and would read as Gone while it exists.
+func (p *kubernetesProvider) otherType(identity map[string]string) string {
+	apiVersion, kind := identity[identityAPIVersion], identity[identityKind]
+	if apiVersion == "" && kind == "" {
+		return ""
+	}
+	if err := p.resolve(); err != nil {
+		return "" // Unknown when asked
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil || kind == "" || gv.Group != p.resource.Group || kind != p.resource.Kind {
+		return fmt.Sprintf("the object names a %s %s, not %s, the rule's resource: asked as %s it would not be found, whatever it is", apiVersion, kind, p.resource, p.resource)
+	}
+	return ""
 }
 
 func (c *kubernetesCall) Key() string {

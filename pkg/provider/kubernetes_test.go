@@ -211,3 +211,34 @@ func init() {
 		Resource: "instances.compute.example.com", Namespace: "{.metadata.namespace}", Name: "{.status.instance}",
 	}}
 }
+
+// TestKubernetesAnObjectOfAnotherTypeIsNotAsked: when the identity says the type of the
+// resource (provider-kubernetes's manifest: apiVersion and kind), a rule whose resource
+// is another type is not asked: a Secret looked up as an Instance is not found, and would
+// read as Gone while it exists (#38).
+func TestKubernetesAnObjectOfAnotherTypeIsNotAsked(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{instances: "InstanceList"})
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(instances.GroupVersion().WithKind("Instance"), meta.RESTScopeNamespace)
+	p, err := New(&finalizev1alpha1.Verify{Kubernetes: &finalizev1alpha1.KubernetesProvider{Resource: "instances", Namespace: "team-a", Name: "{identity.manifestName}"}},
+		Options{Dynamic: dyn, Mapper: mapper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		apiVersion, kind string
+		refused          bool
+	}{
+		{"v1", "Secret", true},
+		{"compute.example.com/v2", "Instance", false}, // another version of the type: the same objects
+		{"other.example.com/v1", "Instance", true},
+		{"", "Instance", true},
+	} {
+		req := request()
+		req.Identity = map[string]string{"manifestName": "db-1", "manifestAPIVersion": tc.apiVersion, "manifestKind": tc.kind}
+		_, err := p.Prepare(req)
+		if refused := err != nil && strings.Contains(err.Error(), "the rule's resource"); refused != tc.refused {
+			t.Errorf("%s %s: %v, want refused: %v", tc.apiVersion, tc.kind, err, tc.refused)
+		}
+	}
+}
