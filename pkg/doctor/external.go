@@ -39,7 +39,7 @@ func (d *diagnoser) external(o *kube.Object, fin finalizev1alpha1.Finalizer) *fi
 			ns = nil
 		}
 	}
-	ext := &finalizev1alpha1.External{Preset: p.Name, Identity: p.IdentityOf(full, fin.Name)}
+	ext := &finalizev1alpha1.External{Preset: p.Name, Identity: p.IdentityOf(full, fin.Name), Unnamed: p.IdentityUnusable(full, nil)}
 	ext.Retained, _ = p.Retained(full, ns, fin.Name)
 	ext.Held, _ = p.Held(full, ns, fin.Name)
 	return ext
@@ -53,9 +53,12 @@ func describeExternal(ext *finalizev1alpha1.External) string {
 	}
 	sort.Strings(ids)
 	s := "its external resource (preset " + ext.Preset + ") is "
-	if len(ids) == 0 {
+	switch {
+	case ext.Unnamed != "":
+		s += "not named by the preset: " + ext.Unnamed
+	case len(ids) == 0:
 		s += "not named on the object yet"
-	} else {
+	default:
 		s += strings.Join(ids, ", ")
 	}
 	switch {

@@ -160,6 +160,10 @@ type External struct {
 	Retained string `json:"retained,omitempty"`
 	// Held names the setting that forbids acting for its operator (paused, read-only).
 	Held string `json:"held,omitempty"`
+	// Unnamed says why the preset does not name the resource of this object: its
+	// operator is of a family the preset does not know, or whose identity it does not
+	// know (Identity is then empty, whatever the object holds).
+	Unnamed string `json:"unnamed,omitempty"`
 }
 
 // Causes the doctor recognises. The names are part of the JSON contract.
