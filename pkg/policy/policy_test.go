@@ -123,6 +123,12 @@ func TestInvalidPolicies(t *testing.T) {
 			"    exec: {command: [x, \"--name={.metadata.annotations.crossplane\\\\.io/external-name}\"]}\n",
 			[]string{"rules[0].verify.http.url: Invalid value: \"https://x/v1/{.status.atProvider.arn}\": {.status.atProvider.arn} reads status.atProvider.arn, which preset crossplane-managed reads identity arn from and trusts only when its operator wrote it: write {identity.arn}",
 				"rules[0].verify.exec.command[1]: Invalid value", "write {identity.externalName}"}},
+		// A parent of the identity's field, reached into by a wildcard or a recursive
+		// descent, reads it around the preset too (#38's review).
+		{"a preset's identity read through its parent", header + "rules:\n- name: p\n  preset: crossplane-managed\n  resources: [buckets.s3.aws.upbound.io]\n  verify:\n" +
+			"    http: {url: \"https://x/v1/{.metadata.annotations.*}\"}\n" +
+			"    exec: {command: [x, \"{..arn}\"]}\n",
+			[]string{"rules[0].verify.http.url: Invalid value", "write {identity.externalName}", "rules[0].verify.exec.command[1]: Invalid value"}},
 		{"an identity value in a URL that no preset gives", rule("    http: {url: \"https://x/v1/{identity.externalName}\"}\n") +
 			"- name: p\n  preset: crossplane-managed\n  resources: [buckets.s3.aws.upbound.io]\n  verify:\n    http: {url: \"https://x/v1/{identity.nope}?a=b\"}\n",
 			[]string{`rules[0].verify.http.url: Invalid value: "https://x/v1/{identity.externalName}": {identity.externalName} needs a preset: identity values come from one`,

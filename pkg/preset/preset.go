@@ -386,14 +386,20 @@ func holdsField(raw []byte, field []string) bool {
 }
 
 // IdentityAt names the identity value whose writer is checked (WriterChecked) that a
-// template reading field path reads: path is that identity's field, or lies within it.
-// A rule with the preset reads such a field only as that identity, whose writer is
+// template reading field path may read: path is that identity's field, lies within it,
+// or holds it (a parent such as metadata.annotations, which a wildcard, a filter or a
+// recursive descent after it reaches into; path is where the template's plain fields
+// end). A rule with the preset reads such a field only as that identity, whose writer is
 // checked, never around it.
 func (p *Preset) IdentityAt(path []string) (*Identity, bool) {
 	all := p.AllIdentity()
 	for i := range all {
 		id := &all[i]
-		if id.WriterChecked() && len(path) >= len(id.Field) && slices.Equal(path[:len(id.Field)], id.Field) {
+		if !id.WriterChecked() {
+			continue
+		}
+		n := min(len(path), len(id.Field))
+		if slices.Equal(path[:n], id.Field[:n]) {
 			return id, true
 		}
 	}
