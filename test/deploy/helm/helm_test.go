@@ -202,12 +202,15 @@ func logs(t *testing.T, r *release) string {
 	return b.String()
 }
 
-// uninstall runs helm uninstall, waiting for the deletion to cascade, and checks that
-// nothing of the release is left: no object of its in its namespace or cluster-wide,
-// and nothing terminating there (kubectl finalize scan finds nothing stuck).
+// uninstall runs helm uninstall, the deletion cascading in the foreground, and checks
+// that nothing of the release is left: no object of its in its namespace or
+// cluster-wide, and nothing terminating there (kubectl finalize scan finds nothing
+// stuck). helm's own --wait is not used: helm v4 once reported the Deployment "still
+// exists, Terminating" 10 s into its foreground deletion, while its pod stopped; the
+// poll below waits for the deletion itself.
 func (r *release) uninstall(t *testing.T) {
 	t.Helper()
-	if res := r.helm(t, "uninstall", r.name, "--namespace", r.namespace, "--wait", "--cascade", "foreground", "--timeout", "3m"); res.Err != nil {
+	if res := r.helm(t, "uninstall", r.name, "--namespace", r.namespace, "--cascade", "foreground"); res.Err != nil {
 		t.Fatalf("helm uninstall: %v\n%s%s", res.Err, res.Stdout, res.Stderr)
 	}
 	dyn, err := dynamic.NewForConfig(cp.Config)
@@ -216,7 +219,7 @@ func (r *release) uninstall(t *testing.T) {
 	}
 	selector := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + r.name}
 	var left []string
-	err = wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		left = nil
 		for _, gvr := range []schema.GroupVersionResource{
 			{Version: "v1", Resource: "configmaps"}, {Version: "v1", Resource: "serviceaccounts"}, {Version: "v1", Resource: "services"},
