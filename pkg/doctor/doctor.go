@@ -59,9 +59,21 @@ type Report struct {
 	// unreadable are the causes of Result.Unreadable, in order.
 	unreadable []*finalizev1alpha1.Cause
 
-	causes map[types.UID]*finalizev1alpha1.Cause
-	roots  map[types.UID][]*finalizev1alpha1.RootCause
-	waits  map[types.UID][]*kube.Object
+	// objects is what the diagnosis keeps of each object, by UID: one map entry each,
+	// with the root causes of an object worked out when asked (rootsOf), not kept for
+	// each of thousands of objects stuck alike (#36).
+	objects map[types.UID]entry
+	// byKey are the root causes by what tells them apart.
+	byKey map[rootKey]*finalizev1alpha1.RootCause
+}
+
+// entry is what the diagnosis keeps of one object.
+type entry struct {
+	cause *finalizev1alpha1.Cause
+	// leaves are the root causes the object's own findings name.
+	leaves []*rootSpec
+	// waits are the stuck objects it waits for.
+	waits []*kube.Object
 }
 
 // Diagnose explains every object of res, which must come from a scan with Options.Index.
@@ -84,13 +96,7 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error
 		window = DefaultProgressWindow
 	}
 	dg := &diagnoser{f: f, catalog: catalog, namespaceGrace: grace, progressWindow: window}
-	rep := &Report{
-		Result: res,
-		causes: map[types.UID]*finalizev1alpha1.Cause{},
-		roots:  map[types.UID][]*finalizev1alpha1.RootCause{},
-		waits:  map[types.UID][]*kube.Object{},
-	}
-	leaves := map[types.UID][]*rootSpec{}
+	rep := &Report{Result: res, objects: make(map[types.UID]entry, len(res.Objects))}
 	// Thousands of objects held by one dead operator name one root cause, said the same
 	// way: each is kept once until the roots are gathered (#36).
 	shared := map[rootSpec]*rootSpec{}
@@ -105,7 +111,7 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error
 		} else {
 			said[c.Message] = c.Message
 		}
-		rep.causes[o.Meta.UID] = c
+		e := entry{cause: c}
 		for _, fd := range findings {
 			if fd.root != nil {
 				spec, ok := shared[*fd.root]
@@ -113,14 +119,15 @@ func (d *Doctor) Diagnose(ctx context.Context, res *scan.Result) (*Report, error
 					spec = fd.root
 					shared[*spec] = spec
 				}
-				leaves[o.Meta.UID] = append(leaves[o.Meta.UID], spec)
+				if !slices.ContainsFunc(e.leaves, func(l *rootSpec) bool { return l.key() == spec.key() }) {
+					e.leaves = append(e.leaves, spec)
+				}
 			}
-			if len(fd.waitsOn) > 0 {
-				rep.waits[o.Meta.UID] = append(rep.waits[o.Meta.UID], fd.waitsOn...)
-			}
+			e.waits = append(e.waits, fd.waitsOn...)
 		}
+		rep.objects[o.Meta.UID] = e
 	}
-	rep.gatherRoots(leaves)
+	rep.gatherRoots()
 	// Each object the API server cannot read is a root cause, the one a namespace that
 	// holds it waits for too.
 	for _, u := range res.Unreadable {
@@ -187,54 +194,83 @@ func merge(findings []finding) *finalizev1alpha1.Cause {
 
 // gatherRoots follows what each object waits for down to root causes, and groups the
 // objects by root cause.
-func (rep *Report) gatherRoots(leaves map[types.UID][]*rootSpec) {
-	byKey := map[rootKey]*finalizev1alpha1.RootCause{}
-	rootOf := func(spec *rootSpec) *finalizev1alpha1.RootCause {
-		r, ok := byKey[spec.key()]
-		if !ok {
-			r = &finalizev1alpha1.RootCause{Reason: spec.reason, Subject: spec.subject, Message: spec.message, NextStep: spec.next}
-			byKey[spec.key()] = r
+func (rep *Report) gatherRoots() {
+	rep.byKey = map[rootKey]*finalizev1alpha1.RootCause{}
+	// Twice: once to count the objects of each root cause, then to list them in a slice
+	// of that size. Ten thousand objects held by one dead operator are one list.
+	counts := map[rootKey]int{}
+	for _, o := range rep.Result.Objects {
+		for _, s := range rep.specsOf(o) {
+			if _, ok := rep.byKey[s.key()]; !ok {
+				rep.byKey[s.key()] = &finalizev1alpha1.RootCause{Reason: s.reason, Subject: s.subject, Message: s.message, NextStep: s.next}
+			}
+			counts[s.key()]++
 		}
-		return r
-	}
-	var walk func(uid types.UID, visiting map[types.UID]bool) []*rootSpec
-	walk = func(uid types.UID, visiting map[types.UID]bool) []*rootSpec {
-		if visiting[uid] {
-			return nil // a cycle of objects waiting for each other adds nothing
-		}
-		visiting[uid] = true
-		defer delete(visiting, uid)
-		specs := append([]*rootSpec(nil), leaves[uid]...)
-		for _, w := range rep.waits[uid] {
-			specs = append(specs, walk(w.Meta.UID, visiting)...)
-		}
-		return specs
 	}
 	for _, o := range rep.Result.Objects {
-		specs := walk(o.Meta.UID, map[types.UID]bool{})
-		if len(specs) == 0 {
-			specs = []*rootSpec{{
-				reason:  finalizev1alpha1.ReasonUnknown,
-				subject: subjectOf(o),
-				message: "the objects it waits for wait for it in turn",
-				next:    "inspect the objects in the cycle one by one",
-			}}
-		}
-		seen := map[*finalizev1alpha1.RootCause]bool{}
-		for _, s := range specs {
-			r := rootOf(s)
-			if seen[r] {
-				continue
+		ref := o.Ref().API()
+		for _, s := range rep.specsOf(o) {
+			r := rep.byKey[s.key()]
+			if r.Objects == nil {
+				r.Objects = make([]finalizev1alpha1.ObjectReference, 0, counts[s.key()])
 			}
-			seen[r] = true
-			r.Objects = append(r.Objects, o.Ref().API())
-			rep.roots[o.Meta.UID] = append(rep.roots[o.Meta.UID], r)
+			r.Objects = append(r.Objects, ref)
 		}
 	}
-	for _, r := range byKey {
+	for _, r := range rep.byKey {
 		rep.Roots = append(rep.Roots, r)
 	}
 	sortRoots(rep.Roots)
+}
+
+// specsOf are the root causes o comes down to, through what it waits for, one of each.
+func (rep *Report) specsOf(o *kube.Object) []*rootSpec {
+	e := rep.objects[o.Meta.UID]
+	if len(e.waits) == 0 && len(e.leaves) > 0 {
+		// Most objects: their own findings name their root causes, one of each.
+		return e.leaves
+	}
+	var specs []*rootSpec
+	seen := map[rootKey]bool{}
+	var walk func(uid types.UID, visiting map[types.UID]bool)
+	walk = func(uid types.UID, visiting map[types.UID]bool) {
+		if visiting[uid] {
+			return // a cycle of objects waiting for each other adds nothing
+		}
+		visiting[uid] = true
+		defer delete(visiting, uid)
+		e := rep.objects[uid]
+		for _, s := range e.leaves {
+			if !seen[s.key()] {
+				seen[s.key()] = true
+				specs = append(specs, s)
+			}
+		}
+		for _, w := range e.waits {
+			walk(w.Meta.UID, visiting)
+		}
+	}
+	walk(o.Meta.UID, map[types.UID]bool{})
+	if len(specs) == 0 {
+		specs = []*rootSpec{{
+			reason:  finalizev1alpha1.ReasonUnknown,
+			subject: subjectOf(o),
+			message: "the objects it waits for wait for it in turn",
+			next:    "inspect the objects in the cycle one by one",
+		}}
+	}
+	return specs
+}
+
+// rootsOf are the root causes that explain o.
+func (rep *Report) rootsOf(o *kube.Object) []*finalizev1alpha1.RootCause {
+	var out []*finalizev1alpha1.RootCause
+	for _, s := range rep.specsOf(o) {
+		if r := rep.byKey[s.key()]; r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // sortRoots orders root causes: the ones that explain most objects first.
@@ -259,7 +295,7 @@ func (rep *Report) Narrow(res *scan.Result) *Report {
 	for _, o := range res.Objects {
 		kept[o.Meta.UID] = true
 	}
-	out := &Report{Result: res, Warnings: rep.Warnings, causes: rep.causes, waits: rep.waits, roots: map[types.UID][]*finalizev1alpha1.RootCause{}}
+	out := &Report{Result: res, Warnings: rep.Warnings, objects: rep.objects, byKey: map[rootKey]*finalizev1alpha1.RootCause{}}
 	for _, u := range res.Unreadable {
 		for i, v := range rep.Result.Unreadable {
 			if v.Resource == u.Resource && v.Namespace == u.Namespace && v.Name == u.Name {
@@ -275,7 +311,10 @@ func (rep *Report) Narrow(res *scan.Result) *Report {
 		}
 		return false
 	}
-	copies := map[*finalizev1alpha1.RootCause]*finalizev1alpha1.RootCause{}
+	keys := make(map[*finalizev1alpha1.RootCause]rootKey, len(rep.byKey))
+	for k, r := range rep.byKey {
+		keys[r] = k
+	}
 	for _, r := range rep.Roots {
 		var objs []finalizev1alpha1.ObjectReference
 		for _, ref := range r.Objects {
@@ -288,15 +327,11 @@ func (rep *Report) Narrow(res *scan.Result) *Report {
 		}
 		c := *r
 		c.Objects = objs
-		copies[r] = &c
 		out.Roots = append(out.Roots, &c)
-	}
-	for uid, rs := range rep.roots {
-		if !kept[uid] {
-			continue
-		}
-		for _, r := range rs {
-			out.roots[uid] = append(out.roots[uid], copies[r])
+		// A kept object's root causes all list it, so all are kept. The root causes of
+		// objects nobody can read have no key: they are found in Roots.
+		if k, ok := keys[r]; ok {
+			out.byKey[k] = &c
 		}
 	}
 	sortRoots(out.Roots)
@@ -304,14 +339,16 @@ func (rep *Report) Narrow(res *scan.Result) *Report {
 }
 
 // Cause is the diagnosis of o.
-func (rep *Report) Cause(o *kube.Object) *finalizev1alpha1.Cause { return rep.causes[o.Meta.UID] }
+func (rep *Report) Cause(o *kube.Object) *finalizev1alpha1.Cause {
+	return rep.objects[o.Meta.UID].cause
+}
 
 // List is the scan's list with every cause filled in.
 func (rep *Report) List() *finalizev1alpha1.StuckObjectList {
 	list := rep.Result.List()
 	for i := range list.Items {
 		if i < len(rep.Result.Objects) {
-			list.Items[i].Cause = rep.causes[rep.Result.Objects[i].Meta.UID]
+			list.Items[i].Cause = rep.Cause(rep.Result.Objects[i])
 		} else {
 			list.Items[i].Cause = rep.unreadable[i-len(rep.Result.Objects)]
 		}
@@ -333,12 +370,12 @@ func (rep *Report) Diagnosis(target *kube.Object) *finalizev1alpha1.Diagnosis {
 		ref := target.Ref().API()
 		out.Target = &ref
 		objs = rep.closure(target)
-		roots = rep.roots[target.Meta.UID]
+		roots = rep.rootsOf(target)
 	}
 	out.Items = make([]finalizev1alpha1.StuckObject, 0, len(objs)+len(rep.Result.Unreadable))
 	for _, o := range objs {
 		so := o.Stuck(rep.Result.Now)
-		so.Cause = rep.causes[o.Meta.UID]
+		so.Cause = rep.Cause(o)
 		out.Items = append(out.Items, so)
 	}
 	for i, u := range rep.Result.Unreadable {
@@ -394,7 +431,7 @@ func (rep *Report) closure(o *kube.Object) []*kube.Object {
 		}
 		seen[x.Meta.UID] = true
 		out = append(out, x)
-		for _, w := range rep.waits[x.Meta.UID] {
+		for _, w := range rep.objects[x.Meta.UID].waits {
 			visit(w)
 		}
 	}

@@ -6,6 +6,7 @@
 package kube
 
 import (
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,9 +33,26 @@ func (r Resource) IsNamespaces() bool { return r.Group == "" && r.Resource == "n
 // Ref is the reference to an object of this type; uid may be empty when it is not known.
 func (r Resource) Ref(namespace, name string, uid types.UID) finalizev1alpha1.ObjectReference {
 	return finalizev1alpha1.ObjectReference{
-		APIVersion: r.GroupVersion().String(), Kind: r.Kind, Resource: r.Resource,
+		APIVersion: r.APIVersion(), Kind: r.Kind, Resource: r.Resource,
 		Namespace: namespace, Name: name, UID: uid,
 	}
+}
+
+// apiVersions are the apiVersion strings made so far, one per group and version: a
+// reference to each of thousands of stuck objects of one type does not make its own.
+var apiVersions sync.Map // schema.GroupVersion → string
+
+// APIVersion is the type's apiVersion ("v1", "apps/v1").
+func (r Resource) APIVersion() string {
+	gv := r.GroupVersion()
+	if gv.Group == "" {
+		return gv.Version
+	}
+	if v, ok := apiVersions.Load(gv); ok {
+		return v.(string)
+	}
+	v, _ := apiVersions.LoadOrStore(gv, gv.String())
+	return v.(string)
 }
 
 // Object is one stuck object: its metadata (managedFields and ownerReferences included),
