@@ -103,10 +103,14 @@ test-deploy: release-image helm ## The shapes users run, on a real node: the rel
 LONGEST_PACKAGES := ./test/doctor ./test/unreadable ./test/unreadable/gateoff ./test/deploy/cronjob ./test/deploy/policies ./test/node ./test/reconcile ./test/forcedelete ./test/pods/ready ./test/e2e
 
 .PHONY: test-packages
-test-packages: release-image helm ## test-integration and test-deploy in one run, the longest packages first (make test).
+test-packages: release-image helm crossplane-bins ## test-integration and test-deploy in one run, the longest packages first (make test).
 	KUBECTL_FINALIZE_IMAGE="$(CURDIR)/$(RELEASE_IMAGE)" KUBEBUILDER_ASSETS="$(K8S_BINS)" \
 		go test -count=1 -p $(INTEGRATION_PARALLEL) -parallel $(TEST_PARALLEL) -timeout 30m $(LONGEST_PACKAGES) \
 		$$(go list ./test/... | grep -v -E '/test/release$$')
+
+.PHONY: test-operators
+test-operators: crossplane-bins ## The presets against the real operators: Crossplane's provider-kubernetes, built from the Go module proxy, against two control planes (#38; make test runs it too).
+	KUBEBUILDER_ASSETS="$(K8S_BINS)" go test -count=1 -timeout 15m -v ./test/operators
 
 .PHONY: test-node
 test-node: ## The test node alone: kubelet, containerd and runc, kube-scheduler, pods on loopback (root; installs containerd and runc if missing).
@@ -228,7 +232,7 @@ verify: ## Fail if go.mod, formatting, generated code or docs are stale; check t
 # The modules whose go.mod and go.sum must be tidy. Their checks run at once: on a cold
 # machine each one waits on the module proxy far more than on the CPU (one after the
 # other, they took 9 to 16 minutes of a cold run).
-TIDY_MODULES := . hack/tools test/infra/k8s-bins test/infra/cni test/infra/receivers hack/image hack/krew hack/helm
+TIDY_MODULES := . hack/tools test/infra/k8s-bins test/infra/cni test/infra/receivers hack/image hack/krew hack/helm test/infra/crossplane
 
 .PHONY: verify-tidy
 verify-tidy: ## Fail if the go.mod or go.sum of any module is not tidy (checked in parallel).

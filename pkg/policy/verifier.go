@@ -318,6 +318,11 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 		if why := p.IdentityUnusable(full, v.identityUsed[rule.Name]); why != "" {
 			return decided(provider.Unknown("not verified: %s", why))
 		}
+		// Whoever wrote it: an identity the operator never acted on names a resource it
+		// may never have made.
+		if why := p.UnrecordedIdentity(full, finalizer, v.identityUsed[rule.Name]); len(why) > 0 {
+			return decided(provider.Unknown("not verified: %s", strings.Join(why, "; ")))
+		}
 		if !rule.Spec.TrustIdentityFromAnyWriter {
 			if why := p.UntrustedIdentity(full, finalizer, v.identityUsed[rule.Name], rule.OperatorManagers); len(why) > 0 {
 				return decided(provider.Unknown("not verified: %s; an identity that anyone who may edit the object can change is trusted only when the operator wrote it "+

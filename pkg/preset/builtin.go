@@ -50,17 +50,20 @@ var builtin = []*Preset{
 				Name: "provider-kubernetes", Groups: []string{"kubernetes.crossplane.io", "kubernetes.m.crossplane.io"},
 				Uses: "its manifest's object, spec.forProvider.manifest (apiVersion, kind, metadata.namespace, and metadata.name, which defaults to the Object's name)",
 				Identity: []Identity{
-					{Name: "manifestAPIVersion", From: "spec.forProvider.manifest.apiVersion", Field: path("spec", "forProvider", "manifest", "apiVersion"), get: field("spec", "forProvider", "manifest", "apiVersion")},
-					{Name: "manifestKind", From: "spec.forProvider.manifest.kind", Field: path("spec", "forProvider", "manifest", "kind"), get: field("spec", "forProvider", "manifest", "kind")},
+					{Name: "manifestAPIVersion", From: "spec.forProvider.manifest.apiVersion", Field: path("spec", "forProvider", "manifest", "apiVersion"), get: field("spec", "forProvider", "manifest", "apiVersion"),
+						Recorded: atProvider("apiVersion"), recorded: atProviderManifest("apiVersion")},
+					{Name: "manifestKind", From: "spec.forProvider.manifest.kind", Field: path("spec", "forProvider", "manifest", "kind"), get: field("spec", "forProvider", "manifest", "kind"),
+						Recorded: atProvider("kind"), recorded: atProviderManifest("kind")},
 					{Name: "manifestNamespace", From: "spec.forProvider.manifest.metadata.namespace", Field: path("spec", "forProvider", "manifest", "metadata", "namespace"),
-						get: field("spec", "forProvider", "manifest", "metadata", "namespace")},
+						get: field("spec", "forProvider", "manifest", "metadata", "namespace"), Recorded: atProvider("metadata", "namespace"), recorded: atProviderManifest("metadata", "namespace")},
 					{Name: "manifestName", From: "spec.forProvider.manifest.metadata.name, else the Object's name", Field: path("spec", "forProvider", "manifest", "metadata", "name"), Names: true,
 						get: func(o *unstructured.Unstructured, f string) string {
 							if v := field("spec", "forProvider", "manifest", "metadata", "name")(o, f); v != "" {
 								return v
 							}
 							return o.GetName()
-						}},
+						},
+						Recorded: atProvider("metadata", "name"), recorded: atProviderManifest("metadata", "name")},
 				},
 			},
 			{
@@ -192,6 +195,26 @@ var builtin = []*Preset{
 		// immutable spec, whose writer is not checked.
 		Managers: []string{"csi-provisioner"},
 	},
+}
+
+// atProvider is the field of provider-kubernetes's record of the object it last observed
+// (internal/controller/{cluster,namespaced}/object/object.go setAtProvider: the object as
+// read back from the cluster it applies to, after each observe, create and update,
+// written through the status subresource).
+func atProvider(names ...string) []string {
+	return append(path("status", "atProvider", "manifest"), names...)
+}
+
+// atProviderManifest reads a field of that record, and whether there is a record.
+func atProviderManifest(names ...string) func(*unstructured.Unstructured) (string, bool) {
+	return func(o *unstructured.Unstructured) (string, bool) {
+		v, _, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "atProvider", "manifest")
+		m, ok := v.(map[string]any)
+		if !ok || len(m) == 0 {
+			return "", false
+		}
+		return field(names...)(&unstructured.Unstructured{Object: m}, ""), true
+	}
 }
 
 // crossplaneExternal is where crossplane-runtime's providers that name the external

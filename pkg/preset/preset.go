@@ -242,7 +242,16 @@ type Identity struct {
 	// Names: the value is a name of the resource (an external name, a manifest's name),
 	// which a control may have as its own name (not a namespace, a region, a kind).
 	Names bool
-	get   func(o *unstructured.Unstructured, finalizer string) string
+	// Recorded, if set, is the field of status where the operator records the value it
+	// last acted on (provider-kubernetes: status.atProvider.manifest, the object it last
+	// observed). The value is used only when the operator's record holds it: a spec
+	// changed since, or never acted on, names a resource the operator may never have
+	// made, while the one it made remains (UnrecordedIdentity). Its writer is checked
+	// in place of Field's.
+	Recorded []string
+	get      func(o *unstructured.Unstructured, finalizer string) string
+	// recorded reads Recorded, and whether the record is there at all.
+	recorded func(o *unstructured.Unstructured) (string, bool)
 }
 
 // WriterChecked reports whether the identity is trusted only when the operator wrote
@@ -301,13 +310,18 @@ func (p *Preset) UntrustedIdentity(o *unstructured.Unstructured, finalizer strin
 	identity := p.identityFor(o)
 	for i := range identity {
 		id := &identity[i]
-		if !id.WriterChecked() || (used != nil && !used(id.Name)) || id.get(o, finalizer) == "" {
+		checked, field, from := id.WriterChecked(), id.Field, id.From
+		if len(id.Recorded) > 0 {
+			// The operator's record is what makes the value trusted: its writer is checked.
+			checked, field, from = true, id.Recorded, strings.Join(id.Recorded, ".")
+		}
+		if !checked || (used != nil && !used(id.Name)) || id.get(o, finalizer) == "" {
 			continue
 		}
 		if !read {
 			managed, read = o.GetManagedFields(), true
 		}
-		writers := fieldWriters(managed, id.Field)
+		writers := fieldWriters(managed, field)
 		var others []string
 		for _, w := range writers {
 			if !operator.Match(w) {
@@ -316,13 +330,13 @@ func (p *Preset) UntrustedIdentity(o *unstructured.Unstructured, finalizer strin
 		}
 		switch {
 		case len(writers) == 0:
-			out = append(out, fmt.Sprintf("no managedFields entry says who wrote %s (identity %s), so it is not known to be the operator's", id.From, id.Name))
+			out = append(out, fmt.Sprintf("no managedFields entry says who wrote %s (identity %s), so it is not known to be the operator's", from, id.Name))
 		case operator == nil || len(operator.Patterns) == 0:
 			out = append(out, fmt.Sprintf("%s was last written by %s, and the field managers of the operator of preset %s are not known: name them in the rule's operatorManagers (identity %s)",
-				id.From, strings.Join(writers, ", "), p.Name, id.Name))
+				from, strings.Join(writers, ", "), p.Name, id.Name))
 		case len(others) > 0:
 			out = append(out, fmt.Sprintf("%s was last written by %s, not by the operator, whose field managers are %s (as %s names them; identity %s)",
-				id.From, strings.Join(others, ", "), operator, operator.By, id.Name))
+				from, strings.Join(others, ", "), operator, operator.By, id.Name))
 		}
 	}
 	return out
@@ -349,6 +363,35 @@ func (p *Preset) AllIdentity() []Identity {
 				out = append(out, id)
 			}
 		}
+	}
+	return out
+}
+
+// UnrecordedIdentity says, for each identity value of o that used selects (nil selects
+// every one) and that its operator records (Identity.Recorded), why the operator's
+// record does not hold it: there is no record (the operator never observed the
+// resource), or the record names another (the object's spec changed after the operator
+// last acted on it; the resource it made is the recorded one, and may remain). Empty
+// when every such value is the recorded one.
+func (p *Preset) UnrecordedIdentity(o *unstructured.Unstructured, finalizer string, used func(name string) bool) []string {
+	var out, unrecorded []string
+	for _, id := range p.identityFor(o) {
+		if id.recorded == nil || (used != nil && !used(id.Name)) {
+			continue
+		}
+		v := id.get(o, finalizer)
+		rec, ok := id.recorded(o)
+		switch {
+		case !ok:
+			unrecorded = append(unrecorded, fmt.Sprintf("%s (%s)", id.Name, strings.Join(id.Recorded, ".")))
+		case rec != v:
+			out = append(out, fmt.Sprintf("%s is %q, but the operator last acted on %q (%s): the object changed after the operator last saw it, and the resource it made may remain (identity %s)",
+				id.From, v, rec, strings.Join(id.Recorded, "."), id.Name))
+		}
+	}
+	if len(unrecorded) > 0 {
+		out = append(out, fmt.Sprintf("the operator has not recorded the resource it acted on (identity %s): it never observed one, so it may never have made it, or made it under another name",
+			strings.Join(unrecorded, ", ")))
 	}
 	return out
 }

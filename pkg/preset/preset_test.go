@@ -300,3 +300,71 @@ func TestTheIdentityIsTheOneTheOperatorUses(t *testing.T) {
 		}
 	}
 }
+
+// TestTheOperatorsRecordMustHoldTheIdentity: provider-kubernetes deletes the object its
+// Object's manifest names now, but the object it made is the one it recorded in
+// status.atProvider.manifest. A manifest changed after the provider stopped, or never
+// acted on, names an object that may not exist while the one it made remains: Unknown.
+// The record counts only when the provider wrote it.
+func TestTheOperatorsRecordMustHoldTheIdentity(t *testing.T) {
+	p, _ := Lookup("crossplane-managed")
+	const fin = "finalizer.managedresource.crossplane.io"
+	const provider = "crossplane-kubernetes-provider"
+	object := func(specName string, recorded map[string]any, statusWriter string) *unstructured.Unstructured {
+		manifest := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"namespace": "team-a"}}
+		if specName != "" {
+			manifest["metadata"].(map[string]any)["name"] = specName
+		}
+		o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kubernetes.crossplane.io/v1alpha2", "kind": "Object",
+			"metadata": map[string]any{"name": "held"},
+			"spec":     map[string]any{"forProvider": map[string]any{"manifest": manifest}}}}
+		if recorded != nil {
+			o.Object["status"] = map[string]any{"atProvider": map[string]any{"manifest": recorded}}
+		}
+		o.SetManagedFields([]metav1.ManagedFieldsEntry{
+			{Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate,
+				FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:forProvider":{"f:manifest":{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:name":{},"f:namespace":{}}}}}}`)},
+			{Manager: statusWriter, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
+				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:atProvider":{"f:manifest":{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:name":{},"f:namespace":{},"f:uid":{}}}}}}`)},
+		})
+		return o
+	}
+	observed := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "team-a", "uid": "u-1"}}
+	}
+	for _, tc := range []struct {
+		name           string
+		o              *unstructured.Unstructured
+		unrecorded     string
+		untrusted      string
+		wantIdentified bool
+	}{
+		{name: "the record holds the manifest's object", o: object("target", observed("target"), provider), wantIdentified: true},
+		{name: "a manifest without a name: the provider's default, recorded", o: object("", observed("held"), provider), wantIdentified: true},
+		{name: "the manifest was renamed after the provider stopped", o: object("renamed", observed("target"), provider),
+			unrecorded: `spec.forProvider.manifest.metadata.name, else the Object's name is "renamed", but the operator last acted on "target" (status.atProvider.manifest.metadata.name)`},
+		{name: "the provider never observed it", o: object("target", nil, provider),
+			unrecorded: "the operator has not recorded the resource it acted on (identity manifestNamespace (status.atProvider.manifest.metadata.namespace), manifestName (status.atProvider.manifest.metadata.name)): it never observed one"},
+		{name: "a record someone else wrote", o: object("target", observed("target"), "kubectl-patch"),
+			untrusted: "status.atProvider.manifest.metadata.name was last written by kubectl-patch, not by the operator"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			uses := func(n string) bool { return n == "manifestName" || n == "manifestNamespace" }
+			got := strings.Join(p.UnrecordedIdentity(tc.o, fin, uses), "; ")
+			if tc.unrecorded == "" && got != "" || !strings.Contains(got, tc.unrecorded) {
+				t.Errorf("UnrecordedIdentity: %q, want %q", got, tc.unrecorded)
+			}
+			untrusted := strings.Join(p.UntrustedIdentity(tc.o, fin, uses, nil), "; ")
+			if tc.untrusted == "" && untrusted != "" || !strings.Contains(untrusted, tc.untrusted) {
+				t.Errorf("UntrustedIdentity: %q, want %q", untrusted, tc.untrusted)
+			}
+			// The spec's writer (a person's kubectl) is never what decides.
+			if strings.Contains(untrusted, "kubectl-client-side-apply") {
+				t.Errorf("the spec's writer was checked: %q", untrusted)
+			}
+			if ok := got == "" && untrusted == ""; ok != tc.wantIdentified {
+				t.Errorf("identified %v, want %v", ok, tc.wantIdentified)
+			}
+		})
+	}
+}

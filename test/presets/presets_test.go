@@ -638,33 +638,43 @@ func TestProviderKubernetesObjectsAreVerifiedByTheirManifest(t *testing.T) {
 	kinds["objects"] = "Object"
 	gvr := w.crd("kubernetes.crossplane.io", "Object", "objects", true)
 	const fin = "finalizer.managedresource.crossplane.io"
-	object := func(name, target string, live bool) {
+	// recorded is the object the provider last observed, as it records it in
+	// status.atProvider.manifest; the spec's manifest names target.
+	object := func(name, target, recorded string, live bool) {
 		manifest := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"namespace": "team-a"}}
 		if target != "" {
 			manifest["metadata"].(map[string]any)["name"] = target
 		}
-		w.object(gvr, "", name, fin, map[string]string{"crossplane.io/external-name": name}, map[string]any{"forProvider": map[string]any{"manifest": manifest}}, nil, live)
+		status := map[string]any{"atProvider": map[string]any{"manifest": map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": recorded, "namespace": "team-a"}}}}
+		w.object(gvr, "", name, fin, map[string]string{"crossplane.io/external-name": name}, map[string]any{"forProvider": map[string]any{"manifest": manifest}}, status, live)
 	}
 	// The control's target exists; so does its own name, as the provider's controls
 	// would have it when names coincide.
-	object("control", "live-target", true)
-	object("names-a-gone-object", "deleted-target-1", false)
-	object("names-a-live-object", "target-2", false)
+	object("control", "live-target", "live-target", true)
+	object("names-a-gone-object", "deleted-target-1", "deleted-target-1", false)
+	object("names-a-live-object", "target-2", "target-2", false)
 	// No name in the manifest: the provider names it after the Object.
-	object("deleted-unnamed", "", false)
+	object("deleted-unnamed", "", "deleted-unnamed", false)
+	// Renamed after the provider last acted: the object it made is target-3, and the
+	// manifest now names one that never existed.
+	object("renamed-after-the-provider-stopped", "deleted-target-4", "target-3", false)
 
 	actions, rep, r := pass(t, rule(c, "objects", "crossplane-managed", "objects.kubernetes.crossplane.io", "externalName", ""))
-	for _, name := range []string{"names-a-gone-object", "names-a-live-object", "deleted-unnamed"} {
+	for _, name := range []string{"names-a-gone-object", "names-a-live-object", "deleted-unnamed", "renamed-after-the-provider-stopped"} {
 		want(t, actions, name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
 			"{identity.externalName} does not name the external resource of objects of provider-kubernetes")
 	}
-	notAsked(t, c, "names-a-gone-object", "names-a-live-object", "deleted-unnamed")
+	notAsked(t, c, "names-a-gone-object", "names-a-live-object", "deleted-unnamed", "renamed-after-the-provider-stopped")
 	t.Logf("asking by externalName: exit %d, rule %+v", r.Code, ruleStatus(rep, "objects"))
 
 	actions, _, r = pass(t, rule(c, "objects", "crossplane-managed", "objects.kubernetes.crossplane.io", "manifestName", ""))
 	want(t, actions, "names-a-gone-object", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-target-1: 404 Not Found")
 	want(t, actions, "names-a-live-object", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "/instances/target-2: 200 OK")
 	want(t, actions, "deleted-unnamed", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-unnamed: 404 Not Found")
+	want(t, actions, "renamed-after-the-provider-stopped", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
+		`spec.forProvider.manifest.metadata.name, else the Object's name is "deleted-target-4", but the operator last acted on "target-3" (status.atProvider.manifest.metadata.name)`)
+	notAsked(t, c, "deleted-target-4", "target-3")
 	exits(t, r, 0, "")
 }
 
