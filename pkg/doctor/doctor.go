@@ -359,9 +359,21 @@ func (rep *Report) List() *finalizev1alpha1.StuckObjectList {
 // Diagnosis is what `doctor` prints: for target, the target and everything it waits for,
 // and only the root causes that explain it; without a target, everything.
 func (rep *Report) Diagnosis(target *kube.Object) *finalizev1alpha1.Diagnosis {
+	out, n, item := rep.DiagnosisItems(target)
+	out.Items = make([]finalizev1alpha1.StuckObject, 0, n)
+	for i := range n {
+		out.Items = append(out.Items, item(i))
+	}
+	return out
+}
+
+// DiagnosisItems is Diagnosis without its items: there are n, and item makes the i-th,
+// so that a printer can write each as it is made rather than hold them all (#36).
+func (rep *Report) DiagnosisItems(target *kube.Object) (d *finalizev1alpha1.Diagnosis, n int, item func(i int) finalizev1alpha1.StuckObject) {
 	out := &finalizev1alpha1.Diagnosis{
 		TypeMeta:   metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "Diagnosis"},
 		RootCauses: []finalizev1alpha1.RootCause{},
+		Items:      []finalizev1alpha1.StuckObject{},
 		Incomplete: append([]finalizev1alpha1.IncompleteResource{}, rep.Result.Incomplete...),
 	}
 	objs := rep.Result.Objects
@@ -372,24 +384,28 @@ func (rep *Report) Diagnosis(target *kube.Object) *finalizev1alpha1.Diagnosis {
 		objs = rep.closure(target)
 		roots = rep.rootsOf(target)
 	}
-	out.Items = make([]finalizev1alpha1.StuckObject, 0, len(objs)+len(rep.Result.Unreadable))
-	for _, o := range objs {
-		so := o.Stuck(rep.Result.Now)
-		so.Cause = rep.Cause(o)
-		out.Items = append(out.Items, so)
-	}
+	// Every object the API server cannot read; for a namespace, those it holds.
+	var unreadable []int
 	for i, u := range rep.Result.Unreadable {
-		// Every one; for a namespace, those it holds.
 		if target == nil || target.Resource.IsNamespaces() && u.Namespace == target.Meta.Name {
-			so := u.Stuck()
-			so.Cause = rep.unreadable[i]
-			out.Items = append(out.Items, so)
+			unreadable = append(unreadable, i)
 		}
 	}
 	for _, r := range roots {
 		out.RootCauses = append(out.RootCauses, *r)
 	}
-	return out
+	now := rep.Result.Now
+	return out, len(objs) + len(unreadable), func(i int) finalizev1alpha1.StuckObject {
+		if i < len(objs) {
+			so := objs[i].Stuck(now)
+			so.Cause = rep.Cause(objs[i])
+			return so
+		}
+		u := unreadable[i-len(objs)]
+		so := rep.Result.Unreadable[u].Stuck()
+		so.Cause = rep.unreadable[u]
+		return so
+	}
 }
 
 // UnreadableDiagnosis is the Diagnosis of the object of resource r, namespace and name

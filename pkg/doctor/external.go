@@ -41,7 +41,7 @@ func (d *diagnoser) external(o *kube.Object, fin finalizev1alpha1.Finalizer) *fi
 	}
 	ext := &finalizev1alpha1.External{Preset: p.Name, Identity: p.IdentityOf(full, fin.Name), Unnamed: p.IdentityUnusable(full, nil)}
 	if ext.Unnamed == "" {
-		ext.Unnamed = strings.Join(p.UnrecordedIdentity(full, fin.Name, nil), "; ")
+		ext.Unnamed = strings.Join(p.UnrecordedIdentity(full, fin.Name), "; ")
 	}
 	ext.Retained, _ = p.Retained(full, ns, fin.Name)
 	ext.Held, _ = p.Held(full, ns, fin.Name)

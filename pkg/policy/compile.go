@@ -367,7 +367,12 @@ func (c *compiler) readsAroundIdentity(path *field.Path, s string, t *provider.T
 	}
 	paths := t.FieldPaths()
 	for _, source := range slices.Sorted(maps.Keys(paths)) {
-		if id, ok := c.preset.IdentityAt(paths[source]); ok {
+		id, ok := c.preset.IdentityAt(paths[source])
+		switch {
+		case ok && len(id.Recorded) > 0:
+			c.Add(field.Invalid(path, s, fmt.Sprintf("%s reads where preset %s reads identity %s from (%s; its operator's record, %s), which it trusts only when the two agree and the record is its operator's: write {identity.%s}",
+				source, c.preset.Name, id.Name, id.From, strings.Join(id.Recorded, "."), id.Name)))
+		case ok:
 			c.Add(field.Invalid(path, s, fmt.Sprintf("%s reads %s, which preset %s reads identity %s from and trusts only when its operator wrote it: write {identity.%s} "+
 				"(or set trustIdentityFromAnyWriter to trust any writer)", source, id.From, c.preset.Name, id.Name, id.Name)))
 		}

@@ -320,7 +320,7 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 		}
 		// Whoever wrote it: an identity the operator never acted on names a resource it
 		// may never have made.
-		if why := p.UnrecordedIdentity(full, finalizer, v.identityUsed[rule.Name]); len(why) > 0 {
+		if why := p.UnrecordedIdentity(full, finalizer); len(why) > 0 {
 			return decided(provider.Unknown("not verified: %s", strings.Join(why, "; ")))
 		}
 		if !rule.Spec.TrustIdentityFromAnyWriter {

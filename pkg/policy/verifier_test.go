@@ -479,7 +479,8 @@ func TestTrustIdentityFromAnyWriterNeedsAPreset(t *testing.T) {
 		t.Errorf("without a preset: %v", errs)
 	}
 	_, warnings := compile(t, presetAPI(t, func(string) bool { return false }, "\n  trustIdentityFromAnyWriter: true"))
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "rule dbs sets trustIdentityFromAnyWriter: its identity values (annotation crossplane.io/external-name, status.atProvider.arn, status.atProvider.id)") {
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "rule dbs sets trustIdentityFromAnyWriter: its identity values (annotation crossplane.io/external-name, status.atProvider.arn, status.atProvider.id, "+
+		"status.atProvider.manifest.apiVersion, status.atProvider.manifest.kind, status.atProvider.manifest.metadata.namespace, status.atProvider.manifest.metadata.name)") {
 		t.Errorf("warnings %q", warnings)
 	}
 }

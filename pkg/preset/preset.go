@@ -347,8 +347,16 @@ func (p *Preset) UntrustedIdentity(o *unstructured.Unstructured, finalizer strin
 func (p *Preset) WriterCheckedFields() []string {
 	var out []string
 	for _, id := range p.AllIdentity() {
-		if id.WriterChecked() && !slices.Contains(out, id.From) {
-			out = append(out, id.From)
+		from := id.From
+		switch {
+		case len(id.Recorded) > 0:
+			// The operator's record is the field whose writer is checked.
+			from = strings.Join(id.Recorded, ".")
+		case !id.WriterChecked():
+			continue
+		}
+		if !slices.Contains(out, from) {
+			out = append(out, from)
 		}
 	}
 	return out
@@ -367,16 +375,17 @@ func (p *Preset) AllIdentity() []Identity {
 	return out
 }
 
-// UnrecordedIdentity says, for each identity value of o that used selects (nil selects
-// every one) and that its operator records (Identity.Recorded), why the operator's
-// record does not hold it: there is no record (the operator never observed the
-// resource), or the record names another (the object's spec changed after the operator
-// last acted on it; the resource it made is the recorded one, and may remain). Empty
-// when every such value is the recorded one.
-func (p *Preset) UnrecordedIdentity(o *unstructured.Unstructured, finalizer string, used func(name string) bool) []string {
+// UnrecordedIdentity says, for each identity value of o that its operator records
+// (Identity.Recorded), why the operator's record does not hold it: there is no record
+// (the operator never observed the resource), or the record names another (the object's
+// spec changed after the operator last acted on it; the resource it made is the recorded
+// one, and may remain). Every recorded value counts, whichever a rule's templates read:
+// a request also depends on values no template names (a kubernetes rule's resource is
+// the manifest's kind). Empty when every such value is the recorded one.
+func (p *Preset) UnrecordedIdentity(o *unstructured.Unstructured, finalizer string) []string {
 	var out, unrecorded []string
 	for _, id := range p.identityFor(o) {
-		if id.recorded == nil || (used != nil && !used(id.Name)) {
+		if id.recorded == nil {
 			continue
 		}
 		v := id.get(o, finalizer)
@@ -428,22 +437,30 @@ func holdsField(raw []byte, field []string) bool {
 	return true
 }
 
-// IdentityAt names the identity value whose writer is checked (WriterChecked) that a
-// template reading field path may read: path is that identity's field, lies within it,
-// or holds it (a parent such as metadata.annotations, which a wildcard, a filter or a
-// recursive descent after it reaches into; path is where the template's plain fields
-// end). A rule with the preset reads such a field only as that identity, whose writer is
-// checked, never around it.
+// IdentityAt names the identity value whose writer is checked (WriterChecked), or that
+// its operator records (Recorded), that a template reading field path may read: path is
+// that identity's field (or its record's), lies within it, or holds it (a parent such as
+// metadata.annotations, which a wildcard, a filter or a recursive descent after it
+// reaches into; path is where the template's plain fields end). A rule with the preset
+// reads such a field only as that identity, whose writer (or record) is checked, never
+// around it.
 func (p *Preset) IdentityAt(path []string) (*Identity, bool) {
 	all := p.AllIdentity()
 	for i := range all {
 		id := &all[i]
-		if !id.WriterChecked() {
-			continue
+		var fields [][]string
+		if id.WriterChecked() {
+			fields = append(fields, id.Field)
 		}
-		n := min(len(path), len(id.Field))
-		if slices.Equal(path[:n], id.Field[:n]) {
-			return id, true
+		if len(id.Recorded) > 0 {
+			// Read as it is, either field goes around the check that the two agree.
+			fields = append(fields, id.Field, id.Recorded)
+		}
+		for _, f := range fields {
+			n := min(len(path), len(f))
+			if len(f) > 0 && slices.Equal(path[:n], f[:n]) {
+				return id, true
+			}
 		}
 	}
 	return nil, false

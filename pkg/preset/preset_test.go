@@ -344,13 +344,13 @@ func TestTheOperatorsRecordMustHoldTheIdentity(t *testing.T) {
 		{name: "the manifest was renamed after the provider stopped", o: object("renamed", observed("target"), provider),
 			unrecorded: `spec.forProvider.manifest.metadata.name, else the Object's name is "renamed", but the operator last acted on "target" (status.atProvider.manifest.metadata.name)`},
 		{name: "the provider never observed it", o: object("target", nil, provider),
-			unrecorded: "the operator has not recorded the resource it acted on (identity manifestNamespace (status.atProvider.manifest.metadata.namespace), manifestName (status.atProvider.manifest.metadata.name)): it never observed one"},
+			unrecorded: "the operator has not recorded the resource it acted on (identity manifestAPIVersion (status.atProvider.manifest.apiVersion), manifestKind (status.atProvider.manifest.kind), manifestNamespace (status.atProvider.manifest.metadata.namespace), manifestName (status.atProvider.manifest.metadata.name)): it never observed one"},
 		{name: "a record someone else wrote", o: object("target", observed("target"), "kubectl-patch"),
 			untrusted: "status.atProvider.manifest.metadata.name was last written by kubectl-patch, not by the operator"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			uses := func(n string) bool { return n == "manifestName" || n == "manifestNamespace" }
-			got := strings.Join(p.UnrecordedIdentity(tc.o, fin, uses), "; ")
+			got := strings.Join(p.UnrecordedIdentity(tc.o, fin), "; ")
 			if tc.unrecorded == "" && got != "" || !strings.Contains(got, tc.unrecorded) {
 				t.Errorf("UnrecordedIdentity: %q, want %q", got, tc.unrecorded)
 			}

@@ -205,6 +205,9 @@ func (p *kubernetesProvider) Prepare(req *Request) (Call, error) {
 	if why := p.otherType(req.Identity); why != "" {
 		return nil, errors.New(why)
 	}
+	if why := c.otherObject(req.Identity); why != "" {
+		return nil, errors.New(why)
+	}
 	if p.selector != nil {
 		if c.selector, err = p.selector.renderAll(obj, req.Identity, labelValue); err != nil {
 			return nil, fmt.Errorf("selector: %w", err)
@@ -218,11 +221,37 @@ func (p *kubernetesProvider) Prepare(req *Request) (Call, error) {
 
 // Identity values that say the type of the resource: a preset's family whose operator
 // names the resource by an object's apiVersion and kind (crossplane-managed's
-// provider-kubernetes: its manifest's).
+// provider-kubernetes: its manifest's), its namespace and its name.
 const (
 	identityAPIVersion = "manifestAPIVersion"
 	identityKind       = "manifestKind"
+	identityNamespace  = "manifestNamespace"
+	identityName       = "manifestName"
 )
+
+// otherObject says why the call does not ask about the one object the identity names, or
+// "": when an identity names an object by its type (otherType), the rule must ask for
+// that object by its namespace and name as the identity has them. A literal namespace, a
+// name template that adds to the manifest's name, or a selector asks about others, whose
+// absence says nothing of it.
+func (c *kubernetesCall) otherObject(identity map[string]string) string {
+	if identity[identityKind] == "" && identity[identityAPIVersion] == "" {
+		return ""
+	}
+	names := fmt.Sprintf("the object names %s %s", identity[identityKind], identity[identityName])
+	if ns := identity[identityNamespace]; ns != "" {
+		names += " in namespace " + ns
+	}
+	switch {
+	case c.p.name == nil:
+		return names + ": the rule asks by a selector, not by its name, so an answer would be about other objects"
+	case c.name != identity[identityName]:
+		return fmt.Sprintf("%s, and the rule asks for %q: an answer would be about another object", names, c.name)
+	case c.namespace != identity[identityNamespace]:
+		return fmt.Sprintf("%s, and the rule asks in namespace %q: an answer would be about another object", names, c.namespace)
+	}
+	return ""
+}
 
 // otherType says why the provider's type is not the one the identity names, or "": a
 // Secret looked up as a ConfigMap is not found, and would read as Gone while it exists.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"reflect"
 	"slices"
@@ -45,9 +46,56 @@ func (p *jsonPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
 		return p.JSONPrinter.PrintObj(obj, w)
 	}
 	items := st.Field(field)
+	err := p.stream(st, field, name, items.Len(), func(i int) any {
+		// Each item as an element of the slice is: addressable, so methods of its
+		// pointer apply.
+		return items.Index(i).Addr().Interface()
+	}, w)
+	if errors.Is(err, errUnmarked) {
+		return p.JSONPrinter.PrintObj(obj, w)
+	}
+	return err
+}
+
+// Items are the elements of an object's streamed field, made one at a time as they are
+// written: a diagnosis of ten thousand objects need not hold all of its items at once.
+type Items struct {
+	Len  int
+	Item func(i int) any
+}
+
+// PrintItems prints obj, whose streamed field is empty, with items as that field: -o json
+// makes and writes each item in turn, and keeps none; any other format needs the whole
+// object, which fill completes first.
+func (f *PrintFlags) PrintItems(obj runtime.Object, items Items, fill func(), w io.Writer) error {
+	p, err := f.ToPrinter()
+	if err != nil {
+		return err
+	}
+	if jp, ok := p.(*jsonPrinter); ok {
+		v := reflect.ValueOf(obj)
+		if v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct && !obj.GetObjectKind().GroupVersionKind().Empty() {
+			if field, name, ok := streamedField(v.Elem().Type()); ok && v.Elem().Field(field).Len() == 0 && items.Len > 0 {
+				if err := jp.stream(v.Elem(), field, name, items.Len, items.Item, w); !errors.Is(err, errUnmarked) {
+					return err
+				}
+			}
+		}
+	}
+	fill()
+	return p.PrintObj(obj, w)
+}
+
+// errUnmarked: the encoded object does not show where its streamed field is, once.
+var errUnmarked = errors.New("the streamed field is not found once in the encoded object")
+
+// stream writes st as JSONPrinter does, its field (named name in JSON) holding the n
+// elements item makes, each encoded and written in turn; errUnmarked, having written
+// nothing, when it cannot tell where that field is.
+func (p *jsonPrinter) stream(st reflect.Value, field int, name string, n int, item func(i int) any, w io.Writer) error {
 	shell := reflect.New(st.Type()).Elem()
 	shell.Set(st)
-	shell.Field(field).Set(reflect.MakeSlice(items.Type(), 0, 0))
+	shell.Field(field).Set(reflect.MakeSlice(st.Field(field).Type(), 0, 0))
 	head, err := json.MarshalIndent(shell.Addr().Interface(), "", "    ")
 	if err != nil {
 		return err
@@ -55,28 +103,29 @@ func (p *jsonPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
 	itemsMarker := marker(name)
 	at := bytes.Index(head, []byte(itemsMarker))
 	if at < 0 || bytes.Contains(head[at+len(itemsMarker):], []byte(itemsMarker)) {
-		return p.JSONPrinter.PrintObj(obj, w)
+		return errUnmarked
 	}
 	// A failed write is kept by bw, and returned by the Flush at the end.
 	bw := bufio.NewWriterSize(w, 64<<10)
 	_, _ = bw.Write(head[:at])
+	// What comes before the items can be most of the head (a diagnosis's root causes list
+	// every object they explain): it is not kept while the items are written.
+	tail := bytes.Clone(head[at+len(itemsMarker):])
 	_, _ = bw.WriteString(itemsMarker[:len(itemsMarker)-1] + "\n")
-	for i := range items.Len() {
-		// Each item as an element of the slice is: addressable, so methods of its
-		// pointer apply.
-		b, err := json.MarshalIndent(items.Index(i).Addr().Interface(), itemsIndent, "    ")
+	for i := range n {
+		b, err := json.MarshalIndent(item(i), itemsIndent, "    ")
 		if err != nil {
 			return err
 		}
 		_, _ = bw.WriteString(itemsIndent)
 		_, _ = bw.Write(b)
-		if i < items.Len()-1 {
+		if i < n-1 {
 			_ = bw.WriteByte(',')
 		}
 		_ = bw.WriteByte('\n')
 	}
 	_, _ = bw.WriteString("    ]")
-	_, _ = bw.Write(head[at+len(itemsMarker):])
+	_, _ = bw.Write(tail)
 	_ = bw.WriteByte('\n')
 	return bw.Flush()
 }

@@ -75,3 +75,56 @@ func TestStreamedJSONIsKubectlsJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestItemsMadeAsTheyAreWrittenAreKubectlsJSON: a diagnosis whose items are made one at
+// a time (PrintItems) prints, in JSON, what kubectl's printer prints of the whole
+// object; every other format has the object completed first.
+func TestItemsMadeAsTheyAreWrittenAreKubectlsJSON(t *testing.T) {
+	item := func(i int) finalizev1alpha1.StuckObject {
+		return finalizev1alpha1.StuckObject{
+			Target:     finalizev1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "ns", Name: fmt.Sprintf("cm-%d", i)},
+			Finalizers: []finalizev1alpha1.Finalizer{{Name: "example.com/<cleanup>", Field: finalizev1alpha1.FieldMetadataFinalizers}},
+			Cause:      &finalizev1alpha1.Cause{Reason: finalizev1alpha1.ReasonUnknown, Message: "\"items\": []", NextStep: "kubectl get cm"},
+		}
+	}
+	diagnosis := func() *finalizev1alpha1.Diagnosis {
+		return &finalizev1alpha1.Diagnosis{TypeMeta: metav1.TypeMeta{APIVersion: "finalize.kubectl.io/v1alpha1", Kind: "Diagnosis"},
+			RootCauses: []finalizev1alpha1.RootCause{{Reason: finalizev1alpha1.ReasonUnknown, Message: "items", Objects: []finalizev1alpha1.ObjectReference{item(1).Target}}},
+			Items:      []finalizev1alpha1.StuckObject{},
+			Incomplete: []finalizev1alpha1.IncompleteResource{}}
+	}
+	for _, n := range []int{0, 1, 7} {
+		for _, format := range []string{"json", "yaml"} {
+			t.Run(fmt.Sprintf("%d items, %s", n, format), func(t *testing.T) {
+				whole := diagnosis()
+				for i := range n {
+					whole.Items = append(whole.Items, item(i))
+				}
+				f := NewTablePrintFlags()
+				f.OutputFormat = format
+				var want, got bytes.Buffer
+				if err := f.PrintObject(whole, &want); err != nil {
+					t.Fatal(err)
+				}
+				lazy, filled := diagnosis(), false
+				made := 0
+				items := Items{Len: n, Item: func(i int) any { made++; so := item(i); return &so }}
+				err := f.PrintItems(lazy, items, func() {
+					filled = true
+					for i := range n {
+						lazy.Items = append(lazy.Items, item(i))
+					}
+				}, &got)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.String() != want.String() {
+					t.Errorf("made as written:\n%s\nwhole:\n%s", got.String(), want.String())
+				}
+				if streams := format == "json" && n > 0; filled == streams || streams && made != n {
+					t.Errorf("%s of %d items: filled %v, %d made one at a time", format, n, filled, made)
+				}
+			})
+		}
+	}
+}

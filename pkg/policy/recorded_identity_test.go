@@ -1,0 +1,192 @@
+package policy
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	testingclock "k8s.io/utils/clock/testing"
+
+	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
+	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
+)
+
+// A provider-kubernetes Object's finalizer must never be removed as Gone while the object
+// the provider made (and recorded in status.atProvider.manifest) exists: found by the
+// attack review of #38's record check, each case below was removed before its fix.
+
+var (
+	recordedObjects = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "kubernetes.crossplane.io", Version: "v1alpha2", Resource: "objects"}, Kind: "Object"}
+	recordedCMs     = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	recordedSecrets = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+)
+
+const recordedProvider = "crossplane-kubernetes-provider"
+
+type recordedManifest struct{ apiVersion, kind, ns, name string }
+
+func (m recordedManifest) obj() map[string]any {
+	return map[string]any{"apiVersion": m.apiVersion, "kind": m.kind, "metadata": map[string]any{"namespace": m.ns, "name": m.name}}
+}
+
+// recordedObject is an Object whose spec names spec and whose provider's record (written by
+// recordWriter, or by nameWriter for metadata.name when set) names rec.
+func recordedObject(name string, spec, rec recordedManifest, live bool, nameWriter string, extraSpec map[string]any) *unstructured.Unstructured {
+	s := map[string]any{"forProvider": map[string]any{"manifest": spec.obj()}, "providerConfigRef": map[string]any{"name": "workload"}}
+	for k, v := range extraSpec {
+		s[k] = v
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kubernetes.crossplane.io/v1alpha2", "kind": "Object",
+		"metadata": map[string]any{"name": name}, "spec": s,
+		"status": map[string]any{"atProvider": map[string]any{"manifest": rec.obj()}}}}
+	u.SetUID(types.UID("uid-" + name))
+	u.SetResourceVersion("7")
+	u.SetFinalizers([]string{crossplaneFin})
+	if !live {
+		ts := metav1.NewTime(now.Add(-time.Hour))
+		u.SetDeletionTimestamp(&ts)
+	}
+	status := `{"f:status":{"f:atProvider":{"f:manifest":{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:name":{},"f:namespace":{}}}}}}`
+	mf := []metav1.ManagedFieldsEntry{
+		{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+			FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:forProvider":{"f:manifest":{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:name":{},"f:namespace":{}}}}}}`)},
+		{Manager: recordedProvider, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{".":{},"v:\"` + crossplaneFin + `\"":{}}}}`)},
+	}
+	if nameWriter == "" {
+		mf = append(mf, metav1.ManagedFieldsEntry{Manager: recordedProvider, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
+			FieldsV1: metav1.NewFieldsV1(status)})
+	} else {
+		mf = append(mf,
+			metav1.ManagedFieldsEntry{Manager: recordedProvider, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
+				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:atProvider":{"f:manifest":{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:namespace":{}}}}}}`)},
+			metav1.ManagedFieldsEntry{Manager: nameWriter, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
+				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:atProvider":{"f:manifest":{"f:metadata":{"f:name":{}}}}}}`)})
+	}
+	u.SetManagedFields(mf)
+	return u
+}
+
+func recordedTarget(kind, ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind(kind)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+func recordedPolicy(namespace, name string) string {
+	return header + `rules:
+- name: objects
+  preset: crossplane-managed
+  resources: ["objects.kubernetes.crossplane.io"]
+  minAge: 1m
+  verify:
+    kubernetes:
+      resource: configmaps
+      namespace: "` + namespace + `"
+      name: "` + name + `"
+`
+}
+
+// recordedVerify runs the verifier with a kubernetes provider on the same (fake) cluster,
+// a live control whose ConfigMap exists, and returns the stuck Object's verification.
+func recordedVerify(t *testing.T, doc string, stuck *unstructured.Unstructured, targets ...*unstructured.Unstructured) plan.Verification {
+	t.Helper()
+	p, _ := compile(t, doc)
+	m := recordedManifest{"v1", "ConfigMap", "team-a", "live"}
+	control := recordedObject("control", m, m, true, "", nil)
+	ros := []runtime.Object{control, stuck, recordedTarget("ConfigMap", "team-a", "live")}
+	for _, o := range targets {
+		ros = append(ros, o)
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		recordedObjects.GroupVersionResource: "ObjectList", recordedCMs: "ConfigMapList", recordedSecrets: "SecretList"}, ros...)
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
+	mapper.Add(recordedObjects.GroupVersion().WithKind("Object"), meta.RESTScopeRoot)
+	v := NewVerifier(p, dyn, provider.Options{Dynamic: dyn, Mapper: mapper})
+	v.Clock = testingclock.NewFakePassiveClock(now)
+	var stuckObj *kube.Object
+	for _, o := range []*unstructured.Unstructured{control, stuck} {
+		md := &metav1.ObjectMeta{Name: o.GetName(), UID: o.GetUID(), Finalizers: o.GetFinalizers(), DeletionTimestamp: o.GetDeletionTimestamp()}
+		v.Controls.Observe(recordedObjects, md, nil)
+		if o == stuck {
+			stuckObj = kube.NewObject(recordedObjects, md, nil)
+		}
+	}
+	return v.Verify(context.Background(), plan.VerifyRequest{Object: stuckObj, Finalizer: finalizev1alpha1.Finalizer{Name: crossplaneFin, Field: finalizev1alpha1.FieldMetadataFinalizers}})
+}
+
+// recordedDocumented is docs/presets.md's namespace template.
+const recordedDocumented = "{identity.manifestNamespace}"
+
+// TestAnObjectTheProviderDidNotActOnIsNotVerified: whatever changed in the spec's
+// manifest after the provider last acted (its name, its kind, its apiVersion, removed or
+// rewritten), or a rule that asks about another object than the manifest's (a literal
+// namespace), the object the provider made may remain: Unknown, never Gone.
+func TestAnObjectTheProviderDidNotActOnIsNotVerified(t *testing.T) {
+	documented := recordedPolicy(recordedDocumented, "{identity.manifestName}")
+	for _, tc := range []struct {
+		name      string
+		doc       string
+		spec, rec recordedManifest
+		exists    *unstructured.Unstructured
+		says      string
+	}{
+		{"renamed", documented, recordedManifest{"v1", "ConfigMap", "team-a", "never-made"}, recordedManifest{"v1", "ConfigMap", "team-a", "made"},
+			recordedTarget("ConfigMap", "team-a", "made"), `but the operator last acted on "made"`},
+		{"another kind", documented, recordedManifest{"v1", "ConfigMap", "team-a", "x"}, recordedManifest{"v1", "Secret", "team-a", "x"},
+			recordedTarget("Secret", "team-a", "x"), `spec.forProvider.manifest.kind is "ConfigMap", but the operator last acted on "Secret"`},
+		{"kind and apiVersion removed", documented, recordedManifest{"", "", "team-a", "x"}, recordedManifest{"v1", "Secret", "team-a", "x"},
+			recordedTarget("Secret", "team-a", "x"), `spec.forProvider.manifest.kind is "", but the operator last acted on "Secret"`},
+		{"a literal namespace", recordedPolicy("team-a", "{identity.manifestName}"), recordedManifest{"v1", "ConfigMap", "team-b", "x"}, recordedManifest{"v1", "ConfigMap", "team-b", "x"},
+			recordedTarget("ConfigMap", "team-b", "x"), `the object names ConfigMap x in namespace team-b, and the rule asks in namespace "team-a"`},
+		{"a name the rule adds to", recordedPolicy(recordedDocumented, "{identity.manifestName}-copy"), recordedManifest{"v1", "ConfigMap", "team-a", "x"}, recordedManifest{"v1", "ConfigMap", "team-a", "x"},
+			recordedTarget("ConfigMap", "team-a", "x"), `and the rule asks for "x-copy"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := recordedVerify(t, tc.doc, recordedObject("stuck", tc.spec, tc.rec, false, "", nil), tc.exists)
+			if got.Gone() || !strings.Contains(got.Evidence, tc.says) {
+				t.Errorf("%s %q, want Unknown saying %q", got.Verdict, got.Evidence, tc.says)
+			}
+		})
+	}
+	// And the ordinary Gone is Gone.
+	if got := recordedVerify(t, documented, recordedObject("stuck", recordedManifest{"v1", "ConfigMap", "team-a", "gone"}, recordedManifest{"v1", "ConfigMap", "team-a", "gone"}, false, "", nil)); !got.Gone() {
+		t.Fatalf("a gone ConfigMap is not Gone: %+v", got)
+	}
+}
+
+// TestAManifestIsReadOnlyAsItsIdentity: a rule with the preset that reads the manifest's
+// fields, or the provider's record of them, directly reads around the check that the
+// two agree (and that the record is the provider's): refused when the policy loads.
+// Under trustIdentityFromAnyWriter the load warning names the record.
+func TestAManifestIsReadOnlyAsItsIdentity(t *testing.T) {
+	for _, name := range []string{"{.spec.forProvider.manifest.metadata.name}", "{.status.atProvider.manifest.metadata.name}", "{.status.atProvider.manifest.metadata.*}"} {
+		spec, errs := Decode([]byte(recordedPolicy(recordedDocumented, name)))
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		_, errs, _ = Compile(spec)
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "which it trusts only when the two agree and the record is its operator's: write {identity.manifest") {
+			t.Errorf("%s: %v", name, errs)
+		}
+	}
+	_, w := compile(t, strings.Replace(recordedPolicy(recordedDocumented, "{identity.manifestName}"), "  minAge: 1m\n", "  minAge: 1m\n  trustIdentityFromAnyWriter: true\n", 1))
+	if len(w) != 1 || !strings.Contains(w[0], "status.atProvider.manifest.metadata.name") {
+		t.Errorf("trustIdentityFromAnyWriter's warning: %q", w)
+	}
+}
