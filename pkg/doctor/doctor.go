@@ -359,7 +359,7 @@ func (rep *Report) List() *finalizev1alpha1.StuckObjectList {
 // Diagnosis is what `doctor` prints: for target, the target and everything it waits for,
 // and only the root causes that explain it; without a target, everything.
 func (rep *Report) Diagnosis(target *kube.Object) *finalizev1alpha1.Diagnosis {
-	out, n, item := rep.DiagnosisItems(target)
+	out, n, item := rep.diagnosisItems(target)
 	out.Items = make([]finalizev1alpha1.StuckObject, 0, n)
 	for i := range n {
 		out.Items = append(out.Items, item(i))
@@ -367,9 +367,8 @@ func (rep *Report) Diagnosis(target *kube.Object) *finalizev1alpha1.Diagnosis {
 	return out
 }
 
-// DiagnosisItems is Diagnosis without its items: there are n, and item makes the i-th,
-// so that a printer can write each as it is made rather than hold them all (#36).
-func (rep *Report) DiagnosisItems(target *kube.Object) (d *finalizev1alpha1.Diagnosis, n int, item func(i int) finalizev1alpha1.StuckObject) {
+// diagnosisItems is Diagnosis without its items: there are n, and item makes the i-th.
+func (rep *Report) diagnosisItems(target *kube.Object) (d *finalizev1alpha1.Diagnosis, n int, item func(i int) finalizev1alpha1.StuckObject) {
 	out := &finalizev1alpha1.Diagnosis{
 		TypeMeta:   metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "Diagnosis"},
 		RootCauses: []finalizev1alpha1.RootCause{},

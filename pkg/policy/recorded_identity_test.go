@@ -190,3 +190,34 @@ func TestAManifestIsReadOnlyAsItsIdentity(t *testing.T) {
 		t.Errorf("trustIdentityFromAnyWriter's warning: %q", w)
 	}
 }
+
+// TestAnObjectOfAnotherProviderConfigIsNotVouchedFor: the rule asks one cluster, and its
+// live control is applied through ProviderConfig workload. An Object applied through
+// another ProviderConfig (another cluster, where its ConfigMap may well exist) is not
+// vouched for by that control: its Gone is Unknown. Under requireLive: false the rule
+// acts without live controls, as it says.
+func TestAnObjectOfAnotherProviderConfigIsNotVouchedFor(t *testing.T) {
+	m := recordedManifest{"v1", "ConfigMap", "team-a", "elsewhere"}
+	doc := recordedPolicy(recordedDocumented, "{identity.manifestName}")
+	other := recordedObject("stuck", m, m, false, "", map[string]any{"providerConfigRef": map[string]any{"name": "other-cluster"}})
+	got := recordedVerify(t, doc, other)
+	if got.Gone() || !strings.Contains(got.Evidence, "this object is of ProviderConfig other-cluster") ||
+		!strings.Contains(got.Evidence, "the live controls that answered Present are of ProviderConfig workload (objects.kubernetes.crossplane.io/control)") {
+		t.Errorf("another ProviderConfig: %s %q", got.Verdict, got.Evidence)
+	}
+	// The control's own ProviderConfig: Gone.
+	if got := recordedVerify(t, doc, recordedObject("stuck", m, m, false, "", nil)); !got.Gone() {
+		t.Errorf("the control's ProviderConfig: %s %q", got.Verdict, got.Evidence)
+	}
+	// Left out, the reference is the CRD's default, "default": another one.
+	unset := recordedObject("stuck", m, m, false, "", nil)
+	unstructured.RemoveNestedField(unset.Object, "spec", "providerConfigRef")
+	if got := recordedVerify(t, doc, unset); got.Gone() || !strings.Contains(got.Evidence, "ProviderConfig default") {
+		t.Errorf("no providerConfigRef: %s %q", got.Verdict, got.Evidence)
+	}
+	// requireLive: false.
+	loose := strings.Replace(doc, "  minAge: 1m\n", "  minAge: 1m\n  controls: {count: 3, requireLive: false}\n", 1)
+	if got := recordedVerify(t, loose, other); !got.Gone() {
+		t.Errorf("requireLive false: %s %q", got.Verdict, got.Evidence)
+	}
+}

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -187,6 +188,10 @@ func (v *Verifier) Verify(ctx context.Context, req plan.VerifyRequest) plan.Veri
 	// A Gone counts only in the shape of the API's own answers, which the controls'
 	// Present answers of this type established.
 	if why := notTheAPIsOwn(a.Answer, own); why != "" {
+		a.Verdict, a.Evidence = finalizev1alpha1.VerdictUnknown, why
+		out.Verdict, out.Evidence = a.Verdict, a.Evidence
+	}
+	if why := notVouchedFor(rule, full, a.Answer, own); why != "" {
 		a.Verdict, a.Evidence = finalizev1alpha1.VerdictUnknown, why
 		out.Verdict, out.Evidence = a.Verdict, a.Evidence
 	}
@@ -422,6 +427,10 @@ type check struct {
 	// shapes are what the http responses of the Present answers looked like: the shape
 	// a Gone of the type must have (provider.GoneShapeMismatch).
 	shapes []provider.Shape
+	// scopes names, for each scope of the rule's preset (preset.ScopeOf: the
+	// ProviderConfig of a provider-kubernetes Object), the controls of it the provider
+	// answered Present for.
+	scopes map[string][]string
 	// cannotRun is the first answer that said the provider cannot run.
 	cannotRun string
 	results   []finalizev1alpha1.ControlResult
@@ -549,6 +558,14 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 			if a.Shape != nil {
 				c.shapes = append(c.shapes, *a.Shape)
 			}
+			if rule.Preset != nil {
+				if scope, ok := rule.Preset.ScopeOf(full); ok {
+					if c.scopes == nil {
+						c.scopes = map[string][]string{}
+					}
+					c.scopes[scope] = append(c.scopes[scope], ref.String())
+				}
+			}
 		default:
 			// Retained from a provider is not Present: it says nothing of whether the
 			// provider tells present from gone.
@@ -595,6 +612,28 @@ func (v *Verifier) identityIsOwnName(rule *Rule, o *unstructured.Unstructured, f
 		}
 	}
 	return uses, uses && own
+}
+
+// notVouchedFor says why a Gone about full is not vouched for by the rule's controls of
+// its type, or "": its preset puts the resource in a scope the rule cannot see (the
+// cluster a provider-kubernetes Object's ProviderConfig applies to), and no control of
+// that scope answered Present. The rule asks one cluster; a control applied to it
+// vouches for no Object applied to another, whose resource the rule's 404 says nothing
+// about. Under requireLive: false, a rule acts without live controls, as it says.
+func notVouchedFor(rule *Rule, full *unstructured.Unstructured, a provider.Answer, own *check) string {
+	if a.Verdict != finalizev1alpha1.VerdictGone || rule.Preset == nil || own == nil || !rule.RequireLive || own.present == 0 {
+		return ""
+	}
+	scope, ok := rule.Preset.ScopeOf(full)
+	if !ok || len(own.scopes[scope]) > 0 {
+		return ""
+	}
+	var vouched []string
+	for _, s := range slices.Sorted(maps.Keys(own.scopes)) {
+		vouched = append(vouched, fmt.Sprintf("%s (%s)", s, strings.Join(own.scopes[s], ", ")))
+	}
+	return fmt.Sprintf("the provider answered Gone (%s), but this object is of %s, which says where its operator puts its resource, and the live controls that answered Present are of %s: "+
+		"none shows that the rule asks where %s puts it; a live object of %s that the rule matches would", a.Evidence, scope, strings.Join(vouched, "; "), scope, scope)
 }
 
 // notTheAPIsOwn says why a Gone from an http response is not the API's own answer, given

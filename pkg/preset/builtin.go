@@ -48,7 +48,8 @@ var builtin = []*Preset{
 				// manifest has none; it never reads crossplane.io/external-name, which
 				// managed.WithDeterministicExternalName sets to the Object's own name.
 				Name: "provider-kubernetes", Groups: []string{"kubernetes.crossplane.io", "kubernetes.m.crossplane.io"},
-				Uses: "its manifest's object, spec.forProvider.manifest (apiVersion, kind, metadata.namespace, and metadata.name, which defaults to the Object's name)",
+				Uses:  "its manifest's object, spec.forProvider.manifest (apiVersion, kind, metadata.namespace, and metadata.name, which defaults to the Object's name)",
+				Scope: providerConfigOf,
 				Identity: []Identity{
 					{Name: "manifestAPIVersion", From: "spec.forProvider.manifest.apiVersion", Field: path("spec", "forProvider", "manifest", "apiVersion"), get: field("spec", "forProvider", "manifest", "apiVersion"),
 						Recorded: atProvider("apiVersion"), recorded: atProviderManifest("apiVersion")},
@@ -195,6 +196,28 @@ var builtin = []*Preset{
 		// immutable spec, whose writer is not checked.
 		Managers: []string{"csi-provisioner"},
 	},
+}
+
+// providerConfigOf is the ProviderConfig a Crossplane managed resource names
+// (spec.providerConfigRef), which says which cluster provider-kubernetes applies its
+// manifest to: a ProviderConfig for a cluster-scoped Object (v1, named "default" when
+// the reference is left out, as the CRD defaults it); for v2's namespaced Objects, a
+// ProviderConfig of the Object's namespace, or a ClusterProviderConfig, as its kind says
+// (the CRD's default: ClusterProviderConfig default).
+func providerConfigOf(o *unstructured.Unstructured) string {
+	name := field("spec", "providerConfigRef", "name")(o, "")
+	kind := field("spec", "providerConfigRef", "kind")(o, "")
+	if name == "" {
+		name = "default"
+	}
+	switch {
+	case o.GetNamespace() == "":
+		return "ProviderConfig " + name
+	case kind == "ProviderConfig":
+		return "ProviderConfig " + o.GetNamespace() + "/" + name
+	default:
+		return "ClusterProviderConfig " + name
+	}
 }
 
 // atProvider is the field of provider-kubernetes's record of the object it last observed

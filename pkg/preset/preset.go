@@ -74,8 +74,22 @@ type Family struct {
 	Unknown string
 	// Uses says, for people, where the operator takes the identity from.
 	Uses string
+	// Scope, if set, reads where the operator puts the external resource beyond its
+	// identity, which a rule cannot see (provider-kubernetes: the cluster its
+	// ProviderConfig applies to). A Gone counts only when a control of the same scope
+	// answered Present: a rule that asks one cluster vouches for no other (ScopeOf).
+	Scope func(o *unstructured.Unstructured) string
 
 	groups glob.Set
+}
+
+// ScopeOf is where o's operator puts its external resource beyond its identity, for its
+// family's Scope; false when the family has none.
+func (p *Preset) ScopeOf(o *unstructured.Unstructured) (string, bool) {
+	if f := p.familyOf(o); f != nil && f.Scope != nil {
+		return f.Scope(o), true
+	}
+	return "", false
 }
 
 // familyOf is the family of the object's API group, or nil.

@@ -280,27 +280,35 @@ func (w *crossplane) providerConfigs(t *testing.T) {
 	t.Helper()
 	ctx := t.Context()
 	kube := w.mgmt.Kube(t)
-	raw, err := os.ReadFile(w.workloadKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "crossplane-system"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "workload-kubeconfig"}, Data: map[string][]byte{"kubeconfig": raw}}
-	if _, err := kube.CoreV1().Secrets("crossplane-system").Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	// "elsewhere" applies to the management cluster itself: another cluster than the
+	// policy's.
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere.kubeconfig")
+	if err := controlplane.WriteKubeconfigContexts(elsewhere, "elsewhere", map[string]*rest.Config{"elsewhere": w.mgmt.Config}); err != nil {
 		t.Fatal(err)
 	}
-	credentials := map[string]any{"source": "Secret", "secretRef": map[string]any{"namespace": "crossplane-system", "name": "workload-kubeconfig", "key": "kubeconfig"}}
 	dyn := dynamic.NewForConfigOrDie(w.mgmt.Config)
-	for _, c := range []struct {
-		gvr  schema.GroupVersionResource
-		kind string
-	}{{configs, "ProviderConfig"}, {clusterCfgs, "ClusterProviderConfig"}} {
-		pc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": c.gvr.GroupVersion().String(), "kind": c.kind,
-			"metadata": map[string]any{"name": "workload"}, "spec": map[string]any{"credentials": credentials}}}
-		if _, err := dyn.Resource(c.gvr).Create(ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	for name, kubeconfig := range map[string]string{"workload": w.workloadKubeconfig, "elsewhere": elsewhere} {
+		raw, err := os.ReadFile(kubeconfig)
+		if err != nil {
 			t.Fatal(err)
+		}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: name + "-kubeconfig"}, Data: map[string][]byte{"kubeconfig": raw}}
+		if _, err := kube.CoreV1().Secrets("crossplane-system").Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		credentials := map[string]any{"source": "Secret", "secretRef": map[string]any{"namespace": "crossplane-system", "name": name + "-kubeconfig", "key": "kubeconfig"}}
+		for _, c := range []struct {
+			gvr  schema.GroupVersionResource
+			kind string
+		}{{configs, "ProviderConfig"}, {clusterCfgs, "ClusterProviderConfig"}} {
+			pc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": c.gvr.GroupVersion().String(), "kind": c.kind,
+				"metadata": map[string]any{"name": name}, "spec": map[string]any{"credentials": credentials}}}
+			if _, err := dyn.Resource(c.gvr).Create(ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
 		}
 	}
 }
@@ -310,6 +318,8 @@ func (w *crossplane) providerConfigs(t *testing.T) {
 type object struct {
 	ns, name, target string
 	orphan           bool
+	// providerConfig is the ProviderConfig it applies through; empty means workload.
+	providerConfig string
 }
 
 func (o object) gvr() schema.GroupVersionResource {
@@ -328,10 +338,14 @@ func (w *crossplane) create(t *testing.T, o object) {
 		manifest["metadata"].(map[string]any)["name"] = o.target
 	}
 	spec := map[string]any{"forProvider": map[string]any{"manifest": manifest}}
+	pc := o.providerConfig
+	if pc == "" {
+		pc = "workload"
+	}
 	if o.ns != "" {
-		spec["providerConfigRef"] = map[string]any{"kind": "ClusterProviderConfig", "name": "workload"}
+		spec["providerConfigRef"] = map[string]any{"kind": "ClusterProviderConfig", "name": pc}
 	} else {
-		spec["providerConfigRef"] = map[string]any{"name": "workload"}
+		spec["providerConfigRef"] = map[string]any{"name": pc}
 	}
 	if o.orphan {
 		spec["deletionPolicy"] = "Orphan"
@@ -513,8 +527,10 @@ func TestProviderKubernetes(t *testing.T) {
 	if _, err := w.workload.Kube(t).CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.mgmt.Kube(t).CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for _, ns := range []string{"apps", "team-a"} {
+		if _, err := w.mgmt.Kube(t).CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Every Object's manifest names a ConfigMap of another name than the Object's, as
 	// the issue's: a rule that asked by the Object's own name (or its external-name,
@@ -533,8 +549,11 @@ func TestProviderKubernetes(t *testing.T) {
 		// Crossplane v2's namespaced Objects.
 		nsGone    = object{ns: "apps", name: "app-1", target: "cm-app-1"}
 		nsPresent = object{ns: "apps", name: "app-2", target: "cm-app-2"}
+		// Applied to another cluster (the management one) than the policy asks: its
+		// ConfigMap is not in the workload cluster, and exists.
+		elsewhere = object{name: "held-elsewhere", target: "cm-elsewhere", providerConfig: "elsewhere"}
 	)
-	deleted := append(append(append([]object{}, gone...), present...), unnamed, orphan, renamed, nsGone, nsPresent)
+	deleted := append(append(append([]object{}, gone...), present...), unnamed, orphan, renamed, nsGone, nsPresent, elsewhere)
 	all := append(append([]object{}, controls...), deleted...)
 
 	p := w.start(t)
@@ -546,6 +565,12 @@ func TestProviderKubernetes(t *testing.T) {
 		target := o.target
 		if target == "" {
 			target = o.name
+		}
+		if o.providerConfig == "elsewhere" {
+			if _, err := w.mgmt.Kube(t).CoreV1().ConfigMaps("team-a").Get(t.Context(), target, metav1.GetOptions{}); err != nil {
+				t.Fatalf("the provider reports %s ready, and ConfigMap team-a/%s is not in the management cluster: %v", o.name, target, err)
+			}
+			continue
 		}
 		if !w.configMap(t, target) {
 			t.Fatalf("the provider reports %s ready, and ConfigMap team-a/%s is not in the workload cluster", o.name, target)
@@ -610,6 +635,8 @@ func TestProviderKubernetes(t *testing.T) {
 	for _, o := range append(append([]object{}, present...), nsPresent) {
 		want(t, actions, o.name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "configmaps/"+o.target+" -n team-a exists in the cluster of context workload")
 	}
+	want(t, actions, elsewhere.name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
+		"this object is of ProviderConfig elsewhere, which says where its operator puts its resource, and the live controls that answered Present are of ProviderConfig workload")
 	// Retained by design, and the documented rule does not set allowRetained.
 	want(t, actions, orphan.name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictRetained, "spec.deletionPolicy: Orphan")
 	want(t, actions, renamed.name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, `but the operator last acted on "cm-renamed"`)

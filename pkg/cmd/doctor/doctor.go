@@ -231,23 +231,7 @@ func (o *Options) Run(ctx context.Context) error {
 			}
 		}
 	}
-	switch {
-	case d == nil && !o.PrintFlags.Table():
-		// Each object's item is made as it is written (#36).
-		var items util.Items
-		var item func(int) finalizev1alpha1.StuckObject
-		d, items.Len, item = rep.DiagnosisItems(target)
-		items.Item = func(i int) any { so := item(i); return &so }
-		err = o.PrintFlags.PrintItems(d, items, func() {
-			for i := range items.Len {
-				d.Items = append(d.Items, item(i))
-			}
-		}, o.Out)
-		if err != nil {
-			return err
-		}
-		return util.IncompleteWarning(o.ErrOut, d.Incomplete)
-	case d == nil:
+	if d == nil {
 		d = rep.Diagnosis(target)
 	}
 	switch {

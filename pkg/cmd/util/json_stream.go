@@ -57,35 +57,6 @@ func (p *jsonPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
 	return err
 }
 
-// Items are the elements of an object's streamed field, made one at a time as they are
-// written: a diagnosis of ten thousand objects need not hold all of its items at once.
-type Items struct {
-	Len  int
-	Item func(i int) any
-}
-
-// PrintItems prints obj, whose streamed field is empty, with items as that field: -o json
-// makes and writes each item in turn, and keeps none; any other format needs the whole
-// object, which fill completes first.
-func (f *PrintFlags) PrintItems(obj runtime.Object, items Items, fill func(), w io.Writer) error {
-	p, err := f.ToPrinter()
-	if err != nil {
-		return err
-	}
-	if jp, ok := p.(*jsonPrinter); ok {
-		v := reflect.ValueOf(obj)
-		if v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct && !obj.GetObjectKind().GroupVersionKind().Empty() {
-			if field, name, ok := streamedField(v.Elem().Type()); ok && v.Elem().Field(field).Len() == 0 && items.Len > 0 {
-				if err := jp.stream(v.Elem(), field, name, items.Len, items.Item, w); !errors.Is(err, errUnmarked) {
-					return err
-				}
-			}
-		}
-	}
-	fill()
-	return p.PrintObj(obj, w)
-}
-
 // errUnmarked: the encoded object does not show where its streamed field is, once.
 var errUnmarked = errors.New("the streamed field is not found once in the encoded object")
 
