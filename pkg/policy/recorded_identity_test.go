@@ -145,20 +145,24 @@ func TestAnObjectTheProviderDidNotActOnIsNotVerified(t *testing.T) {
 		spec, rec recordedManifest
 		exists    *unstructured.Unstructured
 		says      string
+		// recordWriter, if set, wrote the record's name instead of the provider.
+		recordWriter string
 	}{
 		{"renamed", documented, recordedManifest{"v1", "ConfigMap", "team-a", "never-made"}, recordedManifest{"v1", "ConfigMap", "team-a", "made"},
-			recordedTarget("ConfigMap", "team-a", "made"), `but the operator last acted on "made"`},
+			recordedTarget("ConfigMap", "team-a", "made"), `but the operator last acted on "made"`, ""},
 		{"another kind", documented, recordedManifest{"v1", "ConfigMap", "team-a", "x"}, recordedManifest{"v1", "Secret", "team-a", "x"},
-			recordedTarget("Secret", "team-a", "x"), `spec.forProvider.manifest.kind is "ConfigMap", but the operator last acted on "Secret"`},
+			recordedTarget("Secret", "team-a", "x"), `spec.forProvider.manifest.kind is "ConfigMap", but the operator last acted on "Secret"`, ""},
 		{"kind and apiVersion removed", documented, recordedManifest{"", "", "team-a", "x"}, recordedManifest{"v1", "Secret", "team-a", "x"},
-			recordedTarget("Secret", "team-a", "x"), `spec.forProvider.manifest.kind is "", but the operator last acted on "Secret"`},
+			recordedTarget("Secret", "team-a", "x"), `spec.forProvider.manifest.kind is "", but the operator last acted on "Secret"`, ""},
 		{"a literal namespace", recordedPolicy("team-a", "{identity.manifestName}"), recordedManifest{"v1", "ConfigMap", "team-b", "x"}, recordedManifest{"v1", "ConfigMap", "team-b", "x"},
-			recordedTarget("ConfigMap", "team-b", "x"), `the object names ConfigMap x in namespace team-b, and the rule asks in namespace "team-a"`},
+			recordedTarget("ConfigMap", "team-b", "x"), `the object names ConfigMap x in namespace team-b, and the rule asks in namespace "team-a"`, ""},
 		{"a name the rule adds to", recordedPolicy(recordedDocumented, "{identity.manifestName}-copy"), recordedManifest{"v1", "ConfigMap", "team-a", "x"}, recordedManifest{"v1", "ConfigMap", "team-a", "x"},
-			recordedTarget("ConfigMap", "team-a", "x"), `and the rule asks for "x-copy"`},
+			recordedTarget("ConfigMap", "team-a", "x"), `and the rule asks for "x-copy"`, ""},
+		{"a record someone else rewrote with the spec", documented, recordedManifest{"v1", "ConfigMap", "team-a", "never-made"}, recordedManifest{"v1", "ConfigMap", "team-a", "never-made"},
+			recordedTarget("ConfigMap", "team-a", "made"), "status.atProvider.manifest.metadata.name was last written by kubectl-patch, not by the operator", "kubectl-patch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := recordedVerify(t, tc.doc, recordedObject("stuck", tc.spec, tc.rec, false, "", nil), tc.exists)
+			got := recordedVerify(t, tc.doc, recordedObject("stuck", tc.spec, tc.rec, false, tc.recordWriter, nil), tc.exists)
 			if got.Gone() || !strings.Contains(got.Evidence, tc.says) {
 				t.Errorf("%s %q, want Unknown saying %q", got.Verdict, got.Evidence, tc.says)
 			}
