@@ -219,9 +219,9 @@ func TestAnObjectOfAnotherProviderConfigIsNotVouchedFor(t *testing.T) {
 	if got := recordedVerify(t, doc, unset); got.Gone() || !strings.Contains(got.Evidence, "ProviderConfig default") {
 		t.Errorf("no providerConfigRef: %s %q", got.Verdict, got.Evidence)
 	}
-	// requireLive: false.
+	// requireLive: false does not make a control of another scope vouch for it.
 	loose := strings.Replace(doc, "  minAge: 1m\n", "  minAge: 1m\n  controls: {count: 3, requireLive: false}\n", 1)
-	if got := recordedVerify(t, loose, other); !got.Gone() {
+	if got := recordedVerify(t, loose, other); got.Gone() {
 		t.Errorf("requireLive false: %s %q", got.Verdict, got.Evidence)
 	}
 }

@@ -619,9 +619,10 @@ func (v *Verifier) identityIsOwnName(rule *Rule, o *unstructured.Unstructured, f
 // cluster a provider-kubernetes Object's ProviderConfig applies to), and no control of
 // that scope answered Present. The rule asks one cluster; a control applied to it
 // vouches for no Object applied to another, whose resource the rule's 404 says nothing
-// about. Under requireLive: false, a rule acts without live controls, as it says.
+// about. Only a rule none of whose controls answered Present (none live, under
+// requireLive: false; controls.count 0) acts without, as it says.
 func notVouchedFor(rule *Rule, full *unstructured.Unstructured, a provider.Answer, own *check) string {
-	if a.Verdict != finalizev1alpha1.VerdictGone || rule.Preset == nil || own == nil || !rule.RequireLive || own.present == 0 {
+	if a.Verdict != finalizev1alpha1.VerdictGone || rule.Preset == nil || own == nil || own.present == 0 {
 		return ""
 	}
 	scope, ok := rule.Preset.ScopeOf(full)

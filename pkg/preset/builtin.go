@@ -228,15 +228,22 @@ func atProvider(names ...string) []string {
 	return append(path("status", "atProvider", "manifest"), names...)
 }
 
-// atProviderManifest reads a field of that record, and whether there is a record.
+// atProviderManifest reads a field of that record, and whether there is a record: one
+// that names an object, by apiVersion, kind and name, as every object read back from a
+// cluster has them. A record without them is no record (one blanked with the spec would
+// name no type, and no type would be checked).
 func atProviderManifest(names ...string) func(*unstructured.Unstructured) (string, bool) {
 	return func(o *unstructured.Unstructured) (string, bool) {
 		v, _, _ := unstructured.NestedFieldNoCopy(o.Object, "status", "atProvider", "manifest")
 		m, ok := v.(map[string]any)
-		if !ok || len(m) == 0 {
+		if !ok {
 			return "", false
 		}
-		return field(names...)(&unstructured.Unstructured{Object: m}, ""), true
+		rec := &unstructured.Unstructured{Object: m}
+		if rec.GetAPIVersion() == "" || rec.GetKind() == "" || rec.GetName() == "" {
+			return "", false
+		}
+		return field(names...)(rec, ""), true
 	}
 }
 

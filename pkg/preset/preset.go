@@ -325,11 +325,17 @@ func (p *Preset) UntrustedIdentity(o *unstructured.Unstructured, finalizer strin
 	for i := range identity {
 		id := &identity[i]
 		checked, field, from := id.WriterChecked(), id.Field, id.From
-		if len(id.Recorded) > 0 {
-			// The operator's record is what makes the value trusted: its writer is checked.
+		set := id.get(o, finalizer) != ""
+		selected := used == nil || used(id.Name)
+		if id.recorded != nil {
+			// The operator's record is what makes the value trusted: its writer is checked,
+			// for every value it holds, whichever a template reads (a kubernetes rule's
+			// resource stands for the kind and apiVersion no template names).
 			checked, field, from = true, id.Recorded, strings.Join(id.Recorded, ".")
+			rec, _ := id.recorded(o)
+			set, selected = rec != "", true
 		}
-		if !checked || (used != nil && !used(id.Name)) || id.get(o, finalizer) == "" {
+		if !checked || !selected || !set {
 			continue
 		}
 		if !read {

@@ -368,3 +368,41 @@ func TestTheOperatorsRecordMustHoldTheIdentity(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryValueOfTheRecordIsTheOperators: the writer of each value of the operator's
+// record is checked, whichever values a rule's templates read: a rule's resource stands
+// for the kind, which no template names, and a kind patched into both the spec and the
+// record would have the rule ask for another type. A record that names no object (its
+// kind and apiVersion blanked with the spec's) is no record.
+func TestEveryValueOfTheRecordIsTheOperators(t *testing.T) {
+	p, _ := Lookup("crossplane-managed")
+	const fin = "finalizer.managedresource.crossplane.io"
+	object := func(kind string, kindWriter string) *unstructured.Unstructured {
+		manifest := map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": "x", "namespace": "app"}}
+		o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kubernetes.crossplane.io/v1alpha2", "kind": "Object",
+			"metadata": map[string]any{"name": "held"},
+			"spec":     map[string]any{"forProvider": map[string]any{"manifest": manifest}},
+			"status":   map[string]any{"atProvider": map[string]any{"manifest": manifest}}}}
+		if kind == "" {
+			unstructured.RemoveNestedField(o.Object, "spec", "forProvider", "manifest", "apiVersion")
+			unstructured.RemoveNestedField(o.Object, "status", "atProvider", "manifest", "apiVersion")
+		}
+		o.SetManagedFields([]metav1.ManagedFieldsEntry{
+			{Manager: "crossplane-kubernetes-provider", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
+				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:atProvider":{"f:manifest":{"f:apiVersion":{},"f:metadata":{"f:name":{},"f:namespace":{}}}}}}`)},
+			{Manager: kindWriter, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
+				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:atProvider":{"f:manifest":{"f:kind":{}}}}}`)},
+		})
+		return o
+	}
+	uses := func(n string) bool { return n == "manifestName" || n == "manifestNamespace" }
+	if why := strings.Join(p.UntrustedIdentity(object("ConfigMap", "kubectl-patch"), fin, uses, nil), "; "); !strings.Contains(why, "status.atProvider.manifest.kind was last written by kubectl-patch") {
+		t.Errorf("a kind patched into the record: %q", why)
+	}
+	if why := p.UntrustedIdentity(object("ConfigMap", "crossplane-kubernetes-provider"), fin, uses, nil); len(why) > 0 {
+		t.Errorf("the provider's own record: %q", why)
+	}
+	if why := strings.Join(p.UnrecordedIdentity(object("", "crossplane-kubernetes-provider"), fin), "; "); !strings.Contains(why, "the operator has not recorded the resource it acted on") {
+		t.Errorf("a record that names no type: %q", why)
+	}
+}
