@@ -480,10 +480,7 @@ func documentedPolicy(t *testing.T) string {
 func (w *crossplane) reconcile(t *testing.T, policy string) (map[string]finalizev1alpha1.Removal, *finalizev1alpha1.ReconcileReport, cli.Result) {
 	t.Helper()
 	r := cli.Run(t, w.mgmt.AdminKubeconfig, "reconcile", "--once", "--policy", policy, "-o", "json")
-	rep := &finalizev1alpha1.ReconcileReport{}
-	if err := json.Unmarshal([]byte(r.Stdout), rep); err != nil {
-		t.Fatalf("reconcile: exit %d: %v\n%s", r.Code, err, r.Stderr)
-	}
+	rep := cli.Report(t, r)
 	out := map[string]finalizev1alpha1.Removal{}
 	for _, a := range rep.Actions {
 		out[a.Target.Name] = a
