@@ -2,10 +2,13 @@ package policy
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
@@ -29,6 +33,7 @@ var (
 	recordedObjects = kube.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "kubernetes.crossplane.io", Version: "v1alpha2", Resource: "objects"}, Kind: "Object"}
 	recordedCMs     = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	recordedSecrets = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	recordedUsages  = schema.GroupVersionResource{Group: "kubernetes.crossplane.io", Version: "v1alpha1", Resource: "providerconfigusages"}
 )
 
 const recordedProvider = "crossplane-kubernetes-provider"
@@ -49,6 +54,8 @@ func recordedObject(name string, spec, rec recordedManifest, live bool, nameWrit
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kubernetes.crossplane.io/v1alpha2", "kind": "Object",
 		"metadata": map[string]any{"name": name}, "spec": s,
 		"status": map[string]any{"atProvider": map[string]any{"manifest": rec.obj()}}}}
+	// The provider records the object it observed, its UID included.
+	_ = unstructured.SetNestedField(u.Object, "uid-cm-"+rec.name, "status", "atProvider", "manifest", "metadata", "uid")
 	u.SetUID(types.UID("uid-" + name))
 	u.SetResourceVersion("7")
 	u.SetFinalizers([]string{crossplaneFin})
@@ -56,7 +63,7 @@ func recordedObject(name string, spec, rec recordedManifest, live bool, nameWrit
 		ts := metav1.NewTime(now.Add(-time.Hour))
 		u.SetDeletionTimestamp(&ts)
 	}
-	status := `{"f:status":{"f:atProvider":{"f:manifest":{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:name":{},"f:namespace":{}}}}}}`
+	status := `{"f:status":{"f:atProvider":{"f:manifest":{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:name":{},"f:namespace":{},"f:uid":{}}}}}}`
 	mf := []metav1.ManagedFieldsEntry{
 		{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
 			FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:forProvider":{"f:manifest":{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:name":{},"f:namespace":{}}}}}}`)},
@@ -69,7 +76,7 @@ func recordedObject(name string, spec, rec recordedManifest, live bool, nameWrit
 	} else {
 		mf = append(mf,
 			metav1.ManagedFieldsEntry{Manager: recordedProvider, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
-				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:atProvider":{"f:manifest":{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:namespace":{}}}}}}`)},
+				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:atProvider":{"f:manifest":{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:namespace":{},"f:uid":{}}}}}}`)},
 			metav1.ManagedFieldsEntry{Manager: nameWriter, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
 				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:atProvider":{"f:manifest":{"f:metadata":{"f:name":{}}}}}}`)})
 	}
@@ -83,7 +90,29 @@ func recordedTarget(kind, ns, name string) *unstructured.Unstructured {
 	u.SetKind(kind)
 	u.SetNamespace(ns)
 	u.SetName(name)
+	u.SetUID(types.UID("uid-cm-" + name))
 	return u
+}
+
+// recordedUsage is the provider's ProviderConfigUsage of o, naming providerConfig, its
+// providerConfigRef written by writer.
+func recordedUsage(o *unstructured.Unstructured, providerConfig, writer string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kubernetes.crossplane.io/v1alpha1", "kind": "ProviderConfigUsage",
+		"providerConfigRef": map[string]any{"name": providerConfig},
+		"resourceRef":       map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(), "name": o.GetName()}}}
+	u.SetName(string(o.GetUID()))
+	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(o, o.GroupVersionKind())})
+	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: writer, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+		FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:ownerReferences":{}},"f:providerConfigRef":{".":{},"f:name":{}},"f:resourceRef":{".":{},"f:apiVersion":{},"f:kind":{},"f:name":{}}}`)}})
+	return u
+}
+
+// usedProviderConfig is the ProviderConfig o's spec names, as the CRD defaults it.
+func usedProviderConfig(o *unstructured.Unstructured) string {
+	if name, _, _ := unstructured.NestedString(o.Object, "spec", "providerConfigRef", "name"); name != "" {
+		return name
+	}
+	return "default"
 }
 
 func recordedPolicy(namespace, name string) string {
@@ -104,16 +133,44 @@ func recordedPolicy(namespace, name string) string {
 // a live control whose ConfigMap exists, and returns the stuck Object's verification.
 func recordedVerify(t *testing.T, doc string, stuck *unstructured.Unstructured, targets ...*unstructured.Unstructured) plan.Verification {
 	t.Helper()
+	return recordedVerifyWith(t, doc, stuck, nil, targets...)
+}
+
+// recordedVerifyWith is recordedVerify whose fake cluster hook changes first.
+func recordedVerifyWith(t *testing.T, doc string, stuck *unstructured.Unstructured, hook func(*dynamicfake.FakeDynamicClient), targets ...*unstructured.Unstructured) plan.Verification {
+	t.Helper()
 	p, _ := compile(t, doc)
 	m := recordedManifest{"v1", "ConfigMap", "team-a", "live"}
 	control := recordedObject("control", m, m, true, "", nil)
-	ros := []runtime.Object{control, stuck, recordedTarget("ConfigMap", "team-a", "live")}
+	ros := []runtime.Object{control, stuck, recordedTarget("ConfigMap", "team-a", "live"), recordedUsage(control, usedProviderConfig(control), recordedProvider)}
+	// The stuck Object's usage is the provider's, naming its spec's ProviderConfig,
+	// unless the case brings its own.
+	usage := recordedUsage(stuck, usedProviderConfig(stuck), recordedProvider)
 	for _, o := range targets {
+		if o == nil {
+			continue
+		}
+		if o.GetKind() == "ProviderConfigUsage" && o.GetName() == string(stuck.GetUID()) {
+			usage = nil
+		}
+		if o.GetKind() == "ConfigMap" && o.GetName() == "live" {
+			ros = slices.DeleteFunc(ros, func(r runtime.Object) bool {
+				u := r.(*unstructured.Unstructured)
+				return u.GetKind() == "ConfigMap" && u.GetName() == "live"
+			})
+		}
 		ros = append(ros, o)
 	}
+	if usage != nil {
+		ros = append(ros, usage)
+	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		recordedObjects.GroupVersionResource: "ObjectList", recordedCMs: "ConfigMapList", recordedSecrets: "SecretList"}, ros...)
+		recordedObjects.GroupVersionResource: "ObjectList", recordedCMs: "ConfigMapList", recordedSecrets: "SecretList", recordedUsages: "ProviderConfigUsageList"}, ros...)
+	if hook != nil {
+		hook(dyn)
+	}
 	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(recordedUsages.GroupVersion().WithKind("ProviderConfigUsage"), meta.RESTScopeRoot)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
 	mapper.Add(recordedObjects.GroupVersion().WithKind("Object"), meta.RESTScopeRoot)
@@ -206,7 +263,7 @@ func TestAnObjectOfAnotherProviderConfigIsNotVouchedFor(t *testing.T) {
 	other := recordedObject("stuck", m, m, false, "", map[string]any{"providerConfigRef": map[string]any{"name": "other-cluster"}})
 	got := recordedVerify(t, doc, other)
 	if got.Gone() || !strings.Contains(got.Evidence, "this object is of ProviderConfig other-cluster") ||
-		!strings.Contains(got.Evidence, "the live controls that answered Present are of ProviderConfig workload (objects.kubernetes.crossplane.io/control)") {
+		!strings.Contains(got.Evidence, "the live controls shown to be asked where their operator put the resource are of ProviderConfig workload (objects.kubernetes.crossplane.io/control)") {
 		t.Errorf("another ProviderConfig: %s %q", got.Verdict, got.Evidence)
 	}
 	// The control's own ProviderConfig: Gone.
@@ -223,5 +280,103 @@ func TestAnObjectOfAnotherProviderConfigIsNotVouchedFor(t *testing.T) {
 	loose := strings.Replace(doc, "  minAge: 1m\n", "  minAge: 1m\n  controls: {count: 3, requireLive: false}\n", 1)
 	if got := recordedVerify(t, loose, other); got.Gone() {
 		t.Errorf("requireLive false: %s %q", got.Verdict, got.Evidence)
+	}
+}
+
+// TestTheProviderConfigIsTheOneTheProviderRecorded: the cluster an Object's manifest was
+// applied to is the one of the ProviderConfig the provider last connected through, which
+// it records in a ProviderConfigUsage named by the Object's UID. A spec whose
+// providerConfigRef changed after the provider stopped names a cluster the provider never
+// applied to, where the manifest's object is, of course, not found: Unknown, as is an
+// Object with no usage, a usage someone else wrote, and one of another object. Reading
+// the usage is a read the verdict needs: a failure is not the object's.
+func TestTheProviderConfigIsTheOneTheProviderRecorded(t *testing.T) {
+	m := recordedManifest{"v1", "ConfigMap", "team-a", "made-elsewhere"}
+	doc := recordedPolicy(recordedDocumented, "{identity.manifestName}")
+	stuck := func() *unstructured.Unstructured { return recordedObject("stuck", m, m, false, "", nil) }
+	other := stuck()
+	other.SetUID("uid-another")
+	for _, tc := range []struct {
+		name  string
+		usage *unstructured.Unstructured
+		says  string
+	}{
+		{"moved after the provider stopped", recordedUsage(stuck(), "other-cluster", recordedProvider),
+			"the spec names ProviderConfig workload, but its operator last acted through ProviderConfig other-cluster (ProviderConfigUsage uid-stuck)"},
+		{"a usage someone else wrote", recordedUsage(stuck(), "workload", "kubectl-edit"),
+			"providerConfigRef of ProviderConfigUsage uid-stuck was last written by kubectl-edit, not by the operator"},
+		{"a usage of another object", func() *unstructured.Unstructured {
+			u := recordedUsage(other, "workload", recordedProvider)
+			u.SetName("uid-stuck")
+			return u
+		}(), "ProviderConfigUsage uid-stuck is not this object's record: its controller is not uid uid-stuck"},
+		{"a usage that names another Object", func() *unstructured.Unstructured {
+			u := recordedUsage(stuck(), "workload", recordedProvider)
+			_ = unstructured.SetNestedField(u.Object, "someone-else", "resourceRef", "name")
+			return u
+		}(), "it is about Object someone-else, not Object stuck"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := recordedVerify(t, doc, stuck(), tc.usage)
+			if got.Gone() || !strings.Contains(got.Evidence, tc.says) {
+				t.Errorf("%s %q, want Unknown saying %q", got.Verdict, got.Evidence, tc.says)
+			}
+		})
+	}
+	t.Run("no usage", func(t *testing.T) {
+		got := recordedVerifyWith(t, doc, stuck(), func(dyn *dynamicfake.FakeDynamicClient) {
+			_ = dyn.Resource(recordedUsages).Delete(context.Background(), "uid-stuck", metav1.DeleteOptions{})
+		})
+		if got.Gone() || !strings.Contains(got.Evidence, "its operator has not recorded where it put the resource (no ProviderConfigUsage uid-stuck)") {
+			t.Errorf("%s %q", got.Verdict, got.Evidence)
+		}
+	})
+	t.Run("a usage that cannot be read", func(t *testing.T) {
+		got := recordedVerifyWith(t, doc, stuck(), func(dyn *dynamicfake.FakeDynamicClient) {
+			dyn.PrependReactor("get", "providerconfigusages", func(clienttesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(recordedUsages.GroupResource(), "uid-stuck", errors.New("RBAC"))
+			})
+		})
+		if got.Gone() || got.Status != plan.Unread || !strings.Contains(got.Evidence, "reading ProviderConfigUsage uid-stuck for preset crossplane-managed") {
+			t.Errorf("%s %s %q", got.Verdict, got.Status, got.Evidence)
+		}
+	})
+	// The provider's own usage of the spec's ProviderConfig: Gone.
+	if got := recordedVerify(t, doc, stuck()); !got.Gone() {
+		t.Errorf("the recorded ProviderConfig: %s %q", got.Verdict, got.Evidence)
+	}
+}
+
+// TestANamesakeDoesNotVouchForItsProviderConfig: a live control vouches that the rule asks
+// the cluster its ProviderConfig applies to only when the provider found the very object
+// the operator recorded there (its UID). A namesake in the rule's cluster (another
+// object of the same name, not the one provider-kubernetes made) answers Present too,
+// and shows nothing: the Gone of an Object of that ProviderConfig stays Unknown.
+func TestANamesakeDoesNotVouchForItsProviderConfig(t *testing.T) {
+	m := recordedManifest{"v1", "ConfigMap", "team-a", "gone"}
+	doc := recordedPolicy(recordedDocumented, "{identity.manifestName}")
+	namesake := recordedTarget("ConfigMap", "team-a", "live")
+	namesake.SetUID("uid-a-namesake")
+	got := recordedVerify(t, doc, recordedObject("stuck", m, m, false, "", nil), namesake)
+	if got.Gone() || !strings.Contains(got.Evidence, "the provider found uid uid-a-namesake, and its operator recorded uid uid-cm-live: another object of the same name") {
+		t.Errorf("a namesake: %s %q", got.Verdict, got.Evidence)
+	}
+	// The control's record of the UID, written by someone else, vouches for nothing.
+	got = recordedVerifyWith(t, doc, recordedObject("stuck", m, m, false, "", nil), func(dyn *dynamicfake.FakeDynamicClient) {
+		objects := dyn.Resource(recordedObjects.GroupVersionResource)
+		c, err := objects.Get(context.Background(), "control", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mf := c.GetManagedFields()
+		mf = append(mf, metav1.ManagedFieldsEntry{Manager: "kubectl-patch", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
+			FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:atProvider":{"f:manifest":{"f:metadata":{"f:uid":{}}}}}}`)})
+		c.SetManagedFields(mf)
+		if _, err := objects.Update(context.Background(), c, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got.Gone() || !strings.Contains(got.Evidence, "status.atProvider.manifest.metadata.uid was last written by kubectl-patch, not by the operator") {
+		t.Errorf("a UID someone else recorded: %s %q", got.Verdict, got.Evidence)
 	}
 }

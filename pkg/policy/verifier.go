@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,6 +38,9 @@ import (
 type Verifier struct {
 	policy  *Policy
 	dynamic dynamic.Interface
+	// mapper resolves the types of the records a preset reads besides the object (a
+	// ProviderConfigUsage); nil resolves none, and what needs one is Unknown.
+	mapper apimeta.RESTMapper
 	// Clock measures how long objects have been terminating (a rule's minAge): the API
 	// server's clock (plan.ServerClock), which remove and every reconcile pass set; nil
 	// means the local clock.
@@ -72,7 +76,7 @@ type answer struct {
 // answer under it is Unknown, with the reason, and its status says it cannot verify.
 func NewVerifier(p *Policy, dyn dynamic.Interface, opts provider.Options) *Verifier {
 	v := &Verifier{
-		policy: p, dynamic: dyn, Controls: newControls(p),
+		policy: p, dynamic: dyn, mapper: opts.Mapper, Controls: newControls(p),
 		providers: map[string]provider.Provider{}, errs: map[string]error{}, limiters: map[string]flowcontrol.RateLimiter{},
 		identityUsed: map[string]func(string) bool{},
 		cache:        map[string]*answer{}, checks: map[checkKey]*check{}, cannotRun: map[string]string{}, namespaces: map[string]*corev1.Namespace{},
@@ -191,7 +195,7 @@ func (v *Verifier) Verify(ctx context.Context, req plan.VerifyRequest) plan.Veri
 		a.Verdict, a.Evidence = finalizev1alpha1.VerdictUnknown, why
 		out.Verdict, out.Evidence = a.Verdict, a.Evidence
 	}
-	if why := notVouchedFor(rule, full, a.Answer, own); why != "" {
+	if why := notVouchedFor(a, own); why != "" {
 		a.Verdict, a.Evidence = finalizev1alpha1.VerdictUnknown, why
 		out.Verdict, out.Evidence = a.Verdict, a.Evidence
 	}
@@ -275,6 +279,11 @@ type reply struct {
 	// request names the request the provider was asked (call.Key()); empty for a verdict
 	// the object decided.
 	request string
+	// scope is where the object's operator last put its resource, as its record says
+	// (preset.RecordedScope); empty when its preset has no scope. instance is the UID of
+	// the object its operator recorded as its resource, or instanceWhy says why there is
+	// none to use (preset.InstanceOf).
+	scope, instance, instanceWhy string
 }
 
 // answeredAt is when the verdict was given: by the provider, or, for a verdict the
@@ -298,6 +307,7 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 		return decided(provider.Unknown("the rule's provider cannot run: %v", v.errs[rule.Name]))
 	}
 	var identity map[string]string
+	var scope, instance, instanceWhy string
 	if p := rule.Preset; p != nil && p.Matches(finalizer) {
 		var ns *corev1.Namespace
 		if p.NeedsNamespace && full.GetNamespace() != "" {
@@ -338,6 +348,22 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 		if why := p.MalformedIdentity(identity, v.identityUsed[rule.Name]); len(why) > 0 {
 			return decided(provider.Unknown("not verified: %s; an identity is used as it is, and one of another form names no resource", strings.Join(why, "; ")))
 		}
+		// Where the operator put the resource beyond its identity (the cluster a
+		// provider-kubernetes Object was applied to), as the operator recorded it.
+		if ref, ok := p.ScopeRecordOf(full); ok {
+			rec, err := v.record(ctx, ref)
+			if err != nil {
+				return reply{Answer: provider.Unknown("reading %s for preset %s: %v", ref, p.Name, err), byObject: true, readError: true}
+			}
+			var why string
+			if scope, why = p.RecordedScope(full, rec, rule.OperatorManagers, rule.Spec.TrustIdentityFromAnyWriter); why != "" {
+				return decided(provider.Unknown("not verified: %s", why))
+			}
+			instance, instanceWhy = p.InstanceOf(full, rule.OperatorManagers, rule.Spec.TrustIdentityFromAnyWriter)
+		} else if s, ok := p.ScopeOf(full); ok {
+			scope = s
+			instance, instanceWhy = p.InstanceOf(full, rule.OperatorManagers, rule.Spec.TrustIdentityFromAnyWriter)
+		}
 	}
 	call, err := prov.Prepare(&provider.Request{Rule: rule.Name, Finalizer: finalizer, Object: full, Identity: identity})
 	if err != nil {
@@ -353,11 +379,36 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 	}
 	if fresh {
 		a := do()
-		return reply{Answer: a, at: time.Now(), request: call.Key()}
+		return reply{Answer: a, at: time.Now(), request: call.Key(), scope: scope, instance: instance, instanceWhy: instanceWhy}
 	}
 	a := entry(&v.mu, v.cache, rule.Name+"\x00"+call.Key())
 	a.once.Do(func() { a.Answer, a.at = do(), time.Now() })
-	return reply{Answer: a.Answer, at: a.at, request: call.Key()}
+	return reply{Answer: a.Answer, at: a.at, request: call.Key(), scope: scope, instance: instance, instanceWhy: instanceWhy}
+}
+
+// record reads the object in which a preset's operator records an object's scope
+// (preset.ScopeRecordOf), nil when there is none. A type that is not served holds none;
+// any other failure is the cluster's, and an error.
+func (v *Verifier) record(ctx context.Context, ref preset.RecordRef) (*unstructured.Unstructured, error) {
+	if v.mapper == nil {
+		return nil, fmt.Errorf("no client to resolve %s with", ref.Resource)
+	}
+	gvr, err := v.mapper.ResourceFor(schema.ParseGroupResource(ref.Resource).WithVersion(""))
+	switch {
+	case apimeta.IsNoMatchError(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("resolving %s: %w", ref.Resource, err)
+	}
+	var client dynamic.ResourceInterface = v.dynamic.Resource(gvr)
+	if ref.Namespace != "" {
+		client = v.dynamic.Resource(gvr).Namespace(ref.Namespace)
+	}
+	rec, err := client.Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) && kube.IsNotFoundOf(err, gvr.GroupResource(), ref.Name) {
+		return nil, nil
+	}
+	return rec, err
 }
 
 // namespace reads a namespace, once per pass.
@@ -431,6 +482,10 @@ type check struct {
 	// ProviderConfig of a provider-kubernetes Object), the controls of it the provider
 	// answered Present for.
 	scopes map[string][]string
+	// unvouched says, of the controls that answered Present and do not vouch for their
+	// scope, why: the provider found another object than the one their operator
+	// recorded (a namesake where the rule asks), or there is no record to tell.
+	unvouched []string
 	// cannotRun is the first answer that said the provider cannot run.
 	cannotRun string
 	results   []finalizev1alpha1.ControlResult
@@ -558,13 +613,22 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 			if a.Shape != nil {
 				c.shapes = append(c.shapes, *a.Shape)
 			}
-			if rule.Preset != nil {
-				if scope, ok := rule.Preset.ScopeOf(full); ok {
-					if c.scopes == nil {
-						c.scopes = map[string][]string{}
-					}
-					c.scopes[scope] = append(c.scopes[scope], ref.String())
+			// A control vouches for its scope only when the provider found the very object
+			// its operator recorded: a namesake where the rule asks says nothing of where
+			// the operator put the resource.
+			switch {
+			case a.scope == "":
+			case a.instanceWhy != "":
+				c.unvouched = append(c.unvouched, fmt.Sprintf("%s (%s): %s", ref, a.scope, a.instanceWhy))
+			case a.Found == "":
+				c.unvouched = append(c.unvouched, fmt.Sprintf("%s (%s): the provider does not say which object it found (the kubernetes provider does: the UID of the object it read), so its Present may be a namesake's", ref, a.scope))
+			case a.Found != a.instance:
+				c.unvouched = append(c.unvouched, fmt.Sprintf("%s (%s): the provider found uid %s, and its operator recorded uid %s: another object of the same name", ref, a.scope, a.Found, a.instance))
+			default:
+				if c.scopes == nil {
+					c.scopes = map[string][]string{}
 				}
+				c.scopes[a.scope] = append(c.scopes[a.scope], ref.String())
 			}
 		default:
 			// Retained from a provider is not Present: it says nothing of whether the
@@ -614,27 +678,32 @@ func (v *Verifier) identityIsOwnName(rule *Rule, o *unstructured.Unstructured, f
 	return uses, uses && own
 }
 
-// notVouchedFor says why a Gone about full is not vouched for by the rule's controls of
-// its type, or "": its preset puts the resource in a scope the rule cannot see (the
-// cluster a provider-kubernetes Object's ProviderConfig applies to), and no control of
-// that scope answered Present. The rule asks one cluster; a control applied to it
-// vouches for no Object applied to another, whose resource the rule's 404 says nothing
-// about. Only a rule none of whose controls answered Present (none live, under
-// requireLive: false; controls.count 0) acts without, as it says.
-func notVouchedFor(rule *Rule, full *unstructured.Unstructured, a provider.Answer, own *check) string {
-	if a.Verdict != finalizev1alpha1.VerdictGone || rule.Preset == nil || own == nil || own.present == 0 {
-		return ""
-	}
-	scope, ok := rule.Preset.ScopeOf(full)
-	if !ok || len(own.scopes[scope]) > 0 {
+// notVouchedFor says why a Gone is not vouched for by the rule's controls of its type,
+// or "": its preset puts the resource in a scope the rule cannot see (the cluster a
+// provider-kubernetes Object's ProviderConfig applies to, as the provider recorded it),
+// and no control of that scope answered Present about the very object its operator
+// recorded. The rule asks one cluster; a control applied to it vouches for no Object
+// applied to another, whose resource the rule's 404 says nothing about, and a control
+// whose provider found a namesake vouches for none. Only a rule none of whose controls
+// answered Present (none live, under requireLive: false; controls.count 0) acts
+// without, as it says.
+func notVouchedFor(a reply, own *check) string {
+	if a.Verdict != finalizev1alpha1.VerdictGone || a.scope == "" || own == nil || own.present == 0 || len(own.scopes[a.scope]) > 0 {
 		return ""
 	}
 	var vouched []string
 	for _, s := range slices.Sorted(maps.Keys(own.scopes)) {
 		vouched = append(vouched, fmt.Sprintf("%s (%s)", s, strings.Join(own.scopes[s], ", ")))
 	}
-	return fmt.Sprintf("the provider answered Gone (%s), but this object is of %s, which says where its operator puts its resource, and the live controls that answered Present are of %s: "+
-		"none shows that the rule asks where %s puts it; a live object of %s that the rule matches would", a.Evidence, scope, strings.Join(vouched, "; "), scope, scope)
+	seen := "no live control that answered Present was shown to be of any"
+	if len(vouched) > 0 {
+		seen = "the live controls shown to be asked where their operator put the resource are of " + strings.Join(vouched, "; ")
+	}
+	if len(own.unvouched) > 0 {
+		seen += "; these answered Present and vouch for none: " + strings.Join(own.unvouched, "; ")
+	}
+	return fmt.Sprintf("the provider answered Gone (%s), but this object is of %s, which says where its operator puts its resource, and %s: "+
+		"none shows that the rule asks where %s puts it; a live object of %s that the rule matches, whose recorded object the provider finds, would", a.Evidence, a.scope, seen, a.scope, a.scope)
 }
 
 // notTheAPIsOwn says why a Gone from an http response is not the API's own answer, given

@@ -50,6 +50,18 @@ var builtin = []*Preset{
 				Name: "provider-kubernetes", Groups: []string{"kubernetes.crossplane.io", "kubernetes.m.crossplane.io"},
 				Uses:  "its manifest's object, spec.forProvider.manifest (apiVersion, kind, metadata.namespace, and metadata.name, which defaults to the Object's name)",
 				Scope: providerConfigOf,
+				// crossplane-runtime v2.4.0 pkg/resource/providerconfig.go: the connector's
+				// Connect, before every observe, create, update and delete, tracks the
+				// ProviderConfig it connects through in a ProviderConfigUsage named by the
+				// Object's UID (in its namespace, for v2's namespaced Objects), controlled by
+				// the Object, written by the provider (Get, then Create or Update).
+				ScopeRecord: &ScopeRecord{
+					Kind:     "ProviderConfigUsage",
+					Resource: func(group string) string { return "providerconfigusages." + group },
+					Fields:   [][]string{{"providerConfigRef"}},
+					read:     providerConfigUsed,
+				},
+				Instance: atProvider("metadata", "uid"),
 				Identity: []Identity{
 					{Name: "manifestAPIVersion", From: "spec.forProvider.manifest.apiVersion", Field: path("spec", "forProvider", "manifest", "apiVersion"), get: field("spec", "forProvider", "manifest", "apiVersion"),
 						Recorded: atProvider("apiVersion"), recorded: atProviderManifest("apiVersion")},
@@ -218,6 +230,29 @@ func providerConfigOf(o *unstructured.Unstructured) string {
 	default:
 		return "ClusterProviderConfig " + name
 	}
+}
+
+// providerConfigUsed is the ProviderConfig a ProviderConfigUsage records, in
+// providerConfigOf's words: the legacy usage of a cluster-scoped Object names it by name
+// (LegacyProviderConfigUsageTracker), the usage of a namespaced one by name and kind
+// (ProviderConfigUsageTracker). The usage names the object it is about (resourceRef).
+func providerConfigUsed(rec, o *unstructured.Unstructured) (string, string) {
+	name := field("providerConfigRef", "name")(rec, "")
+	kind := field("providerConfigRef", "kind")(rec, "")
+	if k, n := field("resourceRef", "kind")(rec, ""), field("resourceRef", "name")(rec, ""); k != o.GetKind() || n != o.GetName() {
+		return "", fmt.Sprintf("it is about %s %s, not %s %s", k, n, o.GetKind(), o.GetName())
+	}
+	switch {
+	case name == "":
+		return "", "it names no ProviderConfig"
+	case o.GetNamespace() == "":
+		return "ProviderConfig " + name, ""
+	case kind == "ProviderConfig":
+		return "ProviderConfig " + o.GetNamespace() + "/" + name, ""
+	case kind == "ClusterProviderConfig":
+		return "ClusterProviderConfig " + name, ""
+	}
+	return "", fmt.Sprintf("it names a ProviderConfig of kind %q", kind)
 }
 
 // atProvider is the field of provider-kubernetes's record of the object it last observed

@@ -79,8 +79,167 @@ type Family struct {
 	// ProviderConfig applies to). A Gone counts only when a control of the same scope
 	// answered Present: a rule that asks one cluster vouches for no other (ScopeOf).
 	Scope func(o *unstructured.Unstructured) string
+	// ScopeRecord, if set, is where the operator records the scope it last acted in.
+	// Scope reads the spec, which people write: changed after the operator stopped, it
+	// names a scope the operator never put the resource in. The scope counts only when
+	// the operator's record holds it too (RecordedScope).
+	ScopeRecord *ScopeRecord
+	// Instance, if set, is the field of status where the operator records the UID of the
+	// object it last observed as the resource (provider-kubernetes:
+	// status.atProvider.manifest.metadata.uid). A live control vouches for its scope only
+	// when the provider found that very object (InstanceOf): a namesake that happens to
+	// exist where the rule asks shows nothing about where the operator put it.
+	Instance []string
 
 	groups glob.Set
+}
+
+// ScopeRecord is an object in which an operator records the scope it last acted in for
+// one of its objects (crossplane-runtime's ProviderConfigUsage: the ProviderConfig a
+// managed resource was last connected through, named by its UID).
+type ScopeRecord struct {
+	// Kind names the record, for people.
+	Kind string
+	// Resource is the record's type, as resource.group, for an object of API group group.
+	Resource func(group string) string
+	// Fields are the record's fields whose writer is checked.
+	Fields [][]string
+	// read reads the scope the record holds, in Scope's words, or says why it holds none
+	// for o.
+	read func(rec, o *unstructured.Unstructured) (string, string)
+}
+
+// RecordRef names the object that records an object's scope.
+type RecordRef struct {
+	// Kind names it, for people; Resource is its type, as resource.group.
+	Kind, Resource  string
+	Namespace, Name string
+}
+
+// String names the record for people: "ProviderConfigUsage team-a/1234-...".
+func (r RecordRef) String() string {
+	if r.Namespace != "" {
+		return r.Kind + " " + r.Namespace + "/" + r.Name
+	}
+	return r.Kind + " " + r.Name
+}
+
+// ScopeRecordOf is where o's operator records the scope it last acted in for o (a
+// ProviderConfigUsage named by o's UID, in o's namespace); false when o's family keeps
+// no such record.
+func (p *Preset) ScopeRecordOf(o *unstructured.Unstructured) (RecordRef, bool) {
+	f := p.familyOf(o)
+	if f == nil || f.Scope == nil || f.ScopeRecord == nil {
+		return RecordRef{}, false
+	}
+	return RecordRef{Kind: f.ScopeRecord.Kind, Resource: f.ScopeRecord.Resource(o.GroupVersionKind().Group), Namespace: o.GetNamespace(), Name: string(o.GetUID())}, true
+}
+
+// ScopeRecordType is the type, as resource.group, of the records that objects of API
+// group group keep their scope in (ScopeRecordOf), and their kind; false when they keep
+// none.
+func (p *Preset) ScopeRecordType(group string) (resource, kind string, ok bool) {
+	for i := range p.Families {
+		f := &p.Families[i]
+		if f.groups.Match(group) && !slices.Contains(f.Except, group) {
+			if f.Scope == nil || f.ScopeRecord == nil {
+				return "", "", false
+			}
+			return f.ScopeRecord.Resource(group), f.ScopeRecord.Kind, true
+		}
+	}
+	return "", "", false
+}
+
+// RecordedScope is where o's operator last put its resource (ScopeOf's words), read from
+// its record rec (ScopeRecordOf; nil when there is none), and why it cannot be used: there
+// is no record (the operator never acted on o, or the record was deleted with its
+// owner's dependents), the record is not o's, its writer is not the operator (unless
+// anyWriter), or the spec names another scope (changed after the operator last acted:
+// the resource it made is where the record says, and its restart would act on the
+// other). Without a ScopeRecord the spec's scope is returned.
+func (p *Preset) RecordedScope(o, rec *unstructured.Unstructured, operator *Managers, anyWriter bool) (string, string) {
+	f := p.familyOf(o)
+	if f == nil || f.Scope == nil {
+		return "", ""
+	}
+	spec := f.Scope(o)
+	if f.ScopeRecord == nil {
+		return spec, ""
+	}
+	ref, _ := p.ScopeRecordOf(o)
+	if rec == nil {
+		return "", fmt.Sprintf("its operator has not recorded where it put the resource (no %s): it may never have acted on this object, so the spec's %s is not known to be where the resource is",
+			ref, spec)
+	}
+	if c := metav1.GetControllerOfNoCopy(rec); c == nil || c.UID != o.GetUID() {
+		return "", fmt.Sprintf("%s is not this object's record: its controller is not uid %s", ref, o.GetUID())
+	}
+	if !anyWriter {
+		if operator == nil {
+			operator = p.managers
+		}
+		managed := rec.GetManagedFields()
+		for _, field := range f.ScopeRecord.Fields {
+			writers := fieldWriters(managed, field)
+			var others []string
+			for _, w := range writers {
+				if operator == nil || !operator.Match(w) {
+					others = append(others, w)
+				}
+			}
+			switch {
+			case len(writers) == 0:
+				return "", fmt.Sprintf("no managedFields entry of %s says who wrote %s, so it is not known to be the operator's record", ref, strings.Join(field, "."))
+			case operator == nil || len(operator.Patterns) == 0:
+				return "", fmt.Sprintf("%s of %s was last written by %s, and the field managers of the operator of preset %s are not known: name them in the rule's operatorManagers",
+					strings.Join(field, "."), ref, strings.Join(writers, ", "), p.Name)
+			case len(others) > 0:
+				return "", fmt.Sprintf("%s of %s was last written by %s, not by the operator, whose field managers are %s (as %s names them)",
+					strings.Join(field, "."), ref, strings.Join(others, ", "), operator, operator.By)
+			}
+		}
+	}
+	recorded, why := f.ScopeRecord.read(rec, o)
+	switch {
+	case why != "":
+		return "", fmt.Sprintf("%s: %s", ref, why)
+	case recorded != spec:
+		return "", fmt.Sprintf("the spec names %s, but its operator last acted through %s (%s): the spec changed since, so the resource it made is where %s puts it, and a restarted operator would act through %s",
+			spec, recorded, ref, recorded, spec)
+	}
+	return recorded, ""
+}
+
+// InstanceOf is the UID of the object o's operator last observed as its resource, from
+// its record (Family.Instance), and why it cannot be used ("" when it can): there is
+// none, or its writer is not the operator (unless anyWriter).
+func (p *Preset) InstanceOf(o *unstructured.Unstructured, operator *Managers, anyWriter bool) (string, string) {
+	f := p.familyOf(o)
+	if f == nil || len(f.Instance) == 0 {
+		return "", "its operator records no UID of the object it acted on"
+	}
+	from := strings.Join(f.Instance, ".")
+	uid, _, _ := unstructured.NestedString(o.Object, f.Instance...)
+	if uid == "" {
+		return "", from + " is not set: its operator has not recorded the object it acted on"
+	}
+	if anyWriter {
+		return uid, ""
+	}
+	if operator == nil {
+		operator = p.managers
+	}
+	writers := fieldWriters(o.GetManagedFields(), f.Instance)
+	if len(writers) == 0 {
+		return "", "no managedFields entry says who wrote " + from
+	}
+	for _, w := range writers {
+		if operator == nil || !operator.Match(w) {
+			return "", fmt.Sprintf("%s was last written by %s, not by the operator", from, w)
+		}
+	}
+	return uid, ""
 }
 
 // ScopeOf is where o's operator puts its external resource beyond its identity, for its

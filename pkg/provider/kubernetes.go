@@ -309,7 +309,7 @@ func (c *kubernetesCall) Do(ctx context.Context) Answer {
 		case err != nil:
 			return Unknown("getting %s %s: %v", ref, p.where, err)
 		}
-		return Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s exists %s (uid %s)", ref, p.where, found.GetUID())}
+		return Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s exists %s (uid %s)", ref, p.where, found.GetUID()), Found: string(found.GetUID())}
 	}
 	// A page may come back empty with a continue token (the server filtered a page's worth
 	// of objects out): the list is read on until a page has an item, or has no token.
@@ -324,7 +324,7 @@ func (c *kubernetesCall) Do(ctx context.Context) Answer {
 		}
 		if len(list.Items) > 0 {
 			first := list.Items[0]
-			return Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s matches %q %s", r.Ref(first.GetNamespace(), first.GetName(), "").String(), c.selector, p.where)}
+			return Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s matches %q %s", r.Ref(first.GetNamespace(), first.GetName(), "").String(), c.selector, p.where), Found: string(first.GetUID())}
 		}
 		if list.GetContinue() == "" {
 			return Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: fmt.Sprintf("no %s matches %q %s", what, c.selector, p.where)}

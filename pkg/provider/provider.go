@@ -39,6 +39,10 @@ type Answer struct {
 	// other providers. A Gone counts only in the shape the rule's controls established
 	// (GoneShapeMismatch).
 	Shape *Shape
+	// Found is the UID of the object a Present answer found (the kubernetes provider's);
+	// empty for the others. A control vouches for where its operator put the resource
+	// only when that is the very object the operator recorded (preset.InstanceOf).
+	Found string
 }
 
 // Unknown is the answer when a provider cannot tell.

@@ -156,6 +156,22 @@ func RBAC(p *policy.Policy, opts RBACOptions) ([]runtime.Object, []string, error
 			g.add(nil, namespacesType, fmt.Sprintf("get namespaces: the preset of rule %s reads the annotations of the object's namespace", r.Name), "get")
 		}
 	}
+	// And the records in which an operator keeps where it put an object's resource (a
+	// ProviderConfigUsage), for the types the rule lists.
+	for _, r := range p.Rules {
+		if r.Preset == nil || listed.All {
+			continue
+		}
+		for _, gr := range listed.Types {
+			if !r.MatchesType(gr.String()) {
+				continue
+			}
+			if resource, kind, ok := r.Preset.ScopeRecordType(gr.Group); ok {
+				rec := schema.ParseGroupResource(resource)
+				g.add(listed.Namespaces[gr], rec, fmt.Sprintf("get %s: the preset of rule %s reads the %s of each %s, where its operator records where it put the resource%s", rec, r.Name, kind, gr, in(listed.Namespaces[gr])), "get")
+			}
+		}
+	}
 	// Writes: patch on the types the rules act on, where they act on them.
 	acted, actAll, err := actedTypes(p, res)
 	if err != nil {

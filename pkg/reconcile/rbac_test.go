@@ -107,6 +107,31 @@ func TestRBACOfPresets(t *testing.T) {
 	if err != nil || strings.Contains(role, "namespaces") {
 		t.Errorf("crossplane-managed does not read the namespace: %v\n%s", err, role)
 	}
+	if strings.Contains(role, "providerconfigusages") {
+		t.Errorf("an upjet provider's buckets keep no ProviderConfigUsage that is read:\n%s", role)
+	}
+	// provider-kubernetes's Objects: the ProviderConfigUsage the provider records where it
+	// applied each to, cluster-wide for v1's cluster-scoped Objects, in the rule's
+	// namespaces for v2's.
+	role, _, err = roleOf(t, "- {name: objects, preset: crossplane-managed, resources: [objects.kubernetes.crossplane.io], verify: {exec: {command: [x]}}}\n", RBACOptions{})
+	if err != nil || !strings.Contains(role, "- apiGroups:\n  - kubernetes.crossplane.io\n  resources:\n  - providerconfigusages\n  verbs:\n  - get\n") {
+		t.Errorf("provider-kubernetes's usages: %v\n%s", err, role)
+	}
+	objs, _, err := RBAC(compile(t, "- {name: objects, preset: crossplane-managed, namespaces: [team-a], resources: [objects.kubernetes.m.crossplane.io], verify: {exec: {command: [x]}}}\n"), RBACOptions{Name: "kf", ServiceAccountName: "kf", ServiceAccountNamespace: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inTeamA bool
+	for _, o := range objs {
+		if r, ok := o.(*rbacv1.Role); ok && r.Namespace == "team-a" {
+			for _, rule := range r.Rules {
+				inTeamA = inTeamA || (slices.Equal(rule.APIGroups, []string{"kubernetes.m.crossplane.io"}) && slices.Equal(rule.Resources, []string{"providerconfigusages"}) && slices.Equal(rule.Verbs, []string{"get"}))
+			}
+		}
+	}
+	if !inTeamA {
+		t.Errorf("v2's usages are read in the rule's namespace: %v", objs)
+	}
 }
 
 // TestListedTypes: what a pass lists and the RBAC grants, from one resolution.

@@ -549,9 +549,17 @@ func TestProviderKubernetes(t *testing.T) {
 		// Applied to another cluster (the management one) than the policy asks: its
 		// ConfigMap is not in the workload cluster, and exists.
 		elsewhere = object{name: "held-elsewhere", target: "cm-elsewhere", providerConfig: "elsewhere"}
+		// Applied through elsewhere, then moved to workload's ProviderConfig after the
+		// provider stopped: its ConfigMap is in the management cluster, and the spec
+		// names the workload one, where it is not.
+		moved = object{name: "held-moved", target: "cm-moved", providerConfig: "elsewhere"}
+		// A live Object applied through elsewhere, whose ConfigMap's namesake a person
+		// made in the workload cluster: the rule finds the namesake, not the object the
+		// provider made, and that vouches for nothing of elsewhere.
+		namesake = object{name: "control-elsewhere", target: "live-elsewhere", providerConfig: "elsewhere"}
 	)
-	deleted := append(append(append([]object{}, gone...), present...), unnamed, orphan, renamed, nsGone, nsPresent, elsewhere)
-	all := append(append([]object{}, controls...), deleted...)
+	deleted := append(append(append([]object{}, gone...), present...), unnamed, orphan, renamed, nsGone, nsPresent, elsewhere, moved)
+	all := append(append(append([]object{}, controls...), namesake), deleted...)
 
 	p := w.start(t)
 	for _, o := range all {
@@ -588,6 +596,13 @@ func TestProviderKubernetes(t *testing.T) {
 	// external-name annotation: neither is what the provider acted on.
 	patch := `{"spec":{"forProvider":{"manifest":{"metadata":{"name":"cm-never-made"}}}}}`
 	if _, err := w.dyn(t).Resource(objects).Patch(t.Context(), renamed.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	move := `{"spec":{"providerConfigRef":{"name":"workload"}}}`
+	if _, err := w.dyn(t).Resource(objects).Patch(t.Context(), moved.name, types.MergePatchType, []byte(move), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.workload.Kube(t).CoreV1().ConfigMaps("team-a").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: namesake.target}}, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
 		t.Fatal(err)
 	}
 	annotate := `{"metadata":{"annotations":{"crossplane.io/external-name":"cm-does-not-exist"}}}`
@@ -633,7 +648,11 @@ func TestProviderKubernetes(t *testing.T) {
 		want(t, actions, o.name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "configmaps/"+o.target+" -n team-a exists in the cluster of context workload")
 	}
 	want(t, actions, elsewhere.name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
-		"this object is of ProviderConfig elsewhere, which says where its operator puts its resource, and the live controls that answered Present are of ProviderConfig workload")
+		"this object is of ProviderConfig elsewhere, which says where its operator puts its resource, and the live controls shown to be asked where their operator put the resource are of ProviderConfig workload")
+	want(t, actions, elsewhere.name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
+		"objects.kubernetes.crossplane.io/control-elsewhere (ProviderConfig elsewhere): the provider found uid ")
+	want(t, actions, moved.name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
+		"the spec names ProviderConfig workload, but its operator last acted through ProviderConfig elsewhere (ProviderConfigUsage ")
 	// Retained by design, and the documented rule does not set allowRetained.
 	want(t, actions, orphan.name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictRetained, "spec.deletionPolicy: Orphan")
 	want(t, actions, renamed.name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, `but the operator last acted on "cm-renamed"`)
@@ -647,6 +666,14 @@ func TestProviderKubernetes(t *testing.T) {
 		}
 	}
 	t.Logf("rules: %+v", rep.Rules)
+	// The role the pass needs reads the usages, the v1 ones cluster-wide, the v2 ones too
+	// (the rule names no namespaces).
+	r = cli.Run(t, w.mgmt.AdminKubeconfig, "rbac", "--policy", policy)
+	for _, group := range []string{"kubernetes.crossplane.io", "kubernetes.m.crossplane.io"} {
+		if r.Code != 0 || !strings.Contains(r.Stdout, "  - "+group+"\n  resources:\n  - providerconfigusages\n  verbs:\n  - get\n") {
+			t.Errorf("rbac does not grant get on providerconfigusages.%s: exit %d\n%s%s", group, r.Code, r.Stdout, r.Stderr)
+		}
+	}
 	if !w.configMap(t, orphan.target) || !w.configMap(t, renamed.target) {
 		t.Errorf("a ConfigMap the provider was to keep or that was never verified is gone")
 	}

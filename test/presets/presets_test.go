@@ -15,6 +15,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -627,38 +628,82 @@ func TestAPresetsIdentityIsReadOnlyThroughThePreset(t *testing.T) {
 // provider-kubernetes names the resource behind an Object by its manifest's object, not
 // by the crossplane.io/external-name annotation, which the runtime sets to the Object's
 // own name (#38). An Object whose manifest names another object is verified by that
-// object: with {identity.manifestName} the one whose target is gone loses its finalizer
-// and the one whose target exists keeps it; a rule asking by {identity.externalName}
-// removes nothing, and says why. An Object of a group the preset does not know is not
-// verified either.
+// object: with {identity.manifestName}, asked of this cluster by the kubernetes provider,
+// the one whose target is gone loses its finalizer and the one whose target exists keeps
+// it; a rule asking by {identity.externalName} removes nothing, and says why. The
+// provider's records count, not the spec: an Object renamed, or moved to another
+// ProviderConfig, after the provider last acted is Unknown, and so is every Gone of an
+// http rule, whose answers cannot show that its controls found the objects the provider
+// made. test/operators runs the same against the real provider.
 func TestProviderKubernetesObjectsAreVerifiedByTheirManifest(t *testing.T) {
 	w := newWorld(t)
 	w.manager = "crossplane-kubernetes-provider"
 	c := fakecloud.New(t)
 	kinds["objects"] = "Object"
+	kinds["providerconfigusages"] = "ProviderConfigUsage"
 	gvr := w.crd("kubernetes.crossplane.io", "Object", "objects", true)
-	const fin = "finalizer.managedresource.crossplane.io"
+	usages := w.crd("kubernetes.crossplane.io", "ProviderConfigUsage", "providerconfigusages", true)
+	const fin, ns = "finalizer.managedresource.crossplane.io", "presets-manifests"
+	namespaces := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	if _, err := w.dyn.Resource(namespaces).Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.dyn.Resource(namespaces).Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	// made are the ConfigMaps the provider made, by name: the control's and one a stuck
+	// Object names; the others are gone.
+	made := map[string]types.UID{}
+	for _, name := range []string{"live-target", "target-2", "target-3"} {
+		cm, err := w.dyn.Resource(configMaps).Namespace(ns).Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		made[name] = cm.GetUID()
+	}
 	// recorded is the object the provider last observed, as it records it in
-	// status.atProvider.manifest; the spec's manifest names target.
-	object := func(name, target, recorded string, live bool) {
-		manifest := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"namespace": "team-a"}}
+	// status.atProvider.manifest (its UID included); the spec's manifest names target,
+	// and its providerConfigRef spec, while the provider's ProviderConfigUsage names
+	// used.
+	object := func(name, target, recorded, spec, used string, live bool) {
+		manifest := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"namespace": ns}}
 		if target != "" {
 			manifest["metadata"].(map[string]any)["name"] = target
 		}
+		uid := string(made[recorded])
+		if uid == "" {
+			uid = "uid-of-deleted-" + recorded
+		}
 		status := map[string]any{"atProvider": map[string]any{"manifest": map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": recorded, "namespace": "team-a"}}}}
-		w.object(gvr, "", name, fin, map[string]string{"crossplane.io/external-name": name}, map[string]any{"forProvider": map[string]any{"manifest": manifest}}, status, live)
+			"metadata": map[string]any{"name": recorded, "namespace": ns, "uid": uid}}}}
+		w.object(gvr, "", name, fin, map[string]string{"crossplane.io/external-name": name},
+			map[string]any{"forProvider": map[string]any{"manifest": manifest}, "providerConfigRef": map[string]any{"name": spec}}, status, true)
+		o, err := w.dyn.Resource(gvr).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		usage := &unstructured.Unstructured{Object: map[string]any{"apiVersion": usages.GroupVersion().String(), "kind": "ProviderConfigUsage",
+			"metadata":          map[string]any{"name": string(o.GetUID())},
+			"providerConfigRef": map[string]any{"name": used},
+			"resourceRef":       map[string]any{"apiVersion": o.GetAPIVersion(), "kind": "Object", "name": name}}}
+		usage.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(o, o.GroupVersionKind())})
+		if _, err := w.dyn.Resource(usages).Create(t.Context(), usage, metav1.CreateOptions{FieldManager: w.manager}); err != nil {
+			t.Fatal(err)
+		}
+		if !live {
+			fixture.Delete(t, fixture.Resource(w.dyn, gvr, ""), name)
+		}
 	}
-	// The control's target exists; so does its own name, as the provider's controls
-	// would have it when names coincide.
-	object("control", "live-target", "live-target", true)
-	object("names-a-gone-object", "deleted-target-1", "deleted-target-1", false)
-	object("names-a-live-object", "target-2", "target-2", false)
+	object("control", "live-target", "live-target", "workload", "workload", true)
+	object("names-a-gone-object", "deleted-target-1", "deleted-target-1", "workload", "workload", false)
+	object("names-a-live-object", "target-2", "target-2", "workload", "workload", false)
 	// No name in the manifest: the provider names it after the Object.
-	object("deleted-unnamed", "", "deleted-unnamed", false)
+	object("deleted-unnamed", "", "deleted-unnamed", "workload", "workload", false)
 	// Renamed after the provider last acted: the object it made is target-3, and the
 	// manifest now names one that never existed.
-	object("renamed-after-the-provider-stopped", "deleted-target-4", "target-3", false)
+	object("renamed-after-the-provider-stopped", "deleted-target-4", "target-3", "workload", "workload", false)
+	// Moved to the control's ProviderConfig after the provider last acted through
+	// another: its object is in that other cluster, not in this one.
+	object("moved-after-the-provider-stopped", "deleted-target-5", "deleted-target-5", "workload", "elsewhere", false)
 
 	actions, rep, r := pass(t, rule(c, "objects", "crossplane-managed", "objects.kubernetes.crossplane.io", "externalName", ""))
 	for _, name := range []string{"names-a-gone-object", "names-a-live-object", "deleted-unnamed", "renamed-after-the-provider-stopped"} {
@@ -668,13 +713,28 @@ func TestProviderKubernetesObjectsAreVerifiedByTheirManifest(t *testing.T) {
 	notAsked(t, c, "names-a-gone-object", "names-a-live-object", "deleted-unnamed", "renamed-after-the-provider-stopped")
 	t.Logf("asking by externalName: exit %d, rule %+v", r.Code, ruleStatus(rep, "objects"))
 
-	actions, _, r = pass(t, rule(c, "objects", "crossplane-managed", "objects.kubernetes.crossplane.io", "manifestName", ""))
-	want(t, actions, "names-a-gone-object", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-target-1: 404 Not Found")
+	// An http rule asks by the manifest's name, but its control's answer cannot say which
+	// object it found: no Gone is vouched for.
+	actions, _, _ = pass(t, rule(c, "objects", "crossplane-managed", "objects.kubernetes.crossplane.io", "manifestName", ""))
+	want(t, actions, "names-a-gone-object", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown, "the provider does not say which object it found")
 	want(t, actions, "names-a-live-object", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "/instances/target-2: 200 OK")
-	want(t, actions, "deleted-unnamed", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "/instances/deleted-unnamed: 404 Not Found")
+
+	actions, _, r = pass(t, `- name: objects
+  preset: crossplane-managed
+  resources: [objects.kubernetes.crossplane.io]
+  verify:
+    kubernetes:
+      resource: configmaps
+      namespace: "{identity.manifestNamespace}"
+      name: "{identity.manifestName}"
+`)
+	want(t, actions, "names-a-gone-object", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "configmaps/deleted-target-1 -n "+ns+" not found in this cluster")
+	want(t, actions, "names-a-live-object", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictPresent, "configmaps/target-2 -n "+ns+" exists in this cluster")
+	want(t, actions, "deleted-unnamed", finalizev1alpha1.ResultRemoved, finalizev1alpha1.VerdictGone, "configmaps/deleted-unnamed -n "+ns+" not found in this cluster")
 	want(t, actions, "renamed-after-the-provider-stopped", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
 		`spec.forProvider.manifest.metadata.name, else the Object's name is "deleted-target-4", but the operator last acted on "target-3" (status.atProvider.manifest.metadata.name)`)
-	notAsked(t, c, "deleted-target-4", "target-3")
+	want(t, actions, "moved-after-the-provider-stopped", finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
+		"the spec names ProviderConfig workload, but its operator last acted through ProviderConfig elsewhere")
 	exits(t, r, 0, "")
 }
 
