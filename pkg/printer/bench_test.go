@@ -5,10 +5,14 @@ import (
 	"io"
 	"testing"
 
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 )
 
-// BenchmarkStuckTable renders 10,000 stuck objects, as a table and wide.
+// BenchmarkStuckTable renders 10,000 stuck objects, as a table and wide, without
+// tablewriter's cache of cell widths (as the commands print) and with it (its default,
+// 8,192 widths), side by side.
 func BenchmarkStuckTable(b *testing.B) {
 	base := fixture()
 	list := &finalizev1alpha1.StuckObjectList{TypeMeta: base.TypeMeta}
@@ -18,14 +22,24 @@ func BenchmarkStuckTable(b *testing.B) {
 		o.TerminatingSeconds += int64(i)
 		list.Items = append(list.Items, o)
 	}
-	for name, opts := range map[string]StuckTableOptions{"table": {}, "wide": {Wide: true}} {
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := StuckTable(io.Discard, list, opts); err != nil {
-					b.Fatal(err)
+	defer twwidth.SetCacheCapacity(0)
+	for _, cache := range []struct {
+		name     string
+		capacity int
+	}{{"no-width-cache", 0}, {"width-cache", 8192}} {
+		for _, f := range []struct {
+			name string
+			opts StuckTableOptions
+		}{{"table", StuckTableOptions{}}, {"wide", StuckTableOptions{Wide: true}}} {
+			b.Run(cache.name+"/"+f.name, func(b *testing.B) {
+				twwidth.SetCacheCapacity(cache.capacity)
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := StuckTable(io.Discard, list, f.opts); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

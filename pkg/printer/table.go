@@ -6,9 +6,16 @@ import (
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 )
+
+// tablewriter's init makes a cache of 8,192 cell widths, allocated at once (1.6 MB of
+// heap in every command, table or not), and a table of ten thousand rows fills it with
+// its cells, kept alive after the print. The width of a kubectl column's cell is cheap
+// to compute again: the cache is left out (#36).
+func init() { twwidth.SetCacheCapacity(0) }
 
 // Table writes rows under headers the way kubectl does: no borders, left-aligned
 // columns three spaces apart, headers in upper case, no trailing spaces.
