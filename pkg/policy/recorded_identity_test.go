@@ -101,6 +101,7 @@ func recordedUsage(o *unstructured.Unstructured, providerConfig, writer string) 
 		"providerConfigRef": map[string]any{"name": providerConfig},
 		"resourceRef":       map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(), "name": o.GetName()}}}
 	u.SetName(string(o.GetUID()))
+	u.SetGeneration(1) // as the API server makes it
 	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(o, o.GroupVersionKind())})
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: writer, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
 		FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:ownerReferences":{}},"f:providerConfigRef":{".":{},"f:name":{}},"f:resourceRef":{".":{},"f:apiVersion":{},"f:kind":{},"f:name":{}}}`)}})
@@ -303,6 +304,11 @@ func TestTheProviderConfigIsTheOneTheProviderRecorded(t *testing.T) {
 	}{
 		{"moved after the provider stopped", recordedUsage(stuck(), "other-cluster", recordedProvider),
 			"the spec names ProviderConfig workload, but its operator last acted through ProviderConfig other-cluster (ProviderConfigUsage uid-stuck)"},
+		{"moved, and the move tracked", func() *unstructured.Unstructured {
+			u := recordedUsage(stuck(), "workload", recordedProvider)
+			u.SetGeneration(2)
+			return u
+		}(), "ProviderConfigUsage uid-stuck changed since it was made (generation 2): the object was moved between scopes"},
 		{"a usage someone else wrote", recordedUsage(stuck(), "workload", "kubectl-edit"),
 			"providerConfigRef of ProviderConfigUsage uid-stuck was last written by kubectl-edit, not by the operator"},
 		{"a usage of another object", func() *unstructured.Unstructured {

@@ -351,9 +351,12 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 		// Where the operator put the resource beyond its identity (the cluster a
 		// provider-kubernetes Object was applied to), as the operator recorded it.
 		if ref, ok := p.ScopeRecordOf(full); ok {
-			rec, err := v.record(ctx, ref)
-			if err != nil {
+			rec, served, err := v.record(ctx, ref)
+			switch {
+			case err != nil:
 				return reply{Answer: provider.Unknown("reading %s for preset %s: %v", ref, p.Name, err), byObject: true, readError: true}
+			case !served:
+				return decided(provider.Unknown("not verified: %s is not served, so where its operator put the resource (%s) cannot be read", ref.Resource, ref))
 			}
 			var why string
 			if scope, why = p.RecordedScope(full, rec, rule.OperatorManagers, rule.Spec.TrustIdentityFromAnyWriter); why != "" {
@@ -387,18 +390,18 @@ func (v *Verifier) ask(ctx context.Context, rule *Rule, full *unstructured.Unstr
 }
 
 // record reads the object in which a preset's operator records an object's scope
-// (preset.ScopeRecordOf), nil when there is none. A type that is not served holds none;
-// any other failure is the cluster's, and an error.
-func (v *Verifier) record(ctx context.Context, ref preset.RecordRef) (*unstructured.Unstructured, error) {
+// (preset.ScopeRecordOf), nil when there is none. A type that is not served (served
+// false) holds none; any other failure is the cluster's, and an error.
+func (v *Verifier) record(ctx context.Context, ref preset.RecordRef) (*unstructured.Unstructured, bool, error) {
 	if v.mapper == nil {
-		return nil, fmt.Errorf("no client to resolve %s with", ref.Resource)
+		return nil, false, fmt.Errorf("no client to resolve %s with", ref.Resource)
 	}
 	gvr, err := v.mapper.ResourceFor(schema.ParseGroupResource(ref.Resource).WithVersion(""))
 	switch {
 	case apimeta.IsNoMatchError(err):
-		return nil, nil
+		return nil, false, nil
 	case err != nil:
-		return nil, fmt.Errorf("resolving %s: %w", ref.Resource, err)
+		return nil, false, fmt.Errorf("resolving %s: %w", ref.Resource, err)
 	}
 	var client dynamic.ResourceInterface = v.dynamic.Resource(gvr)
 	if ref.Namespace != "" {
@@ -406,9 +409,9 @@ func (v *Verifier) record(ctx context.Context, ref preset.RecordRef) (*unstructu
 	}
 	rec, err := client.Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) && kube.IsNotFoundOf(err, gvr.GroupResource(), ref.Name) {
-		return nil, nil
+		return nil, true, nil
 	}
-	return rec, err
+	return rec, true, err
 }
 
 // namespace reads a namespace, once per pass.
@@ -588,10 +591,14 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 			skipped = append(skipped, fmt.Sprintf("%s: %s", ref, a.Evidence))
 			continue
 		}
-		if requests[a.request] {
+		// Two controls of different scopes, or that their operator recorded as different
+		// objects, ask the same request different questions: whether the rule asks where
+		// each put its resource.
+		question := a.request + "\x00" + a.scope + "\x00" + a.instance
+		if requests[question] {
 			continue
 		}
-		requests[a.request] = true
+		requests[question] = true
 		asked++
 		if uses, own := v.identityIsOwnName(rule, full, ctl.finalizer); uses {
 			c.identityControls++
@@ -688,8 +695,15 @@ func (v *Verifier) identityIsOwnName(rule *Rule, o *unstructured.Unstructured, f
 // answered Present (none live, under requireLive: false; controls.count 0) acts
 // without, as it says.
 func notVouchedFor(a reply, own *check) string {
-	if a.Verdict != finalizev1alpha1.VerdictGone || a.scope == "" || own == nil || own.present == 0 || len(own.scopes[a.scope]) > 0 {
+	if a.Verdict != finalizev1alpha1.VerdictGone || a.scope == "" || (own != nil && len(own.scopes[a.scope]) > 0) {
 		return ""
+	}
+	if own == nil || own.present == 0 {
+		// controls.requireLive: false and controls.count: 0 let a rule act without a
+		// live control; they cannot tell where the rule asks, and an edit of the live
+		// controls (which makes each decide alone) would lift the check for every object.
+		return fmt.Sprintf("the provider answered Gone (%s), but this object is of %s, which says where its operator puts its resource, and no live control answered Present about the object its operator recorded: "+
+			"nothing shows that the rule asks where %s puts it, whatever controls.requireLive and controls.count say; a live object of %s that the rule matches, whose recorded object the provider finds, would", a.Evidence, a.scope, a.scope, a.scope)
 	}
 	var vouched []string
 	for _, s := range slices.Sorted(maps.Keys(own.scopes)) {

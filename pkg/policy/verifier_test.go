@@ -480,7 +480,8 @@ func TestTrustIdentityFromAnyWriterNeedsAPreset(t *testing.T) {
 	}
 	_, warnings := compile(t, presetAPI(t, func(string) bool { return false }, "\n  trustIdentityFromAnyWriter: true"))
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "rule dbs sets trustIdentityFromAnyWriter: its identity values (annotation crossplane.io/external-name, status.atProvider.arn, status.atProvider.id, "+
-		"status.atProvider.manifest.apiVersion, status.atProvider.manifest.kind, status.atProvider.manifest.metadata.namespace, status.atProvider.manifest.metadata.name)") {
+		"status.atProvider.manifest.apiVersion, status.atProvider.manifest.kind, status.atProvider.manifest.metadata.namespace, status.atProvider.manifest.metadata.name, "+
+		"status.atProvider.manifest.metadata.uid, providerConfigRef of the ProviderConfigUsage)") {
 		t.Errorf("warnings %q", warnings)
 	}
 }

@@ -59,7 +59,9 @@ var builtin = []*Preset{
 					Kind:     "ProviderConfigUsage",
 					Resource: func(group string) string { return "providerconfigusages." + group },
 					Fields:   [][]string{{"providerConfigRef"}},
-					read:     providerConfigUsed,
+					// Track updates it only when the reference differs (AllowUpdateIf).
+					Unmoved: true,
+					read:    providerConfigUsed,
 				},
 				Instance: atProvider("metadata", "uid"),
 				Identity: []Identity{

@@ -104,6 +104,9 @@ type ScopeRecord struct {
 	Resource func(group string) string
 	// Fields are the record's fields whose writer is checked.
 	Fields [][]string
+	// Unmoved: the record is made once and changed only when the object moves (its
+	// generation is 1 until then); a moved object's scope is not used.
+	Unmoved bool
 	// read reads the scope the record holds, in Scope's words, or says why it holds none
 	// for o.
 	read func(rec, o *unstructured.Unstructured) (string, string)
@@ -174,6 +177,15 @@ func (p *Preset) RecordedScope(o, rec *unstructured.Unstructured, operator *Mana
 	}
 	if c := metav1.GetControllerOfNoCopy(rec); c == nil || c.UID != o.GetUID() {
 		return "", fmt.Sprintf("%s is not this object's record: its controller is not uid %s", ref, o.GetUID())
+	}
+	// The operator records the scope before it acts there, and the resource it observed
+	// only when it finds one: a record changed since it was made says the object was
+	// moved, and what the operator recorded of its resource may have been observed in the
+	// scope it was moved from (the API server counts each change of the record's content
+	// in its generation).
+	if f.ScopeRecord.Unmoved && rec.GetGeneration() != 1 {
+		return "", fmt.Sprintf("%s changed since it was made (generation %d): the object was moved between scopes, and what its operator recorded of the resource may be from the one it left",
+			ref, rec.GetGeneration())
 	}
 	if !anyWriter {
 		if operator == nil {
@@ -536,6 +548,19 @@ func (p *Preset) WriterCheckedFields() []string {
 		}
 		if !slices.Contains(out, from) {
 			out = append(out, from)
+		}
+	}
+	// Where a family's operator records the object it acted on, and the scope it acted in.
+	for _, f := range p.Families {
+		if len(f.Instance) > 0 && !slices.Contains(out, strings.Join(f.Instance, ".")) {
+			out = append(out, strings.Join(f.Instance, "."))
+		}
+		if f.ScopeRecord != nil {
+			for _, field := range f.ScopeRecord.Fields {
+				if from := strings.Join(field, ".") + " of the " + f.ScopeRecord.Kind; !slices.Contains(out, from) {
+					out = append(out, from)
+				}
+			}
 		}
 	}
 	return out

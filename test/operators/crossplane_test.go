@@ -557,8 +557,11 @@ func TestProviderKubernetes(t *testing.T) {
 		// made in the workload cluster: the rule finds the namesake, not the object the
 		// provider made, and that vouches for nothing of elsewhere.
 		namesake = object{name: "control-elsewhere", target: "live-elsewhere", providerConfig: "elsewhere"}
+		// Moved from workload to elsewhere while the provider ran: it tracks the move in
+		// its usage (whose generation the API server bumps) before it applies there.
+		movedRunning = object{name: "held-moved-running", target: "cm-moved-running"}
 	)
-	deleted := append(append(append([]object{}, gone...), present...), unnamed, orphan, renamed, nsGone, nsPresent, elsewhere, moved)
+	deleted := append(append(append([]object{}, gone...), present...), unnamed, orphan, renamed, nsGone, nsPresent, elsewhere, moved, movedRunning)
 	all := append(append(append([]object{}, controls...), namesake), deleted...)
 
 	p := w.start(t)
@@ -580,6 +583,21 @@ func TestProviderKubernetes(t *testing.T) {
 		if !w.configMap(t, target) {
 			t.Fatalf("the provider reports %s ready, and ConfigMap team-a/%s is not in the workload cluster", o.name, target)
 		}
+	}
+	running, err := w.dyn(t).Resource(objects).Patch(t.Context(), movedRunning.name, types.MergePatchType, []byte(`{"spec":{"providerConfigRef":{"name":"elsewhere"}}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	usages := schema.GroupVersionResource{Group: "kubernetes.crossplane.io", Version: "v1alpha1", Resource: "providerconfigusages"}
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		u, err := w.dyn(t).Resource(usages).Get(ctx, string(running.GetUID()), metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // not made yet: poll on
+		}
+		name, _, _ := unstructured.NestedString(u.Object, "providerConfigRef", "name")
+		return name == "elsewhere" && u.GetGeneration() == 2, nil
+	}); err != nil {
+		t.Fatalf("the provider did not track %s's move in its usage, at generation 2: %v", movedRunning.name, err)
 	}
 	p.stop(t)
 
@@ -608,6 +626,26 @@ func TestProviderKubernetes(t *testing.T) {
 	annotate := `{"metadata":{"annotations":{"crossplane.io/external-name":"cm-does-not-exist"}}}`
 	if _, err := w.dyn(t).Resource(objects).Patch(t.Context(), present[0].name, types.MergePatchType, []byte(annotate), metav1.PatchOptions{FieldManager: "kubectl-annotate"}); err != nil {
 		t.Fatal(err)
+	}
+
+	// The doctor names where the provider put each resource, as it recorded it, and says
+	// why it cannot for an Object whose reference moved.
+	r0 := cli.Run(t, w.mgmt.AdminKubeconfig, "doctor", "-o", "json")
+	var diagnosis finalizev1alpha1.Diagnosis
+	if err := json.Unmarshal([]byte(r0.Stdout), &diagnosis); err != nil {
+		t.Fatalf("doctor: exit %d: %v\n%s", r0.Code, err, r0.Stderr)
+	}
+	external := map[string]*finalizev1alpha1.External{}
+	for _, item := range diagnosis.Items {
+		if item.Cause != nil {
+			external[item.Target.Name] = item.Cause.External
+		}
+	}
+	if e := external[present[0].name]; e == nil || !strings.HasPrefix(e.Where, "ProviderConfig workload, as its ProviderConfigUsage ") {
+		t.Errorf("doctor of %s: %+v", present[0].name, e)
+	}
+	if e := external[moved.name]; e == nil || e.Where != "" || !strings.Contains(e.Unnamed, "the spec names ProviderConfig workload, but its operator last acted through ProviderConfig elsewhere") {
+		t.Errorf("doctor of %s: %+v", moved.name, e)
 	}
 
 	// Reviewer's point: the same policy without its kubeconfig asks the management
@@ -651,6 +689,8 @@ func TestProviderKubernetes(t *testing.T) {
 		"this object is of ProviderConfig elsewhere, which says where its operator puts its resource, and the live controls shown to be asked where their operator put the resource are of ProviderConfig workload")
 	want(t, actions, elsewhere.name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
 		"objects.kubernetes.crossplane.io/control-elsewhere (ProviderConfig elsewhere): the provider found uid ")
+	want(t, actions, movedRunning.name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
+		"changed since it was made (generation 2): the object was moved between scopes")
 	want(t, actions, moved.name, finalizev1alpha1.ResultKept, finalizev1alpha1.VerdictUnknown,
 		"the spec names ProviderConfig workload, but its operator last acted through ProviderConfig elsewhere (ProviderConfigUsage ")
 	// Retained by design, and the documented rule does not set allowRetained.

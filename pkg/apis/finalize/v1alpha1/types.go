@@ -164,6 +164,11 @@ type External struct {
 	// operator is of a family the preset does not know, or whose identity it does not
 	// know (Identity is then empty, whatever the object holds).
 	Unnamed string `json:"unnamed,omitempty"`
+	// Where says where its operator put it beyond its identity, as the operator recorded
+	// it (provider-kubernetes: the ProviderConfig whose cluster the manifest was applied
+	// to, from its ProviderConfigUsage); empty when the preset knows no such place, or
+	// when the record cannot be used (Unnamed then says why).
+	Where string `json:"where,omitempty"`
 }
 
 // Causes the doctor recognises. The names are part of the JSON contract.
