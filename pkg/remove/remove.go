@@ -137,11 +137,13 @@ func (r *Runner) Plan(ctx context.Context, reqs []plan.Request) *plan.Plan {
 	return planner.Plan(ctx, reqs, r.Options)
 }
 
-// API is the plan as the API shows it, before any result.
+// API is the plan as the API shows it, before any result. Its actions have room for the
+// refusals after them, where a reconcile report puts them: ten thousand rows are not
+// copied to add a few.
 func (r *Runner) API(p *plan.Plan) *finalizev1alpha1.RemovalPlan {
 	out := &finalizev1alpha1.RemovalPlan{
 		TypeMeta: metav1.TypeMeta{APIVersion: finalizev1alpha1.SchemeGroupVersion.String(), Kind: "RemovalPlan"},
-		DryRun:   string(r.DryRun), Actions: make([]finalizev1alpha1.Removal, 0, len(p.Actions)), Refusals: make([]finalizev1alpha1.Removal, 0, len(p.Refusals)),
+		DryRun:   string(r.DryRun), Actions: make([]finalizev1alpha1.Removal, 0, len(p.Actions)+len(p.Refusals)), Refusals: make([]finalizev1alpha1.Removal, 0, len(p.Refusals)),
 	}
 	for i := range p.Actions {
 		out.Actions = append(out.Actions, p.Actions[i].API())

@@ -83,13 +83,18 @@ func (p *jsonPrinter) stream(st reflect.Value, field int, name string, n int, it
 	// every object they explain): it is not kept while the items are written.
 	tail := bytes.Clone(head[at+len(itemsMarker):])
 	_, _ = bw.WriteString(itemsMarker[:len(itemsMarker)-1] + "\n")
+	// One encoder and one buffer for every item: json.MarshalIndent makes two buffers of
+	// each (the value, then its indented copy), megabytes of garbage for ten thousand.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent(itemsIndent, "    ")
 	for i := range n {
-		b, err := json.MarshalIndent(item(i), itemsIndent, "    ")
-		if err != nil {
+		buf.Reset()
+		if err := enc.Encode(item(i)); err != nil {
 			return err
 		}
 		_, _ = bw.WriteString(itemsIndent)
-		_, _ = bw.Write(b)
+		_, _ = bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 		if i < n-1 {
 			_ = bw.WriteByte(',')
 		}
