@@ -56,6 +56,9 @@ func recordedObject(name string, spec, rec recordedManifest, live bool, nameWrit
 		"status": map[string]any{"atProvider": map[string]any{"manifest": rec.obj()}}}}
 	// The provider records the object it observed, its UID included.
 	_ = unstructured.SetNestedField(u.Object, "uid-cm-"+rec.name, "status", "atProvider", "manifest", "metadata", "uid")
+	// And it reported the object it found, after its usage was made.
+	_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Ready", "status": "True", "reason": "Available",
+		"lastTransitionTime": now.Add(-2 * time.Hour).UTC().Format(time.RFC3339)}}, "status", "conditions")
 	u.SetUID(types.UID("uid-" + name))
 	u.SetResourceVersion("7")
 	u.SetFinalizers([]string{crossplaneFin})
@@ -63,7 +66,7 @@ func recordedObject(name string, spec, rec recordedManifest, live bool, nameWrit
 		ts := metav1.NewTime(now.Add(-time.Hour))
 		u.SetDeletionTimestamp(&ts)
 	}
-	status := `{"f:status":{"f:atProvider":{"f:manifest":{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:name":{},"f:namespace":{},"f:uid":{}}}}}}`
+	status := `{"f:status":{"f:atProvider":{"f:manifest":{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:name":{},"f:namespace":{},"f:uid":{}}}},"f:conditions":{}}}`
 	mf := []metav1.ManagedFieldsEntry{
 		{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
 			FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:forProvider":{"f:manifest":{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:name":{},"f:namespace":{}}}}}}`)},
@@ -76,7 +79,7 @@ func recordedObject(name string, spec, rec recordedManifest, live bool, nameWrit
 	} else {
 		mf = append(mf,
 			metav1.ManagedFieldsEntry{Manager: recordedProvider, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
-				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:atProvider":{"f:manifest":{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:namespace":{},"f:uid":{}}}}}}`)},
+				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:atProvider":{"f:manifest":{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:namespace":{},"f:uid":{}}}},"f:conditions":{}}}`)},
 			metav1.ManagedFieldsEntry{Manager: nameWriter, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
 				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:atProvider":{"f:manifest":{"f:metadata":{"f:name":{}}}}}}`)})
 	}
@@ -102,6 +105,7 @@ func recordedUsage(o *unstructured.Unstructured, providerConfig, writer string) 
 		"resourceRef":       map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(), "name": o.GetName()}}}
 	u.SetName(string(o.GetUID()))
 	u.SetGeneration(1) // as the API server makes it
+	u.SetCreationTimestamp(metav1.NewTime(now.Add(-3 * time.Hour)))
 	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(o, o.GroupVersionKind())})
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: writer, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
 		FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:ownerReferences":{}},"f:providerConfigRef":{".":{},"f:name":{}},"f:resourceRef":{".":{},"f:apiVersion":{},"f:kind":{},"f:name":{}}}`)}})
@@ -264,7 +268,7 @@ func TestAnObjectOfAnotherProviderConfigIsNotVouchedFor(t *testing.T) {
 	other := recordedObject("stuck", m, m, false, "", map[string]any{"providerConfigRef": map[string]any{"name": "other-cluster"}})
 	got := recordedVerify(t, doc, other)
 	if got.Gone() || !strings.Contains(got.Evidence, "this object is of ProviderConfig other-cluster") ||
-		!strings.Contains(got.Evidence, "the live controls shown to be asked where their operator put the resource are of ProviderConfig workload (objects.kubernetes.crossplane.io/control)") {
+		!strings.Contains(got.Evidence, "no live control of ProviderConfig other-cluster shows that the rule asks there (the live controls drawn are objects.kubernetes.crossplane.io/control (ProviderConfig workload))") {
 		t.Errorf("another ProviderConfig: %s %q", got.Verdict, got.Evidence)
 	}
 	// The control's own ProviderConfig: Gone.
@@ -384,5 +388,53 @@ func TestANamesakeDoesNotVouchForItsProviderConfig(t *testing.T) {
 	})
 	if got.Gone() || !strings.Contains(got.Evidence, "status.atProvider.manifest.metadata.uid was last written by kubectl-patch, not by the operator") {
 		t.Errorf("a UID someone else recorded: %s %q", got.Verdict, got.Evidence)
+	}
+}
+
+// TestAUsageMadeAfterTheLastReportIsNotUsed: the provider makes an Object's usage at its
+// first connect, before it reports the object it found (Ready: Available, Unavailable or
+// Deleting). A usage made after that report was made again (the provider deletes one
+// whose owner reference is gone and makes it anew at the next connect, perhaps of
+// another ProviderConfig), and the record may be from the one before: Unknown. So is an
+// Object whose last report does not say the provider found its object (Creating, which a
+// failed create sets too), or whose conditions someone else wrote.
+func TestAUsageMadeAfterTheLastReportIsNotUsed(t *testing.T) {
+	m := recordedManifest{"v1", "ConfigMap", "team-a", "gone"}
+	doc := recordedPolicy(recordedDocumented, "{identity.manifestName}")
+	ready := func(reason string, at time.Time) *unstructured.Unstructured {
+		o := recordedObject("stuck", m, m, false, "", nil)
+		_ = unstructured.SetNestedSlice(o.Object, []any{map[string]any{"type": "Ready", "status": "False", "reason": reason,
+			"lastTransitionTime": at.UTC().Format(time.RFC3339)}}, "status", "conditions")
+		return o
+	}
+	for _, tc := range []struct {
+		name  string
+		stuck *unstructured.Unstructured
+		says  string
+	}{
+		{"a usage made after the last report", ready("Deleting", now.Add(-4*time.Hour)), "was made at " + now.Add(-3*time.Hour).UTC().Format(time.RFC3339) + ", after its operator last reported on the resource"},
+		{"a report that a failed create makes too", ready("Creating", now.Add(-time.Hour)), `its Ready condition's reason is "Creating", which does not say that its provider found the resource`},
+		{"no report", func() *unstructured.Unstructured {
+			o := recordedObject("stuck", m, m, false, "", nil)
+			unstructured.RemoveNestedField(o.Object, "status", "conditions")
+			return o
+		}(), "it has no Ready condition"},
+		{"a report someone else wrote", func() *unstructured.Unstructured {
+			o := recordedObject("stuck", m, m, false, "", nil)
+			mf := append(o.GetManagedFields(), metav1.ManagedFieldsEntry{Manager: "kubectl-patch", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsType: "FieldsV1",
+				FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{}}}`)})
+			o.SetManagedFields(mf)
+			return o
+		}(), "status.conditions was last written by kubectl-patch, not by the operator"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := recordedVerify(t, doc, tc.stuck); got.Gone() || !strings.Contains(got.Evidence, tc.says) {
+				t.Errorf("%s %q, want Unknown saying %q", got.Verdict, got.Evidence, tc.says)
+			}
+		})
+	}
+	// Deleting, after the usage was made: the provider found the object to delete it.
+	if got := recordedVerify(t, doc, ready("Deleting", now.Add(-time.Hour))); !got.Gone() {
+		t.Errorf("Deleting after the usage: %s %q", got.Verdict, got.Evidence)
 	}
 }

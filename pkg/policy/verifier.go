@@ -58,6 +58,10 @@ type Verifier struct {
 	mu     sync.Mutex
 	cache  map[string]*answer
 	checks map[checkKey]*check
+	// vouches are, by rule, type and scope, what the live controls showed of the scope;
+	// controlAsks each control asked about, once.
+	vouches     map[vouchKey]*vouch
+	controlAsks map[string]*controlAsk
 	// cannotRun holds, by rule, the first answer that said its provider cannot run.
 	cannotRun  map[string]string
 	namespaces map[string]*corev1.Namespace
@@ -80,6 +84,7 @@ func NewVerifier(p *Policy, dyn dynamic.Interface, opts provider.Options) *Verif
 		providers: map[string]provider.Provider{}, errs: map[string]error{}, limiters: map[string]flowcontrol.RateLimiter{},
 		identityUsed: map[string]func(string) bool{},
 		cache:        map[string]*answer{}, checks: map[checkKey]*check{}, cannotRun: map[string]string{}, namespaces: map[string]*corev1.Namespace{},
+		vouches: map[vouchKey]*vouch{}, controlAsks: map[string]*controlAsk{},
 	}
 	for _, r := range p.Rules {
 		spec := provider.Of(&r.Spec.Verify)
@@ -195,9 +200,25 @@ func (v *Verifier) Verify(ctx context.Context, req plan.VerifyRequest) plan.Veri
 		a.Verdict, a.Evidence = finalizev1alpha1.VerdictUnknown, why
 		out.Verdict, out.Evidence = a.Verdict, a.Evidence
 	}
-	if why := notVouchedFor(a, own); why != "" {
+	// Whether the answer would have been acted on, were it trusted and vouched for.
+	actionable := a.Verdict == finalizev1alpha1.VerdictGone || (a.Verdict == finalizev1alpha1.VerdictRetained && rule.Spec.AllowRetained)
+	if why := v.notVouchedFor(ctx, rule, o.Resource, a); why != "" {
 		a.Verdict, a.Evidence = finalizev1alpha1.VerdictUnknown, why
 		out.Verdict, out.Evidence = a.Verdict, a.Evidence
+		// Held back for want of a control of its scope: under requireLive the rule
+		// cannot verify it, and the pass says so rather than keep it, green, pass after
+		// pass. A type with no control at all is the check's own case, below.
+		if rule.RequireLive && own != nil && !own.unchecked && distrust == "" {
+			v.mu.Lock()
+			if own.scopeHeldBack == nil {
+				own.scopeHeldBack = map[string]map[string]bool{}
+			}
+			if own.scopeHeldBack[a.scope] == nil {
+				own.scopeHeldBack[a.scope] = map[string]bool{}
+			}
+			own.scopeHeldBack[a.scope][o.Ref().String()] = true
+			v.mu.Unlock()
+		}
 	}
 	if distrust != "" && (a.Verdict == finalizev1alpha1.VerdictGone || a.Verdict == finalizev1alpha1.VerdictRetained) {
 		out.Status, out.Detail = plan.Distrusted, distrust
@@ -209,7 +230,6 @@ func (v *Verifier) Verify(ctx context.Context, req plan.VerifyRequest) plan.Veri
 	// type could be asked (requireLive): the rule verifies nothing of that type, pass
 	// after pass, so the pass fails rather than stay green while removing nothing. An
 	// answer that was not acted on anyway held nothing back.
-	actionable := a.Verdict == finalizev1alpha1.VerdictGone || (a.Verdict == finalizev1alpha1.VerdictRetained && rule.Spec.AllowRetained)
 	if actionable && own != nil && own.unchecked && distrust == own.distrust && !unread {
 		v.mu.Lock()
 		if own.heldBack == nil {
@@ -481,14 +501,11 @@ type check struct {
 	// shapes are what the http responses of the Present answers looked like: the shape
 	// a Gone of the type must have (provider.GoneShapeMismatch).
 	shapes []provider.Shape
-	// scopes names, for each scope of the rule's preset (preset.ScopeOf: the
-	// ProviderConfig of a provider-kubernetes Object), the controls of it the provider
-	// answered Present for.
-	scopes map[string][]string
-	// unvouched says, of the controls that answered Present and do not vouch for their
-	// scope, why: the provider found another object than the one their operator
-	// recorded (a namesake where the rule asks), or there is no record to tell.
-	unvouched []string
+	// scopeHeldBack names, by scope (preset.ScopeOf: the ProviderConfig of a
+	// provider-kubernetes Object), the objects of the type whose Gone was held back under
+	// requireLive because no live control of their scope vouched for it (under
+	// Verifier.mu): the rule cannot verify them, and the pass says so.
+	scopeHeldBack map[string]map[string]bool
 	// cannotRun is the first answer that said the provider cannot run.
 	cannotRun string
 	results   []finalizev1alpha1.ControlResult
@@ -591,14 +608,10 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 			skipped = append(skipped, fmt.Sprintf("%s: %s", ref, a.Evidence))
 			continue
 		}
-		// Two controls of different scopes, or that their operator recorded as different
-		// objects, ask the same request different questions: whether the rule asks where
-		// each put its resource.
-		question := a.request + "\x00" + a.scope + "\x00" + a.instance
-		if requests[question] {
+		if requests[a.request] {
 			continue
 		}
-		requests[question] = true
+		requests[a.request] = true
 		asked++
 		if uses, own := v.identityIsOwnName(rule, full, ctl.finalizer); uses {
 			c.identityControls++
@@ -619,23 +632,6 @@ func (v *Verifier) runCheck(ctx context.Context, rule *Rule, r kube.Resource, c 
 			c.present++
 			if a.Shape != nil {
 				c.shapes = append(c.shapes, *a.Shape)
-			}
-			// A control vouches for its scope only when the provider found the very object
-			// its operator recorded: a namesake where the rule asks says nothing of where
-			// the operator put the resource.
-			switch {
-			case a.scope == "":
-			case a.instanceWhy != "":
-				c.unvouched = append(c.unvouched, fmt.Sprintf("%s (%s): %s", ref, a.scope, a.instanceWhy))
-			case a.Found == "":
-				c.unvouched = append(c.unvouched, fmt.Sprintf("%s (%s): the provider does not say which object it found (the kubernetes provider does: the UID of the object it read), so its Present may be a namesake's", ref, a.scope))
-			case a.Found != a.instance:
-				c.unvouched = append(c.unvouched, fmt.Sprintf("%s (%s): the provider found uid %s, and its operator recorded uid %s: another object of the same name", ref, a.scope, a.Found, a.instance))
-			default:
-				if c.scopes == nil {
-					c.scopes = map[string][]string{}
-				}
-				c.scopes[a.scope] = append(c.scopes[a.scope], ref.String())
 			}
 		default:
 			// Retained from a provider is not Present: it says nothing of whether the
@@ -685,39 +681,124 @@ func (v *Verifier) identityIsOwnName(rule *Rule, o *unstructured.Unstructured, f
 	return uses, uses && own
 }
 
-// notVouchedFor says why a Gone is not vouched for by the rule's controls of its type,
-// or "": its preset puts the resource in a scope the rule cannot see (the cluster a
+// notVouchedFor says why a Gone is not vouched for by a live control of its scope, or
+// "": its preset puts the resource in a scope the rule cannot see (the cluster a
 // provider-kubernetes Object's ProviderConfig applies to, as the provider recorded it),
-// and no control of that scope answered Present about the very object its operator
-// recorded. The rule asks one cluster; a control applied to it vouches for no Object
-// applied to another, whose resource the rule's 404 says nothing about, and a control
-// whose provider found a namesake vouches for none. Only a rule none of whose controls
-// answered Present (none live, under requireLive: false; controls.count 0) acts
-// without, as it says.
-func notVouchedFor(a reply, own *check) string {
-	if a.Verdict != finalizev1alpha1.VerdictGone || a.scope == "" || (own != nil && len(own.scopes[a.scope]) > 0) {
+// and no live control of that scope answered Present about the very object its operator
+// recorded (vouchFor). The rule asks one cluster; a control applied to another vouches
+// for nothing here, and neither does a namesake the provider found. No setting lifts
+// it: controls.requireLive: false and controls.count: 0 cannot tell where the rule
+// asks.
+func (v *Verifier) notVouchedFor(ctx context.Context, rule *Rule, r kube.Resource, a reply) string {
+	if a.Verdict != finalizev1alpha1.VerdictGone || a.scope == "" {
 		return ""
 	}
-	if own == nil || own.present == 0 {
-		// controls.requireLive: false and controls.count: 0 let a rule act without a
-		// live control; they cannot tell where the rule asks, and an edit of the live
-		// controls (which makes each decide alone) would lift the check for every object.
-		return fmt.Sprintf("the provider answered Gone (%s), but this object is of %s, which says where its operator puts its resource, and no live control answered Present about the object its operator recorded: "+
-			"nothing shows that the rule asks where %s puts it, whatever controls.requireLive and controls.count say; a live object of %s that the rule matches, whose recorded object the provider finds, would", a.Evidence, a.scope, a.scope, a.scope)
+	vo := v.vouchFor(ctx, rule, r, a.scope)
+	if vo.by != "" {
+		return ""
 	}
-	var vouched []string
-	for _, s := range slices.Sorted(maps.Keys(own.scopes)) {
-		vouched = append(vouched, fmt.Sprintf("%s (%s)", s, strings.Join(own.scopes[s], ", ")))
+	var drawn []string
+	for _, d := range vo.drawn {
+		drawn = append(drawn, fmt.Sprintf("%s (%s)", d.ref, d.scope))
 	}
-	seen := "no live control that answered Present was shown to be of any"
-	if len(vouched) > 0 {
-		seen = "the live controls shown to be asked where their operator put the resource are of " + strings.Join(vouched, "; ")
+	seen := "no live object of " + r.GroupResource().String() + " that the rule matches could be drawn"
+	if len(drawn) > 0 {
+		seen = "the live controls drawn are " + strings.Join(drawn, ", ")
 	}
-	if len(own.unvouched) > 0 {
-		seen += "; these answered Present and vouch for none: " + strings.Join(own.unvouched, "; ")
+	if len(vo.unvouched) > 0 {
+		seen += "; of " + a.scope + ": " + strings.Join(vo.unvouched, "; ")
 	}
-	return fmt.Sprintf("the provider answered Gone (%s), but this object is of %s, which says where its operator puts its resource, and %s: "+
-		"none shows that the rule asks where %s puts it; a live object of %s that the rule matches, whose recorded object the provider finds, would", a.Evidence, a.scope, seen, a.scope, a.scope)
+	return fmt.Sprintf("the provider answered Gone (%s), but this object is of %s, which says where its operator puts its resource, and no live control of %s shows that the rule asks there (%s): "+
+		"a live object of %s that the rule matches, whose recorded object the provider finds, would; controls.requireLive and controls.count do not lift this", a.Evidence, a.scope, a.scope, seen, a.scope)
+}
+
+// vouchKey names the vouching of one scope for the objects of one rule and type.
+type vouchKey struct {
+	checkKey
+	scope string
+}
+
+// vouch is what the live controls of one rule, type and scope showed: the first that
+// vouched for the scope (by), or what each of the scope answered (unvouched), and the
+// scope of every control drawn (drawn).
+type vouch struct {
+	once      sync.Once
+	by        string
+	unvouched []string
+	drawn     []drawnControl
+}
+
+type drawnControl struct{ ref, scope string }
+
+// controlAsk is one candidate control asked about, once per pass: its reply, or why it
+// could not be (skip).
+type controlAsk struct {
+	once  sync.Once
+	ref   string
+	reply reply
+	skip  bool
+}
+
+// vouchFor draws the rule's live controls of type r until one of scope vouches for it:
+// the provider answered Present about the very object its operator recorded (the UID it
+// found is the recorded one). Each control is asked once per pass, whatever scopes are
+// looked for (askControl).
+func (v *Verifier) vouchFor(ctx context.Context, rule *Rule, r kube.Resource, scope string) *vouch {
+	vo := entry(&v.mu, v.vouches, vouchKey{checkKey: checkKey{rule: rule.Name, gr: r.GroupResource()}, scope: scope})
+	vo.once.Do(func() {
+		for _, ctl := range v.Controls.For(rule, r.GroupResource()) {
+			ca := v.askControl(ctx, rule, ctl)
+			if ca.skip {
+				continue
+			}
+			a := ca.reply
+			vo.drawn = append(vo.drawn, drawnControl{ref: ca.ref, scope: a.scope})
+			if a.scope != scope {
+				continue
+			}
+			switch {
+			case a.Verdict != finalizev1alpha1.VerdictPresent:
+				vo.unvouched = append(vo.unvouched, fmt.Sprintf("%s: %s: %s", ca.ref, a.Verdict, a.Evidence))
+			case a.instanceWhy != "":
+				vo.unvouched = append(vo.unvouched, fmt.Sprintf("%s: %s", ca.ref, a.instanceWhy))
+			case a.Found == "":
+				vo.unvouched = append(vo.unvouched, fmt.Sprintf("%s: the provider does not say which object it found (the kubernetes provider does: the UID of the object it read), so its Present may be a namesake's", ca.ref))
+			case a.Found != a.instance:
+				vo.unvouched = append(vo.unvouched, fmt.Sprintf("%s: the provider found uid %s, and its operator recorded uid %s: another object of the same name", ca.ref, a.Found, a.instance))
+			default:
+				vo.by = ca.ref
+				return
+			}
+		}
+	})
+	return vo
+}
+
+// askControl asks the rule's provider about one live control, once per pass: skipped
+// when it is no control any more (gone, deleting, its finalizer gone), could not be read,
+// or decided alone (its reply then has no scope).
+func (v *Verifier) askControl(ctx context.Context, rule *Rule, ctl control) *controlAsk {
+	key := rule.Name + "\x00" + ctl.resource.GroupResource().String() + "\x00" + ctl.namespace + "\x00" + ctl.name + "\x00" + ctl.finalizer
+	ca := entry(&v.mu, v.controlAsks, key)
+	ca.once.Do(func() {
+		full, _, err := v.fetch(ctx, ctl.resource, ctl.namespace, ctl.name)
+		if err != nil || full == nil || full.GetDeletionTimestamp() != nil {
+			ca.skip = true
+			return
+		}
+		field := finalizev1alpha1.FieldMetadataFinalizers
+		if ctl.resource.IsNamespaces() && !slices.Contains(full.GetFinalizers(), ctl.finalizer) {
+			field = finalizev1alpha1.FieldSpecFinalizers
+		}
+		if !hasFinalizer(full, finalizev1alpha1.Finalizer{Name: ctl.finalizer, Field: field}) {
+			ca.skip = true
+			return
+		}
+		ca.ref = ctl.resource.Ref(ctl.namespace, ctl.name, full.GetUID()).String()
+		ca.reply = v.ask(ctx, rule, full, ctl.finalizer, false)
+		ca.skip = ca.reply.readError || ca.reply.byObject
+	})
+	return ca
 }
 
 // notTheAPIsOwn says why a Gone from an http response is not the API's own answer, given
@@ -792,6 +873,13 @@ func (v *Verifier) RuleStatuses() []finalizev1alpha1.RuleStatus {
 		case c.unchecked && len(c.heldBack) > 0:
 			cannot[k.rule] = append(cannot[k.rule], fmt.Sprintf("no live control of %s could be asked, so the Gone of %s was held back: %s",
 				typ, heldBackNames(c.heldBack), c.distrust))
+		case len(c.scopeHeldBack) > 0:
+			var held []string
+			for _, scope := range slices.Sorted(maps.Keys(c.scopeHeldBack)) {
+				held = append(held, fmt.Sprintf("of %s, %s", scope, heldBackNames(c.scopeHeldBack[scope])))
+			}
+			cannot[k.rule] = append(cannot[k.rule], fmt.Sprintf("no live control of %s showed that the rule asks where their operator put the resources of the objects %s, so their Gone was held back: "+
+				"a live object of each that the rule matches, whose recorded object the provider finds, would", typ, strings.Join(held, "; ")))
 		case c.present == 0 && len(c.unknown) == 0 && c.targets > 0 && len(c.unknownTargets) == c.targets && c.decidedTargets == 0:
 			cannot[k.rule] = append(cannot[k.rule], fmt.Sprintf("no live control of %s answered, and its provider answered Unknown about every stuck object of it (%s), so nothing shows that it works",
 				typ, strings.Join(firstN(c.unknownTargets, 3), "; ")))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -60,8 +61,10 @@ var builtin = []*Preset{
 					Resource: func(group string) string { return "providerconfigusages." + group },
 					Fields:   [][]string{{"providerConfigRef"}},
 					// Track updates it only when the reference differs (AllowUpdateIf).
-					Unmoved: true,
-					read:    providerConfigUsed,
+					Unmoved:       true,
+					Reported:      crossplaneReported,
+					ReportedField: path("status", "conditions"),
+					read:          providerConfigUsed,
 				},
 				Instance: atProvider("metadata", "uid"),
 				Identity: []Identity{
@@ -255,6 +258,33 @@ func providerConfigUsed(rec, o *unstructured.Unstructured) (string, string) {
 		return "ClusterProviderConfig " + name, ""
 	}
 	return "", fmt.Sprintf("it names a ProviderConfig of kind %q", kind)
+}
+
+// crossplaneReported is when a Crossplane provider last reported on the resource it
+// found: the Ready condition's last transition, when its reason is one that only an
+// observe that found the resource sets (crossplane-runtime v2.4.0: Available and
+// Unavailable from provider-kubernetes's updateConditionFromObserved, after its record of
+// the object; Deleting from the managed reconciler's delete of a resource that exists).
+// Creating is not one: the reconciler marks it after a create that failed as well.
+func crossplaneReported(o *unstructured.Unstructured) (time.Time, string) {
+	conditions, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != "Ready" {
+			continue
+		}
+		reason, _ := m["reason"].(string)
+		if !slices.Contains([]string{"Available", "Unavailable", "Deleting"}, reason) {
+			return time.Time{}, fmt.Sprintf("its Ready condition's reason is %q, which does not say that its provider found the resource", reason)
+		}
+		raw, _ := m["lastTransitionTime"].(string)
+		at, err := time.Parse(time.RFC3339, raw)
+		if err != nil {
+			return time.Time{}, fmt.Sprintf("its Ready condition's lastTransitionTime %q is not a time", raw)
+		}
+		return at, ""
+	}
+	return time.Time{}, "it has no Ready condition: its provider never reported on the resource"
 }
 
 // atProvider is the field of provider-kubernetes's record of the object it last observed

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,6 +108,15 @@ type ScopeRecord struct {
 	// Unmoved: the record is made once and changed only when the object moves (its
 	// generation is 1 until then); a moved object's scope is not used.
 	Unmoved bool
+	// Reported, if set, is when the operator last reported on the resource after acting
+	// on it in a scope (Crossplane: the Ready condition's last transition, to Available,
+	// Unavailable or Deleting, which only an observe that found the resource sets), and
+	// ReportedField the field it is read from, whose writer is checked. A record made
+	// after that report was made again since (a usage the provider deletes when its owner
+	// reference is gone, and makes anew at the next connect, perhaps of another scope),
+	// and what the operator recorded of the resource may be from another scope.
+	Reported      func(o *unstructured.Unstructured) (time.Time, string)
+	ReportedField []string
 	// read reads the scope the record holds, in Scope's words, or says why it holds none
 	// for o.
 	read func(rec, o *unstructured.Unstructured) (string, string)
@@ -187,6 +197,19 @@ func (p *Preset) RecordedScope(o, rec *unstructured.Unstructured, operator *Mana
 		return "", fmt.Sprintf("%s changed since it was made (generation %d): the object was moved between scopes, and what its operator recorded of the resource may be from the one it left",
 			ref, rec.GetGeneration())
 	}
+	if f.ScopeRecord.Reported != nil {
+		at, why := f.ScopeRecord.Reported(o)
+		if why == "" && !anyWriter {
+			why = p.writtenByOperator(o.GetManagedFields(), f.ScopeRecord.ReportedField, operator)
+		}
+		switch made := rec.GetCreationTimestamp(); {
+		case why != "":
+			return "", fmt.Sprintf("%s cannot be dated against its operator's last report on the resource: %s", ref, why)
+		case made.After(at):
+			return "", fmt.Sprintf("%s was made at %s, after its operator last reported on the resource (%s, %s): it was made again since, perhaps of another scope, and what its operator recorded of the resource may be from the one before",
+				ref, made.UTC().Format(time.RFC3339), strings.Join(f.ScopeRecord.ReportedField, "."), at.UTC().Format(time.RFC3339))
+		}
+	}
 	if !anyWriter {
 		if operator == nil {
 			operator = p.managers
@@ -221,6 +244,24 @@ func (p *Preset) RecordedScope(o, rec *unstructured.Unstructured, operator *Mana
 			spec, recorded, ref, recorded, spec)
 	}
 	return recorded, ""
+}
+
+// writtenByOperator says why field of an object whose managedFields are managed is not
+// the operator's alone, or "".
+func (p *Preset) writtenByOperator(managed []metav1.ManagedFieldsEntry, field []string, operator *Managers) string {
+	if operator == nil {
+		operator = p.managers
+	}
+	writers := fieldWriters(managed, field)
+	if len(writers) == 0 {
+		return "no managedFields entry says who wrote " + strings.Join(field, ".")
+	}
+	for _, w := range writers {
+		if operator == nil || !operator.Match(w) {
+			return fmt.Sprintf("%s was last written by %s, not by the operator", strings.Join(field, "."), w)
+		}
+	}
+	return ""
 }
 
 // InstanceOf is the UID of the object o's operator last observed as its resource, from

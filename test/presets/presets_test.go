@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -673,8 +674,11 @@ func TestProviderKubernetesObjectsAreVerifiedByTheirManifest(t *testing.T) {
 		if uid == "" {
 			uid = "uid-of-deleted-" + recorded
 		}
+		// It reports the object it found after it made its usage (below, within the
+		// minute).
 		status := map[string]any{"atProvider": map[string]any{"manifest": map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": recorded, "namespace": ns, "uid": uid}}}}
+			"metadata": map[string]any{"name": recorded, "namespace": ns, "uid": uid}}},
+			"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": time.Now().Add(time.Minute).UTC().Format(time.RFC3339)}}}
 		w.object(gvr, "", name, fin, map[string]string{"crossplane.io/external-name": name},
 			map[string]any{"forProvider": map[string]any{"manifest": manifest}, "providerConfigRef": map[string]any{"name": spec}}, status, true)
 		o, err := w.dyn.Resource(gvr).Get(t.Context(), name, metav1.GetOptions{})
