@@ -176,7 +176,10 @@ func (c *httpCall) once(ctx context.Context, secrets *[]string) (string, *Answer
 		a := Unknown("%s: %v", c.shown, redactURLError(err))
 		return "", &a, 0
 	}
-	defer resp.Body.Close()
+	defer func() {
+		drain(resp.Body)
+		_ = resp.Body.Close()
+	}()
 	if ctx.Err() != nil {
 		// net/http hands back a response that raced the deadline rather than the
 		// deadline's error, and a server whose lookup the disconnect aborted may answer
@@ -224,4 +227,15 @@ func retryAfter(v string) time.Duration {
 		return time.Duration(s) * time.Second
 	}
 	return 0
+}
+
+// drainLimit bounds what is read of a body the answer did not need, so that its
+// connection is kept for the next request: a body closed unread closes its connection,
+// and each verification of a rule that reads only the status would cost a new TLS
+// handshake with the API. A longer body costs less to close than to read.
+const drainLimit = 64 << 10
+
+// drain reads what is left of body, up to drainLimit, before it is closed.
+func drain(body io.Reader) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, drainLimit))
 }
