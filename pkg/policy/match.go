@@ -213,3 +213,13 @@ func (p *Policy) MatchesNamespaceFinalizers() bool {
 	}
 	return false
 }
+
+// ruleNamed is the rule of that name, or nil.
+func (p *Policy) ruleNamed(name string) *Rule {
+	for _, r := range p.Rules {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}

@@ -401,10 +401,14 @@ func TestANamesakeDoesNotVouchForItsProviderConfig(t *testing.T) {
 func TestAUsageMadeAfterTheLastReportIsNotUsed(t *testing.T) {
 	m := recordedManifest{"v1", "ConfigMap", "team-a", "gone"}
 	doc := recordedPolicy(recordedDocumented, "{identity.manifestName}")
-	ready := func(reason string, at time.Time) *unstructured.Unstructured {
+	// ready is the stuck Object with its Ready condition's reason at, and the Synced
+	// condition the same mark set.
+	ready := func(reason string, at time.Time, synced, message string) *unstructured.Unstructured {
 		o := recordedObject("stuck", m, m, false, "", nil)
-		_ = unstructured.SetNestedSlice(o.Object, []any{map[string]any{"type": "Ready", "status": "False", "reason": reason,
-			"lastTransitionTime": at.UTC().Format(time.RFC3339)}}, "status", "conditions")
+		_ = unstructured.SetNestedSlice(o.Object, []any{
+			map[string]any{"type": "Ready", "status": "False", "reason": reason, "lastTransitionTime": at.UTC().Format(time.RFC3339)},
+			map[string]any{"type": "Synced", "status": "False", "reason": synced, "message": message, "lastTransitionTime": at.UTC().Format(time.RFC3339)},
+		}, "status", "conditions")
 		return o
 	}
 	for _, tc := range []struct {
@@ -412,8 +416,9 @@ func TestAUsageMadeAfterTheLastReportIsNotUsed(t *testing.T) {
 		stuck *unstructured.Unstructured
 		says  string
 	}{
-		{"a usage made after the last report", ready("Deleting", now.Add(-4*time.Hour)), "was made at " + now.Add(-3*time.Hour).UTC().Format(time.RFC3339) + ", after its operator last reported on the resource"},
-		{"a report that a failed create makes too", ready("Creating", now.Add(-time.Hour)), `its Ready condition's reason is "Creating", which does not say that its provider found the resource`},
+		{"a usage made after the last report", ready("Available", now.Add(-4*time.Hour), "ReconcileSuccess", ""), "was made at " + now.Add(-3*time.Hour).UTC().Format(time.RFC3339) + ", after its operator last reported on the resource"},
+		{"a report that a failed create makes too", ready("Creating", now.Add(-time.Hour), "ReconcileError", "create failed: boom"), `its Ready condition's reason is "Creating", which does not say that its provider found the resource`},
+		{"a Deleting that follows a resource not found", ready("Deleting", now.Add(-time.Hour), "ReconcileError", "cannot remove finalizer"), "does not say that the provider found the resource to delete it"},
 		{"no report", func() *unstructured.Unstructured {
 			o := recordedObject("stuck", m, m, false, "", nil)
 			unstructured.RemoveNestedField(o.Object, "status", "conditions")
@@ -433,8 +438,11 @@ func TestAUsageMadeAfterTheLastReportIsNotUsed(t *testing.T) {
 			}
 		})
 	}
-	// Deleting, after the usage was made: the provider found the object to delete it.
-	if got := recordedVerify(t, doc, ready("Deleting", now.Add(-time.Hour))); !got.Gone() {
-		t.Errorf("Deleting after the usage: %s %q", got.Verdict, got.Evidence)
+	// Deleting, after the usage was made, with the Synced of a delete requested or failed:
+	// the provider found the object to delete it.
+	for _, synced := range [][2]string{{"ReconcileSuccess", ""}, {"ReconcileError", "delete failed: cannot delete: forbidden"}} {
+		if got := recordedVerify(t, doc, ready("Deleting", now.Add(-time.Hour), synced[0], synced[1])); !got.Gone() {
+			t.Errorf("Deleting after the usage, Synced %s: %s %q", synced[0], got.Verdict, got.Evidence)
+		}
 	}
 }

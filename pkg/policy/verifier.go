@@ -702,6 +702,9 @@ func (v *Verifier) notVouchedFor(ctx context.Context, rule *Rule, r kube.Resourc
 		drawn = append(drawn, fmt.Sprintf("%s (%s)", d.ref, d.scope))
 	}
 	seen := "no live object of " + r.GroupResource().String() + " that the rule matches could be drawn"
+	if rule.Controls == 0 {
+		seen = "controls.count is 0, so no live object is drawn: set it to draw them"
+	}
 	if len(drawn) > 0 {
 		seen = "the live controls drawn are " + strings.Join(drawn, ", ")
 	}
@@ -878,8 +881,12 @@ func (v *Verifier) RuleStatuses() []finalizev1alpha1.RuleStatus {
 			for _, scope := range slices.Sorted(maps.Keys(c.scopeHeldBack)) {
 				held = append(held, fmt.Sprintf("of %s, %s", scope, heldBackNames(c.scopeHeldBack[scope])))
 			}
-			cannot[k.rule] = append(cannot[k.rule], fmt.Sprintf("no live control of %s showed that the rule asks where their operator put the resources of the objects %s, so their Gone was held back: "+
-				"a live object of each that the rule matches, whose recorded object the provider finds, would", typ, strings.Join(held, "; ")))
+			why := "a live object of each that the rule matches, whose recorded object the provider finds, would"
+			if r := v.policy.ruleNamed(k.rule); r != nil && r.Controls == 0 {
+				why = "controls.count is 0, so none is drawn: set it to draw them"
+			}
+			cannot[k.rule] = append(cannot[k.rule], fmt.Sprintf("no live control of %s showed that the rule asks where their operator put the resources of the objects %s, so their Gone was held back: %s",
+				typ, strings.Join(held, "; "), why))
 		case c.present == 0 && len(c.unknown) == 0 && c.targets > 0 && len(c.unknownTargets) == c.targets && c.decidedTargets == 0:
 			cannot[k.rule] = append(cannot[k.rule], fmt.Sprintf("no live control of %s answered, and its provider answered Unknown about every stuck object of it (%s), so nothing shows that it works",
 				typ, strings.Join(firstN(c.unknownTargets, 3), "; ")))

@@ -261,30 +261,61 @@ func providerConfigUsed(rec, o *unstructured.Unstructured) (string, string) {
 }
 
 // crossplaneReported is when a Crossplane provider last reported on the resource it
-// found: the Ready condition's last transition, when its reason is one that only an
-// observe that found the resource sets (crossplane-runtime v2.4.0: Available and
-// Unavailable from provider-kubernetes's updateConditionFromObserved, after its record of
-// the object; Deleting from the managed reconciler's delete of a resource that exists).
-// Creating is not one: the reconciler marks it after a create that failed as well.
+// found: the Ready condition's last transition, when it says the observe found the
+// resource (crossplane-runtime v2.4.0 pkg/reconciler/managed/reconciler.go, and
+// provider-kubernetes v1.3.1's updateConditionFromObserved, after its record of the
+// object):
+//   - Available and Unavailable: provider-kubernetes sets them only for an object it read
+//     and recorded;
+//   - Deleting, only with the Synced condition the same mark set: ReconcileSuccess (the
+//     delete of a resource that exists was requested) or a ReconcileError whose message
+//     starts "delete failed" (errReconcileDelete: that delete failed). The reconciler also
+//     marks Deleting after an observe that found nothing (a failed UnpublishConnection or
+//     RemoveFinalizer) and on the orphan path, with no observe at all;
+//   - not Creating: the reconciler marks it after a create that failed as well.
 func crossplaneReported(o *unstructured.Unstructured) (time.Time, string) {
 	conditions, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+	var ready, synced map[string]any
 	for _, c := range conditions {
-		m, ok := c.(map[string]any)
-		if !ok || m["type"] != "Ready" {
-			continue
+		if m, ok := c.(map[string]any); ok {
+			switch m["type"] {
+			case "Ready":
+				ready = m
+			case "Synced":
+				synced = m
+			}
 		}
-		reason, _ := m["reason"].(string)
-		if !slices.Contains([]string{"Available", "Unavailable", "Deleting"}, reason) {
-			return time.Time{}, fmt.Sprintf("its Ready condition's reason is %q, which does not say that its provider found the resource", reason)
-		}
-		raw, _ := m["lastTransitionTime"].(string)
-		at, err := time.Parse(time.RFC3339, raw)
-		if err != nil {
-			return time.Time{}, fmt.Sprintf("its Ready condition's lastTransitionTime %q is not a time", raw)
-		}
-		return at, ""
 	}
-	return time.Time{}, "it has no Ready condition: its provider never reported on the resource"
+	if ready == nil {
+		return time.Time{}, "it has no Ready condition: its provider never reported on the resource"
+	}
+	reason, _ := ready["reason"].(string)
+	switch reason {
+	case "Available", "Unavailable":
+	case "Deleting":
+		syncedReason, _ := synced["reason"].(string)
+		message, _ := synced["message"].(string)
+		if syncedReason != "ReconcileSuccess" && (syncedReason != "ReconcileError" || !strings.HasPrefix(message, "delete failed")) {
+			return time.Time{}, fmt.Sprintf("its Ready condition says Deleting, and its Synced condition (%s: %q) does not say that the provider found the resource to delete it: "+
+				"it marks Deleting too when the resource was not found and its finalizer could not be removed", syncedReason, truncated(message, 120))
+		}
+	default:
+		return time.Time{}, fmt.Sprintf("its Ready condition's reason is %q, which does not say that its provider found the resource", reason)
+	}
+	raw, _ := ready["lastTransitionTime"].(string)
+	at, err := time.Parse(time.RFC3339, raw)
+	if err != nil {
+		return time.Time{}, fmt.Sprintf("its Ready condition's lastTransitionTime %q is not a time", raw)
+	}
+	return at, ""
+}
+
+// truncated cuts s to n bytes, for evidence.
+func truncated(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // atProvider is the field of provider-kubernetes's record of the object it last observed

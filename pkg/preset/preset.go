@@ -205,7 +205,7 @@ func (p *Preset) RecordedScope(o, rec *unstructured.Unstructured, operator *Mana
 		switch made := rec.GetCreationTimestamp(); {
 		case why != "":
 			return "", fmt.Sprintf("%s cannot be dated against its operator's last report on the resource: %s", ref, why)
-		case made.After(at):
+		case made.After(at.Add(reportSkew)):
 			return "", fmt.Sprintf("%s was made at %s, after its operator last reported on the resource (%s, %s): it was made again since, perhaps of another scope, and what its operator recorded of the resource may be from the one before",
 				ref, made.UTC().Format(time.RFC3339), strings.Join(f.ScopeRecord.ReportedField, "."), at.UTC().Format(time.RFC3339))
 		}
@@ -245,6 +245,14 @@ func (p *Preset) RecordedScope(o, rec *unstructured.Unstructured, operator *Mana
 	}
 	return recorded, ""
 }
+
+// reportSkew is how much earlier than its record an operator's report may be dated and
+// still count as after it: the record's creationTimestamp is the API server's clock, the
+// report's time the operator's, each in whole seconds, and the operator's first report
+// follows the record by well under a second. A record made again after the move it
+// would hide follows the report before it by more than the time a person or a
+// controller takes to move the object.
+const reportSkew = 2 * time.Second
 
 // writtenByOperator says why field of an object whose managedFields are managed is not
 // the operator's alone, or "".
