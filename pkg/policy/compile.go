@@ -182,6 +182,19 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 		c.Add(field.Required(path.Child("finalizers"), "name the finalizers the rule removes, exactly or with globs, a preset, or waitsForNode: true for pods whose node is gone"))
 	}
 	r.finalizers = c.globs(path.Child("finalizers"), finalizers)
+	// A rule that removes a preset's finalizers without naming it reads the identity
+	// wherever its templates say, whoever wrote it, and none of the preset's checks
+	// apply (the operator's record, its retain and hold settings, where it put the
+	// resource).
+	if spec.Preset == "" {
+		for _, p := range preset.All() {
+			if slices.ContainsFunc(finalizers, p.Matches) {
+				c.Warn(fmt.Sprintf("rule %s removes finalizers of %s without preset: %s: none of the preset's checks apply (whose the identity is, what the operator recorded, its retain and hold settings); name the preset unless the rule is for another operator's finalizer of the same name",
+					spec.Name, p.Operator, p.Name))
+				break
+			}
+		}
+	}
 	c.namesThatExist(path.Child("finalizers"), spec.Finalizers, finalizerNames, "")
 	if w := systemOnly(spec, finalizers); w != "" {
 		c.Warn(w)

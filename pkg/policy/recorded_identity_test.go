@@ -446,3 +446,19 @@ func TestAUsageMadeAfterTheLastReportIsNotUsed(t *testing.T) {
 		}
 	}
 }
+
+// TestARuleOfAPresetsFinalizersWithoutItIsWarnedOf: a rule that removes the finalizers a
+// preset handles without naming it gets none of the preset's checks (whose the identity
+// is, what the operator recorded, where it put the resource): the load says so.
+func TestARuleOfAPresetsFinalizersWithoutItIsWarnedOf(t *testing.T) {
+	doc := strings.Replace(recordedPolicy("{.spec.forProvider.manifest.metadata.namespace}", "{.metadata.name}"), "  preset: crossplane-managed\n", "  finalizers: [finalizer.managedresource.crossplane.io]\n", 1)
+	_, warnings := compile(t, doc)
+	if !slices.ContainsFunc(warnings, func(w string) bool {
+		return strings.Contains(w, "rule objects removes finalizers of Crossplane managed resources (providers) without preset: crossplane-managed")
+	}) {
+		t.Errorf("warnings %q", warnings)
+	}
+	if _, warnings := compile(t, recordedPolicy(recordedDocumented, "{identity.manifestName}")); slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, "without preset") }) {
+		t.Errorf("with the preset: %q", warnings)
+	}
+}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,9 +98,19 @@ func TestAProviderClockBehindTheAPIServersIsNotAMove(t *testing.T) {
 	m := recordedManifest{"v1", "ConfigMap", "team-a", "gone"}
 	doc := recordedPolicy(recordedDocumented, "{identity.manifestName}")
 	o := recordedObject("stuck", m, m, false, "", nil)
-	_ = unstructured.SetNestedSlice(o.Object, []any{map[string]any{"type": "Ready", "status": "True", "reason": "Available",
-		"lastTransitionTime": now.Add(-3*time.Hour - time.Second).UTC().Format(time.RFC3339)}}, "status", "conditions")
+	conditions := []any{map[string]any{"type": "Ready", "status": "True", "reason": "Available",
+		"lastTransitionTime": now.Add(-3*time.Hour - time.Second).UTC().Format(time.RFC3339)}}
+	// The ordinary Object's reconcile succeeded (the sixth review: only then does a report
+	// within the skew count).
+	ok := append(slices.Clone(conditions), map[string]any{"type": "Synced", "status": "True", "reason": "ReconcileSuccess"})
+	_ = unstructured.SetNestedSlice(o.Object, ok, "status", "conditions")
 	if got := recordedVerify(t, doc, o); !got.Gone() {
 		t.Errorf("OVER-REFUSAL: a report one second before the usage (two clocks): %s %q", got.Verdict, got.Evidence)
+	}
+	// A Synced that failed since: nothing says the report came after the usage.
+	failed := append(slices.Clone(conditions), map[string]any{"type": "Synced", "status": "False", "reason": "ReconcileError", "message": "connect failed"})
+	_ = unstructured.SetNestedSlice(o.Object, failed, "status", "conditions")
+	if got := recordedVerify(t, doc, o); got.Gone() {
+		t.Errorf("a report within the skew, and a reconcile failed since: %s %q", got.Verdict, got.Evidence)
 	}
 }

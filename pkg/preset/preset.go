@@ -115,7 +115,10 @@ type ScopeRecord struct {
 	// after that report was made again since (a usage the provider deletes when its owner
 	// reference is gone, and makes anew at the next connect, perhaps of another scope),
 	// and what the operator recorded of the resource may be from another scope.
-	Reported      func(o *unstructured.Unstructured) (time.Time, string)
+	// Confirmed says whether the report's reconcile succeeded and nothing failed since
+	// (Crossplane: Synced is ReconcileSuccess): a record dated after the report, within
+	// reportSkew, counts only then.
+	Reported      func(o *unstructured.Unstructured) (at time.Time, confirmed bool, why string)
 	ReportedField []string
 	// read reads the scope the record holds, in Scope's words, or says why it holds none
 	// for o.
@@ -198,14 +201,17 @@ func (p *Preset) RecordedScope(o, rec *unstructured.Unstructured, operator *Mana
 			ref, rec.GetGeneration())
 	}
 	if f.ScopeRecord.Reported != nil {
-		at, why := f.ScopeRecord.Reported(o)
+		at, confirmed, why := f.ScopeRecord.Reported(o)
 		if why == "" && !anyWriter {
 			why = p.writtenByOperator(o.GetManagedFields(), f.ScopeRecord.ReportedField, operator)
 		}
-		switch made := rec.GetCreationTimestamp(); {
+		made := rec.GetCreationTimestamp()
+		switch late := made.After(at); {
 		case why != "":
 			return "", fmt.Sprintf("%s cannot be dated against its operator's last report on the resource: %s", ref, why)
-		case made.After(at.Add(reportSkew)):
+		case late && (made.After(at.Add(reportSkew)) || !confirmed):
+			// Within reportSkew the two clocks cannot order them; only a reconcile that
+			// succeeded, with nothing failed since, is taken for the report after it.
 			return "", fmt.Sprintf("%s was made at %s, after its operator last reported on the resource (%s, %s): it was made again since, perhaps of another scope, and what its operator recorded of the resource may be from the one before",
 				ref, made.UTC().Format(time.RFC3339), strings.Join(f.ScopeRecord.ReportedField, "."), at.UTC().Format(time.RFC3339))
 		}

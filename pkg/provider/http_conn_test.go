@@ -2,8 +2,12 @@ package provider
 
 import (
 	"context"
+	"encoding/pem"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,12 +40,20 @@ func TestHTTPConnectionsAreKept(t *testing.T) {
 		{"neither gone nor present", body(http.StatusTeapot), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCloud(t, tc.h)
+			// The connections are counted from the server's start: httptest's own hook
+			// calls the one set before it starts.
 			var conns atomic.Int32
-			c.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			srv := httptest.NewUnstartedServer(tc.h)
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 				if s == http.StateNew {
 					conns.Add(1)
 				}
+			}
+			srv.StartTLS()
+			t.Cleanup(srv.Close)
+			c := &cloud{Server: srv, caFile: filepath.Join(t.TempDir(), "ca.pem")}
+			if err := os.WriteFile(c.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+				t.Fatal(err)
 			}
 			spec := c.spec("/instances/x")
 			spec.Response = tc.resp
