@@ -186,9 +186,11 @@ func (c *compiler) rule(path *field.Path, spec *finalizev1alpha1.Rule, index int
 	// wherever its templates say, whoever wrote it, and none of the preset's checks
 	// apply (the operator's record, its retain and hold settings, where it put the
 	// resource).
-	if spec.Preset == "" {
+	if spec.Preset == "" && len(finalizers) > 0 {
 		for _, p := range preset.All() {
-			if slices.ContainsFunc(finalizers, p.Matches) {
+			// A finalizer of the preset's, each of its globs written out ("*" as "x"),
+			// that the rule's names or globs match.
+			if slices.ContainsFunc(p.Finalizers, func(f string) bool { return r.finalizers.Match(strings.ReplaceAll(f, "*", "x")) }) {
 				c.Warn(fmt.Sprintf("rule %s removes finalizers of %s without preset: %s: none of the preset's checks apply (whose the identity is, what the operator recorded, its retain and hold settings); name the preset unless the rule is for another operator's finalizer of the same name",
 					spec.Name, p.Operator, p.Name))
 				break

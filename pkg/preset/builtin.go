@@ -273,7 +273,7 @@ func providerConfigUsed(rec, o *unstructured.Unstructured) (string, string) {
 //     marks Deleting after an observe that found nothing (a failed UnpublishConnection or
 //     RemoveFinalizer) and on the orphan path, with no observe at all;
 //   - not Creating: the reconciler marks it after a create that failed as well.
-func crossplaneReported(o *unstructured.Unstructured) (time.Time, bool, string) {
+func crossplaneReported(o *unstructured.Unstructured) (time.Time, string) {
 	conditions, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
 	var ready, synced map[string]any
 	for _, c := range conditions {
@@ -287,7 +287,7 @@ func crossplaneReported(o *unstructured.Unstructured) (time.Time, bool, string) 
 		}
 	}
 	if ready == nil {
-		return time.Time{}, false, "it has no Ready condition: its provider never reported on the resource"
+		return time.Time{}, "it has no Ready condition: its provider never reported on the resource"
 	}
 	reason, _ := ready["reason"].(string)
 	syncedReason, _ := synced["reason"].(string)
@@ -296,18 +296,18 @@ func crossplaneReported(o *unstructured.Unstructured) (time.Time, bool, string) 
 	case "Deleting":
 		message, _ := synced["message"].(string)
 		if syncedReason != "ReconcileSuccess" && (syncedReason != "ReconcileError" || !strings.HasPrefix(message, "delete failed")) {
-			return time.Time{}, false, fmt.Sprintf("its Ready condition says Deleting, and its Synced condition (%s: %q) does not say that the provider found the resource to delete it: "+
+			return time.Time{}, fmt.Sprintf("its Ready condition says Deleting, and its Synced condition (%s: %q) does not say that the provider found the resource to delete it: "+
 				"it marks Deleting too when the resource was not found and its finalizer could not be removed", syncedReason, truncated(message, 120))
 		}
 	default:
-		return time.Time{}, false, fmt.Sprintf("its Ready condition's reason is %q, which does not say that its provider found the resource", reason)
+		return time.Time{}, fmt.Sprintf("its Ready condition's reason is %q, which does not say that its provider found the resource", reason)
 	}
 	raw, _ := ready["lastTransitionTime"].(string)
 	at, err := time.Parse(time.RFC3339, raw)
 	if err != nil {
-		return time.Time{}, false, fmt.Sprintf("its Ready condition's lastTransitionTime %q is not a time", raw)
+		return time.Time{}, fmt.Sprintf("its Ready condition's lastTransitionTime %q is not a time", raw)
 	}
-	return at, syncedReason == "ReconcileSuccess", ""
+	return at, ""
 }
 
 // truncated cuts s to n bytes, for evidence.

@@ -115,10 +115,7 @@ type ScopeRecord struct {
 	// after that report was made again since (a usage the provider deletes when its owner
 	// reference is gone, and makes anew at the next connect, perhaps of another scope),
 	// and what the operator recorded of the resource may be from another scope.
-	// Confirmed says whether the report's reconcile succeeded and nothing failed since
-	// (Crossplane: Synced is ReconcileSuccess): a record dated after the report, within
-	// reportSkew, counts only then.
-	Reported      func(o *unstructured.Unstructured) (at time.Time, confirmed bool, why string)
+	Reported      func(o *unstructured.Unstructured) (at time.Time, why string)
 	ReportedField []string
 	// read reads the scope the record holds, in Scope's words, or says why it holds none
 	// for o.
@@ -201,17 +198,21 @@ func (p *Preset) RecordedScope(o, rec *unstructured.Unstructured, operator *Mana
 			ref, rec.GetGeneration())
 	}
 	if f.ScopeRecord.Reported != nil {
-		at, confirmed, why := f.ScopeRecord.Reported(o)
+		at, why := f.ScopeRecord.Reported(o)
 		if why == "" && !anyWriter {
 			why = p.writtenByOperator(o.GetManagedFields(), f.ScopeRecord.ReportedField, operator)
 		}
 		made := rec.GetCreationTimestamp()
-		switch late := made.After(at); {
+		switch {
 		case why != "":
 			return "", fmt.Sprintf("%s cannot be dated against its operator's last report on the resource: %s", ref, why)
-		case late && (made.After(at.Add(reportSkew)) || !confirmed):
-			// Within reportSkew the two clocks cannot order them; only a reconcile that
-			// succeeded, with nothing failed since, is taken for the report after it.
+		case made.After(at):
+			// No allowance for the two clocks (the API server's, the operator's): a
+			// successful reconcile is no proof that the report came after the record
+			// (under managementPolicies [Observe, Delete] one that found nothing
+			// succeeds), and a record made again in the second after a report would pass.
+			// A never-moved object whose operator's clock lags across a second boundary
+			// is Unknown until its Ready next changes.
 			return "", fmt.Sprintf("%s was made at %s, after its operator last reported on the resource (%s, %s): it was made again since, perhaps of another scope, and what its operator recorded of the resource may be from the one before",
 				ref, made.UTC().Format(time.RFC3339), strings.Join(f.ScopeRecord.ReportedField, "."), at.UTC().Format(time.RFC3339))
 		}
@@ -251,14 +252,6 @@ func (p *Preset) RecordedScope(o, rec *unstructured.Unstructured, operator *Mana
 	}
 	return recorded, ""
 }
-
-// reportSkew is how much earlier than its record an operator's report may be dated and
-// still count as after it: the record's creationTimestamp is the API server's clock, the
-// report's time the operator's, each in whole seconds, and the operator's first report
-// follows the record by well under a second. A record made again after the move it
-// would hide follows the report before it by more than the time a person or a
-// controller takes to move the object.
-const reportSkew = 2 * time.Second
 
 // writtenByOperator says why field of an object whose managedFields are managed is not
 // the operator's alone, or "".
