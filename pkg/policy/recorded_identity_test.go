@@ -144,10 +144,9 @@ func recordedVerify(t *testing.T, doc string, stuck *unstructured.Unstructured, 
 // recordedVerifyWith is recordedVerify whose fake cluster hook changes first.
 func recordedVerifyWith(t *testing.T, doc string, stuck *unstructured.Unstructured, hook func(*dynamicfake.FakeDynamicClient), targets ...*unstructured.Unstructured) plan.Verification {
 	t.Helper()
-	p, _ := compile(t, doc)
 	m := recordedManifest{"v1", "ConfigMap", "team-a", "live"}
 	control := recordedObject("control", m, m, true, "", nil)
-	ros := []runtime.Object{control, stuck, recordedTarget("ConfigMap", "team-a", "live"), recordedUsage(control, usedProviderConfig(control), recordedProvider)}
+	others := []runtime.Object{recordedTarget("ConfigMap", "team-a", "live"), recordedUsage(control, usedProviderConfig(control), recordedProvider)}
 	// The stuck Object's usage is the provider's, naming its spec's ProviderConfig,
 	// unless the case brings its own.
 	usage := recordedUsage(stuck, usedProviderConfig(stuck), recordedProvider)
@@ -159,37 +158,69 @@ func recordedVerifyWith(t *testing.T, doc string, stuck *unstructured.Unstructur
 			usage = nil
 		}
 		if o.GetKind() == "ConfigMap" && o.GetName() == "live" {
-			ros = slices.DeleteFunc(ros, func(r runtime.Object) bool {
+			others = slices.DeleteFunc(others, func(r runtime.Object) bool {
 				u := r.(*unstructured.Unstructured)
 				return u.GetKind() == "ConfigMap" && u.GetName() == "live"
 			})
 		}
-		ros = append(ros, o)
+		others = append(others, o)
 	}
 	if usage != nil {
-		ros = append(ros, usage)
+		others = append(others, usage)
+	}
+	got, _ := v1Objects.verifyAll(t, doc, []*unstructured.Unstructured{control, stuck}, others, hook)
+	return got[stuck.GetName()]
+}
+
+// objectsCluster is a fake cluster of provider-kubernetes Objects of one API (v1's
+// cluster-scoped ones, v2's namespaced ones) and their ProviderConfigUsages.
+type objectsCluster struct {
+	objects kube.Resource
+	usages  schema.GroupVersionResource
+}
+
+var v1Objects = objectsCluster{objects: recordedObjects, usages: recordedUsages}
+
+// verifyAll builds doc's verifier over a fake cluster holding objs and others, which is
+// also the rule's cluster; runs hook on it; observes objs in their order, as a scan would
+// (controls and stuck alike); and verifies each stuck one. It returns the verifications
+// by name, and the rule statuses.
+func (c objectsCluster) verifyAll(t *testing.T, doc string, objs []*unstructured.Unstructured, others []runtime.Object, hook func(*dynamicfake.FakeDynamicClient)) (map[string]plan.Verification, []finalizev1alpha1.RuleStatus) {
+	t.Helper()
+	p, _ := compile(t, doc)
+	ros := slices.Clone(others)
+	for _, o := range objs {
+		ros = append(ros, o)
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		recordedObjects.GroupVersionResource: "ObjectList", recordedCMs: "ConfigMapList", recordedSecrets: "SecretList", recordedUsages: "ProviderConfigUsageList"}, ros...)
+		c.objects.GroupVersionResource: "ObjectList", recordedCMs: "ConfigMapList", recordedSecrets: "SecretList", c.usages: "ProviderConfigUsageList"}, ros...)
 	if hook != nil {
 		hook(dyn)
 	}
+	scope := meta.RESTScopeRoot
+	if c.objects.Namespaced {
+		scope = meta.RESTScopeNamespace
+	}
 	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(recordedUsages.GroupVersion().WithKind("ProviderConfigUsage"), meta.RESTScopeRoot)
+	mapper.Add(c.usages.GroupVersion().WithKind("ProviderConfigUsage"), scope)
+	mapper.Add(c.objects.GroupVersion().WithKind("Object"), scope)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
-	mapper.Add(recordedObjects.GroupVersion().WithKind("Object"), meta.RESTScopeRoot)
 	v := NewVerifier(p, dyn, provider.Options{Dynamic: dyn, Mapper: mapper})
 	v.Clock = testingclock.NewFakePassiveClock(now)
-	var stuckObj *kube.Object
-	for _, o := range []*unstructured.Unstructured{control, stuck} {
-		md := &metav1.ObjectMeta{Name: o.GetName(), UID: o.GetUID(), Finalizers: o.GetFinalizers(), DeletionTimestamp: o.GetDeletionTimestamp()}
-		v.Controls.Observe(recordedObjects, md, nil)
-		if o == stuck {
-			stuckObj = kube.NewObject(recordedObjects, md, nil)
+	var stuck []*kube.Object
+	for _, o := range objs {
+		md := &metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID(), Finalizers: o.GetFinalizers(), DeletionTimestamp: o.GetDeletionTimestamp()}
+		v.Controls.Observe(c.objects, md, nil)
+		if o.GetDeletionTimestamp() != nil {
+			stuck = append(stuck, kube.NewObject(c.objects, md, nil))
 		}
 	}
-	return v.Verify(context.Background(), plan.VerifyRequest{Object: stuckObj, Finalizer: finalizev1alpha1.Finalizer{Name: crossplaneFin, Field: finalizev1alpha1.FieldMetadataFinalizers}})
+	out := map[string]plan.Verification{}
+	for _, o := range stuck {
+		out[o.Meta.Name] = v.Verify(context.Background(), plan.VerifyRequest{Object: o, Finalizer: finalizev1alpha1.Finalizer{Name: crossplaneFin, Field: finalizev1alpha1.FieldMetadataFinalizers}})
+	}
+	return out, v.RuleStatuses()
 }
 
 // recordedDocumented is docs/presets.md's namespace template.

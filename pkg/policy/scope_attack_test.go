@@ -5,17 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	testingclock "k8s.io/utils/clock/testing"
 
-	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
@@ -173,29 +169,13 @@ func v2Verify(t *testing.T, controlRef, stuckRef, stuckUsageRef map[string]any) 
       namespace: "{identity.manifestNamespace}"
       name: "{identity.manifestName}"
 `
-	p, _ := compile(t, doc)
 	live := recordedManifest{"v1", "ConfigMap", "team-a", "live"}
 	gone := recordedManifest{"v1", "ConfigMap", "team-a", "gone"}
 	control := v2Object("control", live, true, controlRef)
 	stuck := v2Object("stuck", gone, false, stuckRef)
-	ros := []runtime.Object{control, stuck, recordedTarget("ConfigMap", "team-a", "live"), v2Usage(control, controlRef), v2Usage(stuck, stuckUsageRef)}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		v2Objects.GroupVersionResource: "ObjectList", recordedCMs: "ConfigMapList", v2Usages: "ProviderConfigUsageList"}, ros...)
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(v2Usages.GroupVersion().WithKind("ProviderConfigUsage"), meta.RESTScopeNamespace)
-	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
-	mapper.Add(v2Objects.GroupVersion().WithKind("Object"), meta.RESTScopeNamespace)
-	v := NewVerifier(p, dyn, provider.Options{Dynamic: dyn, Mapper: mapper})
-	v.Clock = testingclock.NewFakePassiveClock(now)
-	var stuckObj *kube.Object
-	for _, o := range []*unstructured.Unstructured{control, stuck} {
-		md := &metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID(), Finalizers: o.GetFinalizers(), DeletionTimestamp: o.GetDeletionTimestamp()}
-		v.Controls.Observe(v2Objects, md, nil)
-		if o == stuck {
-			stuckObj = kube.NewObject(v2Objects, md, nil)
-		}
-	}
-	return v.Verify(context.Background(), plan.VerifyRequest{Object: stuckObj, Finalizer: finalizev1alpha1.Finalizer{Name: crossplaneFin, Field: finalizev1alpha1.FieldMetadataFinalizers}})
+	got, _ := objectsCluster{objects: v2Objects, usages: v2Usages}.verifyAll(t, doc, []*unstructured.Unstructured{control, stuck},
+		[]runtime.Object{recordedTarget("ConfigMap", "team-a", "live"), v2Usage(control, controlRef), v2Usage(stuck, stuckUsageRef)}, nil)
+	return got["stuck"]
 }
 
 // TestV2ObjectsStillVerify: a v2 Object of ClusterProviderConfig default, or of its
@@ -231,31 +211,15 @@ func TestV2ObjectsStillVerify(t *testing.T) {
 // stuck Object of workload is Unknown.
 func TestAControlOfAnotherClusterDoesNotHideTheOneOfTheRulesCluster(t *testing.T) {
 	doc := recordedPolicy(recordedDocumented, "{identity.manifestName}")
-	p, _ := compile(t, doc)
 	live := recordedManifest{"v1", "ConfigMap", "team-a", "live"}
 	other := recordedObject("a-other", live, live, true, "", map[string]any{"providerConfigRef": map[string]any{"name": "other-cluster"}})
 	_ = unstructured.SetNestedField(other.Object, "uid-of-live-in-other-cluster", "status", "atProvider", "manifest", "metadata", "uid")
 	own := recordedObject("b-workload", live, live, true, "", nil)
 	gone := recordedManifest{"v1", "ConfigMap", "team-a", "gone"}
 	stuck := recordedObject("stuck", gone, gone, false, "", nil)
-	ros := []runtime.Object{other, own, stuck, recordedTarget("ConfigMap", "team-a", "live"),
-		recordedUsage(other, "other-cluster", recordedProvider), recordedUsage(own, "workload", recordedProvider), recordedUsage(stuck, "workload", recordedProvider)}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		recordedObjects.GroupVersionResource: "ObjectList", recordedCMs: "ConfigMapList", recordedUsages: "ProviderConfigUsageList"}, ros...)
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(recordedUsages.GroupVersion().WithKind("ProviderConfigUsage"), meta.RESTScopeRoot)
-	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
-	v := NewVerifier(p, dyn, provider.Options{Dynamic: dyn, Mapper: mapper})
-	v.Clock = testingclock.NewFakePassiveClock(now)
-	var stuckObj *kube.Object
-	for _, o := range []*unstructured.Unstructured{other, own, stuck} {
-		md := &metav1.ObjectMeta{Name: o.GetName(), UID: o.GetUID(), Finalizers: o.GetFinalizers(), DeletionTimestamp: o.GetDeletionTimestamp()}
-		v.Controls.Observe(recordedObjects, md, nil)
-		if o == stuck {
-			stuckObj = kube.NewObject(recordedObjects, md, nil)
-		}
-	}
-	got := v.Verify(context.Background(), plan.VerifyRequest{Object: stuckObj, Finalizer: finalizev1alpha1.Finalizer{Name: crossplaneFin, Field: finalizev1alpha1.FieldMetadataFinalizers}})
+	verified, _ := v1Objects.verifyAll(t, doc, []*unstructured.Unstructured{other, own, stuck}, []runtime.Object{recordedTarget("ConfigMap", "team-a", "live"),
+		recordedUsage(other, "other-cluster", recordedProvider), recordedUsage(own, "workload", recordedProvider), recordedUsage(stuck, "workload", recordedProvider)}, nil)
+	got := verified["stuck"]
 	if !got.Gone() {
 		t.Errorf("OVER-REFUSAL: the live Object of workload, whose recorded ConfigMap the rule finds, was skipped as a repeated request: %s %s %q", got.Verdict, got.Status, got.Evidence)
 	}

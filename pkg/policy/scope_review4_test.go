@@ -1,22 +1,15 @@
 package policy
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	testingclock "k8s.io/utils/clock/testing"
 
 	finalizev1alpha1 "github.com/kubectl-finalize/kubectl-finalize/pkg/apis/finalize/v1alpha1"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/kube"
-	"github.com/kubectl-finalize/kubectl-finalize/pkg/provider"
 	"github.com/kubectl-finalize/kubectl-finalize/pkg/remove/plan"
 )
 
@@ -35,39 +28,18 @@ func scopePass(t *testing.T, doc string, objs []*unstructured.Unstructured, cms 
 // scopePassWith is scopePass whose usages usage changes first.
 func scopePassWith(t *testing.T, doc string, usage func(o, u *unstructured.Unstructured), objs []*unstructured.Unstructured, cms ...*unstructured.Unstructured) (map[string]plan.Verification, []finalizev1alpha1.RuleStatus) {
 	t.Helper()
-	p, _ := compile(t, doc)
-	var ros []runtime.Object
+	var others []runtime.Object
 	for _, o := range objs {
 		u := recordedUsage(o, usedProviderConfig(o), recordedProvider)
 		if usage != nil {
 			usage(o, u)
 		}
-		ros = append(ros, o, u)
+		others = append(others, u)
 	}
 	for _, c := range cms {
-		ros = append(ros, c)
+		others = append(others, c)
 	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		recordedObjects.GroupVersionResource: "ObjectList", recordedCMs: "ConfigMapList", recordedUsages: "ProviderConfigUsageList"}, ros...)
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(recordedUsages.GroupVersion().WithKind("ProviderConfigUsage"), meta.RESTScopeRoot)
-	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
-	mapper.Add(recordedObjects.GroupVersion().WithKind("Object"), meta.RESTScopeRoot)
-	v := NewVerifier(p, dyn, provider.Options{Dynamic: dyn, Mapper: mapper})
-	v.Clock = testingclock.NewFakePassiveClock(now)
-	var stuck []*kube.Object
-	for _, o := range objs {
-		md := &metav1.ObjectMeta{Name: o.GetName(), UID: o.GetUID(), Finalizers: o.GetFinalizers(), DeletionTimestamp: o.GetDeletionTimestamp()}
-		v.Controls.Observe(recordedObjects, md, nil)
-		if o.GetDeletionTimestamp() != nil {
-			stuck = append(stuck, kube.NewObject(recordedObjects, md, nil))
-		}
-	}
-	out := map[string]plan.Verification{}
-	for _, s := range stuck {
-		out[s.Meta.Name] = v.Verify(context.Background(), plan.VerifyRequest{Object: s, Finalizer: finalizev1alpha1.Finalizer{Name: crossplaneFin, Field: finalizev1alpha1.FieldMetadataFinalizers}})
-	}
-	return out, v.RuleStatuses()
+	return v1Objects.verifyAll(t, doc, objs, others, nil)
 }
 
 // ofProviderConfig is recordedObject through ProviderConfig pc.

@@ -200,7 +200,7 @@ func (p *Preset) RecordedScope(o, rec *unstructured.Unstructured, operator *Mana
 	if f.ScopeRecord.Reported != nil {
 		at, why := f.ScopeRecord.Reported(o)
 		if why == "" && !anyWriter {
-			why = p.writtenByOperator(o.GetManagedFields(), f.ScopeRecord.ReportedField, operator)
+			why = p.writtenByOperator(o.GetManagedFields(), f.ScopeRecord.ReportedField, strings.Join(f.ScopeRecord.ReportedField, "."), operator)
 		}
 		made := rec.GetCreationTimestamp()
 		switch {
@@ -218,27 +218,9 @@ func (p *Preset) RecordedScope(o, rec *unstructured.Unstructured, operator *Mana
 		}
 	}
 	if !anyWriter {
-		if operator == nil {
-			operator = p.managers
-		}
-		managed := rec.GetManagedFields()
 		for _, field := range f.ScopeRecord.Fields {
-			writers := fieldWriters(managed, field)
-			var others []string
-			for _, w := range writers {
-				if operator == nil || !operator.Match(w) {
-					others = append(others, w)
-				}
-			}
-			switch {
-			case len(writers) == 0:
-				return "", fmt.Sprintf("no managedFields entry of %s says who wrote %s, so it is not known to be the operator's record", ref, strings.Join(field, "."))
-			case operator == nil || len(operator.Patterns) == 0:
-				return "", fmt.Sprintf("%s of %s was last written by %s, and the field managers of the operator of preset %s are not known: name them in the rule's operatorManagers",
-					strings.Join(field, "."), ref, strings.Join(writers, ", "), p.Name)
-			case len(others) > 0:
-				return "", fmt.Sprintf("%s of %s was last written by %s, not by the operator, whose field managers are %s (as %s names them)",
-					strings.Join(field, "."), ref, strings.Join(others, ", "), operator, operator.By)
+			if why := p.writtenByOperator(rec.GetManagedFields(), field, strings.Join(field, ".")+" of "+ref.String(), operator); why != "" {
+				return "", why
 			}
 		}
 	}
@@ -253,19 +235,23 @@ func (p *Preset) RecordedScope(o, rec *unstructured.Unstructured, operator *Mana
 	return recorded, ""
 }
 
-// writtenByOperator says why field of an object whose managedFields are managed is not
-// the operator's alone, or "".
-func (p *Preset) writtenByOperator(managed []metav1.ManagedFieldsEntry, field []string, operator *Managers) string {
+// writtenByOperator says why field of an object whose managedFields are managed, shown
+// as what, is not the operator's alone, or "".
+func (p *Preset) writtenByOperator(managed []metav1.ManagedFieldsEntry, field []string, what string, operator *Managers) string {
 	if operator == nil {
 		operator = p.managers
 	}
 	writers := fieldWriters(managed, field)
-	if len(writers) == 0 {
-		return "no managedFields entry says who wrote " + strings.Join(field, ".")
+	switch {
+	case len(writers) == 0:
+		return "no managedFields entry says who wrote " + what + ", so it is not known to be the operator's"
+	case operator == nil || len(operator.Patterns) == 0:
+		return fmt.Sprintf("%s was last written by %s, and the field managers of the operator of preset %s are not known: name them in the rule's operatorManagers",
+			what, strings.Join(writers, ", "), p.Name)
 	}
 	for _, w := range writers {
-		if operator == nil || !operator.Match(w) {
-			return fmt.Sprintf("%s was last written by %s, not by the operator", strings.Join(field, "."), w)
+		if !operator.Match(w) {
+			return fmt.Sprintf("%s was last written by %s, not by the operator, whose field managers are %s (as %s names them)", what, w, operator, operator.By)
 		}
 	}
 	return ""
@@ -287,17 +273,8 @@ func (p *Preset) InstanceOf(o *unstructured.Unstructured, operator *Managers, an
 	if anyWriter {
 		return uid, ""
 	}
-	if operator == nil {
-		operator = p.managers
-	}
-	writers := fieldWriters(o.GetManagedFields(), f.Instance)
-	if len(writers) == 0 {
-		return "", "no managedFields entry says who wrote " + from
-	}
-	for _, w := range writers {
-		if operator == nil || !operator.Match(w) {
-			return "", fmt.Sprintf("%s was last written by %s, not by the operator", from, w)
-		}
+	if why := p.writtenByOperator(o.GetManagedFields(), f.Instance, from, operator); why != "" {
+		return "", why
 	}
 	return uid, ""
 }
