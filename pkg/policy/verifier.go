@@ -67,6 +67,17 @@ type Verifier struct {
 	namespaces map[string]*corev1.Namespace
 }
 
+// ForgetAnswers lets go of the provider answers kept so far, so that requests alike are
+// asked once: a question asked after it goes to the provider again. A plan's answers are
+// not read again: its writes verify each object afresh (plan.VerifyRequest.Fresh), the
+// node answers of its force deletions are read only while it plans, and what a rule's
+// controls showed is kept apart from them. Ten thousand answers are megabytes (#36).
+func (v *Verifier) ForgetAnswers() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	clear(v.cache) // the map itself stays: an ask holds it (entry)
+}
+
 // answer is one provider answer, shared by every call with the same key.
 type answer struct {
 	once sync.Once

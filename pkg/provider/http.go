@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -187,6 +188,18 @@ type httpProvider struct {
 	timeout  time.Duration
 	// backoff spaces the retries of 429 and 5xx answers.
 	backoff wait.Backoff
+	// shapes holds one copy of each shape the API's answers had: an API answers in a few,
+	// and a pass keeps ten thousand answers (#36).
+	shapes sync.Map // Shape → *Shape
+}
+
+// shape is the one copy of s. Answers share it, and none changes it.
+func (p *httpProvider) shape(s Shape) *Shape {
+	if v, ok := p.shapes.Load(s); ok {
+		return v.(*Shape)
+	}
+	v, _ := p.shapes.LoadOrStore(s, &s)
+	return v.(*Shape)
 }
 
 func newHTTP(spec *finalizev1alpha1.HTTPProvider, opts Options) (Provider, error) {

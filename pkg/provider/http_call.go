@@ -208,7 +208,7 @@ func (c *httpCall) once(ctx context.Context, secrets *[]string) (string, *Answer
 		a := Unknown("%s: %s, which means neither gone nor present", shown, status)
 		return "", &a, 0
 	case c.p.response == nil:
-		return "", &Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s: %s", shown, status), Shape: &shape}, 0
+		return "", &Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: fmt.Sprintf("%s: %s", shown, status), Shape: c.p.shape(shape)}, 0
 	}
 	a := c.p.readResponse(resp.Body, shown+": "+status, shape)
 	return "", &a, 0

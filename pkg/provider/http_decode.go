@@ -85,7 +85,7 @@ func (p *httpProvider) readGone(body io.Reader, shown string, shape Shape) Answe
 			}
 		}
 	}
-	return Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: shown, Shape: &shape}
+	return Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: shown, Shape: p.shape(shape)}
 }
 
 // readResponse reads a value of a JSON body, at most MaxResponseBytes of it.
@@ -108,9 +108,9 @@ func (p *httpProvider) readResponse(body io.Reader, shown string, shape Shape) A
 	shown = fmt.Sprintf("%s, %s = %q", shown, p.response.JSONPath, truncate(redact.String(value), 64))
 	switch {
 	case slices.Contains(p.response.Gone, value):
-		return Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: shown, Shape: &shape}
+		return Answer{Verdict: finalizev1alpha1.VerdictGone, Evidence: shown, Shape: p.shape(shape)}
 	case len(p.response.Present) == 0 || slices.Contains(p.response.Present, value):
-		return Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: shown, Shape: &shape}
+		return Answer{Verdict: finalizev1alpha1.VerdictPresent, Evidence: shown, Shape: p.shape(shape)}
 	}
 	return Unknown("%s, which means neither gone nor present", shown)
 }

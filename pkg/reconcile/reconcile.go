@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -141,6 +142,11 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The plan holds what the gates and the writes need. Of the scan, the report needs
+	// only its order: the stuck objects' metadata (megabytes for ten thousand of them)
+	// and the index are let go before the report's rows are made.
+	order := orderOf(res)
+	runner.Scan = nil
 	rep.Rules = verifier.RuleStatuses()
 	limit := r.MaxRemovals
 	if limit == 0 {
@@ -161,7 +167,7 @@ func (r *Reconciler) Pass(ctx context.Context) (*finalizev1alpha1.ReconcileRepor
 	rep.Actions = out.Plan.Actions
 	rep.Actions = append(rep.Actions, refusals(p)...)
 	rep.Rules = r.presetWarnings(rep.Rules, rep.Actions)
-	sortActions(rep.Actions, res)
+	order.sort(rep.Actions)
 	for _, a := range rep.Actions {
 		rep.Summary[a.Result]++
 	}
@@ -281,22 +287,49 @@ func refusals(p *plan.Plan) []finalizev1alpha1.Removal {
 	return out
 }
 
-// sortActions orders the report like the scan: longest terminating first, then by
-// object, then by the finalizer's place on it.
-func sortActions(actions []finalizev1alpha1.Removal, res *scan.Result) {
-	pos := map[string]int{}
-	fin := map[string]int{}
-	for i, o := range res.Objects {
-		pos[string(o.Meta.UID)] = i
-		for j, f := range o.Finalizers {
-			fin[string(o.Meta.UID)+"\x00"+f.Name] = j
+// order is the scan's order of the stuck objects, kept without the objects: each one's
+// place by uid, and the names of its finalizers in their order.
+type order struct {
+	pos  map[types.UID]int
+	fins [][]string
+}
+
+func orderOf(res *scan.Result) *order {
+	o := &order{pos: make(map[types.UID]int, len(res.Objects)), fins: make([][]string, len(res.Objects))}
+	for i, x := range res.Objects {
+		o.pos[x.Meta.UID] = i
+		names := make([]string, len(x.Finalizers))
+		for j, f := range x.Finalizers {
+			names[j] = f.Name
 		}
+		o.fins[i] = names
+	}
+	return o
+}
+
+// sort orders the report like the scan: longest terminating first, then by object, then
+// by the finalizer's place on it: its last, for a name an object holds twice (a
+// namespace's "kubernetes" in both fields); a row of no finalizer, a pod's force
+// deletion, goes with the first.
+func (o *order) sort(actions []finalizev1alpha1.Removal) {
+	key := func(a *finalizev1alpha1.Removal) (int, int) {
+		p, ok := o.pos[a.Target.UID]
+		if !ok {
+			return 0, 0
+		}
+		for j := len(o.fins[p]) - 1; j > 0; j-- {
+			if o.fins[p][j] == a.Finalizer {
+				return p, j
+			}
+		}
+		return p, 0
 	}
 	sort.SliceStable(actions, func(i, j int) bool {
-		a, b := &actions[i], &actions[j]
-		if pa, pb := pos[string(a.Target.UID)], pos[string(b.Target.UID)]; pa != pb {
+		pa, fa := key(&actions[i])
+		pb, fb := key(&actions[j])
+		if pa != pb {
 			return pa < pb
 		}
-		return fin[string(a.Target.UID)+"\x00"+a.Finalizer] < fin[string(b.Target.UID)+"\x00"+b.Finalizer]
+		return fa < fb
 	})
 }

@@ -235,8 +235,16 @@ func (p *Planner) Plan(ctx context.Context, reqs []Request, opts Options) *Plan 
 		}
 	}
 	p.verifyAll(ctx, cands)
+	// A verifier keeps its answers so that requests alike are asked once. Every request
+	// of the plan has been asked, and what is written after it is verified afresh
+	// (VerifyRequest.Fresh), so they are let go before the plan's actions are made: ten
+	// thousand answers are megabytes (#36).
+	if f, ok := p.Verifier.(interface{ ForgetAnswers() }); ok {
+		f.ForgetAnswers()
+	}
 	plan.Actions = slices.Grow(plan.Actions, len(cands))
-	for _, c := range cands {
+	for i, c := range cands {
+		cands[i] = nil // what the plan keeps of it is copied: ten thousand are megabytes
 		if c.fin == nil {
 			var have []string
 			for _, f := range c.o.Finalizers {
