@@ -5,6 +5,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -61,9 +62,11 @@ type benchEnv struct {
 	kubeconfig string
 	plugin     string
 	floor      string
-	stats      seed.ScaleStats
-	results    map[string]measured
-	order      []string
+	// rusage starts each variant and reports its own peak RSS (test/bench/rusage).
+	rusage  string
+	stats   seed.ScaleStats
+	results map[string]measured
+	order   []string
 	// policy is the reconcile variant's, massStuck how many objects it matches.
 	policy    string
 	massStuck int
@@ -75,9 +78,7 @@ type measured struct {
 	requests, bytes   int64
 	lists, unpaged    int64
 	maxRSSKB, outRows int64
-	// runsRSSKB is the peak RSS of each timed run: the pages of the executable a process
-	// maps depend on how the page cache holds it, and they move from run to run by up
-	// to 10 MB (docs/performance.md), so maxRSSKB is the worst of them.
+	// runsRSSKB is the peak RSS of each timed run, and maxRSSKB the worst of them.
 	runsRSSKB []int64
 	anonKB    int64          // peak anonymous memory (heap, stacks), sampled
 	pages     map[string]int // pages listed per collection path, in the last run
@@ -99,12 +100,14 @@ func setup(b *testing.B) *benchEnv {
 		}
 		e.plugin = filepath.Join(e.dir, "kubectl-finalize")
 		e.floor = filepath.Join(e.dir, "floor")
+		e.rusage = filepath.Join(e.dir, "rusage")
 		// Built as releases are (goreleaser's flags), so the resident executable is the
 		// one users run.
 		release := []string{"-trimpath", "-ldflags=-s -w"}
 		for _, build := range [][]string{
 			append([]string{"build", "-o", e.plugin}, append(release, "github.com/kubectl-finalize/kubectl-finalize/cmd/kubectl-finalize")...),
 			append([]string{"build", "-o", e.floor}, append(release, "github.com/kubectl-finalize/kubectl-finalize/test/bench/floor")...),
+			append([]string{"build", "-o", e.rusage}, append(release, "github.com/kubectl-finalize/kubectl-finalize/test/bench/rusage")...),
 			{"build", "-modfile=../../hack/tools/go.mod", "-o", filepath.Join(e.dir, "jq"), "github.com/itchyny/gojq/cmd/gojq"},
 		} {
 			cmd := exec.Command("go", build...)
@@ -291,6 +294,17 @@ func (e *benchEnv) run(b *testing.B, v string) measured {
 	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	// Started by rusage, whose report is the variant's own peak RSS; this process's is
+	// tens of MB once it has read a variant's output, and a process it starts directly
+	// counts it (test/bench/rusage).
+	cmd.Args = append([]string{e.rusage, cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = e.rusage
+	report, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = report.Close() }()
+	cmd.ExtraFiles = []*os.File{w}
 	// Its own process group, so the sampler sees the whole pipeline of the shell idiom.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	before := e.proxy.Counts()
@@ -298,10 +312,33 @@ func (e *benchEnv) run(b *testing.B, v string) measured {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	anon := sampleAnon(cmd.Process.Pid, v == "shell")
-	err := cmd.Wait()
+	_ = w.Close()
+	lines := bufio.NewScanner(report)
+	var pid int
+	if !lines.Scan() {
+		_ = cmd.Wait()
+		b.Fatalf("%s: rusage did not start it\n%s", v, errOut.String())
+	}
+	if _, err := fmt.Sscanf(lines.Text(), "pid %d", &pid); err != nil {
+		b.Fatalf("%s: rusage said %q: %v", v, lines.Text(), err)
+	}
+	// The group is rusage's (the pid of cmd); rusage itself is left out.
+	var anon func() int64
+	if v == "shell" {
+		anon = sampleGroupAnon(cmd.Process.Pid, cmd.Process.Pid)
+	} else {
+		anon = sampleAnon(pid)
+	}
+	err = cmd.Wait()
 	elapsed := time.Since(began)
 	peakAnon := anon()
+	var maxRSSKB int64
+	if !lines.Scan() {
+		b.Fatalf("%s: rusage reported no peak RSS: %v\n%s", v, err, errOut.String())
+	}
+	if _, err := fmt.Sscanf(lines.Text(), "maxrss %d", &maxRSSKB); err != nil {
+		b.Fatalf("%s: rusage said %q: %v", v, lines.Text(), err)
+	}
 	c := e.proxy.Counts().Sub(before)
 	pages := e.proxy.ListsSince(before)
 	var exit *exec.ExitError
@@ -325,10 +362,7 @@ func (e *benchEnv) run(b *testing.B, v string) measured {
 		b.Fatalf("%s found %d stuck objects, %d were seeded\n%s", v, n, e.stats.Stuck, errOut.String())
 	}
 	m := measured{seconds: elapsed.Seconds(), requests: c.Requests, bytes: c.Bytes, lists: c.Lists, unpaged: c.Unpaged,
-		outRows: n, anonKB: peakAnon, pages: pages}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		m.maxRSSKB = ru.Maxrss
-	}
+		outRows: n, anonKB: peakAnon, pages: pages, maxRSSKB: maxRSSKB}
 	return m
 }
 

@@ -29,34 +29,35 @@ func evict(paths ...string) error {
 }
 
 // sampleAnon samples, every 5 ms until the returned function is called, the anonymous
-// memory (heap, stacks) of the process pid — or, with group, the sum over its process
-// group — and returns the peak in KiB. Peak RSS (rusage) also counts the pages of the
-// executable, which depend on the binary's size and the page cache; this is what the
-// process itself allocates.
-func sampleAnon(pid int, group bool) func() int64 {
+// memory (heap, stacks) of the process pid, and returns the peak in KiB. Peak RSS also
+// counts the pages of the executable; this is what the process itself allocates.
+func sampleAnon(pid int) func() int64 {
+	return sample(5*time.Millisecond, func() int64 { return anonKB(pid) })
+}
+
+// sampleGroupAnon is sampleAnon of the sum over process group pgid, but for the process
+// left out (rusage, which started the group), every 20 ms: walking /proc costs more.
+func sampleGroupAnon(pgid, leftOut int) func() int64 {
+	return sample(20*time.Millisecond, func() int64 { return groupAnonKB(pgid, leftOut) })
+}
+
+// sample calls kb every interval until the returned function is called, which returns the
+// largest value seen.
+func sample(interval time.Duration, kb func() int64) func() int64 {
 	var (
 		mu   sync.Mutex
 		peak int64
 		stop = make(chan struct{})
 		done = make(chan struct{})
 	)
-	interval := 5 * time.Millisecond
-	if group {
-		interval = 20 * time.Millisecond // walking /proc costs more
-	}
 	go func() {
 		defer close(done)
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
-			var kb int64
-			if group {
-				kb = groupAnonKB(pid)
-			} else {
-				kb = anonKB(pid)
-			}
+			v := kb()
 			mu.Lock()
-			peak = max(peak, kb)
+			peak = max(peak, v)
 			mu.Unlock()
 			select {
 			case <-stop:
@@ -94,8 +95,8 @@ func anonKB(pid int) int64 {
 	return 0
 }
 
-// groupAnonKB sums anonKB over the processes of process group pgid.
-func groupAnonKB(pgid int) int64 {
+// groupAnonKB sums anonKB over the processes of process group pgid but leftOut.
+func groupAnonKB(pgid, leftOut int) int64 {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -103,7 +104,7 @@ func groupAnonKB(pgid int) int64 {
 	var sum int64
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+		if err != nil || pid == leftOut {
 			continue
 		}
 		if g, err := unix.Getpgid(pid); err == nil && g == pgid {
