@@ -224,6 +224,7 @@ verify: ## Fail if go.mod, formatting, generated code or docs are stale; check t
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: run make fmt"; exit 1; }
 	@$(MAKE) --no-print-directory verify-tidy
 	go vet ./...
+	go run ./hack/deadcode ./cmd/kubectl-finalize
 	@$(MAKE) --no-print-directory generate && git diff --exit-code -- pkg/apis || { echo "generated code is stale: run make generate"; exit 1; }
 	@tmp=$$(mktemp -d) && go run ./hack/docgen $$tmp && diff -ru docs/reference $$tmp || { echo "docs/reference is stale: run make docs"; exit 1; }
 	KUBEBUILDER_ASSETS="$(K8S_BINS)" go run ./hack/demo capture --out docs/demo --readme README.md --check

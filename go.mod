@@ -3,6 +3,7 @@ module github.com/kubectl-finalize/kubectl-finalize
 go 1.26.0
 
 require (
+	github.com/DataDog/datadog-agent/pkg/template v0.85.4
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2

@@ -5,6 +5,7 @@ package cmd
 
 import (
 	"flag"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -44,25 +45,37 @@ Exit status:
 // NewCmdFinalize returns the root command.
 func NewCmdFinalize(streams genericiooptions.IOStreams) *cobra.Command {
 	f := util.NewFactory()
+	// --version prints what "version" prints, as cobra's --version did: before anything
+	// else, whatever arguments and other flags come with it; -v stays klog's verbosity.
+	// The command prints it, not cobra: cobra's --version in a format of its own is a
+	// text/template, and the standard text/template costs the executable the linker's
+	// dead code elimination (template_printer.go in pkg/cmd/util).
+	var printVersion bool
 	cmd := &cobra.Command{
 		Use:           "kubectl-finalize",
 		Short:         "Find objects stuck in Terminating and remove verified finalizers",
 		Long:          long,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          util.NoArgs,
-		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl finalize"},
-		Version:       pkgversion.Get().Version,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if printVersion {
+				return nil
+			}
+			return util.NoArgs(cmd, args)
+		},
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl finalize"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if printVersion {
+				_, err := fmt.Fprintf(streams.Out, "kubectl-finalize %s\n", pkgversion.Get().Version)
+				return err
+			}
 			return cmd.Help()
 		},
 	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return util.UsageErrorf(c, "%v", err)
 	})
-	// --version prints what "version" prints; -v stays klog's verbosity.
-	cmd.Flags().Bool("version", false, "Print the version of kubectl-finalize and exit.")
-	cmd.SetVersionTemplate("kubectl-finalize {{.Version}}\n")
+	cmd.Flags().BoolVar(&printVersion, "version", false, "Print the version of kubectl-finalize and exit.")
 	f.AddFlags(cmd.PersistentFlags())
 	addKlogFlags(cmd.PersistentFlags())
 	// kubectl's --profile and --profile-output; as kubectl's, the profile is written when
@@ -70,12 +83,20 @@ func NewCmdFinalize(streams genericiooptions.IOStreams) *cobra.Command {
 	prof := &profiling{}
 	prof.addFlags(cmd.PersistentFlags())
 	cmd.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if printVersion {
+			return nil
+		}
 		if err := prof.start(); err != nil {
 			return util.UsageError(err)
 		}
 		return nil
 	}
-	cmd.PersistentPostRunE = func(*cobra.Command, []string) error { return prof.stop() }
+	cmd.PersistentPostRunE = func(*cobra.Command, []string) error {
+		if printVersion {
+			return nil
+		}
+		return prof.stop()
+	}
 	util.RegisterConfigFlagCompletion(cmd, f)
 
 	cmd.AddCommand(

@@ -125,7 +125,12 @@ func (f *PrintFlags) ToPrinter() (printers.ResourcePrinter, error) {
 	if !slices.Contains(f.template.AllowedFormats(), strings.SplitN(format, "=", 2)[0]) {
 		return nil, genericclioptions.NoCompatiblePrinterError{OutputFormat: &format}
 	}
-	return f.template.ToPrinter(format)
+	// KubeTemplatePrintFlags.ToPrinter, with the Go template printer of this package
+	// (template_printer.go): cli-runtime's would bring the standard text/template back.
+	if p, err := f.template.JSONPathPrintFlags.ToPrinter(format); !genericclioptions.IsNoCompatiblePrinterError(err) {
+		return p, err
+	}
+	return goTemplateToPrinter(f.template.GoTemplatePrintFlags, format)
 }
 
 // PrintObject prints obj with the printer of -o.
