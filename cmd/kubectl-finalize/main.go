@@ -20,15 +20,16 @@ import (
 // the plugin holds lives for the whole run (the scan's stuck objects, a diagnosis, a
 // plan), so Go's default of 100, which lets the heap grow to twice what the last
 // collection found live, spends most of the peak on garbage. At 10,000 stuck objects, 50
-// takes the peak of doctor and reconcile down by 9 to 11 MB, for time that did not show
-// against run-to-run noise (docs/performance.md, "GOGC"). GOGC in the environment, off
-// included, wins.
+// takes the peak of doctor and reconcile down by 9 to 11 MB (one set of three runs
+// against another; a run's anon moves by about 4 MB), for time that did not show against
+// run-to-run noise (docs/performance.md, "GOGC"). GOGC in the environment, off included,
+// wins.
 const gcPercent = 50
 
 // setGCPercent sets the collector's GOGC to gcPercent, unless the environment (looked up
-// by lookup) sets GOGC.
+// by lookup) sets GOGC. An empty GOGC is unset, as the runtime reads it.
 func setGCPercent(lookup func(string) (string, bool)) {
-	if _, set := lookup("GOGC"); !set {
+	if v, set := lookup("GOGC"); !set || v == "" {
 		debug.SetGCPercent(gcPercent)
 	}
 }

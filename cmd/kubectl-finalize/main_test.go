@@ -1,23 +1,51 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"testing"
 )
 
-// Without GOGC in the environment the collector runs at gcPercent; with it, at what the
-// environment says (the runtime read it at start), whatever the value, off included.
-func TestGOGCIsOursUnlessTheEnvironmentSetsIt(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	setGCPercent(func(string) (string, bool) { return "", false })
-	if got := debug.SetGCPercent(100); got != gcPercent {
-		t.Errorf("GOGC unset: the collector runs at %d, want %d", got, gcPercent)
+// probeEnv makes the test binary a probe: it does what main does with GOGC and prints the
+// collector's percent.
+const probeEnv = "KUBECTL_FINALIZE_GOGC_PROBE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(probeEnv) != "" {
+		setGCPercent(os.LookupEnv)
+		fmt.Print(debug.SetGCPercent(100))
+		os.Exit(0)
 	}
-	for _, v := range []string{"100", "off", "200"} {
-		debug.SetGCPercent(100)
-		setGCPercent(func(name string) (string, bool) { return v, name == "GOGC" })
-		if got := debug.SetGCPercent(100); got != 100 {
-			t.Errorf("GOGC=%s: setGCPercent changed the collector to %d", v, got)
+	os.Exit(m.Run())
+}
+
+// Without GOGC in the environment, or with it empty (the runtime's unset), the collector
+// runs at gcPercent; with it, at what the environment says, off included. Each case is a
+// process of its own, as the runtime reads GOGC when it starts.
+func TestGOGCIsOursUnlessTheEnvironmentSetsIt(t *testing.T) {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOGC=") })
+	for _, c := range []struct {
+		gogc string // "unset" for none
+		want string
+	}{
+		{"unset", fmt.Sprint(gcPercent)},
+		{"", fmt.Sprint(gcPercent)},
+		{"200", "200"},
+		{"100", "100"},
+		{"off", "-1"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(slices.Clone(env), probeEnv+"=1")
+		if c.gogc != "unset" {
+			cmd.Env = append(cmd.Env, "GOGC="+c.gogc)
+		}
+		out, err := cmd.Output()
+		if err != nil || string(out) != c.want {
+			t.Errorf("GOGC %q: the collector runs at %q (%v), want %s", c.gogc, out, err, c.want)
 		}
 	}
 }

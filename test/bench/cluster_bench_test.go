@@ -289,8 +289,13 @@ func (e *benchEnv) run(b *testing.B, v string) measured {
 	if *profiles != "" && plugin {
 		cmd.Args = append(cmd.Args, "--profile", *profileKind, "--profile-output", filepath.Join(*profiles, v+".pprof"))
 	}
-	if *pluginEnv != "" && plugin {
-		cmd.Env = append(os.Environ(), strings.Split(*pluginEnv, ",")...)
+	if plugin {
+		// The plugin runs with its own GOGC (cmd/kubectl-finalize) unless -bench.plugin-env
+		// sets one: a GOGC exported by whoever runs the benchmark is not measured.
+		cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOGC=") })
+		if *pluginEnv != "" {
+			cmd.Env = append(cmd.Env, strings.Split(*pluginEnv, ",")...)
+		}
 	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -320,6 +325,7 @@ func (e *benchEnv) run(b *testing.B, v string) measured {
 		b.Fatalf("%s: rusage did not start it\n%s", v, errOut.String())
 	}
 	if _, err := fmt.Sscanf(lines.Text(), "pid %d", &pid); err != nil {
+		_ = cmd.Wait()
 		b.Fatalf("%s: rusage said %q: %v", v, lines.Text(), err)
 	}
 	// The group is rusage's (the pid of cmd); rusage itself is left out.
